@@ -1,0 +1,53 @@
+"""The composition root: settings in, a wired ``MCPServer`` out (no module-level globals)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from mcp.server.mcpserver import MCPServer
+
+from .. import __version__
+from ..clock import Clock, utc_now
+from ..datafiles import data_dir
+from ..prompts import PromptBook
+from ..services.runtime import Runtime, open_runtime
+from ..settings import Settings
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = data_dir("prompts") / "server_instructions.md"
+
+
+@dataclass
+class AppContext:
+    """What the lifespan yields to every tool call."""
+
+    runtime: Runtime
+    settings: Settings
+
+
+def build_server(settings: Settings, clock: Clock = utc_now) -> MCPServer[AppContext]:
+    """The MCP server for ``settings``: tools wired to services on the settings' store."""
+    from .tools import register_tools  # noqa: PLC0415 (tools import the server type)
+
+    # Fail at start-up, not at the first call, when the prompt set is broken.
+    PromptBook.load(settings.prompts_dir or data_dir("prompts"))
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
+        async with open_runtime(settings, clock) as runtime:
+            log.info("store %s open (role %s)", settings.db_path, settings.role)
+            yield AppContext(runtime=runtime, settings=settings)
+
+    server: MCPServer[AppContext] = MCPServer(
+        "mcp-server-escalation",
+        version=__version__,
+        instructions=INSTRUCTIONS.read_text(encoding="utf-8"),
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
+    register_tools(server, settings)
+    return server

@@ -1,0 +1,309 @@
+"""The agent tools (SPEC 4): flat typed arguments, one service call, a pydantic result.
+
+The signature is the schema: limits and enums live in the annotations, so a bad argument
+is reported by field name before any service runs. Domain errors become tool errors
+(``isError``) whose text tells the model how to fix the call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from ..errors import EscalationError
+from ..models.limits import (
+    LIST_MAX,
+    TEXT_MAX,
+    EscalationId,
+    GlobList,
+    Name,
+    Path,
+    PathList,
+    Severity,
+    ShortText,
+    SignalType,
+    StepName,
+    TaskId,
+)
+from ..models.results import (
+    AcknowledgeResult,
+    CheckEditResult,
+    EndTaskResult,
+    EscalationResult,
+    ListEscalationsResult,
+    ProgressResult,
+    RecordFailureResult,
+    ResolveResult,
+    StartTaskResult,
+    TaskView,
+)
+from ..models.thresholds import ThresholdOverrides
+from ..rules.classify import BlockerDetails
+from ..services import escalations, failures, progress, tasks
+from ..services.runtime import Runtime
+from ..settings import Settings
+from .app import AppContext
+
+Ctx = Context[AppContext]
+
+_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+_IDEMPOTENT_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+@contextmanager
+def tool_errors() -> Iterator[None]:
+    """Domain errors become tool errors the model reads; anything else is a bug."""
+    try:
+        yield
+    except EscalationError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def _rt(ctx: Ctx) -> Runtime:
+    return ctx.request_context.lifespan_context.runtime
+
+
+def register_tools(server: MCPServer[AppContext], settings: Settings) -> None:
+    """Add every agent tool to ``server``."""
+
+    @server.tool(annotations=_WRITE)
+    async def start_task(
+        title: Annotated[str, Field(min_length=1, max_length=1024, description="What the task is")],
+        ctx: Ctx,
+        specification: Annotated[ShortText, Field(description="What done means")] = "",
+        scope: Annotated[
+            GlobList,
+            Field(description="Globs of paths the task may change (project-relative); empty = any"),
+        ] = [],  # noqa: B006 (pydantic copies defaults)
+        task_id: Annotated[
+            TaskId | None,
+            Field(description="Reuse to resume or take over a task; omit to create one"),
+        ] = None,
+        agent_id: Annotated[
+            Name,
+            Field(description="Who works on it; a new id takes the task over with fresh counters"),
+        ] = "agent",
+        project: Annotated[
+            Path | None,
+            Field(description="Project root (absolute); default the server's working directory"),
+        ] = None,
+        baseline_pass_rate: Annotated[
+            float | None, Field(ge=0.0, le=1.0, description="Pass rate (0-1) before any change")
+        ] = None,
+        thresholds: Annotated[
+            ThresholdOverrides | None, Field(description="Per-task threshold overrides")
+        ] = None,
+    ) -> StartTaskResult:
+        """Start (or resume, or take over) a task; call once before any other tool."""
+        with tool_errors():
+            return await tasks.start_task(
+                _rt(ctx),
+                title=title,
+                specification=specification,
+                scope=scope,
+                task_id=task_id,
+                agent_id=agent_id,
+                project=project,
+                baseline_pass_rate=baseline_pass_rate,
+                thresholds=thresholds,
+            )
+
+    @server.tool(annotations=_WRITE)
+    async def end_task(
+        task_id: TaskId,
+        outcome: Literal["completed", "abandoned"],
+        ctx: Ctx,
+        note: ShortText | None = None,
+    ) -> EndTaskResult:
+        """End a task; 'completed' needs a passing latest test run and no open escalation."""
+        with tool_errors():
+            return await tasks.end_task(_rt(ctx), task_id=task_id, outcome=outcome, note=note)
+
+    @server.tool(annotations=_READ)
+    async def get_task(task_id: TaskId, ctx: Ctx) -> TaskView:
+        """A task's status, counters, thresholds, files, test history and open escalation."""
+        with tool_errors():
+            return await tasks.get_task(_rt(ctx), task_id)
+
+    @server.tool(annotations=_WRITE)
+    async def record_failure(
+        task_id: TaskId,
+        message: Annotated[ShortText, Field(min_length=1, description="The error as printed")],
+        ctx: Ctx,
+        signal_type: Annotated[
+            SignalType | None,
+            Field(description="Omit to classify the message by documented patterns"),
+        ] = None,
+        severity: Severity | None = None,
+        step: StepName = "main",
+        phase: Annotated[str, Field(max_length=256)] | None = None,
+        error_type: Annotated[str, Field(max_length=256, description="e.g. TypeError")] | None = None,
+        tool_name: Annotated[str, Field(max_length=256)] | None = None,
+        error_code: Annotated[str, Field(max_length=256)] | None = None,
+        file: Path | None = None,
+        line: Annotated[int, Field(ge=0, le=100_000_000)] | None = None,
+        attempted_action: Annotated[ShortText, Field(description="What you tried that failed")] | None = None,
+        observed_outcome: ShortText | None = None,
+        recommended_adjustment: ShortText | None = None,
+        context_refs: Annotated[
+            dict[str, Any],
+            Field(max_length=LIST_MAX, description="Pointers only: ids, paths, spans"),
+        ] = {},  # noqa: B006
+        details: Annotated[
+            BlockerDetails | None,
+            Field(description="Blocker facts (dependency, version, resource, endpoint, status_code)"),
+        ] = None,
+    ) -> RecordFailureResult:
+        """Record an error; repeats, blockers and transients escalate by the thresholds."""
+        with tool_errors():
+            return await failures.record_failure(
+                _rt(ctx),
+                task_id=task_id,
+                message=message,
+                signal_type=signal_type,
+                severity=severity,
+                step=step,
+                phase=phase,
+                error_type=error_type,
+                tool_name=tool_name,
+                error_code=error_code,
+                file=file,
+                line=line,
+                attempted_action=attempted_action,
+                observed_outcome=observed_outcome,
+                recommended_adjustment=recommended_adjustment,
+                context_refs=context_refs,
+                details=details.model_dump(exclude_none=True) if details else None,
+            )
+
+    @server.tool(annotations=_WRITE)
+    async def report_progress(
+        task_id: TaskId,
+        ctx: Ctx,
+        files_modified: Annotated[PathList, Field(description="Files changed in this attempt")] = [],  # noqa: B006
+        tests_passed: Annotated[int, Field(ge=0, le=10_000_000)] | None = None,
+        tests_failed: Annotated[int, Field(ge=0, le=10_000_000)] | None = None,
+        outcome: Literal["success", "failure", "neutral"] = "neutral",
+        note: Annotated[ShortText, Field(description="What this attempt did")] | None = None,
+        step: StepName = "main",
+    ) -> ProgressResult:
+        """Report one attempt: files changed, test counts, outcome."""
+        with tool_errors():
+            return await progress.report_progress(
+                _rt(ctx),
+                task_id=task_id,
+                files_modified=files_modified,
+                tests_passed=tests_passed,
+                tests_failed=tests_failed,
+                outcome=outcome,
+                note=note,
+                step=step,
+            )
+
+    @server.tool(annotations=_IDEMPOTENT_WRITE)
+    async def check_edit(
+        task_id: TaskId,
+        paths: Annotated[PathList, Field(min_length=1, description="Files you are about to change")],
+        ctx: Ctx,
+    ) -> CheckEditResult:
+        """Ask before editing: refused paths (scope, file limit) escalate and pause the task."""
+        with tool_errors():
+            return await progress.check_edit(_rt(ctx), task_id=task_id, paths=paths)
+
+    @server.tool(annotations=_WRITE)
+    async def raise_escalation(
+        task_id: TaskId,
+        reason: Annotated[ShortText, Field(min_length=1)],
+        ctx: Ctx,
+        kind: Literal["ask_human", "system_error"] = "ask_human",
+        question: ShortText | None = None,
+        options: Annotated[list[Annotated[str, Field(max_length=TEXT_MAX)]], Field(max_length=LIST_MAX)] = [],  # noqa: B006
+        blocking: bool = True,
+        follow_up_of: EscalationId | None = None,
+    ) -> EscalationResult:
+        """Ask a human (or report an unrecoverable error); blocking questions pause the task."""
+        with tool_errors():
+            return await escalations.raise_escalation(
+                _rt(ctx),
+                task_id=task_id,
+                reason=reason,
+                kind=kind,
+                question=question,
+                options=options,
+                blocking=blocking,
+                follow_up_of=follow_up_of,
+            )
+
+    @server.tool(annotations=_READ)
+    async def get_escalation(
+        escalation_id: EscalationId,
+        ctx: Ctx,
+        wait_seconds: Annotated[
+            float, Field(description="Wait up to this long for an answer (clamped to 0-60)")
+        ] = 0,
+    ) -> EscalationResult:
+        """The full escalation; waits for a human's answer and marks it delivered."""
+        with tool_errors():
+            return await escalations.get_escalation(
+                _rt(ctx), escalation_id=escalation_id, wait_seconds=wait_seconds
+            )
+
+    @server.tool(annotations=_IDEMPOTENT_WRITE)
+    async def acknowledge_response(
+        escalation_id: EscalationId, ctx: Ctx, note: ShortText | None = None
+    ) -> AcknowledgeResult:
+        """Confirm you read the human's answer; the task resumes (or stays terminated)."""
+        with tool_errors():
+            return await escalations.acknowledge_response(_rt(ctx), escalation_id=escalation_id, note=note)
+
+    @server.tool(annotations=_READ)
+    async def list_escalations(
+        ctx: Ctx,
+        status: Literal["pending", "resolved", "all"] = "pending",
+        task_id: TaskId | None = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 20,
+    ) -> ListEscalationsResult:
+        """Escalation summaries, newest first."""
+        with tool_errors():
+            return await escalations.list_escalations(_rt(ctx), status=status, task_id=task_id, limit=limit)
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
+            open_world_hint=False,
+        )
+    )
+    async def resolve_escalation(
+        escalation_id: EscalationId,
+        response_type: Literal["guidance", "override", "terminate", "approve", "withdraw"],
+        ctx: Ctx,
+        content: ShortText = "",
+        new_file_limit: Annotated[int, Field(ge=1, le=1_000_000)] | None = None,
+        add_scope: GlobList = [],  # noqa: B006
+        responder: Name | None = None,
+    ) -> ResolveResult:
+        """Answer an escalation (operator role); an agent may only withdraw its own question."""
+        with tool_errors():
+            return await escalations.resolve_escalation(
+                _rt(ctx),
+                escalation_id=escalation_id,
+                response_type=response_type,
+                content=content,
+                new_file_limit=new_file_limit,
+                add_scope=add_scope,
+                responder=responder,
+                role=settings.role,
+            )

@@ -1,0 +1,124 @@
+"""The console script ``mcp-server-escalation``.
+
+With no subcommand it serves MCP over stdio (what agent configs launch). Operator commands
+(``escalations``, ``tasks``, ``db``) call the same services as the MCP tools on the same
+store, so the operator and the agent can never disagree. Imports stay lazy: the operator
+commands never load the MCP SDK, and ``serve`` loads only what serving needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+
+
+def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    # Accepted before or after the subcommand; a subcommand's copy must not overwrite a value
+    # given before it, hence SUPPRESS there.
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument(
+        "--db", default=default, help="store path (default: $ESCALATION_DB or the per-user store)"
+    )
+    parser.add_argument("--config", default=default, help="TOML config file (default: $ESCALATION_CONFIG)")
+    parser.add_argument(
+        "--prompts", default=default, help="folder of prompt templates overriding the defaults"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line."""
+    parser = argparse.ArgumentParser(
+        prog="mcp-server-escalation",
+        description="MCP server giving coding agents objective escalation; operator CLI.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _common(parser, top=True)
+    sub = parser.add_subparsers(dest="command")
+
+    serve = sub.add_parser("serve", help="serve MCP (stdio by default)")
+    _common(serve)
+    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--role", choices=["agent", "operator"], default="agent")
+
+    esc = sub.add_parser("escalations", help="list, show and answer escalations")
+    esc_sub = esc.add_subparsers(dest="action", required=True)
+    listing = esc_sub.add_parser("list", help="escalation summaries, newest first")
+    _common(listing)
+    listing.add_argument("--status", choices=["pending", "resolved", "all"], default="pending")
+    listing.add_argument("--task", help="only this task's escalations")
+    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    show = esc_sub.add_parser("show", help="one escalation in full")
+    _common(show)
+    show.add_argument("id", type=int)
+    show.add_argument("--json", action="store_true")
+    respond = esc_sub.add_parser("respond", help="answer an escalation as the operator")
+    _common(respond)
+    respond.add_argument("id", type=int)
+    answer = respond.add_mutually_exclusive_group(required=True)
+    answer.add_argument("--guidance", metavar="TEXT")
+    answer.add_argument("--override", metavar="TEXT")
+    answer.add_argument("--terminate", metavar="TEXT", nargs="?", const="")
+    answer.add_argument("--approve", action="store_true")
+    respond.add_argument("--file-limit", type=int, help="with --approve: the new file limit")
+    respond.add_argument(
+        "--add-scope",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="with --approve: widen the task's scope (repeatable)",
+    )
+    respond.add_argument("--responder", help="who answers (default: cli:$USER)")
+    respond.add_argument("--json", action="store_true")
+
+    task = sub.add_parser("tasks", help="list and show tasks")
+    task_sub = task.add_subparsers(dest="action", required=True)
+    task_list = task_sub.add_parser("list")
+    _common(task_list)
+    task_list.add_argument(
+        "--status", choices=["active", "paused", "terminated_by_human", "completed", "abandoned"]
+    )
+    task_list.add_argument("--limit", type=int, default=50)
+    task_list.add_argument("--json", action="store_true")
+    task_show = task_sub.add_parser("show")
+    _common(task_show)
+    task_show.add_argument("id")
+    task_show.add_argument("--json", action="store_true")
+
+    db = sub.add_parser("db", help="the store file")
+    db_sub = db.add_subparsers(dest="action", required=True)
+    for name, text in (("path", "print the store path"), ("migrate", "apply pending migrations")):
+        _common(db_sub.add_parser(name, help=text))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.command in (None, "serve") else logging.WARNING,
+        stream=sys.stderr,  # stdout belongs to the protocol
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from ..errors import EscalationError  # noqa: PLC0415
+
+    try:
+        if args.command in (None, "serve"):
+            from .serve import serve  # noqa: PLC0415
+
+            return serve(args)
+        from .operator import run  # noqa: PLC0415
+
+        return run(args)
+    except EscalationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

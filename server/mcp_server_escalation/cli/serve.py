@@ -1,0 +1,22 @@
+"""``serve``: run the MCP server on stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..settings import Settings
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Serve until the client disconnects (stdio) or the process is stopped (http)."""
+    from ..adapters.app import build_server  # noqa: PLC0415 (keeps the operator CLI free of the SDK)
+
+    settings = Settings.from_sources(
+        db=args.db, config=args.config, role=getattr(args, "role", "agent"), prompts=args.prompts
+    )
+    server = build_server(settings)
+    if getattr(args, "transport", "stdio") == "http":
+        server.run("streamable-http", host=args.host, port=args.port)
+    else:
+        server.run()
+    return 0

@@ -1,0 +1,23 @@
+"""Time as the store writes it: ISO 8601 UTC with milliseconds, which sorts as text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    """The current time in UTC (the default clock; tests pass their own)."""
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    """``2026-11-21T10:00:00.000Z``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def parse_iso(text: str) -> datetime:
+    """The inverse of ``iso``."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -1,0 +1,53 @@
+"""The product's exception tree.
+
+Every error a caller can fix is an ``EscalationError``; the MCP adapter turns it into a
+tool error (``isError``) whose text the model reads, the CLI into a message on stderr and
+a non-zero exit. Anything else is a bug and is reported as such.
+
+    EscalationError
+    ├── InvalidInput          a field's value breaks a documented limit or format
+    ├── NotFound              an id names nothing in the store
+    ├── Conflict              the call is valid but the current state forbids it
+    │   └── TaskEnded         the task is terminated, completed or abandoned
+    ├── Forbidden             the server's role may not do this
+    └── ConfigError           a config file, prompt template or data file is unusable
+"""
+
+from __future__ import annotations
+
+
+class EscalationError(Exception):
+    """Base of every error whose message tells the caller how to fix the call."""
+
+
+class InvalidInput(EscalationError):
+    """A field's value is malformed or beyond its limit."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+
+
+class NotFound(EscalationError):
+    """An id that names nothing in the store."""
+
+    def __init__(self, field: str, value: object, hint: str = "") -> None:
+        text = f"{field}: no {field.removesuffix('_id')} with id {value!r}"
+        super().__init__(f"{text}. {hint}" if hint else text)
+        self.field = field
+
+
+class Conflict(EscalationError):
+    """The call is well formed but the current state does not allow it."""
+
+
+class TaskEnded(Conflict):
+    """The task is no longer active; only reads are allowed."""
+
+
+class Forbidden(EscalationError):
+    """The server's role does not allow this call."""
+
+
+class ConfigError(EscalationError):
+    """A config file, prompt template or data file cannot be used."""

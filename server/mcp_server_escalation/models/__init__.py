@@ -1,0 +1,1 @@
+"""Pydantic models: the shapes that cross the layers and the wire."""

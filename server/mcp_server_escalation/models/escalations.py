@@ -1,0 +1,73 @@
+"""Escalations, their triggers and the human's response."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .limits import EscalationStatus, EscalationType, Priority, ResponseType
+
+
+class Trigger(BaseModel):
+    """One objective reason for an escalation: the threshold and what was measured."""
+
+    type: EscalationType
+    criteria: dict[str, Any] = Field(description="The threshold that was reached")
+    observed: dict[str, Any] = Field(description="The measured values at the time")
+    summary: str = Field(description="One line for the operator")
+    at: str
+    fired_count: int = Field(1, description="How often it fired while the escalation was open")
+
+
+class EscalationResponse(BaseModel):
+    """What a human (or, for withdraw, the agent) answered."""
+
+    response_type: ResponseType
+    content: str
+    new_file_limit: int | None = None
+    add_scope: list[str] = Field(default_factory=list)
+    responder: str | None = None
+    responded_at: str
+
+
+class Escalation(BaseModel):
+    """The full escalation record."""
+
+    escalation_id: int
+    task_id: str
+    agent_id: str
+    type: EscalationType
+    triggers: list[Trigger]
+    priority: Priority
+    blocking: bool
+    status: EscalationStatus
+    response_options: list[ResponseType]
+    context: dict[str, Any]
+    reason: str | None
+    question: str | None
+    options: list[str]
+    response: EscalationResponse | None
+    delivered_at: str | None
+    acknowledged_at: str | None
+    acknowledgement_note: str | None
+    follow_up_of: int | None
+    revision: int
+    created_at: str
+    updated_at: str
+
+
+class EscalationSummary(BaseModel):
+    """A list row: enough to pick an escalation to look at."""
+
+    escalation_id: int
+    task_id: str
+    agent_id: str
+    type: EscalationType
+    trigger_types: list[str]
+    priority: Priority
+    blocking: bool
+    status: EscalationStatus
+    headline: str
+    created_at: str
+    updated_at: str

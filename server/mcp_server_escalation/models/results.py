@@ -1,0 +1,110 @@
+"""Tool results: what every agent-facing call returns (SPEC 4).
+
+Services build these; the MCP adapter returns them as structured output and the CLI
+prints them as JSON, so both doors show the same fields.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .escalations import Escalation, EscalationSummary
+from .limits import Directive, Severity, TaskStatus
+from .tasks import Counters, Task, TestRun
+from .thresholds import Thresholds
+
+
+class Directed(BaseModel):
+    """Every agent-facing result says what to do next."""
+
+    directive: Directive = Field(description="proceed | pause | stop")
+    message: str = Field(description="One sentence: what to do next")
+
+
+class StartTaskResult(Directed):
+    task_id: str
+    status: TaskStatus
+    agent_id: str
+    thresholds: Thresholds
+    counters: Counters
+    reassigned: bool = Field(description="True when this call handed the task to a new agent")
+    created: bool = Field(description="True when this call created the task")
+    task: Task
+
+
+class EndTaskResult(Directed):
+    task_id: str
+    status: TaskStatus
+    note: str | None
+    closed_escalations: list[int] = Field(description="Escalations closed because the task ended")
+
+
+class TaskView(Directed):
+    task: Task
+    counters: Counters
+    thresholds: Thresholds
+    modified_files: list[str]
+    test_history: list[TestRun]
+    pending_escalation: Escalation | None = Field(
+        description="The escalation holding the task (pending, or answered and unacknowledged)"
+    )
+    escalation_ids: list[int]
+    failure_records: int
+    failure_occurrences: int
+
+
+class FailureSummary(BaseModel):
+    failure_id: str
+    fingerprint: str
+    signal_type: str
+    classified_by: str = Field(description="'caller' or the pattern that chose signal_type")
+    severity: Severity
+    occurrence_count: int
+    consecutive_count: int = Field(description="The same error in a row, this one included")
+    status: str
+    details: dict[str, object]
+
+
+class RecordFailureResult(Directed):
+    failure: FailureSummary
+    escalation: Escalation | None
+
+
+class ProgressResult(Directed):
+    counters: Counters
+    test_run: TestRun | None
+    escalation: Escalation | None
+
+
+class PathVerdict(BaseModel):
+    path: str = Field(description="As given")
+    normalised: str = Field(description="Relative to the project root, POSIX")
+    allowed: bool
+    reason: str | None
+
+
+class CheckEditResult(Directed):
+    allowed: bool
+    reasons: list[str]
+    paths: list[PathVerdict]
+    escalation: Escalation | None
+
+
+class EscalationResult(Directed):
+    escalation: Escalation
+
+
+class AcknowledgeResult(Directed):
+    escalation: Escalation
+    task_status: TaskStatus
+    task: Task
+
+
+class ListEscalationsResult(BaseModel):
+    escalations: list[EscalationSummary]
+    total: int = Field(description="How many match the filter in all")
+
+
+class ResolveResult(BaseModel):
+    escalation: Escalation
+    task_status: TaskStatus

@@ -1,0 +1,78 @@
+"""Tasks, their counters and their progress history."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .limits import TaskStatus
+from .thresholds import Thresholds
+
+
+class Counters(BaseModel):
+    """The measured values the triggers compare with thresholds (current agent only)."""
+
+    consecutive_same_error: int = 0
+    last_fingerprint: str | None = None
+    verification_attempts: int = 0
+    attempts_without_file_change: int = 0
+    test_runs_without_improvement: int = 0
+    files_modified: int = Field(0, description="Distinct normalised paths modified")
+
+
+class Task(BaseModel):
+    """One piece of agent work."""
+
+    task_id: str
+    title: str
+    specification: str
+    scope: list[str]
+    project: str
+    agent_id: str
+    generation: int = Field(description="Assignment number; bumps when another agent takes over")
+    status: TaskStatus
+    thresholds: Thresholds
+    baseline_pass_rate: float | None
+    best_pass_rate: float | None
+    approach: str | None = Field(description="An operator's override: the approach to follow")
+    end_note: str | None
+    counters: Counters
+    created_at: str
+    updated_at: str
+    ended_at: str | None
+
+
+class TestRun(BaseModel):
+    """One reported test run and whether it beat every earlier pass rate."""
+
+    __test__ = False  # not a pytest class
+
+    at: str
+    step: str
+    agent_id: str
+    passed: int
+    failed: int
+    pass_rate: float
+    improved: bool
+
+
+class ProgressEntry(BaseModel):
+    """One report_progress call: an attempt."""
+
+    at: str
+    step: str
+    agent_id: str
+    outcome: str
+    files: list[str]
+    note: str | None
+    tests_passed: int | None
+    tests_failed: int | None
+    pass_rate: float | None
+
+
+class Action(BaseModel):
+    """One entry of a task's action history (what the agent did, in order)."""
+
+    at: str
+    agent_id: str
+    kind: str
+    detail: dict[str, object]

@@ -1,0 +1,49 @@
+"""Escalation thresholds (SPEC 3): defaults, config overrides and per-task overrides."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PositiveLimit = Annotated[int, Field(ge=1, le=1_000_000)]
+Similarity = Annotated[float, Field(gt=0.0, le=1.0)]
+
+
+class Thresholds(BaseModel):
+    """The effective thresholds of a task. Every trigger reads its limit from here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    same_error_repeated: PositiveLimit = 3
+    total_verification_attempts: PositiveLimit = 10
+    no_file_changes_after_attempts: PositiveLimit = 5
+    no_test_improvement_after: PositiveLimit = 3
+    files_modified_exceeds: PositiveLimit = 20
+    spec_deviation_detected: bool = True
+    stagnation_patience: PositiveLimit = 3
+    stagnation_similarity: Similarity = 0.7
+    max_escalation_cycles: Annotated[int, Field(ge=0, le=1000)] = 2
+
+    def merged(self, overrides: ThresholdOverrides | None) -> Thresholds:
+        """These thresholds with every field the overrides set replaced."""
+        if overrides is None:
+            return self
+        changes = overrides.model_dump(exclude_none=True)
+        return self.model_copy(update=changes) if changes else self
+
+
+class ThresholdOverrides(BaseModel):
+    """Per-task (or config) changes to the defaults; unset fields keep the default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    same_error_repeated: PositiveLimit | None = None
+    total_verification_attempts: PositiveLimit | None = None
+    no_file_changes_after_attempts: PositiveLimit | None = None
+    no_test_improvement_after: PositiveLimit | None = None
+    files_modified_exceeds: PositiveLimit | None = None
+    spec_deviation_detected: bool | None = None
+    stagnation_patience: PositiveLimit | None = None
+    stagnation_similarity: Similarity | None = None
+    max_escalation_cycles: Annotated[int, Field(ge=0, le=1000)] | None = None

@@ -1,0 +1,161 @@
+"""Prompt templates as data (SPEC 5, seed 000, seed 003).
+
+Every word the model or the operator reads comes from the TOML files in ``prompts/``: each
+file has a ``version`` and a ``[templates.NAME]`` table per template with its ``text``.
+``TEMPLATES`` below is the contract between the code and those files: the name of each
+template the code renders and the placeholders it supplies. It holds no wording.
+
+Loading is strict, so a broken prompt set fails at start-up, never as a silently dropped
+section: a missing template, an unknown template, an unknown field, or a placeholder the
+code does not supply is a ``ConfigError``. A user may point ``--prompts DIR`` at a copy of
+the folder to change the wording.
+"""
+
+from __future__ import annotations
+
+import string
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+# name -> the placeholders the code passes when it renders that template
+TEMPLATES: dict[str, frozenset[str]] = {
+    name: frozenset(fields)
+    for name, fields in {
+        # directives: what the model must do next
+        "directive_proceed": ["task_id"],
+        "directive_proceed_with_approach": ["task_id", "approach"],
+        "directive_pause_pending": ["task_id", "escalation_id", "type"],
+        "directive_pause_unacknowledged": ["task_id", "escalation_id", "response_type"],
+        "directive_stop": ["task_id", "status"],
+        # tool-specific messages when the directive is proceed
+        "message_task_started": ["task_id", "reassigned"],
+        "message_failure_recorded": [
+            "task_id",
+            "signal_type",
+            "consecutive",
+            "threshold",
+            "occurrences",
+        ],
+        "message_progress_recorded": ["task_id"],
+        "message_edit_allowed": ["task_id", "count"],
+        "message_escalation_raised": ["task_id", "escalation_id"],
+        "message_escalation_answered": ["task_id", "escalation_id", "response_type", "content"],
+        "message_escalation_waiting": ["task_id", "escalation_id", "type"],
+        "message_acknowledged_guidance": ["task_id", "content"],
+        "message_acknowledged_override": ["task_id", "content"],
+        "message_acknowledged_approval": ["task_id", "file_limit", "scope"],
+        "message_acknowledged_termination": ["task_id", "content"],
+        "message_escalation_closed": ["task_id", "escalation_id", "status"],
+        # one line per trigger, for the operator and the model
+        "trigger_repeated_error": ["count", "threshold", "message"],
+        "trigger_verification_limit": ["count", "threshold"],
+        "trigger_no_file_progress": ["count", "threshold"],
+        "trigger_test_stall": ["count", "threshold", "best_pass_rate", "latest_pass_rate"],
+        "trigger_file_limit": ["count", "limit", "proposed"],
+        "trigger_scope_deviation": ["paths", "scope"],
+        "trigger_external_blocker": ["signal_type", "subject"],
+        "trigger_ask_human": ["reason"],
+        "trigger_system_error": ["reason"],
+        # why check_edit refused a path
+        "reason_outside_root": ["path"],
+        "reason_out_of_scope": ["path", "scope"],
+        "reason_file_limit": ["path", "count", "limit"],
+        "reason_task_not_active": ["status", "escalation_id"],
+    }.items()
+}
+
+
+class _TemplateEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1)
+    description: str = ""
+
+
+class _TemplateFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(ge=1)
+    description: str = ""
+    templates: dict[str, _TemplateEntry]
+
+
+@dataclass(frozen=True)
+class Template:
+    """One template, checked against the code's contract."""
+
+    name: str
+    text: str
+    version: int
+    source: str
+
+
+def _placeholders(name: str, text: str, source: str) -> set[str]:
+    found: set[str] = set()
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise ConfigError(f"{source}: template {name!r}: {exc}") from exc
+    for _literal, field, _spec, _conversion in parsed:
+        if field is None:
+            continue
+        if not field.isidentifier():
+            raise ConfigError(f"{source}: template {name!r}: placeholder {{{field}}} must be a plain name")
+        found.add(field)
+    return found
+
+
+class PromptBook:
+    """All templates, loaded and checked; ``render`` is strict."""
+
+    def __init__(self, templates: dict[str, Template], directory: Path) -> None:
+        self._templates = templates
+        self.directory = directory
+
+    @classmethod
+    def load(cls, directory: Path) -> PromptBook:
+        """Read every ``*.toml`` in ``directory`` and check it against ``TEMPLATES``."""
+        if not directory.is_dir():
+            raise ConfigError(f"prompts directory {directory} does not exist")
+        templates: dict[str, Template] = {}
+        for path in sorted(directory.glob("*.toml")):
+            try:
+                parsed = _TemplateFile.model_validate(tomllib.loads(path.read_text("utf-8")))
+            except (tomllib.TOMLDecodeError, ValidationError, OSError) as exc:
+                raise ConfigError(f"{path}: {exc}") from exc
+            for name, entry in parsed.templates.items():
+                if name not in TEMPLATES:
+                    raise ConfigError(f"{path}: unknown template {name!r}")
+                if name in templates:
+                    raise ConfigError(f"{path}: template {name!r} is also in {templates[name].source}")
+                unknown = _placeholders(name, entry.text, str(path)) - TEMPLATES[name]
+                if unknown:
+                    raise ConfigError(
+                        f"{path}: template {name!r} uses unknown placeholder(s) "
+                        f"{sorted(unknown)}; allowed: {sorted(TEMPLATES[name])}"
+                    )
+                templates[name] = Template(name, entry.text, parsed.version, str(path))
+        missing = sorted(set(TEMPLATES) - set(templates))
+        if missing:
+            raise ConfigError(f"{directory}: missing template(s) {missing}")
+        return cls(templates, directory)
+
+    def render(self, name: str, **values: Any) -> str:
+        """The template filled in; every placeholder of the contract must be supplied."""
+        template = self._templates[name]
+        expected = TEMPLATES[name]
+        if set(values) != expected:
+            raise ConfigError(
+                f"template {name!r} rendered with {sorted(values)}, expected {sorted(expected)}"
+            )
+        return template.text.format_map(values)
+
+    def versions(self) -> dict[str, int]:
+        """Template name -> version of the file it came from."""
+        return {name: t.version for name, t in sorted(self._templates.items())}

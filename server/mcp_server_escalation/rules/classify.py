@@ -1,0 +1,116 @@
+"""Failure classification by documented, objective patterns (SPEC 3).
+
+The patterns live in ``data/failure_patterns.toml``; this module only applies them. A
+failure's class decides whether it escalates at once (an external blocker), only after
+repeating (a transient network error), or by the ordinary same-error rule.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict
+
+DETAIL_FIELDS = ("dependency", "version", "resource", "operation", "endpoint", "status_code")
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One named, compiled rule: a match means ``signal_type``."""
+
+    name: str
+    signal_type: str
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """Fills blocker details of one class from a message."""
+
+    signal_type: str
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class PatternBook:
+    """The ordered patterns and extractors of the data file."""
+
+    patterns: tuple[Pattern, ...]
+    extractors: tuple[Extractor, ...] = field(default=())
+
+
+class BlockerDetails(BaseModel):
+    """Facts about an external blocker; what the operator needs to remove it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dependency: str | None = None
+    version: str | None = None
+    resource: str | None = None
+    operation: str | None = None
+    endpoint: str | None = None
+    status_code: int | None = None
+
+
+@dataclass(frozen=True)
+class Classification:
+    """The class chosen for a message, the rule that chose it and the facts it found."""
+
+    signal_type: str
+    rule: str
+    details: dict[str, str | int] = field(default_factory=dict)
+
+
+def _groups(match: re.Match[str]) -> dict[str, str | int]:
+    found: dict[str, str | int] = {}
+    for name, value in match.groupdict().items():
+        if not value:
+            continue
+        # A regex cannot reuse a group name, so alternatives are numbered (dependency2).
+        key = name.rstrip("0123456789")
+        if key not in DETAIL_FIELDS or key in found:
+            continue
+        found[key] = int(value) if key == "status_code" and value.isdigit() else value
+    return found
+
+
+def classify(
+    message: str,
+    book: PatternBook,
+    *,
+    error_type: str | None = None,
+    tool_name: str | None = None,
+) -> Classification:
+    """The signal type of an unclassified failure, by the first pattern that matches."""
+    text = f"{error_type}: {message}" if error_type else message
+    for pattern in book.patterns:
+        match = pattern.regex.search(text)
+        if match:
+            details = _groups(match)
+            return Classification(
+                pattern.signal_type,
+                pattern.name,
+                extract_details(text, pattern.signal_type, book, details),
+            )
+    if tool_name:
+        return Classification("tool_error", "default_with_tool_name")
+    return Classification("runtime_error", "default")
+
+
+def extract_details(
+    message: str,
+    signal_type: str,
+    book: PatternBook,
+    known: dict[str, str | int] | None = None,
+) -> dict[str, str | int]:
+    """Blocker details for ``signal_type`` found in the message, never overriding ``known``."""
+    details = dict(known or {})
+    for extractor in book.extractors:
+        if extractor.signal_type != signal_type:
+            continue
+        match = extractor.regex.search(message)
+        if match:
+            for key, value in _groups(match).items():
+                details.setdefault(key, value)
+    return details

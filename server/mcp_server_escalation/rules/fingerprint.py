@@ -1,0 +1,67 @@
+"""Failure fingerprints (SPEC 2, seed 004).
+
+A fingerprint is a stable signature of *what* went wrong, not *where*: the same error at
+another line, in another temp directory or with another object id is the same error. It is
+derived from structured fields plus the message with every volatile part replaced by a
+placeholder, so two processes (or two versions of an agent) agree on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+# Order matters: the wider patterns run first so that, e.g., a UUID is not eaten piecemeal
+# by the hex and number rules, and a quoted path is replaced as a literal, not as digits.
+_NORMALISERS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
+    (
+        re.compile(r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:z|[+-]\d{2}:?\d{2})?"),
+        "<ts>",
+    ),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<ts>"),
+    (
+        re.compile(
+            r"(?:/tmp|/var/tmp|/private/var/folders|/var/folders|[a-z]:\\users\\[^\\\s]+"
+            r"\\appdata\\local\\temp)[^\s'\"`),;]*"
+        ),
+        "<tmp>",
+    ),
+    (re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`"), "<str>"),
+    (re.compile(r"\blines?\s+\d+(?:\s*,\s*col(?:umn)?\s+\d+)?"), "line <n>"),
+    (re.compile(r":\d+(?::\d+)?\b"), ":<n>"),
+    (re.compile(r"\b0x[0-9a-f]+\b"), "<hex>"),
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b"), "<hex>"),
+    (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
+    (re.compile(r"\s+"), " "),
+)
+
+
+def normalise_message(message: str) -> str:
+    """The message lower-cased with volatile parts replaced by placeholders."""
+    text = message.lower()
+    for pattern, placeholder in _NORMALISERS:
+        text = pattern.sub(placeholder, text)
+    return text.strip()
+
+
+def fingerprint(
+    *,
+    signal_type: str,
+    step: str,
+    message: str,
+    error_type: str | None = None,
+    tool_name: str | None = None,
+    error_code: str | None = None,
+) -> str:
+    """A deterministic signature of a failure; file and line are deliberately absent."""
+    parts = (
+        signal_type,
+        step,
+        (error_type or "").strip().lower(),
+        (tool_name or "").strip().lower(),
+        (error_code or "").strip().lower(),
+        normalise_message(message),
+    )
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    return f"fp-{digest[:16]}"

@@ -1,0 +1,201 @@
+"""The objective triggers (SPEC 3) as pure functions of counters and thresholds.
+
+A counter changes only through these functions, and a trigger fires only when the call
+that changed its counter brings it to the threshold (``>=``, so a counter that keeps
+rising while an escalation is open keeps adding evidence to that escalation). No trigger
+looks at a score: each compares a count or a rate with a configured number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..models.limits import EscalationType, Priority, ResponseType
+from ..models.tasks import Counters
+from ..models.thresholds import Thresholds
+
+# The response types an operator may choose, by trigger type. Approve only makes sense
+# where there is a limit or a scope to widen; an agent's own question may also be approved
+# (it may ask for permission) or withdrawn by the agent.
+_ANSWERS: tuple[ResponseType, ...] = ("guidance", "override", "terminate")
+RESPONSE_OPTIONS: dict[str, tuple[ResponseType, ...]] = {
+    "repeated_error": _ANSWERS,
+    "verification_limit": _ANSWERS,
+    "no_file_progress": _ANSWERS,
+    "test_stall": _ANSWERS,
+    "file_limit": ("approve", *_ANSWERS),
+    "scope_deviation": ("approve", *_ANSWERS),
+    "external_blocker": _ANSWERS,
+    "stagnation": _ANSWERS,
+    "ask_human": ("guidance", "override", "approve", "terminate", "withdraw"),
+    "system_error": ("guidance", "override", "terminate", "withdraw"),
+}
+_OPTION_ORDER: tuple[ResponseType, ...] = (
+    "approve",
+    "guidance",
+    "override",
+    "terminate",
+    "withdraw",
+)
+
+# The counter each trigger type measures; an acknowledged human answer starts it afresh,
+# so one answer buys the agent a full new allowance rather than an instant re-escalation.
+COUNTER_RESET_ON_ACK: dict[str, tuple[str, ...]] = {
+    "repeated_error": ("consecutive_same_error",),
+    "external_blocker": ("consecutive_same_error",),
+    "verification_limit": ("verification_attempts",),
+    "no_file_progress": ("attempts_without_file_change",),
+    "test_stall": ("test_runs_without_improvement",),
+}
+
+
+@dataclass(frozen=True)
+class Firing:
+    """A trigger that fired: its type, the threshold, and what was measured."""
+
+    type: EscalationType
+    criteria: dict[str, Any]
+    observed: dict[str, Any]
+
+    @property
+    def priority(self) -> Priority:
+        """External blockers are urgent: a human must act, the agent cannot."""
+        return "high" if self.type == "external_blocker" else "normal"
+
+
+def response_options(types: list[str]) -> list[ResponseType]:
+    """The union of the answers allowed for every trigger type, in a fixed order."""
+    allowed = {option for t in types for option in RESPONSE_OPTIONS[t]}
+    return [option for option in _OPTION_ORDER if option in allowed]
+
+
+def after_failure(counters: Counters, fingerprint: str) -> Counters:
+    """Same fingerprint as the previous failure: +1; a different one: 1."""
+    same = counters.last_fingerprint == fingerprint and counters.consecutive_same_error > 0
+    return counters.model_copy(
+        update={
+            "consecutive_same_error": counters.consecutive_same_error + 1 if same else 1,
+            "last_fingerprint": fingerprint,
+        }
+    )
+
+
+def after_success(counters: Counters) -> Counters:
+    """A successful operation breaks any run of identical errors."""
+    return counters.model_copy(update={"consecutive_same_error": 0, "last_fingerprint": None})
+
+
+def after_attempt(counters: Counters, *, changed_files: bool) -> Counters:
+    """One report_progress call: with files it resets the no-change run, without it extends it."""
+    value = 0 if changed_files else counters.attempts_without_file_change + 1
+    return counters.model_copy(update={"attempts_without_file_change": value})
+
+
+def after_verification(counters: Counters) -> Counters:
+    """A test run or an attempt verdict is one more verification attempt."""
+    return counters.model_copy(update={"verification_attempts": counters.verification_attempts + 1})
+
+
+def after_test_run(counters: Counters, *, improved: bool) -> Counters:
+    """Improvement resets the stall count; anything else extends it."""
+    value = 0 if improved else counters.test_runs_without_improvement + 1
+    return counters.model_copy(update={"test_runs_without_improvement": value})
+
+
+def pass_rate(passed: int, failed: int) -> float:
+    """Share of passing tests, rounded so that equal rates compare equal."""
+    return round(passed / (passed + failed), 4)
+
+
+def test_improved(rate: float, best_earlier: float | None) -> bool:
+    """Strictly above the best earlier rate; the first run of a task with no baseline counts."""
+    return best_earlier is None or rate > best_earlier
+
+
+test_improved.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+def repeated_error(counters: Counters, t: Thresholds, *, transient: bool) -> Firing | None:
+    """Same error ``same_error_repeated`` times in a row; a transient one becomes a blocker."""
+    if counters.consecutive_same_error < t.same_error_repeated:
+        return None
+    return Firing(
+        "external_blocker" if transient else "repeated_error",
+        {"same_error_repeated": t.same_error_repeated},
+        {
+            "consecutive_same_error": counters.consecutive_same_error,
+            "fingerprint": counters.last_fingerprint,
+        },
+    )
+
+
+def verification_limit(counters: Counters, t: Thresholds) -> Firing | None:
+    """Total verification attempts of the task reached the limit."""
+    if counters.verification_attempts < t.total_verification_attempts:
+        return None
+    return Firing(
+        "verification_limit",
+        {"total_verification_attempts": t.total_verification_attempts},
+        {"verification_attempts": counters.verification_attempts},
+    )
+
+
+def no_file_progress(counters: Counters, t: Thresholds) -> Firing | None:
+    """Too many attempts in a row changed no file."""
+    if counters.attempts_without_file_change < t.no_file_changes_after_attempts:
+        return None
+    return Firing(
+        "no_file_progress",
+        {"no_file_changes_after_attempts": t.no_file_changes_after_attempts},
+        {"attempts_without_file_change": counters.attempts_without_file_change},
+    )
+
+
+def test_stall(counters: Counters, t: Thresholds, *, best: float | None, latest: float) -> Firing | None:
+    """Too many test runs in a row without a better pass rate."""
+    if counters.test_runs_without_improvement < t.no_test_improvement_after:
+        return None
+    return Firing(
+        "test_stall",
+        {"no_test_improvement_after": t.no_test_improvement_after},
+        {
+            "test_runs_without_improvement": counters.test_runs_without_improvement,
+            "best_pass_rate": best,
+            "latest_pass_rate": latest,
+        },
+    )
+
+
+def file_limit(count_after: int, t: Thresholds, proposed: list[str]) -> Firing | None:
+    """More distinct files than ``files_modified_exceeds``."""
+    if count_after <= t.files_modified_exceeds:
+        return None
+    return Firing(
+        "file_limit",
+        {"files_modified_exceeds": t.files_modified_exceeds},
+        {"files_modified": count_after, "proposed": proposed},
+    )
+
+
+def scope_deviation(outside: list[str], scope: list[str], t: Thresholds) -> Firing | None:
+    """A change outside the task's scope globs (or the project root)."""
+    if not outside or not t.spec_deviation_detected:
+        return None
+    return Firing(
+        "scope_deviation",
+        {"spec_deviation_detected": True, "scope": scope},
+        {"out_of_scope_paths": outside},
+    )
+
+
+def external_blocker(signal_type: str, details: dict[str, Any]) -> Firing:
+    """Blockers escalate at once: the agent cannot fix them by trying again."""
+    return Firing(
+        "external_blocker",
+        {
+            "immediate": True,
+            "signal_types": ["missing_dependency", "permission_denied", "api_unavailable"],
+        },
+        {"signal_type": signal_type, **details},
+    )

@@ -1,0 +1,425 @@
+"""The human-response loop: raise, wait, answer, acknowledge (SPEC 4).
+
+Response effects: guidance -> ``resolved``; override -> ``resolved_with_override`` and the
+text becomes the task's approach; terminate -> ``resolved_with_termination`` and the task
+is ``terminated_by_human`` at once; approve -> ``resolved_with_approval`` with the new file
+limit and scope applied to the task at once; withdraw (the agent's own question only) ->
+``withdrawn``. A wait that times out is never an answer: the escalation stays pending.
+"""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+
+from ..errors import Conflict, Forbidden, InvalidInput, NotFound, TaskEnded
+from ..models.escalations import Escalation, Trigger
+from ..models.limits import ENDED_STATUSES, Role
+from ..models.results import (
+    AcknowledgeResult,
+    EscalationResult,
+    ListEscalationsResult,
+    ResolveResult,
+)
+from ..models.tasks import Task
+from ..rules.triggers import COUNTER_RESET_ON_ACK, response_options
+from ..store import escalations as escalation_store
+from ..store import progress as progress_store
+from ..store import tasks as task_store
+from ..store.db import Conn
+from .firing import direct, sync_pause, task_context
+from .runtime import Runtime
+from .tasks import load_task
+
+MAX_WAIT_SECONDS = 60.0
+# How often a waiting get_escalation looks at the store for an answer written by another
+# process (the CLI, another server). Well inside SC-006's 2 s; a local answer wakes it at once.
+POLL_SECONDS = 0.2
+
+_STATUS_BY_RESPONSE = {
+    "guidance": "resolved",
+    "override": "resolved_with_override",
+    "terminate": "resolved_with_termination",
+    "approve": "resolved_with_approval",
+    "withdraw": "withdrawn",
+}
+
+
+async def load_escalation(conn: Conn, escalation_id: int) -> Escalation:
+    """The escalation or a NotFound naming the field."""
+    escalation = await escalation_store.get(conn, escalation_id)
+    if escalation is None:
+        raise NotFound("escalation_id", escalation_id, "list_escalations shows the ids.")
+    return escalation
+
+
+async def show_escalation(rt: Runtime, escalation_id: int) -> Escalation:
+    """The escalation as the operator sees it (reading it delivers nothing)."""
+    async with rt.db.read() as conn:
+        return await load_escalation(conn, escalation_id)
+
+
+async def raise_escalation(
+    rt: Runtime,
+    *,
+    task_id: str,
+    reason: str,
+    kind: str = "ask_human",
+    question: str | None = None,
+    options: list[str] | None = None,
+    blocking: bool = True,
+    follow_up_of: int | None = None,
+) -> EscalationResult:
+    """The agent asks a human (or reports an unrecoverable error) on its own initiative."""
+    now = rt.now()
+    async with rt.db.transaction() as conn:
+        task = await load_task(conn, task_id)
+        if task.status in ENDED_STATUSES:
+            raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
+        if follow_up_of is not None:
+            earlier = await load_escalation(conn, follow_up_of)
+            if earlier.task_id != task_id:
+                raise InvalidInput(
+                    "follow_up_of",
+                    f"escalation {follow_up_of} belongs to task {earlier.task_id!r}, not {task_id!r}",
+                )
+        summary = rt.prompts.render(f"trigger_{kind}", reason=reason)
+        trigger = Trigger(
+            type=kind,
+            criteria={"raised_by": "agent"},
+            observed={"reason": reason},
+            summary=summary,
+            at=now,
+        )
+        actions = await progress_store.recent_actions(conn, task_id, 20)
+        escalation_id = await escalation_store.insert(
+            conn,
+            task_id=task_id,
+            agent_id=task.agent_id,
+            generation=task.generation,
+            type_=kind,
+            priority="normal",
+            blocking=blocking,
+            triggers=[trigger],
+            response_options=response_options([kind]),
+            context={
+                "task": task_context(task),
+                "counters": task.counters.model_dump(),
+                "recent_actions": [a.model_dump() for a in actions],
+                "evidence": {kind: {"reason": reason, "question": question, "options": options or []}},
+            },
+            reason=reason,
+            question=question,
+            options=options or [],
+            follow_up_of=follow_up_of,
+            now=now,
+        )
+        await progress_store.add_action(
+            conn, task, "raise_escalation", {"escalation_id": escalation_id, "kind": kind}, now
+        )
+        task = await sync_pause(rt, conn, task_id)
+        escalation = await load_escalation(conn, escalation_id)
+        directed = await direct(
+            rt,
+            conn,
+            task,
+            "message_escalation_raised",
+            task_id=task_id,
+            escalation_id=escalation_id,
+        )
+    await rt.publish(escalation, "created")
+    return EscalationResult(escalation=escalation, **directed.model_dump())
+
+
+async def _wait_for_change(rt: Runtime, escalation_id: int, wait_seconds: float) -> None:
+    """Return when the escalation is no longer pending or the wait is over."""
+    deadline = anyio.current_time() + min(max(wait_seconds, 0.0), MAX_WAIT_SECONDS)
+    while True:
+        async with rt.db.read() as conn:
+            state = await escalation_store.response_state(conn, escalation_id)
+        if state is None or state[0] != "pending":
+            return
+        remaining = deadline - anyio.current_time()
+        if remaining <= 0:
+            return
+        changed = rt.changed()
+        with anyio.move_on_after(min(POLL_SECONDS, remaining)):
+            await changed.wait()
+
+
+async def get_escalation(rt: Runtime, *, escalation_id: int, wait_seconds: float = 0) -> EscalationResult:
+    """The escalation, waiting up to ``wait_seconds`` (0-60) for an answer; marks it delivered."""
+    async with rt.db.read() as conn:
+        await load_escalation(conn, escalation_id)
+    if wait_seconds > 0:
+        await _wait_for_change(rt, escalation_id, wait_seconds)
+    now = rt.now()
+    async with rt.db.transaction() as conn:
+        escalation = await load_escalation(conn, escalation_id)
+        if escalation.response is not None and escalation.delivered_at is None:
+            await escalation_store.update(conn, escalation_id, now, delivered_at=now)
+            escalation = await load_escalation(conn, escalation_id)
+        task = await load_task(conn, escalation.task_id)
+        directed = await direct(rt, conn, task)
+        message = _escalation_message(rt, escalation, task, directed.message)
+    return EscalationResult(escalation=escalation, directive=directed.directive, message=message)
+
+
+def _escalation_message(rt: Runtime, escalation: Escalation, task: Task, fallback: str) -> str:
+    if task.status in ENDED_STATUSES:
+        return fallback
+    if escalation.status == "pending":
+        return rt.prompts.render(
+            "message_escalation_waiting",
+            task_id=task.task_id,
+            escalation_id=escalation.escalation_id,
+            type=escalation.type,
+        )
+    response = escalation.response
+    if response is not None and response.response_type != "withdraw" and escalation.acknowledged_at is None:
+        return rt.prompts.render(
+            "message_escalation_answered",
+            task_id=task.task_id,
+            escalation_id=escalation.escalation_id,
+            response_type=response.response_type,
+            content=response.content,
+        )
+    if escalation.status in ("agent_terminated", "withdrawn") or escalation.acknowledged_at:
+        return fallback
+    return rt.prompts.render(
+        "message_escalation_closed",
+        task_id=task.task_id,
+        escalation_id=escalation.escalation_id,
+        status=escalation.status,
+    )
+
+
+async def acknowledge_response(
+    rt: Runtime, *, escalation_id: int, note: str | None = None
+) -> AcknowledgeResult:
+    """The agent confirms it read the answer; the task resumes (or stays terminated)."""
+    now = rt.now()
+    async with rt.db.transaction() as conn:
+        escalation = await load_escalation(conn, escalation_id)
+        response = escalation.response
+        if response is None:
+            raise Conflict(
+                f"escalation_id: escalation {escalation_id} has no response yet (status "
+                f"{escalation.status}); wait for it with get_escalation({escalation_id}, wait_seconds=30)."
+            )
+        task = await load_task(conn, escalation.task_id)
+        if escalation.acknowledged_at is None and response.response_type != "withdraw":
+            await escalation_store.update(
+                conn,
+                escalation_id,
+                now,
+                acknowledged_at=now,
+                acknowledgement_note=note,
+                delivered_at=escalation.delivered_at or now,
+            )
+            resets = {
+                name: 0
+                for trigger in escalation.triggers
+                for name in COUNTER_RESET_ON_ACK.get(trigger.type, ())
+            }
+            if task.status not in ENDED_STATUSES and resets:
+                if "consecutive_same_error" in resets:
+                    resets["last_fingerprint"] = None  # type: ignore[assignment]
+                await task_store.update(conn, task.task_id, now, **resets)
+            await progress_store.add_action(
+                conn,
+                task,
+                "acknowledge_response",
+                {
+                    "escalation_id": escalation_id,
+                    "response_type": response.response_type,
+                    "note": note,
+                },
+                now,
+            )
+        task = await sync_pause(rt, conn, escalation.task_id)
+        escalation = await load_escalation(conn, escalation_id)
+        template, values = _ack_wording(task, escalation, response.response_type)
+        directed = await direct(rt, conn, task, template, **values)
+        if response.response_type == "terminate":
+            directed.message = rt.prompts.render(template, **values)
+    await rt.publish(escalation, "acknowledged")
+    return AcknowledgeResult(
+        escalation=escalation, task_status=task.status, task=task, **directed.model_dump()
+    )
+
+
+def _ack_wording(task: Task, escalation: Escalation, response_type: str) -> tuple[str, dict[str, object]]:
+    content = escalation.response.content if escalation.response else ""
+    if response_type == "approve":
+        return "message_acknowledged_approval", {
+            "task_id": task.task_id,
+            "file_limit": task.thresholds.files_modified_exceeds,
+            "scope": task.scope or ["(any)"],
+        }
+    if response_type == "withdraw":
+        return "message_escalation_closed", {
+            "task_id": task.task_id,
+            "escalation_id": escalation.escalation_id,
+            "status": escalation.status,
+        }
+    template = {
+        "guidance": "message_acknowledged_guidance",
+        "override": "message_acknowledged_override",
+        "terminate": "message_acknowledged_termination",
+    }[response_type]
+    return template, {"task_id": task.task_id, "content": content}
+
+
+async def list_escalations(
+    rt: Runtime, *, status: str = "pending", task_id: str | None = None, limit: int = 20
+) -> ListEscalationsResult:
+    """Escalation summaries, newest first, with the total that match."""
+    async with rt.db.read() as conn:
+        found, total = await escalation_store.list_escalations(
+            conn, status=status, task_id=task_id, limit=limit
+        )
+    return ListEscalationsResult(escalations=[escalation_store.summary(e) for e in found], total=total)
+
+
+async def resolve_escalation(
+    rt: Runtime,
+    *,
+    escalation_id: int,
+    response_type: str,
+    content: str = "",
+    new_file_limit: int | None = None,
+    add_scope: list[str] | None = None,
+    responder: str | None = None,
+    role: Role,
+) -> ResolveResult:
+    """Answer an escalation; an agent-role caller may only withdraw its own question."""
+    add_scope = sorted(set(add_scope or []))
+    now = rt.now()
+    async with rt.db.transaction() as conn:
+        escalation = await load_escalation(conn, escalation_id)
+        if role == "agent" and not (response_type == "withdraw" and escalation.type == "ask_human"):
+            raise Forbidden(
+                f"response_type: this server runs in the agent role, which may only withdraw "
+                f"its own ask_human question; {response_type!r} on a {escalation.type} "
+                "escalation must come from a human operator (the CLI "
+                "'mcp-server-escalation escalations respond' or a server started with --role operator)."
+            )
+        if escalation.status != "pending":
+            raise Conflict(
+                f"escalation_id: escalation {escalation_id} is already {escalation.status}; "
+                "only a pending escalation can be answered."
+            )
+        if response_type not in escalation.response_options:
+            raise InvalidInput(
+                "response_type",
+                f"{response_type!r} is not an option for this {escalation.type} escalation; "
+                f"choose one of {escalation.response_options}",
+            )
+        if response_type in ("guidance", "override") and not content.strip():
+            raise InvalidInput("content", f"a {response_type} response needs text (1 to 65536 characters)")
+        if response_type != "approve" and (new_file_limit is not None or add_scope):
+            raise InvalidInput(
+                "new_file_limit",
+                "new_file_limit and add_scope go only with response_type 'approve'",
+            )
+        task = await load_task(conn, escalation.task_id)
+        if task.status in ENDED_STATUSES:
+            raise TaskEnded(f"escalation_id: task {task.task_id!r} is already {task.status}.")
+        await _apply_effects(conn, task, escalation, response_type, content, new_file_limit, add_scope, now)
+        await escalation_store.update(
+            conn,
+            escalation_id,
+            now,
+            status=_STATUS_BY_RESPONSE[response_type],
+            response_type=response_type,
+            response_content=content,
+            new_file_limit=new_file_limit,
+            add_scope_json=_json_list(add_scope),
+            responder=responder or role,
+            responded_at=now,
+        )
+        await progress_store.add_action(
+            conn,
+            task,
+            "escalation_answered",
+            {
+                "escalation_id": escalation_id,
+                "response_type": response_type,
+                "responder": responder or role,
+            },
+            now,
+        )
+        task = await sync_pause(rt, conn, task.task_id)
+        escalation = await load_escalation(conn, escalation_id)
+        if response_type == "terminate":
+            # The agent is stopped: its other open questions can no longer be acted on.
+            for other in await escalation_store.pending_for_task(conn, task.task_id):
+                await escalation_store.update(conn, other.escalation_id, now, status="agent_terminated")
+    await rt.publish(escalation, "resolved")
+    return ResolveResult(escalation=escalation, task_status=task.status)
+
+
+def _json_list(values: list[str]) -> str:
+    return json.dumps(values)
+
+
+async def _apply_effects(
+    conn: Conn,
+    task: Task,
+    escalation: Escalation,
+    response_type: str,
+    content: str,
+    new_file_limit: int | None,
+    add_scope: list[str],
+    now: str,
+) -> None:
+    if response_type == "terminate":
+        await task_store.update(
+            conn,
+            task.task_id,
+            now,
+            status="terminated_by_human",
+            ended_at=now,
+            end_note=content or None,
+        )
+    elif response_type == "override":
+        await task_store.update(conn, task.task_id, now, approach=content)
+    elif response_type == "approve":
+        thresholds = task.thresholds
+        proposed = _proposed_files(escalation)
+        if new_file_limit is None and proposed:
+            # Approving a file-limit escalation without a number admits exactly the files
+            # that were proposed: the smallest change that lets the agent go on.
+            new_file_limit = max(
+                thresholds.files_modified_exceeds, task.counters.files_modified + len(proposed)
+            )
+        if new_file_limit is not None:
+            if new_file_limit < task.counters.files_modified:
+                raise InvalidInput(
+                    "new_file_limit",
+                    f"{new_file_limit} is below the {task.counters.files_modified} files "
+                    "the task has already modified",
+                )
+            thresholds = thresholds.model_copy(update={"files_modified_exceeds": new_file_limit})
+        scope = list(task.scope)
+        widen = add_scope or (_out_of_scope_paths(escalation) if task.scope else [])
+        scope = sorted(set(scope) | set(widen))
+        await task_store.update(
+            conn,
+            task.task_id,
+            now,
+            thresholds_json=thresholds.model_dump_json(),
+            scope_json=_json_list(scope),
+        )
+
+
+def _proposed_files(escalation: Escalation) -> list[str]:
+    facts = escalation.context.get("evidence", {}).get("file_limit") or {}
+    return list(facts.get("proposed_files", []))
+
+
+def _out_of_scope_paths(escalation: Escalation) -> list[str]:
+    facts = escalation.context.get("evidence", {}).get("scope_deviation") or {}
+    return [p for p in facts.get("out_of_scope_paths", []) if not p.startswith("/")]

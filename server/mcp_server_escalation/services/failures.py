@@ -1,0 +1,211 @@
+"""Recording failures: classify, fingerprint, count, and escalate by the rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import TaskEnded
+from ..models.limits import BLOCKER_SIGNALS, ENDED_STATUSES
+from ..models.results import FailureSummary, RecordFailureResult
+from ..rules import triggers
+from ..rules.classify import classify, extract_details
+from ..rules.fingerprint import fingerprint
+from ..rules.paths import normalise_path
+from ..store import failures as failure_store
+from ..store import progress as progress_store
+from ..store import tasks as task_store
+from .firing import Evidence, direct, fire
+from .runtime import Runtime
+from .tasks import load_task
+
+# Severity when the caller gives none: a blocker needs a human, a transient error is
+# expected now and then, everything else is an ordinary failure.
+DEFAULT_SEVERITY: dict[str, str] = {
+    "missing_dependency": "high",
+    "permission_denied": "high",
+    "api_unavailable": "high",
+    "network_transient": "low",
+}
+
+
+def blocker_subject(signal_type: str, details: dict[str, Any], message: str) -> str:
+    """The thing an operator must fix, in the words of the blocker's own facts."""
+    if signal_type == "missing_dependency" and details.get("dependency"):
+        version = f"@{details['version']}" if details.get("version") else ""
+        return f"{details['dependency']}{version}"
+    if signal_type == "permission_denied" and details.get("resource"):
+        operation = f" ({details['operation']})" if details.get("operation") else ""
+        return f"{details['resource']}{operation}"
+    if details.get("endpoint") or details.get("status_code"):
+        status = f" HTTP {details['status_code']}" if details.get("status_code") else ""
+        return f"{details.get('endpoint', '')}{status}".strip()
+    return message[:300]
+
+
+async def record_failure(
+    rt: Runtime,
+    *,
+    task_id: str,
+    message: str,
+    signal_type: str | None = None,
+    severity: str | None = None,
+    step: str = "main",
+    phase: str | None = None,
+    error_type: str | None = None,
+    tool_name: str | None = None,
+    error_code: str | None = None,
+    file: str | None = None,
+    line: int | None = None,
+    attempted_action: str | None = None,
+    observed_outcome: str | None = None,
+    recommended_adjustment: str | None = None,
+    context_refs: dict[str, Any] | None = None,
+    details: dict[str, Any] | None = None,
+) -> RecordFailureResult:
+    """Store one failure occurrence and fire whatever trigger it completes."""
+    given = {k: v for k, v in (details or {}).items() if v is not None}
+    if signal_type is None:
+        chosen = classify(message, rt.patterns, error_type=error_type, tool_name=tool_name)
+        signal, classified_by = chosen.signal_type, chosen.rule
+        found = {**chosen.details, **given}
+    else:
+        signal, classified_by = signal_type, "caller"
+        found = extract_details(message, signal, rt.patterns, given)
+    level = severity or DEFAULT_SEVERITY.get(signal, "medium")
+    print_ = fingerprint(
+        signal_type=signal,
+        step=step,
+        message=message,
+        error_type=error_type,
+        tool_name=tool_name,
+        error_code=error_code,
+    )
+    now = rt.now()
+    async with rt.db.transaction() as conn:
+        task = await load_task(conn, task_id)
+        if task.status in ENDED_STATUSES:
+            raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
+        where = normalise_path(file, task.project).path if file else None
+        record = await failure_store.record_occurrence(
+            conn,
+            failure_store.NewFailure(
+                task_id=task_id,
+                project=task.project,
+                generation=task.generation,
+                agent_id=task.agent_id,
+                step=step,
+                phase=phase,
+                signal_type=signal,
+                classified_by=classified_by,
+                severity=level,
+                fingerprint=print_,
+                message=message,
+                error_type=error_type,
+                tool_name=tool_name,
+                error_code=error_code,
+                attempted_action=attempted_action,
+                observed_outcome=observed_outcome,
+                recommended_adjustment=recommended_adjustment,
+                context_refs=context_refs or {},
+                details=found,
+                file=where,
+                line=line,
+            ),
+            now,
+        )
+        counters = triggers.after_failure(task.counters, print_)
+        await task_store.save_counters(conn, task_id, counters, now)
+        await progress_store.add_action(
+            conn,
+            task,
+            "record_failure",
+            {
+                "failure_id": record.failure_id,
+                "signal_type": signal,
+                "file": where,
+                "line": line,
+                "attempted_action": attempted_action,
+            },
+            now,
+        )
+        fired: list[Evidence] = []
+        if signal in BLOCKER_SIGNALS:
+            fired.append(
+                Evidence(
+                    triggers.external_blocker(signal, found),
+                    rt.prompts.render(
+                        "trigger_external_blocker",
+                        signal_type=signal,
+                        subject=blocker_subject(signal, found, message),
+                    ),
+                    {
+                        "signal_type": signal,
+                        "details": found,
+                        "message": message,
+                        "file": where,
+                        "line": line,
+                        "attempted_action": attempted_action,
+                        "at": now,
+                        "failure_id": record.failure_id,
+                    },
+                )
+            )
+        repeated = triggers.repeated_error(counters, task.thresholds, transient=signal == "network_transient")
+        if repeated is not None:
+            occurrences = await failure_store.recent_occurrences(
+                conn, record.failure_id, counters.consecutive_same_error
+            )
+            if repeated.type == "external_blocker":
+                summary = rt.prompts.render(
+                    "trigger_external_blocker",
+                    signal_type=signal,
+                    subject=blocker_subject(signal, found, message),
+                )
+            else:
+                summary = rt.prompts.render(
+                    "trigger_repeated_error",
+                    count=counters.consecutive_same_error,
+                    threshold=task.thresholds.same_error_repeated,
+                    message=message[:300],
+                )
+            fired.append(
+                Evidence(
+                    repeated,
+                    summary,
+                    {
+                        "failure_id": record.failure_id,
+                        "fingerprint": print_,
+                        "occurrences": [o.model_dump() for o in occurrences],
+                    },
+                )
+            )
+        escalation = await fire(rt, conn, task, fired)
+        task = await load_task(conn, task_id)
+        directed = await direct(
+            rt,
+            conn,
+            task,
+            "message_failure_recorded",
+            task_id=task_id,
+            signal_type=signal,
+            consecutive=counters.consecutive_same_error,
+            threshold=task.thresholds.same_error_repeated,
+            occurrences=record.occurrence_count,
+        )
+    if escalation is not None:
+        await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")
+    return RecordFailureResult(
+        failure=FailureSummary(
+            failure_id=record.failure_id,
+            fingerprint=print_,
+            signal_type=signal,
+            classified_by=classified_by,
+            severity=record.severity,
+            occurrence_count=record.occurrence_count,
+            consecutive_count=counters.consecutive_same_error,
+            status=record.status,
+            details=found,
+        ),
+        escalation=escalation,
+        **directed.model_dump(),
+    )

@@ -1,0 +1,209 @@
+"""Turning fired triggers into escalations, and keeping the task's pause in step.
+
+Used inside the caller's write transaction, so the counters that fired a trigger and the
+escalation it created commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from ..models.escalations import Escalation, Trigger
+from ..models.limits import ENDED_STATUSES
+from ..models.results import Directed
+from ..models.tasks import Task
+from ..rules.directives import decide
+from ..rules.triggers import Firing, response_options
+from ..store import escalations as escalation_store
+from ..store import progress as progress_store
+from ..store import tasks as task_store
+from .runtime import Runtime
+
+RECENT_ACTIONS = 20
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A fired trigger with the facts an operator needs to judge it."""
+
+    firing: Firing
+    summary: str
+    facts: dict[str, Any]
+
+
+def task_context(task: Task) -> dict[str, Any]:
+    """The task as an escalation shows it."""
+    return {
+        "task_id": task.task_id,
+        "title": task.title,
+        "specification": task.specification,
+        "scope": task.scope,
+        "project": task.project,
+        "agent_id": task.agent_id,
+        "status": task.status,
+        "approach": task.approach,
+        "thresholds": task.thresholds.model_dump(),
+    }
+
+
+async def _context(conn: aiosqlite.Connection, task: Task, evidence: dict[str, Any]) -> dict[str, Any]:
+    actions = await progress_store.recent_actions(conn, task.task_id, RECENT_ACTIONS)
+    return {
+        "task": task_context(task),
+        "counters": task.counters.model_dump(),
+        "recent_actions": [a.model_dump() for a in actions],
+        "evidence": evidence,
+    }
+
+
+async def fire(
+    rt: Runtime, conn: aiosqlite.Connection, task: Task, fired: list[Evidence]
+) -> Escalation | None:
+    """One escalation for every trigger of this call, or the additions to the open one.
+
+    A trigger type already on the open escalation refreshes its measurement and counts
+    ``fired_count`` instead of piling up duplicates; a new type is appended.
+    """
+    if not fired:
+        return None
+    now = rt.now()
+    task = await task_store.get(conn, task.task_id) or task
+    open_escalation = await escalation_store.open_triggered(conn, task.task_id)
+    if open_escalation is None:
+        triggers = [
+            Trigger(
+                type=e.firing.type,
+                criteria=e.firing.criteria,
+                observed=e.firing.observed,
+                summary=e.summary,
+                at=now,
+            )
+            for e in _unique(fired)
+        ]
+        evidence: dict[str, Any] = {e.firing.type: e.facts for e in fired}
+        escalation_id = await escalation_store.insert(
+            conn,
+            task_id=task.task_id,
+            agent_id=task.agent_id,
+            generation=task.generation,
+            type_=triggers[0].type,
+            priority=_priority(fired),
+            blocking=True,
+            triggers=triggers,
+            response_options=response_options([t.type for t in triggers]),
+            context=await _context(conn, task, evidence),
+            reason=None,
+            question=None,
+            options=[],
+            follow_up_of=None,
+            now=now,
+        )
+        await progress_store.add_action(
+            conn,
+            task,
+            "escalation_created",
+            {"escalation_id": escalation_id, "triggers": [t.type for t in triggers]},
+            now,
+        )
+    else:
+        escalation_id = open_escalation.escalation_id
+        triggers = list(open_escalation.triggers)
+        evidence = dict(open_escalation.context.get("evidence", {}))
+        for e in _unique(fired):
+            index = next((i for i, t in enumerate(triggers) if t.type == e.firing.type), None)
+            if index is None:
+                triggers.append(
+                    Trigger(
+                        type=e.firing.type,
+                        criteria=e.firing.criteria,
+                        observed=e.firing.observed,
+                        summary=e.summary,
+                        at=now,
+                    )
+                )
+            else:
+                old = triggers[index]
+                triggers[index] = old.model_copy(
+                    update={
+                        "observed": e.firing.observed,
+                        "summary": e.summary,
+                        "at": now,
+                        "fired_count": old.fired_count + 1,
+                    }
+                )
+            evidence[e.firing.type] = e.facts
+        priority = "high" if open_escalation.priority == "high" else _priority(fired)
+        await escalation_store.update(
+            conn,
+            escalation_id,
+            now,
+            triggers_json=_dump(triggers),
+            priority=priority,
+            context_json=_json(await _context(conn, task, evidence)),
+            response_options_json=_json(response_options([t.type for t in triggers])),
+        )
+    await sync_pause(rt, conn, task.task_id)
+    return await escalation_store.get(conn, escalation_id)
+
+
+def _unique(fired: list[Evidence]) -> list[Evidence]:
+    seen: set[str] = set()
+    unique: list[Evidence] = []
+    for e in fired:
+        if e.firing.type not in seen:
+            seen.add(e.firing.type)
+            unique.append(e)
+    return unique
+
+
+def _priority(fired: list[Evidence]) -> str:
+    return "high" if any(e.firing.priority == "high" for e in fired) else "normal"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _dump(triggers: list[Trigger]) -> str:
+    return _json([t.model_dump() for t in triggers])
+
+
+async def sync_pause(rt: Runtime, conn: aiosqlite.Connection, task_id: str) -> Task:
+    """A live task is ``paused`` exactly while a blocking escalation holds it."""
+    task = await task_store.get(conn, task_id)
+    if task is None:
+        raise RuntimeError(f"task {task_id} vanished inside its own transaction")
+    if task.status in ENDED_STATUSES:
+        return task
+    holding = await escalation_store.blocking_open(conn, task_id)
+    wanted = "paused" if holding is not None else "active"
+    if task.status != wanted:
+        await task_store.update(conn, task_id, rt.now(), status=wanted)
+        task = task.model_copy(update={"status": wanted})
+    return task
+
+
+async def direct(
+    rt: Runtime,
+    conn: aiosqlite.Connection,
+    task: Task,
+    proceed_template: str | None = None,
+    **values: Any,
+) -> Directed:
+    """The directive for the task now, worded from prompts/.
+
+    When the task may proceed and the caller has a more specific message (``proceed_template``
+    with its ``values``), that message is used instead of the generic one.
+    """
+    holding = await escalation_store.blocking_open(conn, task.task_id)
+    decision = decide(task, holding)
+    if decision.directive == "proceed" and proceed_template is not None:
+        return Directed(directive="proceed", message=rt.prompts.render(proceed_template, **values))
+    return Directed(
+        directive=decision.directive,
+        message=rt.prompts.render(decision.template, **decision.values),
+    )

@@ -1,0 +1,311 @@
+"""Progress reports and the edit gate: attempts, test runs, file limit and scope."""
+
+from __future__ import annotations
+
+from ..errors import InvalidInput, TaskEnded
+from ..models.limits import ENDED_STATUSES
+from ..models.results import CheckEditResult, PathVerdict, ProgressResult
+from ..models.tasks import Task, TestRun
+from ..rules import triggers
+from ..rules.paths import NormalisedPath, in_scope, normalise_path
+from ..store import escalations as escalation_store
+from ..store import progress as progress_store
+from ..store import tasks as task_store
+from ..store.db import Conn
+from .firing import Evidence, direct, fire
+from .runtime import Runtime
+from .tasks import load_task
+
+
+def _scope_evidence(rt: Runtime, task: Task, outside: list[str]) -> Evidence | None:
+    firing = triggers.scope_deviation(outside, task.scope, task.thresholds)
+    if firing is None:
+        return None
+    summary = rt.prompts.render(
+        "trigger_scope_deviation", paths=", ".join(outside), scope=task.scope or ["(any)"]
+    )
+    return Evidence(
+        firing,
+        summary,
+        {
+            "scope": task.scope,
+            "specification": task.specification,
+            "project": task.project,
+            "out_of_scope_paths": outside,
+        },
+    )
+
+
+async def _file_limit_evidence(
+    rt: Runtime, conn: Conn, task: Task, count_after: int, proposed: list[str]
+) -> Evidence | None:
+    firing = triggers.file_limit(count_after, task.thresholds, proposed)
+    if firing is None:
+        return None
+    already = await task_store.modified_files(conn, task)
+    summary = rt.prompts.render(
+        "trigger_file_limit",
+        count=count_after,
+        limit=task.thresholds.files_modified_exceeds,
+        proposed=", ".join(proposed),
+    )
+    return Evidence(
+        firing,
+        summary,
+        {
+            "modified_files": [p for p in already if p not in proposed],
+            "proposed_files": proposed,
+            "limit": task.thresholds.files_modified_exceeds,
+        },
+    )
+
+
+def _normalise_all(task: Task, paths: list[str]) -> list[NormalisedPath]:
+    return [normalise_path(p, task.project) for p in paths]
+
+
+async def report_progress(
+    rt: Runtime,
+    *,
+    task_id: str,
+    files_modified: list[str] | None = None,
+    tests_passed: int | None = None,
+    tests_failed: int | None = None,
+    outcome: str = "neutral",
+    note: str | None = None,
+    step: str = "main",
+) -> ProgressResult:
+    """One attempt: count it, record files and tests, and fire what it completes."""
+    files = files_modified or []
+    is_test_run = tests_passed is not None or tests_failed is not None
+    passed, failed = tests_passed or 0, tests_failed or 0
+    if is_test_run and passed + failed == 0:
+        raise InvalidInput(
+            "tests_passed",
+            "a test run needs at least one test (tests_passed + tests_failed > 0); "
+            "omit both when no tests ran",
+        )
+    now = rt.now()
+    async with rt.db.transaction() as conn:
+        task = await load_task(conn, task_id)
+        if task.status in ENDED_STATUSES:
+            raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
+        normalised = _normalise_all(task, files)
+        paths = sorted({n.path for n in normalised})
+        outside = sorted({n.path for n in normalised if not in_scope(n, task.scope)})
+        known = set(await task_store.modified_files(conn, task))
+        new_paths = [p for p in paths if p not in known]
+        await task_store.add_modified_files(conn, task, new_paths, "report_progress", now)
+
+        counters = triggers.after_attempt(task.counters, changed_files=bool(paths))
+        if outcome == "success":
+            counters = triggers.after_success(counters)
+        fired: list[Evidence] = []
+        test_run: TestRun | None = None
+        best = task.best_pass_rate
+        if is_test_run:
+            rate = triggers.pass_rate(passed, failed)
+            improved = triggers.test_improved(rate, task.best_pass_rate)
+            best = rate if best is None else max(best, rate)
+            counters = triggers.after_test_run(counters, improved=improved)
+            counters = triggers.after_verification(counters)
+            test_run = TestRun(
+                at=now,
+                step=step,
+                agent_id=task.agent_id,
+                passed=passed,
+                failed=failed,
+                pass_rate=rate,
+                improved=improved,
+            )
+        await progress_store.insert_report(
+            conn,
+            task,
+            step=step,
+            outcome=outcome,
+            files=paths,
+            tests_passed=tests_passed,
+            tests_failed=tests_failed,
+            pass_rate=test_run.pass_rate if test_run else None,
+            improved=test_run.improved if test_run else None,
+            note=note,
+            now=now,
+        )
+        await task_store.save_counters(conn, task_id, counters, now, best_pass_rate=best)
+        await progress_store.add_action(
+            conn,
+            task,
+            "report_progress",
+            {
+                "step": step,
+                "outcome": outcome,
+                "files": paths,
+                "note": note,
+                "pass_rate": test_run.pass_rate if test_run else None,
+            },
+            now,
+        )
+        t = task.thresholds
+        if not paths:
+            stalled = triggers.no_file_progress(counters, t)
+            if stalled is not None:
+                reports = await progress_store.recent_reports(
+                    conn, task, counters.attempts_without_file_change
+                )
+                fired.append(
+                    Evidence(
+                        stalled,
+                        rt.prompts.render(
+                            "trigger_no_file_progress",
+                            count=counters.attempts_without_file_change,
+                            threshold=t.no_file_changes_after_attempts,
+                        ),
+                        {
+                            "attempts": [r.model_dump() for r in reports],
+                            "task": {"title": task.title, "specification": task.specification},
+                        },
+                    )
+                )
+        if test_run is not None:
+            history = await progress_store.list_test_runs(conn, task_id)
+            pass_rates = {
+                "baseline_pass_rate": task.baseline_pass_rate,
+                "history": [
+                    {
+                        "at": r.at,
+                        "pass_rate": r.pass_rate,
+                        "passed": r.passed,
+                        "failed": r.failed,
+                        "improved": r.improved,
+                    }
+                    for r in history
+                ],
+            }
+            stall = triggers.test_stall(counters, t, best=task.best_pass_rate, latest=test_run.pass_rate)
+            if stall is not None:
+                fired.append(
+                    Evidence(
+                        stall,
+                        rt.prompts.render(
+                            "trigger_test_stall",
+                            count=counters.test_runs_without_improvement,
+                            threshold=t.no_test_improvement_after,
+                            best_pass_rate=task.best_pass_rate,
+                            latest_pass_rate=test_run.pass_rate,
+                        ),
+                        pass_rates,
+                    )
+                )
+            limit = triggers.verification_limit(counters, t)
+            if limit is not None:
+                fired.append(
+                    Evidence(
+                        limit,
+                        rt.prompts.render(
+                            "trigger_verification_limit",
+                            count=counters.verification_attempts,
+                            threshold=t.total_verification_attempts,
+                        ),
+                        {"verification_history": pass_rates["history"]},
+                    )
+                )
+        scope = _scope_evidence(rt, task, outside)
+        if scope is not None:
+            fired.append(scope)
+        if new_paths:
+            over = await _file_limit_evidence(rt, conn, task, len(known) + len(new_paths), new_paths)
+            if over is not None:
+                fired.append(over)
+        escalation = await fire(rt, conn, task, fired)
+        task = await load_task(conn, task_id)
+        directed = await direct(rt, conn, task, "message_progress_recorded", task_id=task_id)
+    if escalation is not None:
+        await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")
+    return ProgressResult(
+        counters=task.counters, test_run=test_run, escalation=escalation, **directed.model_dump()
+    )
+
+
+async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEditResult:
+    """The gate before a change: scope and file limit. Refused edits escalate and pause."""
+    now = rt.now()
+    async with rt.db.transaction() as conn:
+        task = await load_task(conn, task_id)
+        normalised = _normalise_all(task, paths)
+        holding = await escalation_store.blocking_open(conn, task_id)
+        verdicts: list[PathVerdict] = []
+        if task.status in ENDED_STATUSES or holding is not None:
+            reason = rt.prompts.render(
+                "reason_task_not_active",
+                status=task.status,
+                escalation_id=holding.escalation_id if holding else "-",
+            )
+            verdicts = [
+                PathVerdict(path=p, normalised=n.path, allowed=False, reason=reason)
+                for p, n in zip(paths, normalised, strict=True)
+            ]
+            directed = await direct(rt, conn, task)
+            return CheckEditResult(
+                allowed=False,
+                reasons=[reason],
+                paths=verdicts,
+                escalation=holding,
+                **directed.model_dump(),
+            )
+
+        known = set(await task_store.modified_files(conn, task))
+        count = len(known)
+        limit = task.thresholds.files_modified_exceeds
+        outside: list[str] = []
+        over: list[str] = []
+        counted: set[str] = set()
+        for given, n in zip(paths, normalised, strict=True):
+            refusal: str | None = None
+            if not n.inside_root:
+                refusal = rt.prompts.render("reason_outside_root", path=given)
+                outside.append(n.path)
+            elif task.thresholds.spec_deviation_detected and not in_scope(n, task.scope):
+                refusal = rt.prompts.render("reason_out_of_scope", path=n.path, scope=task.scope)
+                outside.append(n.path)
+            elif n.path not in known and n.path not in counted:
+                counted.add(n.path)
+                if count + len(counted) > limit:
+                    refusal = rt.prompts.render(
+                        "reason_file_limit", path=n.path, count=count + len(counted), limit=limit
+                    )
+                    over.append(n.path)
+            verdicts.append(
+                PathVerdict(path=given, normalised=n.path, allowed=refusal is None, reason=refusal)
+            )
+        allowed = all(v.allowed for v in verdicts)
+        fired: list[Evidence] = []
+        if allowed:
+            await task_store.add_modified_files(conn, task, sorted(counted), "check_edit", now)
+        else:
+            scope = _scope_evidence(rt, task, sorted(set(outside)))
+            if scope is not None:
+                fired.append(scope)
+            if over:
+                limit_evidence = await _file_limit_evidence(rt, conn, task, count + len(counted), over)
+                if limit_evidence is not None:
+                    fired.append(limit_evidence)
+        await progress_store.add_action(
+            conn,
+            task,
+            "check_edit",
+            {"paths": [v.normalised for v in verdicts], "allowed": allowed},
+            now,
+        )
+        escalation = await fire(rt, conn, task, fired)
+        task = await load_task(conn, task_id)
+        directed = await direct(rt, conn, task, "message_edit_allowed", task_id=task_id, count=len(paths))
+    if escalation is not None:
+        await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")
+    reasons = [v.reason for v in verdicts if v.reason]
+    return CheckEditResult(
+        allowed=allowed,
+        reasons=reasons,
+        paths=verdicts,
+        escalation=escalation,
+        **directed.model_dump(),
+    )

@@ -1,0 +1,66 @@
+"""What every service needs, built once by the composition root."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio
+
+from ..clock import Clock, iso, utc_now
+from ..datafiles import data_dir, pattern_book
+from ..models.escalations import Escalation
+from ..prompts import PromptBook
+from ..rules.classify import PatternBook
+from ..settings import Settings
+from ..store.db import Database
+
+log = logging.getLogger(__name__)
+
+EscalationListener = Callable[[Escalation, str], Awaitable[None]]
+
+
+@dataclass
+class Runtime:
+    """The store, the wording, the patterns, the settings and the clock of one process."""
+
+    db: Database
+    prompts: PromptBook
+    patterns: PatternBook
+    settings: Settings
+    clock: Clock = utc_now
+    listeners: list[EscalationListener] = field(default_factory=list)
+    # Set and replaced on every escalation change in this process, so a waiting
+    # get_escalation wakes at once for a local answer (other processes are polled).
+    _changed: anyio.Event = field(default_factory=anyio.Event)
+
+    def now(self) -> str:
+        """The current time as the store writes it."""
+        return iso(self.clock())
+
+    def changed(self) -> anyio.Event:
+        """An event set at the next escalation change in this process."""
+        return self._changed
+
+    async def publish(self, escalation: Escalation, event: str) -> None:
+        """Tell listeners (client notifications, notifiers) after the change is committed."""
+        self._changed.set()
+        self._changed = anyio.Event()
+        for listener in list(self.listeners):
+            try:
+                await listener(escalation, event)
+            except Exception:  # a listener must never undo or fail a committed change
+                log.exception("escalation listener failed for %s", escalation.escalation_id)
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings, clock: Clock = utc_now) -> AsyncIterator[Runtime]:
+    """Store, prompts and patterns for one process; closes the store on exit."""
+    prompts = PromptBook.load(settings.prompts_dir or data_dir("prompts"))
+    db = await Database.open(settings.db_path)
+    try:
+        yield Runtime(db=db, prompts=prompts, patterns=pattern_book(), settings=settings, clock=clock)
+    finally:
+        await db.close()

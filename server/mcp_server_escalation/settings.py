@@ -1,0 +1,115 @@
+"""Settings, read once at start-up (CLI flags > environment > config file > defaults).
+
+Config file (TOML, ``--config PATH`` or ``ESCALATION_CONFIG``)::
+
+    [thresholds]          # any field of Thresholds
+    same_error_repeated = 4
+
+    [notify]              # operator notifiers
+    command = "notify-send escalation"
+    webhook_url = "https://chat.example/hook"
+    renotify_minutes = 30
+
+    [guidance]
+    k = 5
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+from .models.limits import Role
+from .models.thresholds import ThresholdOverrides, Thresholds
+
+
+class NotifyConfig(BaseModel):
+    """Operator notifiers (the ``[notify]`` table)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | None = None
+    webhook_url: str | None = None
+    renotify_minutes: Annotated[float, Field(ge=0)] = 0
+
+
+class GuidanceConfig(BaseModel):
+    """Guidance defaults (the ``[guidance]`` table)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k: Annotated[int, Field(ge=1, le=20)] = 5
+
+
+class ConfigFile(BaseModel):
+    """The whole config file; unknown tables or keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    thresholds: ThresholdOverrides = Field(default_factory=ThresholdOverrides)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
+    guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)
+
+
+def default_db_path() -> Path:
+    """``${XDG_DATA_HOME:-~/.local/share}/mcp-server-escalation/escalations.db``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "mcp-server-escalation" / "escalations.db"
+
+
+def resolve_db_path(flag: str | None) -> str:
+    """The store path: ``--db``, else ``ESCALATION_DB``, else the per-user default."""
+    chosen = flag or os.environ.get("ESCALATION_DB") or str(default_db_path())
+    return chosen if chosen == ":memory:" else str(Path(chosen).expanduser())
+
+
+def load_config(path: str | None) -> ConfigFile:
+    """The config file at ``path`` (or ``ESCALATION_CONFIG``), or the defaults."""
+    chosen = path or os.environ.get("ESCALATION_CONFIG")
+    if not chosen:
+        return ConfigFile()
+    try:
+        raw = tomllib.loads(Path(chosen).expanduser().read_text(encoding="utf-8"))
+        return ConfigFile.model_validate(raw)
+    except (OSError, tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise ConfigError(f"config {chosen}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the server and the CLI need to know, decided once."""
+
+    db_path: str = ":memory:"
+    role: Role = "agent"
+    prompts_dir: Path | None = None
+    project_root: str = field(default_factory=os.getcwd)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
+    guidance: GuidanceConfig = field(default_factory=GuidanceConfig)
+
+    @classmethod
+    def from_sources(
+        cls,
+        *,
+        db: str | None = None,
+        config: str | None = None,
+        role: Role = "agent",
+        prompts: str | None = None,
+    ) -> Settings:
+        """Settings from CLI flags, the environment and the config file."""
+        loaded = load_config(config)
+        prompts_dir = prompts or os.environ.get("ESCALATION_PROMPTS")
+        return cls(
+            db_path=resolve_db_path(db),
+            role=role,
+            prompts_dir=Path(prompts_dir).expanduser() if prompts_dir else None,
+            thresholds=Thresholds().merged(loaded.thresholds),
+            notify=loaded.notify,
+            guidance=loaded.guidance,
+        )

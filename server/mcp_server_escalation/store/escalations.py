@@ -1,0 +1,245 @@
+"""Escalation records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import aiosqlite
+
+from ..models.escalations import Escalation, EscalationResponse, EscalationSummary, Trigger
+
+RESOLVED_STATUSES = (
+    "resolved",
+    "resolved_with_override",
+    "resolved_with_termination",
+    "resolved_with_approval",
+    "withdrawn",
+    "agent_terminated",
+)
+# An objective trigger may join an open escalation only if that one was itself raised by a
+# trigger: merging it into an agent's own question would let the agent withdraw it.
+_QUESTION_TYPES = ("ask_human", "system_error")
+
+_UPDATABLE = frozenset(
+    {
+        "type",
+        "priority",
+        "status",
+        "triggers_json",
+        "context_json",
+        "response_options_json",
+        "response_type",
+        "response_content",
+        "new_file_limit",
+        "add_scope_json",
+        "responder",
+        "responded_at",
+        "delivered_at",
+        "acknowledged_at",
+        "acknowledgement_note",
+    }
+)
+
+
+def _escalation(row: aiosqlite.Row) -> Escalation:
+    response = None
+    if row["response_type"]:
+        response = EscalationResponse(
+            response_type=row["response_type"],
+            content=row["response_content"] or "",
+            new_file_limit=row["new_file_limit"],
+            add_scope=json.loads(row["add_scope_json"] or "[]"),
+            responder=row["responder"],
+            responded_at=row["responded_at"],
+        )
+    return Escalation(
+        escalation_id=row["escalation_id"],
+        task_id=row["task_id"],
+        agent_id=row["agent_id"],
+        type=row["type"],
+        triggers=[Trigger.model_validate(t) for t in json.loads(row["triggers_json"])],
+        priority=row["priority"],
+        blocking=bool(row["blocking"]),
+        status=row["status"],
+        response_options=json.loads(row["response_options_json"]),
+        context=json.loads(row["context_json"]),
+        reason=row["reason"],
+        question=row["question"],
+        options=json.loads(row["options_json"]),
+        response=response,
+        delivered_at=row["delivered_at"],
+        acknowledged_at=row["acknowledged_at"],
+        acknowledgement_note=row["acknowledgement_note"],
+        follow_up_of=row["follow_up_of"],
+        revision=row["revision"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+async def get(conn: aiosqlite.Connection, escalation_id: int) -> Escalation | None:
+    """The escalation, or None."""
+    async with conn.execute("SELECT * FROM escalations WHERE escalation_id = ?", (escalation_id,)) as cur:
+        row = await cur.fetchone()
+    return _escalation(row) if row else None
+
+
+async def insert(
+    conn: aiosqlite.Connection,
+    *,
+    task_id: str,
+    agent_id: str,
+    generation: int,
+    type_: str,
+    priority: str,
+    blocking: bool,
+    triggers: list[Trigger],
+    response_options: Sequence[str],
+    context: Mapping[str, Any],
+    reason: str | None,
+    question: str | None,
+    options: list[str],
+    follow_up_of: int | None,
+    now: str,
+) -> int:
+    """A new pending escalation; returns its id."""
+    cur = await conn.execute(
+        "INSERT INTO escalations (task_id, agent_id, generation, type, priority, blocking,"
+        " status, triggers_json, response_options_json, context_json, reason, question,"
+        " options_json, follow_up_of, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            task_id,
+            agent_id,
+            generation,
+            type_,
+            priority,
+            int(blocking),
+            json.dumps([t.model_dump() for t in triggers]),
+            json.dumps(list(response_options)),
+            json.dumps(context, sort_keys=True),
+            reason,
+            question,
+            json.dumps(options),
+            follow_up_of,
+            now,
+            now,
+        ),
+    )
+    if cur.lastrowid is None:
+        raise RuntimeError("escalation insert returned no id")
+    return cur.lastrowid
+
+
+async def update(conn: aiosqlite.Connection, escalation_id: int, now: str, **columns: Any) -> None:
+    """Set allow-listed columns; every change bumps ``revision`` (watchers key on it)."""
+    unknown = set(columns) - _UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    names = sorted(columns)
+    assignments = "".join(f"{name} = ?, " for name in names)
+    await conn.execute(
+        f"UPDATE escalations SET {assignments}revision = revision + 1, updated_at = ?"  # noqa: S608 (allow-listed names)
+        " WHERE escalation_id = ?",
+        (*(columns[name] for name in names), now, escalation_id),
+    )
+
+
+async def open_triggered(conn: aiosqlite.Connection, task_id: str) -> Escalation | None:
+    """The task's oldest pending escalation that was raised by an objective trigger."""
+    async with conn.execute(
+        "SELECT * FROM escalations WHERE task_id = ? AND status = 'pending'"
+        " AND type NOT IN (?, ?) ORDER BY escalation_id LIMIT 1",
+        (task_id, *_QUESTION_TYPES),
+    ) as cur:
+        row = await cur.fetchone()
+    return _escalation(row) if row else None
+
+
+async def blocking_open(conn: aiosqlite.Connection, task_id: str) -> Escalation | None:
+    """The escalation that holds the task: blocking and pending, or answered but unacknowledged.
+
+    Pending ones come first (the agent must wait), then the oldest unacknowledged answer.
+    """
+    async with conn.execute(
+        "SELECT * FROM escalations WHERE task_id = ? AND blocking = 1 AND ("
+        "   status = 'pending' OR (response_type IS NOT NULL AND response_type != 'withdraw'"
+        "   AND acknowledged_at IS NULL AND status != 'agent_terminated'))"
+        " ORDER BY status != 'pending', escalation_id LIMIT 1",
+        (task_id,),
+    ) as cur:
+        row = await cur.fetchone()
+    return _escalation(row) if row else None
+
+
+async def pending_for_task(conn: aiosqlite.Connection, task_id: str) -> list[Escalation]:
+    """Every pending escalation of the task, oldest first."""
+    async with conn.execute(
+        "SELECT * FROM escalations WHERE task_id = ? AND status = 'pending' ORDER BY escalation_id",
+        (task_id,),
+    ) as cur:
+        return [_escalation(row) for row in await cur.fetchall()]
+
+
+async def for_task(conn: aiosqlite.Connection, task_id: str) -> list[Escalation]:
+    """Every escalation of the task, oldest first."""
+    async with conn.execute(
+        "SELECT * FROM escalations WHERE task_id = ? ORDER BY escalation_id", (task_id,)
+    ) as cur:
+        return [_escalation(row) for row in await cur.fetchall()]
+
+
+def _status_filter(status: str) -> tuple[str, tuple[str, ...]]:
+    if status == "pending":
+        return "status = 'pending'", ()
+    if status == "resolved":
+        return f"status IN ({', '.join('?' * len(RESOLVED_STATUSES))})", RESOLVED_STATUSES
+    return "1 = 1", ()
+
+
+async def list_escalations(
+    conn: aiosqlite.Connection, *, status: str, task_id: str | None, limit: int
+) -> tuple[list[Escalation], int]:
+    """A page of escalations (newest first) and how many match in all."""
+    clause, params = _status_filter(status)
+    if task_id is not None:
+        clause += " AND task_id = ?"
+        params = (*params, task_id)
+    async with conn.execute(f"SELECT COUNT(*) FROM escalations WHERE {clause}", params) as cur:  # noqa: S608
+        row = await cur.fetchone()
+    total = int(row[0]) if row else 0
+    async with conn.execute(
+        f"SELECT * FROM escalations WHERE {clause} ORDER BY escalation_id DESC LIMIT ?",  # noqa: S608
+        (*params, limit),
+    ) as cur:
+        rows = await cur.fetchall()
+    return [_escalation(row) for row in rows], total
+
+
+def summary(escalation: Escalation) -> EscalationSummary:
+    """The list row of an escalation."""
+    headline = escalation.triggers[0].summary if escalation.triggers else (escalation.reason or "")
+    return EscalationSummary(
+        escalation_id=escalation.escalation_id,
+        task_id=escalation.task_id,
+        agent_id=escalation.agent_id,
+        type=escalation.type,
+        trigger_types=[t.type for t in escalation.triggers],
+        priority=escalation.priority,
+        blocking=escalation.blocking,
+        status=escalation.status,
+        headline=headline,
+        created_at=escalation.created_at,
+        updated_at=escalation.updated_at,
+    )
+
+
+async def response_state(conn: aiosqlite.Connection, escalation_id: int) -> tuple[str, int] | None:
+    """(status, revision): the cheap poll behind get_escalation's wait."""
+    async with conn.execute(
+        "SELECT status, revision FROM escalations WHERE escalation_id = ?", (escalation_id,)
+    ) as cur:
+        row = await cur.fetchone()
+    return (row[0], row[1]) if row else None

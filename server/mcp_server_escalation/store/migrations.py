@@ -1,0 +1,182 @@
+"""Versioned, append-only schema migrations.
+
+Never edit a migration that has shipped: add the next one. Each is applied in one
+transaction together with its row in ``schema_migrations`` (see ``Database.migrate``).
+Timestamps are ISO 8601 UTC text with milliseconds (``2026-11-21T10:00:00.000Z``), which
+sorts correctly as text. JSON columns end in ``_json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step."""
+
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+_TASK_STATUSES = "'active','paused','terminated_by_human','completed','abandoned'"
+_ESCALATION_STATUSES = (
+    "'pending','resolved','resolved_with_override','resolved_with_termination',"
+    "'resolved_with_approval','withdrawn','agent_terminated'"
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "engine: tasks, counters, failures, progress, escalations",
+        (
+            f"""CREATE TABLE tasks (
+                task_id TEXT PRIMARY KEY,
+                title TEXT NOT NULL,
+                specification TEXT NOT NULL DEFAULT '',
+                scope_json TEXT NOT NULL DEFAULT '[]',
+                project TEXT NOT NULL,
+                agent_id TEXT NOT NULL,
+                -- bumps on reassignment; counters and the modified-file set belong to one
+                -- generation, history rows keep the generation they were written in
+                generation INTEGER NOT NULL DEFAULT 1,
+                status TEXT NOT NULL CHECK (status IN ({_TASK_STATUSES})),
+                thresholds_json TEXT NOT NULL,
+                baseline_pass_rate REAL,
+                best_pass_rate REAL,
+                approach TEXT,
+                end_note TEXT,
+                consecutive_same_error INTEGER NOT NULL DEFAULT 0,
+                last_fingerprint TEXT,
+                verification_attempts INTEGER NOT NULL DEFAULT 0,
+                attempts_without_file_change INTEGER NOT NULL DEFAULT 0,
+                test_runs_without_improvement INTEGER NOT NULL DEFAULT 0,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                ended_at TEXT
+            )""",
+            "CREATE INDEX tasks_by_project ON tasks (project, status, updated_at)",
+            """CREATE TABLE task_assignments (
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                generation INTEGER NOT NULL,
+                agent_id TEXT NOT NULL,
+                assigned_at TEXT NOT NULL,
+                PRIMARY KEY (task_id, generation)
+            )""",
+            """CREATE TABLE modified_files (
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                generation INTEGER NOT NULL,
+                path TEXT NOT NULL,
+                source TEXT NOT NULL CHECK (source IN ('check_edit', 'report_progress')),
+                first_at TEXT NOT NULL,
+                PRIMARY KEY (task_id, generation, path)
+            )""",
+            """CREATE TABLE progress_reports (
+                report_id INTEGER PRIMARY KEY,
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                generation INTEGER NOT NULL,
+                agent_id TEXT NOT NULL,
+                step TEXT NOT NULL,
+                outcome TEXT NOT NULL CHECK (outcome IN ('success', 'failure', 'neutral')),
+                files_json TEXT NOT NULL DEFAULT '[]',
+                tests_passed INTEGER,
+                tests_failed INTEGER,
+                pass_rate REAL,
+                improved INTEGER,
+                note TEXT,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX progress_by_task ON progress_reports (task_id, report_id)",
+            """CREATE TABLE failures (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                project TEXT NOT NULL,
+                step TEXT NOT NULL,
+                phase TEXT,
+                signal_type TEXT NOT NULL,
+                classified_by TEXT NOT NULL,
+                severity TEXT NOT NULL CHECK (severity IN ('low','medium','high','critical')),
+                fingerprint TEXT NOT NULL,
+                message TEXT NOT NULL,
+                error_type TEXT,
+                tool_name TEXT,
+                error_code TEXT,
+                attempted_action TEXT,
+                observed_outcome TEXT,
+                recommended_adjustment TEXT,
+                context_refs_json TEXT NOT NULL DEFAULT '{}',
+                details_json TEXT NOT NULL DEFAULT '{}',
+                status TEXT NOT NULL DEFAULT 'active'
+                    CHECK (status IN ('active','resolved','superseded')),
+                superseded_by INTEGER REFERENCES failures (seq),
+                occurrence_count INTEGER NOT NULL DEFAULT 1,
+                helpful_count INTEGER NOT NULL DEFAULT 0,
+                harmful_count INTEGER NOT NULL DEFAULT 0,
+                created_at TEXT NOT NULL,
+                last_seen_at TEXT NOT NULL,
+                UNIQUE (task_id, fingerprint)
+            )""",
+            "CREATE INDEX failures_by_project ON failures (project, status, fingerprint)",
+            "CREATE INDEX failures_by_task_step ON failures (task_id, step, last_seen_at)",
+            """CREATE TABLE failure_occurrences (
+                occurrence_id INTEGER PRIMARY KEY,
+                failure_seq INTEGER NOT NULL REFERENCES failures (seq),
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                generation INTEGER NOT NULL,
+                agent_id TEXT NOT NULL,
+                step TEXT NOT NULL,
+                message TEXT NOT NULL,
+                file TEXT,
+                line INTEGER,
+                attempted_action TEXT,
+                details_json TEXT NOT NULL DEFAULT '{}',
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX occurrences_by_failure ON failure_occurrences (failure_seq, occurrence_id)",
+            "CREATE INDEX occurrences_by_task ON failure_occurrences (task_id, occurrence_id)",
+            """CREATE TABLE actions (
+                action_id INTEGER PRIMARY KEY,
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                generation INTEGER NOT NULL,
+                agent_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                detail_json TEXT NOT NULL DEFAULT '{}',
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX actions_by_task ON actions (task_id, action_id)",
+            f"""CREATE TABLE escalations (
+                escalation_id INTEGER PRIMARY KEY AUTOINCREMENT,
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                agent_id TEXT NOT NULL,
+                generation INTEGER NOT NULL,
+                type TEXT NOT NULL,
+                priority TEXT NOT NULL CHECK (priority IN ('normal', 'high')),
+                blocking INTEGER NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ({_ESCALATION_STATUSES})),
+                triggers_json TEXT NOT NULL DEFAULT '[]',
+                response_options_json TEXT NOT NULL,
+                context_json TEXT NOT NULL,
+                reason TEXT,
+                question TEXT,
+                options_json TEXT NOT NULL DEFAULT '[]',
+                response_type TEXT,
+                response_content TEXT,
+                new_file_limit INTEGER,
+                add_scope_json TEXT,
+                responder TEXT,
+                responded_at TEXT,
+                delivered_at TEXT,
+                acknowledged_at TEXT,
+                acknowledgement_note TEXT,
+                follow_up_of INTEGER REFERENCES escalations (escalation_id),
+                revision INTEGER NOT NULL DEFAULT 1,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX escalations_by_status ON escalations (status, escalation_id)",
+            "CREATE INDEX escalations_by_task ON escalations (task_id, status)",
+            "CREATE INDEX escalations_by_update ON escalations (updated_at)",
+        ),
+    ),
+)

@@ -1,0 +1,134 @@
+"""Progress reports (attempts, test runs) and the action history."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiosqlite
+
+from ..models.tasks import Action, ProgressEntry, Task, TestRun
+
+
+async def insert_report(
+    conn: aiosqlite.Connection,
+    task: Task,
+    *,
+    step: str,
+    outcome: str,
+    files: list[str],
+    tests_passed: int | None,
+    tests_failed: int | None,
+    pass_rate: float | None,
+    improved: bool | None,
+    note: str | None,
+    now: str,
+) -> None:
+    """One report_progress call."""
+    await conn.execute(
+        "INSERT INTO progress_reports (task_id, generation, agent_id, step, outcome,"
+        " files_json, tests_passed, tests_failed, pass_rate, improved, note, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            task.task_id,
+            task.generation,
+            task.agent_id,
+            step,
+            outcome,
+            json.dumps(files),
+            tests_passed,
+            tests_failed,
+            pass_rate,
+            None if improved is None else int(improved),
+            note,
+            now,
+        ),
+    )
+
+
+def _entry(row: aiosqlite.Row) -> ProgressEntry:
+    return ProgressEntry(
+        at=row["created_at"],
+        step=row["step"],
+        agent_id=row["agent_id"],
+        outcome=row["outcome"],
+        files=json.loads(row["files_json"]),
+        note=row["note"],
+        tests_passed=row["tests_passed"],
+        tests_failed=row["tests_failed"],
+        pass_rate=row["pass_rate"],
+    )
+
+
+async def recent_reports(conn: aiosqlite.Connection, task: Task, limit: int) -> list[ProgressEntry]:
+    """The latest ``limit`` reports of the current generation, oldest first."""
+    async with conn.execute(
+        "SELECT * FROM (SELECT * FROM progress_reports WHERE task_id = ? AND generation = ?"
+        " ORDER BY report_id DESC LIMIT ?) ORDER BY report_id",
+        (task.task_id, task.generation, limit),
+    ) as cur:
+        return [_entry(row) for row in await cur.fetchall()]
+
+
+async def list_test_runs(conn: aiosqlite.Connection, task_id: str, limit: int = 200) -> list[TestRun]:
+    """The task's latest test runs (every agent), oldest first."""
+    async with conn.execute(
+        "SELECT * FROM (SELECT * FROM progress_reports WHERE task_id = ? AND pass_rate IS NOT NULL"
+        " ORDER BY report_id DESC LIMIT ?) ORDER BY report_id",
+        (task_id, limit),
+    ) as cur:
+        rows = await cur.fetchall()
+    return [
+        TestRun(
+            at=row["created_at"],
+            step=row["step"],
+            agent_id=row["agent_id"],
+            passed=row["tests_passed"] or 0,
+            failed=row["tests_failed"] or 0,
+            pass_rate=row["pass_rate"],
+            improved=bool(row["improved"]),
+        )
+        for row in rows
+    ]
+
+
+async def latest_test_run(conn: aiosqlite.Connection, task_id: str) -> TestRun | None:
+    """The task's most recent test run."""
+    runs = await list_test_runs(conn, task_id, limit=1)
+    return runs[-1] if runs else None
+
+
+async def add_action(
+    conn: aiosqlite.Connection, task: Task, kind: str, detail: dict[str, Any], now: str
+) -> None:
+    """Append to the task's action history."""
+    await conn.execute(
+        "INSERT INTO actions (task_id, generation, agent_id, kind, detail_json, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            task.task_id,
+            task.generation,
+            task.agent_id,
+            kind,
+            json.dumps(detail, sort_keys=True),
+            now,
+        ),
+    )
+
+
+async def recent_actions(conn: aiosqlite.Connection, task_id: str, limit: int) -> list[Action]:
+    """The task's latest ``limit`` actions, oldest first."""
+    async with conn.execute(
+        "SELECT * FROM (SELECT * FROM actions WHERE task_id = ? ORDER BY action_id DESC LIMIT ?)"
+        " ORDER BY action_id",
+        (task_id, limit),
+    ) as cur:
+        return [
+            Action(
+                at=row["created_at"],
+                agent_id=row["agent_id"],
+                kind=row["kind"],
+                detail=json.loads(row["detail_json"]),
+            )
+            for row in await cur.fetchall()
+        ]

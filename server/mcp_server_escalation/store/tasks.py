@@ -1,0 +1,196 @@
+"""Tasks, their counters and the set of modified files."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiosqlite
+
+from ..models.tasks import Counters, Task
+from ..models.thresholds import Thresholds
+
+_SELECT = """
+SELECT t.*,
+       (SELECT COUNT(*) FROM modified_files m
+         WHERE m.task_id = t.task_id AND m.generation = t.generation) AS files_modified
+  FROM tasks t
+"""
+
+# Columns ``update`` may set: identifiers come from this allow-list, values are parameters.
+_UPDATABLE = frozenset(
+    {
+        "title",
+        "specification",
+        "scope_json",
+        "agent_id",
+        "generation",
+        "status",
+        "thresholds_json",
+        "baseline_pass_rate",
+        "best_pass_rate",
+        "approach",
+        "end_note",
+        "consecutive_same_error",
+        "last_fingerprint",
+        "verification_attempts",
+        "attempts_without_file_change",
+        "test_runs_without_improvement",
+        "ended_at",
+    }
+)
+
+
+def _task(row: aiosqlite.Row) -> Task:
+    return Task(
+        task_id=row["task_id"],
+        title=row["title"],
+        specification=row["specification"],
+        scope=json.loads(row["scope_json"]),
+        project=row["project"],
+        agent_id=row["agent_id"],
+        generation=row["generation"],
+        status=row["status"],
+        thresholds=Thresholds.model_validate_json(row["thresholds_json"]),
+        baseline_pass_rate=row["baseline_pass_rate"],
+        best_pass_rate=row["best_pass_rate"],
+        approach=row["approach"],
+        end_note=row["end_note"],
+        counters=Counters(
+            consecutive_same_error=row["consecutive_same_error"],
+            last_fingerprint=row["last_fingerprint"],
+            verification_attempts=row["verification_attempts"],
+            attempts_without_file_change=row["attempts_without_file_change"],
+            test_runs_without_improvement=row["test_runs_without_improvement"],
+            files_modified=row["files_modified"],
+        ),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        ended_at=row["ended_at"],
+    )
+
+
+async def get(conn: aiosqlite.Connection, task_id: str) -> Task | None:
+    """The task, or None."""
+    async with conn.execute(_SELECT + " WHERE t.task_id = ?", (task_id,)) as cur:
+        row = await cur.fetchone()
+    return _task(row) if row else None
+
+
+async def list_tasks(
+    conn: aiosqlite.Connection, *, status: str | None = None, limit: int = 100
+) -> list[Task]:
+    """Tasks, most recently updated first."""
+    where, params = ("WHERE t.status = ?", [status]) if status else ("", [])
+    query = f"{_SELECT} {where} ORDER BY t.updated_at DESC, t.task_id LIMIT ?"
+    async with conn.execute(query, (*params, limit)) as cur:
+        return [_task(row) for row in await cur.fetchall()]
+
+
+async def insert(
+    conn: aiosqlite.Connection,
+    *,
+    task_id: str,
+    title: str,
+    specification: str,
+    scope: list[str],
+    project: str,
+    agent_id: str,
+    thresholds: Thresholds,
+    baseline_pass_rate: float | None,
+    now: str,
+) -> None:
+    """A new active task in its first generation."""
+    await conn.execute(
+        "INSERT INTO tasks (task_id, title, specification, scope_json, project, agent_id,"
+        " status, thresholds_json, baseline_pass_rate, best_pass_rate, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)",
+        (
+            task_id,
+            title,
+            specification,
+            json.dumps(scope),
+            project,
+            agent_id,
+            thresholds.model_dump_json(),
+            baseline_pass_rate,
+            baseline_pass_rate,
+            now,
+            now,
+        ),
+    )
+    await conn.execute(
+        "INSERT INTO task_assignments (task_id, generation, agent_id, assigned_at) VALUES (?, 1, ?, ?)",
+        (task_id, agent_id, now),
+    )
+
+
+async def update(conn: aiosqlite.Connection, task_id: str, now: str, **columns: Any) -> None:
+    """Set the given columns (from a fixed allow-list) and ``updated_at``."""
+    unknown = set(columns) - _UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    names = sorted(columns)
+    assignments = ", ".join(f"{name} = ?" for name in names)
+    await conn.execute(
+        f"UPDATE tasks SET {assignments}, updated_at = ? WHERE task_id = ?",  # noqa: S608 (allow-listed names)
+        (*(columns[name] for name in names), now, task_id),
+    )
+
+
+async def save_counters(
+    conn: aiosqlite.Connection, task_id: str, counters: Counters, now: str, **extra: Any
+) -> None:
+    """Persist the counters (files_modified is derived, never stored)."""
+    await update(
+        conn,
+        task_id,
+        now,
+        consecutive_same_error=counters.consecutive_same_error,
+        last_fingerprint=counters.last_fingerprint,
+        verification_attempts=counters.verification_attempts,
+        attempts_without_file_change=counters.attempts_without_file_change,
+        test_runs_without_improvement=counters.test_runs_without_improvement,
+        **extra,
+    )
+
+
+async def reassign(conn: aiosqlite.Connection, task: Task, agent_id: str, now: str) -> None:
+    """Hand the task to another agent: a new generation with zeroed counters."""
+    generation = task.generation + 1
+    await save_counters(conn, task.task_id, Counters(), now, agent_id=agent_id, generation=generation)
+    await conn.execute(
+        "INSERT INTO task_assignments (task_id, generation, agent_id, assigned_at) VALUES (?, ?, ?, ?)",
+        (task.task_id, generation, agent_id, now),
+    )
+
+
+async def modified_files(conn: aiosqlite.Connection, task: Task) -> list[str]:
+    """The distinct normalised paths modified in the task's current generation, in order."""
+    async with conn.execute(
+        "SELECT path FROM modified_files WHERE task_id = ? AND generation = ? ORDER BY first_at, path",
+        (task.task_id, task.generation),
+    ) as cur:
+        return [row[0] for row in await cur.fetchall()]
+
+
+async def add_modified_files(
+    conn: aiosqlite.Connection, task: Task, paths: list[str], source: str, now: str
+) -> None:
+    """Add paths to the modified set; a path already there is not counted again."""
+    await conn.executemany(
+        "INSERT OR IGNORE INTO modified_files (task_id, generation, path, source, first_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [(task.task_id, task.generation, path, source, now) for path in paths],
+    )
+
+
+async def latest_active_in_project(conn: aiosqlite.Connection, project: str) -> Task | None:
+    """The project's most recently updated active or paused task."""
+    async with conn.execute(
+        _SELECT + " WHERE t.project = ? AND t.status IN ('active', 'paused')"
+        " ORDER BY t.updated_at DESC, t.task_id LIMIT 1",
+        (project,),
+    ) as cur:
+        row = await cur.fetchone()
+    return _task(row) if row else None

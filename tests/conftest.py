@@ -1,0 +1,83 @@
+"""Shared test helpers: a real SQLite file per test, the real SDK client in memory.
+
+Clients are entered inside the test body (``async with connect(...)``), never yielded from
+an async fixture: pytest-asyncio tears fixtures down in another task, which anyio's cancel
+scopes refuse (see shared/reference/mcp-sdk-v2.md section 9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from mcp_server_escalation.adapters.app import build_server
+from mcp_server_escalation.models.limits import Role
+from mcp_server_escalation.settings import Settings
+
+PROJECT = "/work/project"
+
+
+class ToolCallError(Exception):
+    """A tool call came back with isError; the text is the model-facing message."""
+
+
+class Agent:
+    """A thin wrapper over the SDK client: call a tool, get its structured result."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        """The structured result, or ToolCallError with the error text."""
+        result = await self.client.call_tool(tool, arguments)
+        if result.is_error:
+            raise ToolCallError(result.content[0].text)  # type: ignore[union-attr]
+        assert result.structured_content is not None
+        return result.structured_content
+
+    async def error(self, tool: str, **arguments: Any) -> str:
+        """The error text of a call that must fail."""
+        result = await self.client.call_tool(tool, arguments)
+        assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
+        return result.content[0].text  # type: ignore[union-attr]
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    """A fresh store file (WAL) for one test."""
+    return str(tmp_path / "escalations.db")
+
+
+def make_settings(db_path: str, role: Role = "agent", **extra: Any) -> Settings:
+    """Settings for a test server on ``db_path`` with the project at PROJECT."""
+    return Settings(db_path=db_path, role=role, project_root=PROJECT, **extra)
+
+
+@asynccontextmanager
+async def connect(
+    db_path: str, role: Role = "agent", *, mode: str = "auto", clock: Any = None, **extra: Any
+) -> AsyncIterator[Agent]:
+    """An in-memory SDK client connected to a real server on ``db_path``."""
+    settings = make_settings(db_path, role, **extra)
+    server = build_server(settings, clock) if clock else build_server(settings)
+    async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+        yield Agent(client)
