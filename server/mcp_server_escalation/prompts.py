@@ -78,7 +78,9 @@ class _TemplateEntry(BaseModel):
     description: str = ""
 
 
-class _TemplateFile(BaseModel):
+class TemplateFileModel(BaseModel):
+    """One prompts/*.toml file (schemas/prompts.schema.json is generated from this)."""
+
     model_config = ConfigDict(extra="forbid")
 
     version: int = Field(ge=1)
@@ -126,7 +128,7 @@ class PromptBook:
         templates: dict[str, Template] = {}
         for path in sorted(directory.glob("*.toml")):
             try:
-                parsed = _TemplateFile.model_validate(tomllib.loads(path.read_text("utf-8")))
+                parsed = TemplateFileModel.model_validate(tomllib.loads(path.read_text("utf-8")))
             except (tomllib.TOMLDecodeError, ValidationError, OSError) as exc:
                 raise ConfigError(f"{path}: {exc}") from exc
             for name, entry in parsed.templates.items():

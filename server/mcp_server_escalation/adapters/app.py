@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
@@ -29,8 +30,14 @@ class AppContext:
     settings: Settings
 
 
-def build_server(settings: Settings, clock: Clock = utc_now) -> MCPServer[AppContext]:
-    """The MCP server for ``settings``: tools wired to services on the settings' store."""
+def build_server(
+    settings: Settings, clock: Clock = utc_now, *, http: tuple[str, int] | None = None
+) -> MCPServer[AppContext]:
+    """The MCP server for ``settings``: tools wired to services on the settings' store.
+
+    With ``http=(host, port)`` every request must carry a bearer token, and the token, not
+    ``settings.role``, decides the caller's role.
+    """
     from .tools import register_tools  # noqa: PLC0415 (tools import the server type)
 
     # Fail at start-up, not at the first call, when the prompt set is broken.
@@ -42,12 +49,21 @@ def build_server(settings: Settings, clock: Clock = utc_now) -> MCPServer[AppCon
             log.info("store %s open (role %s)", settings.db_path, settings.role)
             yield AppContext(runtime=runtime, settings=settings)
 
+    auth: dict[str, Any] = {}
+    if http is not None:
+        from .http_auth import StaticTokenVerifier, auth_settings, tokens_from_env  # noqa: PLC0415
+
+        auth = {
+            "token_verifier": StaticTokenVerifier(tokens_from_env()),
+            "auth": auth_settings(*http),
+        }
     server: MCPServer[AppContext] = MCPServer(
         "mcp-server-escalation",
         version=__version__,
         instructions=INSTRUCTIONS.read_text(encoding="utf-8"),
         lifespan=lifespan,
         log_level="WARNING",
+        **auth,
     )
     register_tools(server, settings)
     return server

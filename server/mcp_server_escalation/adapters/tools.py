@@ -49,6 +49,7 @@ from ..services import escalations, failures, progress, tasks
 from ..services.runtime import Runtime
 from ..settings import Settings
 from .app import AppContext
+from .http_auth import request_role
 
 Ctx = Context[AppContext]
 
@@ -305,5 +306,5 @@ def register_tools(server: MCPServer[AppContext], settings: Settings) -> None:
                 new_file_limit=new_file_limit,
                 add_scope=add_scope,
                 responder=responder,
-                role=settings.role,
+                role=request_role(settings.role),
             )

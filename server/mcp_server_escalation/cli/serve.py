@@ -14,9 +14,10 @@ def serve(args: argparse.Namespace) -> int:
     settings = Settings.from_sources(
         db=args.db, config=args.config, role=getattr(args, "role", "agent"), prompts=args.prompts
     )
-    server = build_server(settings)
     if getattr(args, "transport", "stdio") == "http":
+        server = build_server(settings, http=(args.host, args.port))
         server.run("streamable-http", host=args.host, port=args.port)
-    else:
-        server.run()
+        return 0
+    server = build_server(settings)
+    server.run()
     return 0

@@ -22,6 +22,7 @@ class Pattern:
     name: str
     signal_type: str
     regex: re.Pattern[str]
+    example: str = ""
 
 
 @dataclass(frozen=True)

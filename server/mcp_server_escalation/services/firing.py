@@ -10,8 +10,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-
 from ..models.escalations import Escalation, Trigger
 from ..models.limits import ENDED_STATUSES
 from ..models.results import Directed
@@ -21,6 +19,7 @@ from ..rules.triggers import Firing, response_options
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
+from ..store.db import Conn
 from .runtime import Runtime
 
 RECENT_ACTIONS = 20
@@ -50,7 +49,7 @@ def task_context(task: Task) -> dict[str, Any]:
     }
 
 
-async def _context(conn: aiosqlite.Connection, task: Task, evidence: dict[str, Any]) -> dict[str, Any]:
+async def _context(conn: Conn, task: Task, evidence: dict[str, Any]) -> dict[str, Any]:
     actions = await progress_store.recent_actions(conn, task.task_id, RECENT_ACTIONS)
     return {
         "task": task_context(task),
@@ -60,9 +59,7 @@ async def _context(conn: aiosqlite.Connection, task: Task, evidence: dict[str, A
     }
 
 
-async def fire(
-    rt: Runtime, conn: aiosqlite.Connection, task: Task, fired: list[Evidence]
-) -> Escalation | None:
+async def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Escalation | None:
     """One escalation for every trigger of this call, or the additions to the open one.
 
     A trigger type already on the open escalation refreshes its measurement and counts
@@ -172,7 +169,7 @@ def _dump(triggers: list[Trigger]) -> str:
     return _json([t.model_dump() for t in triggers])
 
 
-async def sync_pause(rt: Runtime, conn: aiosqlite.Connection, task_id: str) -> Task:
+async def sync_pause(rt: Runtime, conn: Conn, task_id: str) -> Task:
     """A live task is ``paused`` exactly while a blocking escalation holds it."""
     task = await task_store.get(conn, task_id)
     if task is None:
@@ -189,7 +186,7 @@ async def sync_pause(rt: Runtime, conn: aiosqlite.Connection, task_id: str) -> T
 
 async def direct(
     rt: Runtime,
-    conn: aiosqlite.Connection,
+    conn: Conn,
     task: Task,
     proceed_template: str | None = None,
     **values: Any,

@@ -1,0 +1,128 @@
+"""Layer boundaries (STYLE.md): adapters -> services -> store, pure rules, no SQL above the store.
+
+Every module's imports are read with ``ast``; a module that reaches the wrong way fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "server" / "mcp_server_escalation"
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "_data" not in p.parts)
+
+
+def _layer(path: Path) -> str:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0] if len(relative.parts) > 1 else relative.stem
+
+
+def _imports(path: Path, source: str | None = None) -> set[str]:
+    """Absolute names of everything the module imports (relative imports resolved)."""
+    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
+    package = ["mcp_server_escalation", *path.relative_to(PACKAGE).parent.parts]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+# layer -> prefixes it must never import
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "rules": (
+        "mcp",
+        "aiosqlite",
+        "anyio",
+        "mcp_server_escalation.store",
+        "mcp_server_escalation.services",
+        "mcp_server_escalation.adapters",
+        "mcp_server_escalation.cli",
+        "sqlite3",
+    ),
+    "models": (
+        "mcp",
+        "aiosqlite",
+        "mcp_server_escalation.store",
+        "mcp_server_escalation.services",
+        "mcp_server_escalation.adapters",
+        "mcp_server_escalation.cli",
+    ),
+    "store": (
+        "mcp",
+        "mcp_server_escalation.services",
+        "mcp_server_escalation.adapters",
+        "mcp_server_escalation.cli",
+    ),
+    "services": (
+        "mcp",
+        "aiosqlite",
+        "sqlite3",
+        "mcp_server_escalation.adapters",
+        "mcp_server_escalation.cli",
+    ),
+    "adapters": ("aiosqlite", "sqlite3", "mcp_server_escalation.store", "mcp_server_escalation.cli"),
+    "cli": ("aiosqlite", "sqlite3", "mcp_server_escalation.store"),
+}
+
+
+def _violations(path: Path, source: str | None = None) -> list[str]:
+    banned = FORBIDDEN.get(_layer(path), ())
+    return sorted(
+        name for name in _imports(path, source) if any(name == b or name.startswith(b + ".") for b in banned)
+    )
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_module_imports_respect_the_layers(path: Path) -> None:
+    assert _violations(path) == []
+
+
+def test_the_operator_cli_never_loads_the_mcp_sdk_outside_serve() -> None:
+    for path in (PACKAGE / "cli").glob("*.py"):
+        if path.name == "serve.py":
+            continue
+        assert not any(n == "mcp" or n.startswith("mcp.") for n in _imports(path)), path
+
+
+_SQL = re.compile(r"\b(SELECT|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+TABLE)\b")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _modules() if _layer(p) not in ("store",)],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_no_sql_outside_the_store(path: Path) -> None:
+    strings = [
+        node.value
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    assert not [s for s in strings if _SQL.search(s)]
+
+
+def test_the_checker_itself_catches_a_wrong_way_import() -> None:
+    # Guard against a checker that silently passes everything.
+    rule = PACKAGE / "rules" / "example.py"
+    assert _violations(rule, "from ..store import tasks\n") == [
+        "mcp_server_escalation.store",
+        "mcp_server_escalation.store.tasks",
+    ]
+    assert _violations(rule, "import aiosqlite\n") == ["aiosqlite"]
+    assert _violations(PACKAGE / "services" / "x.py", "from mcp.server import x\n") != []
+    assert _violations(rule, "from ..models.tasks import Counters\n") == []

@@ -1,0 +1,126 @@
+"""Bad input (SPEC 7): a tool error naming the field, the problem and the limit; the server
+stays up and nothing stored changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conftest import Agent, connect
+
+BIG = "x" * (64 * 1024 + 1)
+LONG_PATH = "src/" + "a" * 4100
+
+
+async def _start(agent: Agent) -> dict[str, Any]:
+    await agent.call("start_task", title="t", task_id="t-1", scope=["src/**"])
+    return await agent.call("get_task", task_id="t-1")
+
+
+CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
+    ("record_failure", {"task_id": "t-1", "message": BIG}, ("message", "65536")),
+    (
+        "record_failure",
+        {"task_id": "t-1", "message": "m", "attempted_action": BIG},
+        ("attempted_action", "65536"),
+    ),
+    ("record_failure", {"task_id": "t-1", "message": ""}, ("message", "at least 1")),
+    (
+        "record_failure",
+        {"task_id": "t-1", "message": "m", "severity": "urgent"},
+        ("severity", "low", "critical"),
+    ),
+    ("record_failure", {"task_id": "t-1", "message": "m", "signal_type": "bad_luck"}, ("signal_type",)),
+    (
+        "record_failure",
+        {"task_id": "t-1", "message": "m", "line": -1},
+        ("line", "greater than or equal to 0"),
+    ),
+    ("record_failure", {"task_id": "t-1", "message": "m", "file": LONG_PATH}, ("file", "4096")),
+    (
+        "record_failure",
+        {"task_id": "no-such-task", "message": "m"},
+        ("task_id", "no-such-task", "start_task"),
+    ),
+    ("record_failure", {"task_id": "bad id with spaces", "message": "m"}, ("task_id", "pattern")),
+    ("record_failure", {"task_id": "x" * 129, "message": "m"}, ("task_id", "128")),
+    (
+        "record_failure",
+        {"task_id": "t-1", "message": "m", "details": {"colour": "red"}},
+        ("colour", "Extra inputs"),
+    ),
+    (
+        "report_progress",
+        {"task_id": "t-1", "tests_passed": -3},
+        ("tests_passed", "greater than or equal to 0"),
+    ),
+    ("report_progress", {"task_id": "t-1", "tests_failed": -1}, ("tests_failed",)),
+    (
+        "report_progress",
+        {"task_id": "t-1", "tests_passed": 0, "tests_failed": 0},
+        ("tests_passed", "at least one test"),
+    ),
+    ("report_progress", {"task_id": "t-1", "outcome": "great"}, ("outcome", "success", "neutral")),
+    (
+        "report_progress",
+        {"task_id": "t-1", "files_modified": [f"src/{i}.py" for i in range(501)]},
+        ("files_modified", "500"),
+    ),
+    ("report_progress", {"task_id": "t-1", "files_modified": [LONG_PATH]}, ("files_modified", "4096")),
+    ("report_progress", {"task_id": "t-1", "note": BIG}, ("note", "65536")),
+    ("check_edit", {"task_id": "t-1", "paths": []}, ("paths", "at least 1")),
+    ("check_edit", {"task_id": "t-1", "paths": [LONG_PATH]}, ("paths", "4096")),
+    (
+        "start_task",
+        {"title": "t", "task_id": "t-1", "baseline_pass_rate": 1.5},
+        ("baseline_pass_rate", "less than or equal to 1"),
+    ),
+    (
+        "start_task",
+        {"title": "t", "task_id": "t-1", "thresholds": {"same_error_repeated": 0}},
+        ("same_error_repeated", "greater than or equal to 1"),
+    ),
+    (
+        "start_task",
+        {"title": "t", "task_id": "t-1", "thresholds": {"made_up": 3}},
+        ("made_up", "Extra inputs"),
+    ),
+    ("start_task", {"title": "t", "scope": ["x"] * 501}, ("scope", "500")),
+    ("end_task", {"task_id": "t-1", "outcome": "done"}, ("outcome", "completed", "abandoned")),
+    ("get_escalation", {"escalation_id": 999}, ("escalation_id", "999")),
+    ("get_escalation", {"escalation_id": 0}, ("escalation_id", "greater than or equal to 1")),
+    ("acknowledge_response", {"escalation_id": 12345}, ("escalation_id", "12345")),
+    ("list_escalations", {"status": "open"}, ("status", "pending", "resolved")),
+    ("list_escalations", {"limit": 201}, ("limit", "200")),
+    ("list_escalations", {"limit": 0}, ("limit", "1")),
+    ("raise_escalation", {"task_id": "t-1", "reason": "r", "kind": "panic"}, ("kind", "ask_human")),
+    ("raise_escalation", {"task_id": "t-1", "reason": "r", "follow_up_of": 77}, ("escalation_id", "77")),
+    ("resolve_escalation", {"escalation_id": 5, "response_type": "ignore"}, ("response_type", "guidance")),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
+async def test_bad_input_is_a_tool_error_naming_field_and_limit_and_changes_nothing(
+    db_path: str, tool: str, arguments: dict[str, Any], expected: tuple[str, ...]
+) -> None:
+    async with connect(db_path) as agent:
+        before = await _start(agent)
+        text = await agent.error(tool, **arguments)
+        after = await agent.call("get_task", task_id="t-1")
+        listed = await agent.call("list_escalations", status="all")
+    for fragment in expected:
+        assert fragment in text, (fragment, text)
+    assert after == before
+    assert listed["total"] == 0
+
+
+async def test_the_server_answers_the_next_call_after_many_bad_ones(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        await _start(agent)
+        for tool, arguments, _ in CASES:
+            await agent.error(tool, **arguments)
+        result = await agent.call("record_failure", task_id="t-1", message="real error")
+    assert result["failure"]["occurrence_count"] == 1

@@ -1,0 +1,140 @@
+"""Streamable HTTP: the bearer token, never a request argument, decides the caller's role."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from conftest import Agent
+
+SCRIPT = str(Path(sys.executable).parent / "mcp-server-escalation")
+AGENT_TOKEN = "agent-secret-1"
+OPERATOR_TOKEN = "operator-secret-2"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    port = _free_port()
+    env = {
+        **os.environ,
+        "ESCALATION_AGENT_TOKEN": AGENT_TOKEN,
+        "ESCALATION_OPERATOR_TOKEN": OPERATOR_TOKEN,
+    }
+    process = subprocess.Popen(
+        [
+            SCRIPT,
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--role",
+            "operator",
+            "--db",
+            str(tmp_path / "esc.db"),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            time.sleep(0.05)  # bounded wait for the listener to come up
+    else:
+        process.kill()
+        pytest.fail("HTTP server did not start")
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@asynccontextmanager
+async def _client(url: str, token: str | None) -> AsyncIterator[Agent]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield Agent(client)
+
+
+async def test_agent_token_cannot_answer_even_on_a_server_started_as_operator(http_server: str) -> None:
+    with anyio.fail_after(30):
+        async with _client(http_server, AGENT_TOKEN) as agent:
+            await agent.call("start_task", title="t", task_id="h1")
+            for _ in range(3):
+                result = await agent.call("record_failure", task_id="h1", message="boom")
+            escalation_id = result["escalation"]["escalation_id"]
+            refused = await agent.error(
+                "resolve_escalation",
+                escalation_id=escalation_id,
+                response_type="guidance",
+                content="do it",
+                responder="operator",
+            )
+        async with _client(http_server, OPERATOR_TOKEN) as operator:
+            answered = await operator.call(
+                "resolve_escalation",
+                escalation_id=escalation_id,
+                response_type="guidance",
+                content="try again differently",
+            )
+    assert "agent role" in refused
+    assert answered["escalation"]["status"] == "resolved"
+
+
+async def test_a_request_without_a_valid_token_is_rejected(http_server: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        response = await http.post(
+            http_server,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Content-Type": "application/json", "Authorization": "Bearer wrong"},
+        )
+    assert response.status_code == 401
+
+
+def test_the_http_server_refuses_to_start_without_any_token(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    done = subprocess.run(
+        [
+            SCRIPT,
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            str(_free_port()),
+            "--db",
+            str(tmp_path / "esc.db"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "ESCALATION_OPERATOR_TOKEN" in done.stderr

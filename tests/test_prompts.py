@@ -1,0 +1,93 @@
+"""Prompt templates are data, loaded strictly: a broken set fails at load, never silently."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mcp_server_escalation.datafiles import data_dir
+from mcp_server_escalation.errors import ConfigError
+from mcp_server_escalation.prompts import TEMPLATES, PromptBook
+
+
+@pytest.fixture
+def prompts_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "prompts"
+    shutil.copytree(data_dir("prompts"), target)
+    return target
+
+
+def _edit(folder: Path, name: str, old: str, new: str) -> None:
+    path = folder / name
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_the_packaged_prompts_cover_every_template_the_code_renders() -> None:
+    book = PromptBook.load(data_dir("prompts"))
+    assert set(book.versions()) == set(TEMPLATES)
+
+
+def test_rendering_fills_the_placeholders() -> None:
+    book = PromptBook.load(data_dir("prompts"))
+    text = book.render("directive_pause_pending", task_id="t1", escalation_id=7, type="repeated_error")
+    assert text == (
+        "Escalation 7 (repeated_error) awaits a human. Stop changing code for task t1 and call "
+        "get_escalation(7, wait_seconds=30) until it is resolved."
+    )
+
+
+def test_rendering_with_a_missing_value_is_an_error() -> None:
+    book = PromptBook.load(data_dir("prompts"))
+    with pytest.raises(ConfigError, match="expected"):
+        book.render("directive_stop", task_id="t1")
+
+
+def test_a_missing_template_fails_at_load(prompts_copy: Path) -> None:
+    _edit(prompts_copy, "directives.toml", "[templates.directive_stop]", "[templates_unused]")
+    with pytest.raises(ConfigError):
+        PromptBook.load(prompts_copy)
+
+
+def test_an_unknown_placeholder_fails_at_load(prompts_copy: Path) -> None:
+    _edit(prompts_copy, "directives.toml", "stop all work on it", "stop {whatever}")
+    with pytest.raises(ConfigError, match="unknown placeholder"):
+        PromptBook.load(prompts_copy)
+
+
+def test_an_unknown_template_fails_at_load(prompts_copy: Path) -> None:
+    (prompts_copy / "extra.toml").write_text(
+        'version = 1\n[templates.no_such_template]\ntext = "x"\n', encoding="utf-8"
+    )
+    with pytest.raises(ConfigError, match="unknown template"):
+        PromptBook.load(prompts_copy)
+
+
+def test_an_unknown_field_fails_at_load(prompts_copy: Path) -> None:
+    _edit(prompts_copy, "directives.toml", "version = 1", "version = 1\nauthor = 'me'")
+    with pytest.raises(ConfigError):
+        PromptBook.load(prompts_copy)
+
+
+def test_attribute_access_in_a_placeholder_is_refused(prompts_copy: Path) -> None:
+    _edit(prompts_copy, "directives.toml", "{task_id} is {status}", "{task_id.__class__} is {status}")
+    with pytest.raises(ConfigError, match="plain name"):
+        PromptBook.load(prompts_copy)
+
+
+def test_a_user_prompt_folder_changes_what_the_model_reads(prompts_copy: Path) -> None:
+    _edit(prompts_copy, "directives.toml", "Continue working on task {task_id}.", "Go on with {task_id}.")
+    book = PromptBook.load(prompts_copy)
+    assert book.render("directive_proceed", task_id="t9") == "Go on with t9."
+
+
+def test_the_server_refuses_to_start_with_a_broken_prompt_folder(prompts_copy: Path) -> None:
+    from mcp_server_escalation.adapters.app import build_server
+    from mcp_server_escalation.settings import Settings
+
+    (prompts_copy / "escalations.toml").unlink()
+    with pytest.raises(ConfigError, match="missing template"):
+        build_server(Settings(prompts_dir=prompts_copy))

@@ -1,0 +1,48 @@
+"""The checked-in schemas are exactly what the models generate (they cannot drift)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from mcp_server_escalation.adapters.schemas import generate
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
+PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
+
+
+def test_checked_in_schemas_match_the_models() -> None:
+    generated = generate()
+    on_disk = {str(p.relative_to(SCHEMAS)): p.read_text(encoding="utf-8") for p in SCHEMAS.rglob("*.json")}
+    stale = sorted(name for name in generated if on_disk.get(name) != generated[name])
+    extra = sorted(set(on_disk) - set(generated))
+    hint = "run: python -m mcp_server_escalation.adapters.schemas schemas"
+    assert (stale, extra) == ([], []), hint
+
+
+def test_every_prompt_file_validates_against_the_prompts_schema() -> None:
+    schema = json.loads((SCHEMAS / "prompts.schema.json").read_text(encoding="utf-8"))
+    for path in PROMPTS.glob("*.toml"):
+        jsonschema.validate(tomllib.loads(path.read_text(encoding="utf-8")), schema)
+
+
+def test_the_readme_config_example_validates_against_the_config_schema() -> None:
+    schema = json.loads((SCHEMAS / "config.schema.json").read_text(encoding="utf-8"))
+    example = tomllib.loads(
+        "[thresholds]\nsame_error_repeated = 4\nfiles_modified_exceeds = 40\n"
+        "[notify]\nrenotify_minutes = 30\n[guidance]\nk = 5\n"
+    )
+    jsonschema.validate(example, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"thresholds": {"same_error_repeated": 0}}, schema)
+
+
+def test_every_tool_has_an_output_schema() -> None:
+    outputs = {n for n in generate() if n.endswith(".output.json")}
+    assert len(outputs) == 11
+    for name in outputs:
+        assert json.loads((SCHEMAS / name).read_text(encoding="utf-8"))["type"] == "object"
