@@ -95,7 +95,7 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("list_escalations", {"limit": 201}, ("limit", "200")),
     ("list_escalations", {"limit": 0}, ("limit", "1")),
     ("raise_escalation", {"task_id": "t-1", "reason": "r", "kind": "panic"}, ("kind", "ask_human")),
-    ("raise_escalation", {"task_id": "t-1", "reason": "r", "follow_up_of": 77}, ("escalation_id", "77")),
+    ("raise_escalation", {"task_id": "t-1", "reason": "r", "follow_up_of": 77}, ("follow_up_of", "77")),
     ("resolve_escalation", {"escalation_id": 5, "response_type": "ignore"}, ("response_type", "guidance")),
 ]
 

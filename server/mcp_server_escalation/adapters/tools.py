@@ -257,7 +257,11 @@ def register_tools(server: MCPServer[AppContext], settings: Settings) -> None:
         """The full escalation; waits for a human's answer and marks it delivered."""
         with tool_errors():
             return await escalations.get_escalation(
-                _rt(ctx), escalation_id=escalation_id, wait_seconds=wait_seconds
+                _rt(ctx),
+                escalation_id=escalation_id,
+                wait_seconds=wait_seconds,
+                # Only the agent receives an answer; an operator looking at it delivers nothing.
+                deliver=request_role(settings.role) == "agent",
             )
 
     @server.tool(annotations=_IDEMPOTENT_WRITE)

@@ -18,6 +18,10 @@ class Trigger(BaseModel):
     summary: str = Field(description="One line for the operator")
     at: str
     fired_count: int = Field(1, description="How often it fired while the escalation was open")
+    key: str = Field("", description="Identity within the escalation: type, plus fingerprint for errors")
+    evidence: dict[str, Any] = Field(
+        default_factory=dict, description="The facts behind this trigger (latest firing)"
+    )
 
 
 class EscalationResponse(BaseModel):

@@ -78,7 +78,11 @@ async def raise_escalation(
         if task.status in ENDED_STATUSES:
             raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
         if follow_up_of is not None:
-            earlier = await load_escalation(conn, follow_up_of)
+            earlier = await escalation_store.get(conn, follow_up_of)
+            if earlier is None:
+                raise InvalidInput(
+                    "follow_up_of", f"no escalation with id {follow_up_of}; list_escalations shows the ids"
+                )
             if earlier.task_id != task_id:
                 raise InvalidInput(
                     "follow_up_of",
@@ -148,8 +152,10 @@ async def _wait_for_change(rt: Runtime, escalation_id: int, wait_seconds: float)
             await changed.wait()
 
 
-async def get_escalation(rt: Runtime, *, escalation_id: int, wait_seconds: float = 0) -> EscalationResult:
-    """The escalation, waiting up to ``wait_seconds`` (0-60) for an answer; marks it delivered."""
+async def get_escalation(
+    rt: Runtime, *, escalation_id: int, wait_seconds: float = 0, deliver: bool = True
+) -> EscalationResult:
+    """The escalation, waiting up to ``wait_seconds`` (0-60) for an answer; ``deliver`` marks it delivered."""
     async with rt.db.read() as conn:
         await load_escalation(conn, escalation_id)
     if wait_seconds > 0:
@@ -157,7 +163,7 @@ async def get_escalation(rt: Runtime, *, escalation_id: int, wait_seconds: float
     now = rt.now()
     async with rt.db.transaction() as conn:
         escalation = await load_escalation(conn, escalation_id)
-        if escalation.response is not None and escalation.delivered_at is None:
+        if deliver and escalation.response is not None and escalation.delivered_at is None:
             await escalation_store.update(conn, escalation_id, now, delivered_at=now)
             escalation = await load_escalation(conn, escalation_id)
         task = await load_task(conn, escalation.task_id)

@@ -148,6 +148,7 @@ async def record_failure(
                         "at": now,
                         "failure_id": record.failure_id,
                     },
+                    key=f"external_blocker:{print_}",
                 )
             )
         repeated = triggers.repeated_error(counters, task.thresholds, transient=signal == "network_transient")
@@ -177,6 +178,7 @@ async def record_failure(
                         "fingerprint": print_,
                         "occurrences": [o.model_dump() for o in occurrences],
                     },
+                    key=f"{repeated.type}:{print_}",
                 )
             )
         escalation = await fire(rt, conn, task, fired)

@@ -27,11 +27,33 @@ RECENT_ACTIONS = 20
 
 @dataclass(frozen=True)
 class Evidence:
-    """A fired trigger with the facts an operator needs to judge it."""
+    """A fired trigger with the facts an operator needs to judge it.
+
+    ``key`` tells triggers of one type apart: two different errors that each repeat are two
+    triggers with their own occurrences, never one overwriting the other.
+    """
 
     firing: Firing
     summary: str
     facts: dict[str, Any]
+    key: str = ""
+
+    @property
+    def identity(self) -> str:
+        """The trigger's identity within an escalation."""
+        return self.key or self.firing.type
+
+    def trigger(self, now: str) -> Trigger:
+        """A new trigger record for this firing."""
+        return Trigger(
+            type=self.firing.type,
+            criteria=self.firing.criteria,
+            observed=self.firing.observed,
+            summary=self.summary,
+            at=now,
+            key=self.identity,
+            evidence=self.facts,
+        )
 
 
 def task_context(task: Task) -> dict[str, Any]:
@@ -62,8 +84,9 @@ async def _context(conn: Conn, task: Task, evidence: dict[str, Any]) -> dict[str
 async def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Escalation | None:
     """One escalation for every trigger of this call, or the additions to the open one.
 
-    A trigger type already on the open escalation refreshes its measurement and counts
-    ``fired_count`` instead of piling up duplicates; a new type is appended.
+    A trigger already on the open escalation (same type and key) refreshes its measurement
+    and evidence and counts ``fired_count`` instead of piling up duplicates; any other trigger
+    is appended with its own evidence. ``context.evidence`` shows the latest facts per type.
     """
     if not fired:
         return None
@@ -71,16 +94,7 @@ async def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Es
     task = await task_store.get(conn, task.task_id) or task
     open_escalation = await escalation_store.open_triggered(conn, task.task_id)
     if open_escalation is None:
-        triggers = [
-            Trigger(
-                type=e.firing.type,
-                criteria=e.firing.criteria,
-                observed=e.firing.observed,
-                summary=e.summary,
-                at=now,
-            )
-            for e in _unique(fired)
-        ]
+        triggers = [e.trigger(now) for e in _unique(fired)]
         evidence: dict[str, Any] = {e.firing.type: e.facts for e in fired}
         escalation_id = await escalation_store.insert(
             conn,
@@ -111,17 +125,11 @@ async def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Es
         triggers = list(open_escalation.triggers)
         evidence = dict(open_escalation.context.get("evidence", {}))
         for e in _unique(fired):
-            index = next((i for i, t in enumerate(triggers) if t.type == e.firing.type), None)
+            index = next(
+                (i for i, t in enumerate(triggers) if (t.key or t.type) == e.identity), None
+            )
             if index is None:
-                triggers.append(
-                    Trigger(
-                        type=e.firing.type,
-                        criteria=e.firing.criteria,
-                        observed=e.firing.observed,
-                        summary=e.summary,
-                        at=now,
-                    )
-                )
+                triggers.append(e.trigger(now))
             else:
                 old = triggers[index]
                 triggers[index] = old.model_copy(
@@ -129,6 +137,7 @@ async def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Es
                         "observed": e.firing.observed,
                         "summary": e.summary,
                         "at": now,
+                        "evidence": e.facts,
                         "fired_count": old.fired_count + 1,
                     }
                 )
@@ -151,8 +160,8 @@ def _unique(fired: list[Evidence]) -> list[Evidence]:
     seen: set[str] = set()
     unique: list[Evidence] = []
     for e in fired:
-        if e.firing.type not in seen:
-            seen.add(e.firing.type)
+        if e.identity not in seen:
+            seen.add(e.identity)
             unique.append(e)
     return unique
 

@@ -286,7 +286,11 @@ async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEdi
             if scope is not None:
                 fired.append(scope)
             if over:
-                limit_evidence = await _file_limit_evidence(rt, conn, task, count + len(counted), over)
+                # Every path this call would add is part of the proposal, not only those past
+                # the limit: approving must admit the whole change the agent asked for.
+                limit_evidence = await _file_limit_evidence(
+                    rt, conn, task, count + len(counted), sorted(counted)
+                )
                 if limit_evidence is not None:
                     fired.append(limit_evidence)
         await progress_store.add_action(

@@ -1,0 +1,54 @@
+"""How triggers join an open escalation without losing evidence."""
+
+from __future__ import annotations
+
+from conftest import connect
+
+
+async def test_two_different_repeating_errors_keep_their_own_evidence(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="t", task_id="m1")
+        for line in (1, 2, 3):
+            first = await agent.call(
+                "record_failure", task_id="m1", message="TypeError: a is undefined", line=line
+            )
+        for line in (7, 8, 9):
+            second = await agent.call("record_failure", task_id="m1", message="KeyError: 'user'", line=line)
+    escalation = second["escalation"]
+    assert escalation["escalation_id"] == first["escalation"]["escalation_id"]
+    repeated = [t for t in escalation["triggers"] if t["type"] == "repeated_error"]
+    assert len(repeated) == 2
+    lines = [[o["line"] for o in t["evidence"]["occurrences"]] for t in repeated]
+    assert lines == [[1, 2, 3], [7, 8, 9]]
+    assert {t["evidence"]["fingerprint"] for t in repeated} == {
+        first["failure"]["fingerprint"],
+        second["failure"]["fingerprint"],
+    }
+
+
+async def test_the_same_error_repeating_again_refreshes_its_trigger(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="t", task_id="m2")
+        for line in (1, 2, 3, 4):
+            result = await agent.call("record_failure", task_id="m2", message="boom", line=line)
+    (trigger,) = result["escalation"]["triggers"]
+    assert trigger["fired_count"] == 2
+    assert [o["line"] for o in trigger["evidence"]["occurrences"]] == [1, 2, 3, 4]
+
+
+async def test_every_path_of_a_refused_edit_is_part_of_the_file_limit_proposal(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="t", task_id="m3", thresholds={"files_modified_exceeds": 2})
+        await agent.call("check_edit", task_id="m3", paths=["a.py"])
+        refused = await agent.call("check_edit", task_id="m3", paths=["b.py", "c.py"])
+        escalation_id = refused["escalation"]["escalation_id"]
+    async with connect(db_path, role="operator") as operator:
+        await operator.call("resolve_escalation", escalation_id=escalation_id, response_type="approve")
+    async with connect(db_path) as agent:
+        await agent.call("acknowledge_response", escalation_id=escalation_id)
+        retried = await agent.call("check_edit", task_id="m3", paths=["b.py", "c.py"])
+    facts = refused["escalation"]["context"]["evidence"]["file_limit"]
+    assert refused["allowed"] is False
+    assert facts["proposed_files"] == ["b.py", "c.py"]
+    assert facts["modified_files"] == ["a.py"]
+    assert retried["allowed"] is True
