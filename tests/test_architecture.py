@@ -126,3 +126,9 @@ def test_the_checker_itself_catches_a_wrong_way_import() -> None:
     assert _violations(rule, "import aiosqlite\n") == ["aiosqlite"]
     assert _violations(PACKAGE / "services" / "x.py", "from mcp.server import x\n") != []
     assert _violations(rule, "from ..models.tasks import Counters\n") == []
+
+
+def test_no_model_facing_wording_in_the_tool_adapter() -> None:
+    # Descriptions come from prompts/tools.toml; the adapter only carries types and limits.
+    source = (PACKAGE / "adapters" / "tools.py").read_text(encoding="utf-8")
+    assert "description=" not in source

@@ -91,3 +91,41 @@ def test_the_server_refuses_to_start_with_a_broken_prompt_folder(prompts_copy: P
     (prompts_copy / "escalations.toml").unlink()
     with pytest.raises(ConfigError, match="missing template"):
         build_server(Settings(prompts_dir=prompts_copy))
+
+
+def test_every_tool_and_argument_the_model_sees_is_described_from_prompts() -> None:
+    import tomllib
+
+    from mcp_server_escalation.adapters.app import build_server
+    from mcp_server_escalation.adapters.schemas import generate
+    from mcp_server_escalation.settings import Settings
+
+    texts = tomllib.loads((data_dir("prompts") / "tools.toml").read_text(encoding="utf-8"))["tools"]
+    build_server(Settings())  # describes strictly, or raises
+    import json
+
+    for name, content in generate().items():
+        if not name.endswith(".input.json"):
+            continue
+        tool = name.removeprefix("tools/").removesuffix(".input.json")
+        properties = json.loads(content)["properties"]
+        assert {arg: p["description"] for arg, p in properties.items()} == texts[tool]["arguments"]
+
+
+def test_a_tool_argument_without_a_description_stops_the_server(prompts_copy: Path) -> None:
+    from mcp_server_escalation.adapters.app import build_server
+    from mcp_server_escalation.settings import Settings
+
+    _edit(prompts_copy, "tools.toml", 'limit = "How many to return."\n', "")
+    with pytest.raises(ConfigError, match="without a description"):
+        build_server(Settings(prompts_dir=prompts_copy))
+
+
+def test_a_description_of_an_unknown_tool_stops_the_server(prompts_copy: Path) -> None:
+    from mcp_server_escalation.adapters.app import build_server
+    from mcp_server_escalation.settings import Settings
+
+    with (prompts_copy / "tools.toml").open("a", encoding="utf-8") as f:
+        f.write('\n[tools.delete_everything]\ndescription = "x"\n')
+    with pytest.raises(ConfigError, match="unknown tool"):
+        build_server(Settings(prompts_dir=prompts_copy))

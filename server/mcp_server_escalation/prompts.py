@@ -78,6 +78,15 @@ class _TemplateEntry(BaseModel):
     description: str = ""
 
 
+class ToolText(BaseModel):
+    """What the model reads about one tool in tools/list."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = Field(min_length=1)
+    arguments: dict[str, str] = Field(default_factory=dict)
+
+
 class TemplateFileModel(BaseModel):
     """One prompts/*.toml file (schemas/prompts.schema.json is generated from this)."""
 
@@ -85,7 +94,8 @@ class TemplateFileModel(BaseModel):
 
     version: int = Field(ge=1)
     description: str = ""
-    templates: dict[str, _TemplateEntry]
+    templates: dict[str, _TemplateEntry] = Field(default_factory=dict)
+    tools: dict[str, ToolText] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -116,9 +126,10 @@ def _placeholders(name: str, text: str, source: str) -> set[str]:
 class PromptBook:
     """All templates, loaded and checked; ``render`` is strict."""
 
-    def __init__(self, templates: dict[str, Template], directory: Path) -> None:
+    def __init__(self, templates: dict[str, Template], directory: Path, tools: dict[str, ToolText]) -> None:
         self._templates = templates
         self.directory = directory
+        self.tools = tools
 
     @classmethod
     def load(cls, directory: Path) -> PromptBook:
@@ -126,11 +137,16 @@ class PromptBook:
         if not directory.is_dir():
             raise ConfigError(f"prompts directory {directory} does not exist")
         templates: dict[str, Template] = {}
+        tools: dict[str, ToolText] = {}
         for path in sorted(directory.glob("*.toml")):
             try:
                 parsed = TemplateFileModel.model_validate(tomllib.loads(path.read_text("utf-8")))
             except (tomllib.TOMLDecodeError, ValidationError, OSError) as exc:
                 raise ConfigError(f"{path}: {exc}") from exc
+            for name, text in parsed.tools.items():
+                if name in tools:
+                    raise ConfigError(f"{path}: tool {name!r} is described twice")
+                tools[name] = text
             for name, entry in parsed.templates.items():
                 if name not in TEMPLATES:
                     raise ConfigError(f"{path}: unknown template {name!r}")
@@ -146,7 +162,7 @@ class PromptBook:
         missing = sorted(set(TEMPLATES) - set(templates))
         if missing:
             raise ConfigError(f"{directory}: missing template(s) {missing}")
-        return cls(templates, directory)
+        return cls(templates, directory, tools)
 
     def render(self, name: str, **values: Any) -> str:
         """The template filled in; every placeholder of the contract must be supplied."""

@@ -41,7 +41,7 @@ def build_server(
     from .tools import register_tools  # noqa: PLC0415 (tools import the server type)
 
     # Fail at start-up, not at the first call, when the prompt set is broken.
-    PromptBook.load(settings.prompts_dir or data_dir("prompts"))
+    prompts = PromptBook.load(settings.prompts_dir or data_dir("prompts"))
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
@@ -65,5 +65,5 @@ def build_server(
         log_level="WARNING",
         **auth,
     )
-    register_tools(server, settings)
+    register_tools(server, settings, prompts)
     return server

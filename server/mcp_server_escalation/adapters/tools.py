@@ -16,7 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from ..errors import EscalationError
+from ..errors import ConfigError, EscalationError
 from ..models.limits import (
     LIST_MAX,
     TEXT_MAX,
@@ -44,6 +44,7 @@ from ..models.results import (
     TaskView,
 )
 from ..models.thresholds import ThresholdOverrides
+from ..prompts import PromptBook
 from ..rules.classify import BlockerDetails
 from ..services import escalations, failures, progress, tasks
 from ..services.runtime import Runtime
@@ -75,36 +76,44 @@ def _rt(ctx: Ctx) -> Runtime:
     return ctx.request_context.lifespan_context.runtime
 
 
-def register_tools(server: MCPServer[AppContext], settings: Settings) -> None:
-    """Add every agent tool to ``server``."""
+def describe_tools(server: MCPServer[AppContext], prompts: PromptBook) -> None:
+    """Put the descriptions from prompts/ on every tool and argument (strictly: all or fail)."""
+    manager = server._tool_manager  # the SDK offers no public way to edit a registered tool
+    registered = {tool.name: tool for tool in manager.list_tools()}
+    unknown = sorted(set(prompts.tools) - set(registered))
+    if unknown:
+        raise ConfigError(f"{prompts.directory}: descriptions for unknown tool(s) {unknown}")
+    for name, tool in sorted(registered.items()):
+        text = prompts.tools.get(name)
+        if text is None:
+            raise ConfigError(f"{prompts.directory}: tool {name!r} has no description")
+        properties: dict[str, Any] = tool.parameters.get("properties", {})
+        missing = sorted(set(properties) - set(text.arguments))
+        extra = sorted(set(text.arguments) - set(properties))
+        if missing or extra:
+            raise ConfigError(
+                f"{prompts.directory}: tool {name!r}: arguments without a description {missing}, "
+                f"descriptions of unknown arguments {extra}"
+            )
+        tool.description = text.description
+        for argument, description in text.arguments.items():
+            properties[argument]["description"] = description
+
+
+def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: PromptBook) -> None:
+    """Add every agent tool to ``server``, described by ``prompts``."""
 
     @server.tool(annotations=_WRITE)
     async def start_task(
-        title: Annotated[str, Field(min_length=1, max_length=1024, description="What the task is")],
+        title: Annotated[str, Field(min_length=1, max_length=1024)],
         ctx: Ctx,
-        specification: Annotated[ShortText, Field(description="What done means")] = "",
-        scope: Annotated[
-            GlobList,
-            Field(description="Globs of paths the task may change (project-relative); empty = any"),
-        ] = [],  # noqa: B006 (pydantic copies defaults)
-        task_id: Annotated[
-            TaskId | None,
-            Field(description="Reuse to resume or take over a task; omit to create one"),
-        ] = None,
-        agent_id: Annotated[
-            Name,
-            Field(description="Who works on it; a new id takes the task over with fresh counters"),
-        ] = "agent",
-        project: Annotated[
-            Path | None,
-            Field(description="Project root (absolute); default the server's working directory"),
-        ] = None,
-        baseline_pass_rate: Annotated[
-            float | None, Field(ge=0.0, le=1.0, description="Pass rate (0-1) before any change")
-        ] = None,
-        thresholds: Annotated[
-            ThresholdOverrides | None, Field(description="Per-task threshold overrides")
-        ] = None,
+        specification: ShortText = "",
+        scope: GlobList = [],  # noqa: B006 (pydantic copies defaults)
+        task_id: TaskId | None = None,
+        agent_id: Name = "agent",
+        project: Path | None = None,
+        baseline_pass_rate: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+        thresholds: ThresholdOverrides | None = None,
     ) -> StartTaskResult:
         """Start (or resume, or take over) a task; call once before any other tool."""
         with tool_errors():
@@ -140,31 +149,25 @@ def register_tools(server: MCPServer[AppContext], settings: Settings) -> None:
     @server.tool(annotations=_WRITE)
     async def record_failure(
         task_id: TaskId,
-        message: Annotated[ShortText, Field(min_length=1, description="The error as printed")],
+        message: Annotated[ShortText, Field(min_length=1)],
         ctx: Ctx,
-        signal_type: Annotated[
-            SignalType | None,
-            Field(description="Omit to classify the message by documented patterns"),
-        ] = None,
+        signal_type: SignalType | None = None,
         severity: Severity | None = None,
         step: StepName = "main",
         phase: Annotated[str, Field(max_length=256)] | None = None,
-        error_type: Annotated[str, Field(max_length=256, description="e.g. TypeError")] | None = None,
+        error_type: Annotated[str, Field(max_length=256)] | None = None,
         tool_name: Annotated[str, Field(max_length=256)] | None = None,
         error_code: Annotated[str, Field(max_length=256)] | None = None,
         file: Path | None = None,
         line: Annotated[int, Field(ge=0, le=100_000_000)] | None = None,
-        attempted_action: Annotated[ShortText, Field(description="What you tried that failed")] | None = None,
+        attempted_action: ShortText | None = None,
         observed_outcome: ShortText | None = None,
         recommended_adjustment: ShortText | None = None,
         context_refs: Annotated[
             dict[str, Any],
-            Field(max_length=LIST_MAX, description="Pointers only: ids, paths, spans"),
+            Field(max_length=LIST_MAX),
         ] = {},  # noqa: B006
-        details: Annotated[
-            BlockerDetails | None,
-            Field(description="Blocker facts (dependency, version, resource, endpoint, status_code)"),
-        ] = None,
+        details: BlockerDetails | None = None,
     ) -> RecordFailureResult:
         """Record an error; repeats, blockers and transients escalate by the thresholds."""
         with tool_errors():
@@ -192,11 +195,11 @@ def register_tools(server: MCPServer[AppContext], settings: Settings) -> None:
     async def report_progress(
         task_id: TaskId,
         ctx: Ctx,
-        files_modified: Annotated[PathList, Field(description="Files changed in this attempt")] = [],  # noqa: B006
+        files_modified: PathList = [],  # noqa: B006
         tests_passed: Annotated[int, Field(ge=0, le=10_000_000)] | None = None,
         tests_failed: Annotated[int, Field(ge=0, le=10_000_000)] | None = None,
         outcome: Literal["success", "failure", "neutral"] = "neutral",
-        note: Annotated[ShortText, Field(description="What this attempt did")] | None = None,
+        note: ShortText | None = None,
         step: StepName = "main",
     ) -> ProgressResult:
         """Report one attempt: files changed, test counts, outcome."""
@@ -215,7 +218,7 @@ def register_tools(server: MCPServer[AppContext], settings: Settings) -> None:
     @server.tool(annotations=_IDEMPOTENT_WRITE)
     async def check_edit(
         task_id: TaskId,
-        paths: Annotated[PathList, Field(min_length=1, description="Files you are about to change")],
+        paths: Annotated[PathList, Field(min_length=1)],
         ctx: Ctx,
     ) -> CheckEditResult:
         """Ask before editing: refused paths (scope, file limit) escalate and pause the task."""
@@ -250,9 +253,7 @@ def register_tools(server: MCPServer[AppContext], settings: Settings) -> None:
     async def get_escalation(
         escalation_id: EscalationId,
         ctx: Ctx,
-        wait_seconds: Annotated[
-            float, Field(description="Wait up to this long for an answer (clamped to 0-60)")
-        ] = 0,
+        wait_seconds: float = 0,
     ) -> EscalationResult:
         """The full escalation; waits for a human's answer and marks it delivered."""
         with tool_errors():
@@ -312,3 +313,5 @@ def register_tools(server: MCPServer[AppContext], settings: Settings) -> None:
                 responder=responder,
                 role=request_role(settings.role),
             )
+
+    describe_tools(server, prompts)

@@ -17,28 +17,17 @@ LIST_MAX = 500
 PATH_MAX = 4096
 TASK_ID_PATTERN = r"^[A-Za-z0-9._:/@-]{1,128}$"
 
-TaskId = Annotated[
-    str,
-    Field(
-        pattern=TASK_ID_PATTERN,
-        min_length=1,
-        max_length=128,
-        description="Task id: 1-128 characters of A-Z a-z 0-9 . _ : / @ -",
-    ),
-]
+TaskId = Annotated[str, Field(pattern=TASK_ID_PATTERN, min_length=1, max_length=128)]
 ShortText = Annotated[str, Field(max_length=TEXT_MAX)]
 LargeText = Annotated[str, Field(max_length=LARGE_TEXT_MAX)]
 Name = Annotated[str, Field(min_length=1, max_length=256)]
-StepName = Annotated[
-    str,
-    Field(min_length=1, max_length=256, description="Stage of the task, e.g. gen_patch"),
-]
+StepName = Annotated[str, Field(min_length=1, max_length=256)]
 Path = Annotated[str, Field(min_length=1, max_length=PATH_MAX)]
 Glob = Annotated[str, Field(min_length=1, max_length=PATH_MAX)]
 PathList = Annotated[list[Path], Field(max_length=LIST_MAX)]
 GlobList = Annotated[list[Glob], Field(max_length=LIST_MAX)]
 Count = Annotated[int, Field(ge=0, le=10_000_000)]
-EscalationId = Annotated[int, Field(ge=1, description="Escalation id (integer)")]
+EscalationId = Annotated[int, Field(ge=1)]
 
 TaskStatus = Literal["active", "paused", "terminated_by_human", "completed", "abandoned"]
 ENDED_STATUSES: frozenset[str] = frozenset({"terminated_by_human", "completed", "abandoned"})

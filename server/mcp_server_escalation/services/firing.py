@@ -125,9 +125,7 @@ async def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Es
         triggers = list(open_escalation.triggers)
         evidence = dict(open_escalation.context.get("evidence", {}))
         for e in _unique(fired):
-            index = next(
-                (i for i, t in enumerate(triggers) if (t.key or t.type) == e.identity), None
-            )
+            index = next((i for i, t in enumerate(triggers) if (t.key or t.type) == e.identity), None)
             if index is None:
                 triggers.append(e.trigger(now))
             else:
