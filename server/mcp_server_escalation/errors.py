@@ -10,7 +10,8 @@ a non-zero exit. Anything else is a bug and is reported as such.
     ├── Conflict              the call is valid but the current state forbids it
     │   └── TaskEnded         the task is terminated, completed or abandoned
     ├── Forbidden             the server's role may not do this
-    └── ConfigError           a config file, prompt template or data file is unusable
+    ├── ConfigError           a config file, prompt template or data file is unusable
+    └── StoreError            the store file cannot be opened (not a database, no access)
 """
 
 from __future__ import annotations
@@ -51,3 +52,7 @@ class Forbidden(EscalationError):
 
 class ConfigError(EscalationError):
     """A config file, prompt template or data file cannot be used."""
+
+
+class StoreError(EscalationError):
+    """The store file cannot be opened or is not an SQLite database."""

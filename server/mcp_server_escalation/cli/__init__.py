@@ -122,3 +122,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # an unwritable store path, a full disk, a broken pipe
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

@@ -23,6 +23,7 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
+from ..errors import StoreError
 from .migrations import MIGRATIONS
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,10 @@ class Database:
         """Open (creating if needed) and migrate the store at ``path``."""
         if path != ":memory:":
             await anyio.to_thread.run_sync(_make_parent, path)
-        conn = await aiosqlite.connect(path, isolation_level=None)
+        try:
+            conn = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {path}: {exc}") from exc
         conn.row_factory = aiosqlite.Row
         db = cls(conn, path)
         try:
@@ -68,6 +72,9 @@ class Database:
                 await db._set_wal()
                 await conn.execute("PRAGMA synchronous = NORMAL")
             await db.migrate()
+        except sqlite3.DatabaseError as exc:
+            await conn.close()
+            raise StoreError(f"store {path}: {exc}") from exc
         except BaseException:
             await conn.close()
             raise

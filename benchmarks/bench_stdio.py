@@ -1,0 +1,298 @@
+"""Tool-call latency over stdio: ``mcp-server-escalation`` against a no-op ``MCPServer``.
+
+SPEC 8: a tool call over stdio (``record_failure``, ``report_progress``, ``check_edit``,
+``get_feedback``) must have a median within 1.5x of a no-op tool served by the same SDK.
+
+Both servers are spawned with this interpreter (the installed console script and
+``benchmarks/noop_server.py``) and driven by the real SDK ``Client`` over stdio, in legacy
+mode (the ``initialize`` handshake real hosts use) and optionally in auto mode. After a
+warm-up, the calls run in rounds: each round runs a block of every tool (the no-op
+included) in a rotated order, so drift on the machine (thermal, other load) hits all tools
+alike and cancels out of the ratios. The task is started with very large thresholds, so no
+escalation ever pauses it, and every call carries different arguments (messages, files,
+test counts), as an agent's would.
+
+``get_feedback`` is benchmarked when the server lists it, and reported as skipped otherwise.
+
+    python benchmarks/bench_stdio.py                 # 300 calls per tool, legacy mode
+    python benchmarks/bench_stdio.py --mode both --calls 500 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+HERE = Path(__file__).resolve().parent
+NOOP_SERVER = HERE / "noop_server.py"
+SERVER_SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
+TARGET_RATIO = 1.5
+TOOLS = ("record_failure", "report_progress", "check_edit", "get_feedback")
+
+# Large enough that no trigger fires during a run (the limits allow up to 1,000,000).
+NO_ESCALATION = {
+    "same_error_repeated": 1_000_000,
+    "total_verification_attempts": 1_000_000,
+    "no_file_changes_after_attempts": 1_000_000,
+    "no_test_improvement_after": 1_000_000,
+    "files_modified_exceeds": 1_000_000,
+    "spec_deviation_detected": False,
+    "stagnation_patience": 1_000_000,
+    "max_escalation_cycles": 1000,
+}
+
+# Realistic, varied failures; none matches a blocker pattern (missing module, permission,
+# HTTP 5xx, timeouts), so none escalates at once.
+FAILURE_TEMPLATES = (
+    ("AssertionError", "AssertionError: assert {a} == {b} in test_{name}"),
+    ("TypeError", "TypeError: unsupported operand type(s) for +: 'int' and 'str' (in {name}, call {i})"),
+    ("KeyError", "KeyError: 'field_{k}' while building the {name} payload"),
+    ("ValueError", "ValueError: invalid literal for int() with base 10: 'x{i}'"),
+    ("AssertionError", "FAILED tests/test_{name}.py::test_case_{k} - assert {a} == {b}"),
+    ("AttributeError", "AttributeError: 'NoneType' object has no attribute 'item_{k}'"),
+)
+NAMES = ("parser", "lexer", "render", "store", "config", "cache", "router")
+FILES = tuple(f"src/pkg/{name}/mod_{k}.py" for name in NAMES for k in range(6))
+
+
+def record_failure_args(task_id: str, i: int) -> dict[str, Any]:
+    error_type, template = FAILURE_TEMPLATES[i % len(FAILURE_TEMPLATES)]
+    name = NAMES[i % len(NAMES)]
+    k = i % 11
+    return {
+        "task_id": task_id,
+        "message": template.format(a=i, b=i + 1, name=name, k=k, i=i),
+        "error_type": error_type,
+        "file": FILES[i % len(FILES)],
+        "line": 10 + (i * 7) % 400,
+        "attempted_action": f"changed the {name} handling of case {k} (attempt {i})",
+        "observed_outcome": "the same test still fails" if i % 2 else "a different assertion fails",
+    }
+
+
+def report_progress_args(task_id: str, i: int) -> dict[str, Any]:
+    files = [FILES[(i + j) % len(FILES)] for j in range(i % 3)]
+    args: dict[str, Any] = {
+        "task_id": task_id,
+        "files_modified": files,
+        "outcome": ("neutral", "failure", "success")[i % 3],
+        "note": f"attempt {i}: adjusted {NAMES[i % len(NAMES)]} and re-ran the suite",
+    }
+    if i % 2 == 0:
+        args["tests_passed"] = 100 + (i * 13) % 50
+        args["tests_failed"] = (i * 7) % 9
+    return args
+
+
+def check_edit_args(task_id: str, i: int) -> dict[str, Any]:
+    return {"task_id": task_id, "paths": [FILES[(i * 5 + j) % len(FILES)] for j in range(1 + i % 3)]}
+
+
+def get_feedback_args(task_id: str, _i: int) -> dict[str, Any]:
+    return {"task_id": task_id, "step": "main"}
+
+
+ARGS: dict[str, Callable[[str, int], dict[str, Any]]] = {
+    "record_failure": record_failure_args,
+    "report_progress": report_progress_args,
+    "check_edit": check_edit_args,
+    "get_feedback": get_feedback_args,
+}
+
+
+class BenchError(RuntimeError):
+    """A call failed or escalated: the numbers would not mean what they claim."""
+
+
+async def timed_calls(
+    client: Client, tool: str, make_args: Callable[[int], dict[str, Any]], start: int, count: int
+) -> tuple[list[float], int]:
+    """``count`` sequential calls; their latencies in ms and how many carried an escalation."""
+    samples: list[float] = []
+    escalated = 0
+    for i in range(start, start + count):
+        args = make_args(i)
+        t0 = time.perf_counter()
+        result = await client.call_tool(tool, args)
+        samples.append((time.perf_counter() - t0) * 1000.0)
+        if result.is_error:
+            text = " ".join(getattr(c, "text", "") for c in result.content)
+            raise BenchError(f"{tool} call {i} failed: {text[:500]}")
+        content = result.structured_content or {}
+        if content.get("escalation"):
+            escalated += 1
+    return samples, escalated
+
+
+def summarise(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p99_index = max(0, math.ceil(0.99 * len(ordered)) - 1)
+    return {
+        "n": len(ordered),
+        "median_ms": statistics.median(ordered),
+        "mean_ms": statistics.fmean(ordered),
+        "p99_ms": ordered[p99_index],
+        "min_ms": ordered[0],
+        "max_ms": ordered[-1],
+    }
+
+
+async def run_mode(mode: str, calls: int, warmup: int, rounds: int, workdir: Path) -> dict[str, Any]:
+    db = workdir / f"bench-{mode}.db"
+    project = workdir / "project"
+    project.mkdir(exist_ok=True)
+    escalation_params = StdioServerParameters(command=str(SERVER_SCRIPT), args=["--db", str(db)])
+    noop_params = StdioServerParameters(command=sys.executable, args=[str(NOOP_SERVER)])
+    async with AsyncExitStack() as stack:
+        t0 = time.perf_counter()
+        esc = await stack.enter_async_context(Client(escalation_params, mode=mode))  # type: ignore[arg-type]
+        esc_connect = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        noop = await stack.enter_async_context(Client(noop_params, mode=mode))  # type: ignore[arg-type]
+        noop_connect = time.perf_counter() - t0
+
+        served = {tool.name for tool in (await esc.list_tools()).tools}
+        tools = [tool for tool in TOOLS if tool in served]
+        skipped = [tool for tool in TOOLS if tool not in served]
+
+        started = await esc.call_tool(
+            "start_task",
+            {
+                "title": f"benchmark task ({mode})",
+                "specification": "Make the parser accept every documented input.",
+                "project": str(project),
+                "thresholds": NO_ESCALATION,
+            },
+        )
+        if started.is_error or not started.structured_content:
+            raise BenchError(f"start_task failed: {started.content}")
+        task_id = started.structured_content["task_id"]
+
+        jobs: dict[str, tuple[Client, str, Callable[[int], dict[str, Any]]]] = {
+            "noop": (noop, "noop", lambda i: {"text": f"call {i}"})
+        }
+        for tool in tools:
+            jobs[tool] = (esc, tool, lambda i, make=ARGS[tool]: make(task_id, i))
+
+        # Warm-up: first calls build validators, fill SQLite's page cache, JIT nothing.
+        counters = dict.fromkeys(jobs, 0)
+        for name, (client, tool, make) in jobs.items():
+            await timed_calls(client, tool, make, 0, warmup)
+            counters[name] = warmup
+
+        samples: dict[str, list[float]] = {name: [] for name in jobs}
+        escalations = dict.fromkeys(jobs, 0)
+        order = list(jobs)
+        per_round = [calls // rounds + (1 if r < calls % rounds else 0) for r in range(rounds)]
+        for r, count in enumerate(per_round):
+            shift = r % len(order)
+            for name in order[shift:] + order[:shift]:
+                client, tool, make = jobs[name]
+                got, escalated = await timed_calls(client, tool, make, counters[name], count)
+                counters[name] += count
+                samples[name].extend(got)
+                escalations[name] += escalated
+
+    stats = {name: summarise(values) for name, values in samples.items()}
+    base = stats["noop"]["median_ms"]
+    base_p99 = stats["noop"]["p99_ms"]
+    for name, entry in stats.items():
+        entry["ratio_median"] = entry["median_ms"] / base
+        entry["ratio_p99"] = entry["p99_ms"] / base_p99
+        entry["escalations"] = escalations[name]
+        entry["within_target"] = name == "noop" or entry["ratio_median"] <= TARGET_RATIO
+    return {
+        "mode": mode,
+        "calls": calls,
+        "warmup": warmup,
+        "rounds": rounds,
+        "connect_s": {"escalation": esc_connect, "noop": noop_connect},
+        "tools": stats,
+        "skipped": dict.fromkeys(skipped, "not served by this build"),
+    }
+
+
+def print_table(result: dict[str, Any]) -> None:
+    print(
+        f"\nmode={result['mode']}  calls={result['calls']}/tool  warmup={result['warmup']}  "
+        f"rounds={result['rounds']}  connect: escalation {result['connect_s']['escalation']:.2f}s, "
+        f"noop {result['connect_s']['noop']:.2f}s"
+    )
+    header = (
+        f"{'tool':<16} {'median ms':>10} {'p99 ms':>9} {'mean ms':>9} "
+        f"{'x noop (med)':>13} {'x noop (p99)':>13}  target"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, s in result["tools"].items():
+        verdict = "baseline" if name == "noop" else ("ok" if s["within_target"] else "OVER")
+        print(
+            f"{name:<16} {s['median_ms']:>10.2f} {s['p99_ms']:>9.2f} {s['mean_ms']:>9.2f} "
+            f"{s['ratio_median']:>12.2f}x {s['ratio_p99']:>12.2f}x  "
+            f"{verdict if name == 'noop' else f'<= {TARGET_RATIO}x {verdict}'}"
+        )
+        if s["escalations"]:
+            print(f"  warning: {s['escalations']} {name} results carried an escalation")
+    for tool, why in result["skipped"].items():
+        print(f"{tool:<16} skipped: {why}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--calls", type=int, default=300, help="measured calls per tool (default 300)")
+    parser.add_argument("--warmup", type=int, default=30, help="unmeasured calls per tool first (default 30)")
+    parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default 10)")
+    parser.add_argument("--mode", choices=["legacy", "auto", "both"], default="legacy")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-' for stdout)")
+    args = parser.parse_args()
+    json_out = sys.stdout
+    if args.json == "-":
+        sys.stdout = sys.stderr  # the tables go to stderr, so stdout carries only the JSON
+    if not SERVER_SCRIPT.exists():
+        parser.error(f"{SERVER_SCRIPT} not found: install the package into this interpreter's environment")
+    rounds = max(1, min(args.rounds, args.calls))
+    modes = ["legacy", "auto"] if args.mode == "both" else [args.mode]
+
+    results = []
+    with tempfile.TemporaryDirectory(prefix="esc-bench-") as tmp:
+        for mode in modes:
+            result = anyio.run(run_mode, mode, args.calls, args.warmup, rounds, Path(tmp))
+            results.append(result)
+            print_table(result)
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    if load:
+        print(f"\nload average {load[0]:.2f} (on 2 cores anything above ~1 inflates every figure)")
+    report = {
+        "benchmark": "stdio tool calls",
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "target_ratio": TARGET_RATIO,
+        "load_average": load,
+        "results": results,
+    }
+    if args.json == "-":
+        json_out.write(json.dumps(report, indent=2) + "\n")
+    elif args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    failed = [(r["mode"], name) for r in results for name, s in r["tools"].items() if not s["within_target"]]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,382 @@
+"""The operator CLI as a subprocess on a temp-file store that a real server populated.
+
+A server (the SDK's in-memory client, see conftest) writes tasks and escalations to the
+file; the console script from the interpreter's own ``bin`` folder reads and answers them
+in another process; a new client reads the outcome back from the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from conftest import Agent, connect
+from mcp_server_escalation.store.migrations import MIGRATIONS
+
+SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
+STORE_ENV = ("ESCALATION_DB", "ESCALATION_CONFIG", "ESCALATION_PROMPTS", "XDG_DATA_HOME")
+
+
+@dataclass
+class Run:
+    """One finished CLI process."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        """stdout parsed as JSON."""
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """An XDG data folder of the test's own, so no run can touch the real per-user store."""
+    path = tmp_path / "xdg-data"
+    path.mkdir()
+    return path
+
+
+async def cli(*args: str, home: Path, **env: str) -> Run:
+    """Run the console script with ``args``; the store comes only from ``args`` and ``env``."""
+    environment = {k: v for k, v in os.environ.items() if k not in STORE_ENV}
+    environment["XDG_DATA_HOME"] = str(home)
+    environment.update(env)
+    with anyio.fail_after(30):
+        done = await anyio.run_process([str(SCRIPT), *args], check=False, env=environment)
+    return Run(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+async def _repeat_failure(agent: Agent, task_id: str) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for line in (11, 22, 33):
+        result = await agent.call(
+            "record_failure",
+            task_id=task_id,
+            message="TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+            file="src/calc.py",
+            line=line,
+            attempted_action=f"wrapped the operand in int() at line {line}",
+        )
+    assert result["escalation"] is not None
+    return result["escalation"]  # type: ignore[no-any-return]
+
+
+async def populate(db_path: str) -> dict[str, dict[str, Any]]:
+    """Two escalated tasks: a repeated error and a refused edit over the file limit."""
+    with anyio.fail_after(30):
+        async with connect(db_path) as agent:
+            await agent.call(
+                "start_task",
+                title="Fix the adder",
+                specification="add() sums two ints",
+                task_id="cli-repeat",
+                scope=["src/**"],
+            )
+            repeated = await _repeat_failure(agent, "cli-repeat")
+            await agent.call(
+                "start_task",
+                title="Refactor the parser",
+                task_id="cli-limit",
+                scope=["src/**"],
+                thresholds={"files_modified_exceeds": 2},
+            )
+            gate = await agent.call(
+                "check_edit", task_id="cli-limit", paths=["src/a.py", "src/b.py", "src/c.py"]
+            )
+            await agent.call("start_task", title="Quiet task", task_id="cli-quiet")
+    assert gate["allowed"] is False
+    return {"repeated": repeated, "limit": gate["escalation"]}
+
+
+async def read_back(db_path: str, escalation_id: int, task_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The escalation and the task as a new server process on the store sees them."""
+    with anyio.fail_after(30):
+        async with connect(db_path) as agent:
+            escalation = await agent.call("list_escalations", status="all", task_id=task_id)
+            task = await agent.call("get_task", task_id=task_id)
+    (summary,) = [e for e in escalation["escalations"] if e["escalation_id"] == escalation_id]
+    return summary, task
+
+
+async def test_escalations_list_shows_pending_escalations_as_table_and_json(db_path: str, home: Path) -> None:
+    made = await populate(db_path)
+    table = await cli("--db", db_path, "escalations", "list", home=home)
+    as_json = await cli("--db", db_path, "escalations", "list", "--json", home=home)
+
+    assert table.returncode == 0, table.stderr
+    header, *rows, footer = table.stdout.strip().splitlines()
+    assert header.split()[:3] == ["ID", "STATUS", "TYPE"]
+    assert footer == "(2 of 2)"
+    by_id = {int(row.split()[0]): row.split() for row in rows}
+    assert set(by_id) == {made["repeated"]["escalation_id"], made["limit"]["escalation_id"]}
+    assert by_id[made["repeated"]["escalation_id"]][1:3] == ["pending", "repeated_error"]
+    assert by_id[made["limit"]["escalation_id"]][1:3] == ["pending", "file_limit"]
+    assert as_json.returncode == 0, as_json.stderr
+    listed = as_json.json()
+    assert listed["total"] == 2
+    assert {e["escalation_id"]: (e["task_id"], e["type"]) for e in listed["escalations"]} == {
+        made["repeated"]["escalation_id"]: ("cli-repeat", "repeated_error"),
+        made["limit"]["escalation_id"]: ("cli-limit", "file_limit"),
+    }
+
+
+async def test_escalations_list_status_all_includes_answered_escalations(db_path: str, home: Path) -> None:
+    made = await populate(db_path)
+    answered = made["repeated"]["escalation_id"]
+    respond = await cli(
+        "--db", db_path, "escalations", "respond", str(answered), "--guidance", "Use int()", home=home
+    )
+    pending = (await cli("--db", db_path, "escalations", "list", "--json", home=home)).json()
+    everything = (
+        await cli("--db", db_path, "escalations", "list", "--status", "all", "--json", home=home)
+    ).json()
+    table = await cli("--db", db_path, "escalations", "list", "--status", "all", home=home)
+
+    assert respond.returncode == 0, respond.stderr
+    assert [e["escalation_id"] for e in pending["escalations"]] == [made["limit"]["escalation_id"]]
+    assert pending["total"] == 1
+    statuses = {e["escalation_id"]: e["status"] for e in everything["escalations"]}
+    assert statuses == {answered: "resolved", made["limit"]["escalation_id"]: "pending"}
+    assert everything["total"] == 2
+    assert any(line.split()[:2] == [str(answered), "resolved"] for line in table.stdout.splitlines())
+
+
+async def test_escalations_show_prints_type_triggers_evidence_and_response_options(
+    db_path: str, home: Path
+) -> None:
+    made = await populate(db_path)
+    escalation_id = made["repeated"]["escalation_id"]
+    shown = await cli("--db", db_path, "escalations", "show", str(escalation_id), home=home)
+
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert f"Escalation {escalation_id}  repeated_error  [pending]" in text
+    assert "Task      cli-repeat: Fix the adder" in text
+    assert "Triggers" in text
+    assert 'criteria {"same_error_repeated": 3}' in text
+    assert "Evidence" in text
+    # Each occurrence of the repeated error with its file, line and attempted action.
+    for line in (11, 22, 33):
+        assert f'"line": {line}' in text
+        assert f"wrapped the operand in int() at line {line}" in text
+    assert '"file": "src/calc.py"' in text
+    assert "Respond with: guidance, override, terminate" in text
+
+
+async def test_escalations_show_json_is_the_full_record_the_agent_got(db_path: str, home: Path) -> None:
+    made = await populate(db_path)
+    for kind in ("repeated", "limit"):
+        escalation_id = made[kind]["escalation_id"]
+        shown = await cli("--db", db_path, "escalations", "show", str(escalation_id), "--json", home=home)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.json() == made[kind]
+    assert made["limit"]["response_options"] == ["approve", "guidance", "override", "terminate"]
+    assert "src/c.py" in made["limit"]["context"]["evidence"]["file_limit"]["proposed_files"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "status", "task_status"),
+    [
+        (["--guidance", "Cast both operands with int() first."], "resolved", "paused"),
+        (["--override", "Rewrite add() with explicit types."], "resolved_with_override", "paused"),
+        (["--terminate", "Out of budget."], "resolved_with_termination", "terminated_by_human"),
+        (["--terminate"], "resolved_with_termination", "terminated_by_human"),
+    ],
+    ids=["guidance", "override", "terminate-with-text", "terminate-bare"],
+)
+async def test_escalations_respond_answers_and_changes_status(
+    db_path: str, home: Path, flags: list[str], status: str, task_status: str
+) -> None:
+    made = await populate(db_path)
+    escalation_id = made["repeated"]["escalation_id"]
+    answer = await cli("--db", db_path, "escalations", "respond", str(escalation_id), *flags, home=home)
+    summary, task = await read_back(db_path, escalation_id, "cli-repeat")
+    with anyio.fail_after(30):
+        async with connect(db_path) as agent:
+            full = (await agent.call("get_escalation", escalation_id=escalation_id))["escalation"]
+
+    assert answer.returncode == 0, answer.stderr
+    assert answer.stdout.strip() == (
+        f"escalation {escalation_id} is now {status}; task cli-repeat is {task_status}"
+    )
+    assert summary["status"] == status
+    assert full["status"] == status
+    response = full["response"]
+    assert response["response_type"] == flags[0].removeprefix("--")
+    assert response["content"] == (flags[1] if len(flags) > 1 else "")
+    assert response["responder"].startswith("cli")
+    assert task["task"]["status"] == task_status
+    if flags[0] == "--override":
+        assert task["task"]["approach"] == flags[1]
+    if task_status == "terminated_by_human":
+        assert task["directive"] == "stop"
+    else:
+        # Answered but not yet acknowledged: the agent still holds.
+        assert task["directive"] == "pause"
+
+
+async def test_escalations_respond_approve_applies_file_limit_and_scope(db_path: str, home: Path) -> None:
+    made = await populate(db_path)
+    escalation_id = made["limit"]["escalation_id"]
+    answer = await cli(
+        "escalations",
+        "respond",
+        str(escalation_id),
+        "--approve",
+        "--file-limit",
+        "5",
+        "--add-scope",
+        "docs/**",
+        "--add-scope",
+        "tests/**",
+        "--db",
+        db_path,
+        home=home,
+    )
+    summary, task = await read_back(db_path, escalation_id, "cli-limit")
+
+    assert answer.returncode == 0, answer.stderr
+    assert f"escalation {escalation_id} is now resolved_with_approval" in answer.stdout
+    assert summary["status"] == "resolved_with_approval"
+    assert task["thresholds"]["files_modified_exceeds"] == 5
+    assert task["task"]["scope"] == ["docs/**", "src/**", "tests/**"]
+
+
+async def test_escalations_respond_refuses_an_option_the_escalation_does_not_offer(
+    db_path: str, home: Path
+) -> None:
+    made = await populate(db_path)
+    escalation_id = made["repeated"]["escalation_id"]
+    refused = await cli("--db", db_path, "escalations", "respond", str(escalation_id), "--approve", home=home)
+    summary, _ = await read_back(db_path, escalation_id, "cli-repeat")
+
+    assert refused.returncode != 0
+    assert "approve" in refused.stderr
+    assert refused.stdout == ""
+    assert summary["status"] == "pending"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["escalations", "show", "4242"],
+        ["escalations", "show", "4242", "--json"],
+        ["escalations", "respond", "4242", "--guidance", "anything"],
+    ],
+    ids=["show", "show-json", "respond"],
+)
+async def test_unknown_escalation_id_exits_non_zero_naming_the_id(
+    db_path: str, home: Path, command: list[str]
+) -> None:
+    await populate(db_path)
+    run = await cli("--db", db_path, *command, home=home)
+
+    assert run.returncode != 0
+    assert run.stdout == ""
+    assert "4242" in run.stderr
+    assert "escalation" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+async def test_db_option_is_accepted_before_and_after_the_subcommand(db_path: str, home: Path) -> None:
+    made = await populate(db_path)
+    before = await cli("--db", db_path, "escalations", "list", "--json", home=home)
+    after = await cli("escalations", "list", "--json", "--db", db_path, home=home)
+    # Without --db the CLI reads the (empty) per-user store under XDG_DATA_HOME instead.
+    default = await cli("escalations", "list", "--json", home=home)
+
+    assert before.returncode == after.returncode == default.returncode == 0
+    assert before.json()["total"] == 2
+    assert after.json() == before.json()
+    assert default.json() == {"escalations": [], "total": 0}
+    assert made["repeated"]["escalation_id"] in [e["escalation_id"] for e in after.json()["escalations"]]
+
+
+async def test_db_path_honours_flag_environment_and_xdg_default(tmp_path: Path, home: Path) -> None:
+    flag_path = str(tmp_path / "flag.db")
+    env_path = str(tmp_path / "env.db")
+    by_flag = await cli("db", "path", "--db", flag_path, home=home)
+    by_flag_first = await cli("--db", flag_path, "db", "path", home=home)
+    by_env = await cli("db", "path", home=home, ESCALATION_DB=env_path)
+    flag_beats_env = await cli("db", "path", "--db", flag_path, home=home, ESCALATION_DB=env_path)
+    by_xdg = await cli("db", "path", home=home)
+
+    assert by_flag.stdout.strip() == flag_path
+    assert by_flag_first.stdout.strip() == flag_path
+    assert by_env.stdout.strip() == env_path
+    assert flag_beats_env.stdout.strip() == flag_path
+    assert by_xdg.stdout.strip() == str(home / "mcp-server-escalation" / "escalations.db")
+    for run in (by_flag, by_flag_first, by_env, flag_beats_env, by_xdg):
+        assert run.returncode == 0, run.stderr
+    assert not (tmp_path / "flag.db").exists()  # printing the path creates nothing
+
+
+async def test_db_migrate_creates_the_store_and_prints_the_schema_version(tmp_path: Path, home: Path) -> None:
+    store = tmp_path / "nested" / "fresh.db"
+    first = await cli("db", "migrate", "--db", str(store), home=home)
+    again = await cli("--db", str(store), "db", "migrate", home=home)
+
+    latest = max(m.version for m in MIGRATIONS)
+    for run in (first, again):
+        assert run.returncode == 0, run.stderr
+        match = re.search(r"schema version (\d+)", run.stdout)
+        assert match is not None, run.stdout
+        assert int(match.group(1)) == latest
+        assert str(store) in run.stdout
+    assert store.exists()
+
+
+async def test_tasks_list_shows_every_task_with_its_status(db_path: str, home: Path) -> None:
+    await populate(db_path)
+    table = await cli("--db", db_path, "tasks", "list", home=home)
+    as_json = await cli("tasks", "list", "--json", "--db", db_path, home=home)
+    paused_only = await cli("--db", db_path, "tasks", "list", "--status", "paused", "--json", home=home)
+
+    assert table.returncode == 0, table.stderr
+    rows = {line.split()[0]: line.split()[1] for line in table.stdout.strip().splitlines()[1:]}
+    assert rows == {"cli-repeat": "paused", "cli-limit": "paused", "cli-quiet": "active"}
+    assert as_json.returncode == 0, as_json.stderr
+    assert {t["task_id"]: t["status"] for t in as_json.json()} == rows
+    assert sorted(t["task_id"] for t in paused_only.json()) == ["cli-limit", "cli-repeat"]
+
+
+async def test_tasks_show_prints_counters_failures_and_escalations(db_path: str, home: Path) -> None:
+    made = await populate(db_path)
+    shown = await cli("--db", db_path, "tasks", "show", "cli-repeat", home=home)
+    as_json = await cli("--db", db_path, "tasks", "show", "cli-repeat", "--json", home=home)
+    missing = await cli("--db", db_path, "tasks", "show", "no-such-task", home=home)
+    with anyio.fail_after(30):
+        async with connect(db_path) as agent:
+            view = await agent.call("get_task", task_id="cli-repeat")
+
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert "Task cli-repeat: Fix the adder  [paused]" in text
+    assert '"consecutive_same_error": 3' in text
+    assert "Failures: 1 records, 3 occurrences" in text
+    assert f"Escalations: {made['repeated']['escalation_id']}" in text
+    assert "Directive: pause" in text
+    assert as_json.returncode == 0, as_json.stderr
+    assert as_json.json() == view
+    assert missing.returncode != 0
+    assert "no-such-task" in missing.stderr
+    assert missing.stdout == ""
+
+
+async def test_a_file_that_is_not_a_store_is_a_one_line_error(tmp_path: Path, home: Path) -> None:
+    garbage = tmp_path / "not-a-store.db"
+    garbage.write_bytes(b"this is not sqlite at all" * 100)
+    run = await cli("--db", str(garbage), "escalations", "list", home=home)
+    assert run.returncode == 1
+    assert run.stderr.strip() == f"error: store {garbage}: file is not a database"
+    assert run.stdout == ""
