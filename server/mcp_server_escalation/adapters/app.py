@@ -38,14 +38,14 @@ def build_server(
     With ``http=(host, port)`` every request must carry a bearer token, and the token, not
     ``settings.role``, decides the caller's role.
     """
-    from .tools import register_tools  # noqa: PLC0415 (tools import the server type)
+    from .tools import build_tools  # noqa: PLC0415 (tools import AppContext from here)
 
     # Fail at start-up, not at the first call, when the prompt set is broken.
     prompts = PromptBook.load(settings.prompts_dir or data_dir("prompts"))
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
-        async with open_runtime(settings, clock) as runtime:
+        async with open_runtime(settings, clock, prompts) as runtime:
             log.info("store %s open (role %s)", settings.db_path, settings.role)
             yield AppContext(runtime=runtime, settings=settings)
 
@@ -63,7 +63,7 @@ def build_server(
         instructions=INSTRUCTIONS.read_text(encoding="utf-8"),
         lifespan=lifespan,
         log_level="WARNING",
+        tools=build_tools(settings, prompts, http=http is not None),
         **auth,
     )
-    register_tools(server, settings, prompts)
     return server

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datafiles import data_dir
-from ..prompts import TemplateFileModel
+from ..prompts import PromptBook, TemplateFileModel
 from ..settings import ConfigFile, Settings
 
 
@@ -22,14 +22,15 @@ def _dump(value: Any) -> str:
 
 def generate() -> dict[str, str]:
     """File name (relative to schemas/) -> content."""
-    from .app import build_server  # noqa: PLC0415
+    from .tools import build_tools  # noqa: PLC0415
 
     files = {
         "config.schema.json": _dump(ConfigFile.model_json_schema()),
         "prompts.schema.json": _dump(TemplateFileModel.model_json_schema()),
     }
-    server = build_server(Settings())
-    for tool in server._tool_manager.list_tools():  # the SDK has no public list here
+    # From the models and the default prompts, never from the files this is checked against.
+    prompts = PromptBook.load(data_dir("prompts"))
+    for tool in build_tools(Settings(), prompts, use_published=False):
         files[f"tools/{tool.name}.input.json"] = _dump(tool.parameters)
         files[f"tools/{tool.name}.output.json"] = _dump(tool.output_schema)
     return files

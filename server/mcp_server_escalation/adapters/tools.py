@@ -7,16 +7,17 @@ is reported by field name before any service runs. Domain errors become tool err
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from ..errors import ConfigError, EscalationError
+from ..errors import EscalationError
 from ..models.limits import (
     LIST_MAX,
     TEXT_MAX,
@@ -25,6 +26,7 @@ from ..models.limits import (
     Name,
     Path,
     PathList,
+    Role,
     Severity,
     ShortText,
     SignalType,
@@ -50,7 +52,7 @@ from ..services import escalations, failures, progress, tasks
 from ..services.runtime import Runtime
 from ..settings import Settings
 from .app import AppContext
-from .http_auth import request_role
+from .registry import ToolFunction, describe_tools, structured_tool
 
 Ctx = Context[AppContext]
 
@@ -76,34 +78,32 @@ def _rt(ctx: Ctx) -> Runtime:
     return ctx.request_context.lifespan_context.runtime
 
 
-def describe_tools(server: MCPServer[AppContext], prompts: PromptBook) -> None:
-    """Put the descriptions from prompts/ on every tool and argument (strictly: all or fail)."""
-    manager = server._tool_manager  # the SDK offers no public way to edit a registered tool
-    registered = {tool.name: tool for tool in manager.list_tools()}
-    unknown = sorted(set(prompts.tools) - set(registered))
-    if unknown:
-        raise ConfigError(f"{prompts.directory}: descriptions for unknown tool(s) {unknown}")
-    for name, tool in sorted(registered.items()):
-        text = prompts.tools.get(name)
-        if text is None:
-            raise ConfigError(f"{prompts.directory}: tool {name!r} has no description")
-        properties: dict[str, Any] = tool.parameters.get("properties", {})
-        missing = sorted(set(properties) - set(text.arguments))
-        extra = sorted(set(text.arguments) - set(properties))
-        if missing or extra:
-            raise ConfigError(
-                f"{prompts.directory}: tool {name!r}: arguments without a description {missing}, "
-                f"descriptions of unknown arguments {extra}"
-            )
-        tool.description = text.description
-        for argument, description in text.arguments.items():
-            properties[argument]["description"] = description
+ToolFn = TypeVar("ToolFn", bound=ToolFunction)
 
 
-def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: PromptBook) -> None:
-    """Add every agent tool to ``server``, described by ``prompts``."""
+def build_tools(
+    settings: Settings, prompts: PromptBook, *, http: bool = False, use_published: bool = True
+) -> list[Tool]:
+    """Every agent tool, described by ``prompts``, ready for ``MCPServer(tools=...)``."""
+    tools: list[Tool] = []
 
-    @server.tool(annotations=_WRITE)
+    def caller_role() -> Role:
+        # Over HTTP the bearer token decides; on stdio there is no token, only --role (and
+        # the auth machinery is not even imported: it costs cold start).
+        if not http:
+            return settings.role
+        from .http_auth import request_role  # noqa: PLC0415
+
+        return request_role(settings.role)
+
+    def tool(annotations: ToolAnnotations) -> Callable[[ToolFn], ToolFn]:
+        def register(fn: ToolFn) -> ToolFn:
+            tools.append(structured_tool(fn, annotations, use_published=use_published))
+            return fn
+
+        return register
+
+    @tool(_WRITE)
     async def start_task(
         title: Annotated[str, Field(min_length=1, max_length=1024)],
         ctx: Ctx,
@@ -129,7 +129,7 @@ def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: P
                 thresholds=thresholds,
             )
 
-    @server.tool(annotations=_WRITE)
+    @tool(_WRITE)
     async def end_task(
         task_id: TaskId,
         outcome: Literal["completed", "abandoned"],
@@ -140,13 +140,13 @@ def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: P
         with tool_errors():
             return await tasks.end_task(_rt(ctx), task_id=task_id, outcome=outcome, note=note)
 
-    @server.tool(annotations=_READ)
+    @tool(_READ)
     async def get_task(task_id: TaskId, ctx: Ctx) -> TaskView:
         """A task's status, counters, thresholds, files, test history and open escalation."""
         with tool_errors():
             return await tasks.get_task(_rt(ctx), task_id)
 
-    @server.tool(annotations=_WRITE)
+    @tool(_WRITE)
     async def record_failure(
         task_id: TaskId,
         message: Annotated[ShortText, Field(min_length=1)],
@@ -191,7 +191,7 @@ def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: P
                 details=details.model_dump(exclude_none=True) if details else None,
             )
 
-    @server.tool(annotations=_WRITE)
+    @tool(_WRITE)
     async def report_progress(
         task_id: TaskId,
         ctx: Ctx,
@@ -215,7 +215,7 @@ def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: P
                 step=step,
             )
 
-    @server.tool(annotations=_IDEMPOTENT_WRITE)
+    @tool(_IDEMPOTENT_WRITE)
     async def check_edit(
         task_id: TaskId,
         paths: Annotated[PathList, Field(min_length=1)],
@@ -225,7 +225,7 @@ def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: P
         with tool_errors():
             return await progress.check_edit(_rt(ctx), task_id=task_id, paths=paths)
 
-    @server.tool(annotations=_WRITE)
+    @tool(_WRITE)
     async def raise_escalation(
         task_id: TaskId,
         reason: Annotated[ShortText, Field(min_length=1)],
@@ -249,7 +249,7 @@ def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: P
                 follow_up_of=follow_up_of,
             )
 
-    @server.tool(annotations=_READ)
+    @tool(_READ)
     async def get_escalation(
         escalation_id: EscalationId,
         ctx: Ctx,
@@ -262,10 +262,10 @@ def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: P
                 escalation_id=escalation_id,
                 wait_seconds=wait_seconds,
                 # Only the agent receives an answer; an operator looking at it delivers nothing.
-                deliver=request_role(settings.role) == "agent",
+                deliver=caller_role() == "agent",
             )
 
-    @server.tool(annotations=_IDEMPOTENT_WRITE)
+    @tool(_IDEMPOTENT_WRITE)
     async def acknowledge_response(
         escalation_id: EscalationId, ctx: Ctx, note: ShortText | None = None
     ) -> AcknowledgeResult:
@@ -273,7 +273,7 @@ def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: P
         with tool_errors():
             return await escalations.acknowledge_response(_rt(ctx), escalation_id=escalation_id, note=note)
 
-    @server.tool(annotations=_READ)
+    @tool(_READ)
     async def list_escalations(
         ctx: Ctx,
         status: Literal["pending", "resolved", "all"] = "pending",
@@ -284,8 +284,8 @@ def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: P
         with tool_errors():
             return await escalations.list_escalations(_rt(ctx), status=status, task_id=task_id, limit=limit)
 
-    @server.tool(
-        annotations=ToolAnnotations(
+    @tool(
+        ToolAnnotations(
             read_only_hint=False,
             destructive_hint=True,
             idempotent_hint=False,
@@ -311,7 +311,8 @@ def register_tools(server: MCPServer[AppContext], settings: Settings, prompts: P
                 new_file_limit=new_file_limit,
                 add_scope=add_scope,
                 responder=responder,
-                role=request_role(settings.role),
+                role=caller_role(),
             )
 
-    describe_tools(server, prompts)
+    describe_tools(tools, prompts)
+    return tools

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from .base import Record
 from .limits import EscalationStatus, EscalationType, Priority, ResponseType
 
 
-class Trigger(BaseModel):
+class Trigger(Record):
     """One objective reason for an escalation: the threshold and what was measured."""
 
     type: EscalationType
@@ -24,7 +25,7 @@ class Trigger(BaseModel):
     )
 
 
-class EscalationResponse(BaseModel):
+class EscalationResponse(Record):
     """What a human (or, for withdraw, the agent) answered."""
 
     response_type: ResponseType
@@ -35,7 +36,7 @@ class EscalationResponse(BaseModel):
     responded_at: str
 
 
-class Escalation(BaseModel):
+class Escalation(Record):
     """The full escalation record."""
 
     escalation_id: int
@@ -61,7 +62,7 @@ class Escalation(BaseModel):
     updated_at: str
 
 
-class EscalationSummary(BaseModel):
+class EscalationSummary(Record):
     """A list row: enough to pick an escalation to look at."""
 
     escalation_id: int

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from .base import Record
 from .limits import FailureStatus, Severity
 
 
-class Occurrence(BaseModel):
+class Occurrence(Record):
     """One time a failure happened, with its own location and attempted action."""
 
     at: str
@@ -22,7 +23,7 @@ class Occurrence(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-class FailureRecord(BaseModel):
+class FailureRecord(Record):
     """One record per (task, fingerprint); occurrences keep the individual events."""
 
     failure_id: str

@@ -6,15 +6,16 @@ prints them as JSON, so both doors show the same fields.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from .base import Record
 from .escalations import Escalation, EscalationSummary
 from .limits import Directive, Severity, TaskStatus
 from .tasks import Counters, Task, TestRun
 from .thresholds import Thresholds
 
 
-class Directed(BaseModel):
+class Directed(Record):
     """Every agent-facing result says what to do next."""
 
     directive: Directive = Field(description="proceed | pause | stop")
@@ -53,7 +54,7 @@ class TaskView(Directed):
     failure_occurrences: int
 
 
-class FailureSummary(BaseModel):
+class FailureSummary(Record):
     failure_id: str
     fingerprint: str
     signal_type: str
@@ -76,7 +77,7 @@ class ProgressResult(Directed):
     escalation: Escalation | None
 
 
-class PathVerdict(BaseModel):
+class PathVerdict(Record):
     path: str = Field(description="As given")
     normalised: str = Field(description="Relative to the project root, POSIX")
     allowed: bool
@@ -100,11 +101,11 @@ class AcknowledgeResult(Directed):
     task: Task
 
 
-class ListEscalationsResult(BaseModel):
+class ListEscalationsResult(Record):
     escalations: list[EscalationSummary]
     total: int = Field(description="How many match the filter in all")
 
 
-class ResolveResult(BaseModel):
+class ResolveResult(Record):
     escalation: Escalation
     task_status: TaskStatus

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from .base import Record
 from .limits import TaskStatus
 from .thresholds import Thresholds
 
 
-class Counters(BaseModel):
+class Counters(Record):
     """The measured values the triggers compare with thresholds (current agent only)."""
 
     consecutive_same_error: int = 0
@@ -19,7 +20,7 @@ class Counters(BaseModel):
     files_modified: int = Field(0, description="Distinct normalised paths modified")
 
 
-class Task(BaseModel):
+class Task(Record):
     """One piece of agent work."""
 
     task_id: str
@@ -41,7 +42,7 @@ class Task(BaseModel):
     ended_at: str | None
 
 
-class TestRun(BaseModel):
+class TestRun(Record):
     """One reported test run and whether it beat every earlier pass rate."""
 
     __test__ = False  # not a pytest class
@@ -55,7 +56,7 @@ class TestRun(BaseModel):
     improved: bool
 
 
-class ProgressEntry(BaseModel):
+class ProgressEntry(Record):
     """One report_progress call: an attempt."""
 
     at: str
@@ -69,7 +70,7 @@ class ProgressEntry(BaseModel):
     pass_rate: float | None
 
 
-class Action(BaseModel):
+class Action(Record):
     """One entry of a task's action history (what the agent did, in order)."""
 
     at: str

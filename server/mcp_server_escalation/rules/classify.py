@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
@@ -76,6 +77,7 @@ def _groups(match: re.Match[str]) -> dict[str, str | int]:
     return found
 
 
+@lru_cache(maxsize=2048)
 def classify(
     message: str,
     book: PatternBook,
@@ -83,7 +85,11 @@ def classify(
     error_type: str | None = None,
     tool_name: str | None = None,
 ) -> Classification:
-    """The signal type of an unclassified failure, by the first pattern that matches."""
+    """The signal type of an unclassified failure, by the first pattern that matches.
+
+    Cached: a stuck agent sends the same message again and again, which is the point.
+    The result is frozen; callers copy ``details`` before changing it.
+    """
     text = f"{error_type}: {message}" if error_type else message
     for pattern in book.patterns:
         match = pattern.regex.search(text)

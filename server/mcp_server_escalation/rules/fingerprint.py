@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 
 # Order matters: the wider patterns run first so that, e.g., a UUID is not eaten piecemeal
 # by the hex and number rules, and a quoted path is replaced as a literal, not as digits.
@@ -37,6 +38,7 @@ _NORMALISERS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+@lru_cache(maxsize=4096)
 def normalise_message(message: str) -> str:
     """The message lower-cased with volatile parts replaced by placeholders."""
     text = message.lower()

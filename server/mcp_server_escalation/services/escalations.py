@@ -46,9 +46,9 @@ _STATUS_BY_RESPONSE = {
 }
 
 
-async def load_escalation(conn: Conn, escalation_id: int) -> Escalation:
+def load_escalation(conn: Conn, escalation_id: int) -> Escalation:
     """The escalation or a NotFound naming the field."""
-    escalation = await escalation_store.get(conn, escalation_id)
+    escalation = escalation_store.get(conn, escalation_id)
     if escalation is None:
         raise NotFound("escalation_id", escalation_id, "list_escalations shows the ids.")
     return escalation
@@ -56,8 +56,7 @@ async def load_escalation(conn: Conn, escalation_id: int) -> Escalation:
 
 async def show_escalation(rt: Runtime, escalation_id: int) -> Escalation:
     """The escalation as the operator sees it (reading it delivers nothing)."""
-    async with rt.db.read() as conn:
-        return await load_escalation(conn, escalation_id)
+    return await rt.db.read(lambda conn: load_escalation(conn, escalation_id))
 
 
 async def raise_escalation(
@@ -73,12 +72,13 @@ async def raise_escalation(
 ) -> EscalationResult:
     """The agent asks a human (or reports an unrecoverable error) on its own initiative."""
     now = rt.now()
-    async with rt.db.transaction() as conn:
-        task = await load_task(conn, task_id)
+
+    def work(conn: Conn) -> EscalationResult:
+        task = load_task(conn, task_id)
         if task.status in ENDED_STATUSES:
             raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
         if follow_up_of is not None:
-            earlier = await escalation_store.get(conn, follow_up_of)
+            earlier = escalation_store.get(conn, follow_up_of)
             if earlier is None:
                 raise InvalidInput(
                     "follow_up_of", f"no escalation with id {follow_up_of}; list_escalations shows the ids"
@@ -96,8 +96,8 @@ async def raise_escalation(
             summary=summary,
             at=now,
         )
-        actions = await progress_store.recent_actions(conn, task_id, 20)
-        escalation_id = await escalation_store.insert(
+        actions = progress_store.recent_actions(conn, task_id, 20)
+        escalation_id = escalation_store.insert(
             conn,
             task_id=task_id,
             agent_id=task.agent_id,
@@ -119,12 +119,12 @@ async def raise_escalation(
             follow_up_of=follow_up_of,
             now=now,
         )
-        await progress_store.add_action(
+        progress_store.add_action(
             conn, task, "raise_escalation", {"escalation_id": escalation_id, "kind": kind}, now
         )
-        task = await sync_pause(rt, conn, task_id)
-        escalation = await load_escalation(conn, escalation_id)
-        directed = await direct(
+        task = sync_pause(rt, conn, task_id)
+        escalation = load_escalation(conn, escalation_id)
+        directed = direct(
             rt,
             conn,
             task,
@@ -132,16 +132,18 @@ async def raise_escalation(
             task_id=task_id,
             escalation_id=escalation_id,
         )
-    await rt.publish(escalation, "created")
-    return EscalationResult(escalation=escalation, **directed.model_dump())
+        return EscalationResult(escalation=escalation, **directed.model_dump())
+
+    result = await rt.db.write(work)
+    await rt.publish(result.escalation, "created")
+    return result
 
 
 async def _wait_for_change(rt: Runtime, escalation_id: int, wait_seconds: float) -> None:
     """Return when the escalation is no longer pending or the wait is over."""
     deadline = anyio.current_time() + min(max(wait_seconds, 0.0), MAX_WAIT_SECONDS)
     while True:
-        async with rt.db.read() as conn:
-            state = await escalation_store.response_state(conn, escalation_id)
+        state = await rt.db.read(lambda conn: escalation_store.response_state(conn, escalation_id))
         if state is None or state[0] != "pending":
             return
         remaining = deadline - anyio.current_time()
@@ -156,20 +158,22 @@ async def get_escalation(
     rt: Runtime, *, escalation_id: int, wait_seconds: float = 0, deliver: bool = True
 ) -> EscalationResult:
     """The escalation, waiting up to ``wait_seconds`` (0-60) for an answer; ``deliver`` marks it delivered."""
-    async with rt.db.read() as conn:
-        await load_escalation(conn, escalation_id)
+    await rt.db.read(lambda conn: load_escalation(conn, escalation_id))
     if wait_seconds > 0:
         await _wait_for_change(rt, escalation_id, wait_seconds)
     now = rt.now()
-    async with rt.db.transaction() as conn:
-        escalation = await load_escalation(conn, escalation_id)
+
+    def work(conn: Conn) -> EscalationResult:
+        escalation = load_escalation(conn, escalation_id)
         if deliver and escalation.response is not None and escalation.delivered_at is None:
-            await escalation_store.update(conn, escalation_id, now, delivered_at=now)
-            escalation = await load_escalation(conn, escalation_id)
-        task = await load_task(conn, escalation.task_id)
-        directed = await direct(rt, conn, task)
+            escalation_store.update(conn, escalation_id, now, delivered_at=now)
+            escalation = load_escalation(conn, escalation_id)
+        task = load_task(conn, escalation.task_id)
+        directed = direct(rt, conn, task)
         message = _escalation_message(rt, escalation, task, directed.message)
-    return EscalationResult(escalation=escalation, directive=directed.directive, message=message)
+        return EscalationResult(escalation=escalation, directive=directed.directive, message=message)
+
+    return await rt.db.write(work)
 
 
 def _escalation_message(rt: Runtime, escalation: Escalation, task: Task, fallback: str) -> str:
@@ -206,17 +210,18 @@ async def acknowledge_response(
 ) -> AcknowledgeResult:
     """The agent confirms it read the answer; the task resumes (or stays terminated)."""
     now = rt.now()
-    async with rt.db.transaction() as conn:
-        escalation = await load_escalation(conn, escalation_id)
+
+    def work(conn: Conn) -> AcknowledgeResult:
+        escalation = load_escalation(conn, escalation_id)
         response = escalation.response
         if response is None:
             raise Conflict(
                 f"escalation_id: escalation {escalation_id} has no response yet (status "
                 f"{escalation.status}); wait for it with get_escalation({escalation_id}, wait_seconds=30)."
             )
-        task = await load_task(conn, escalation.task_id)
+        task = load_task(conn, escalation.task_id)
         if escalation.acknowledged_at is None and response.response_type != "withdraw":
-            await escalation_store.update(
+            escalation_store.update(
                 conn,
                 escalation_id,
                 now,
@@ -232,8 +237,8 @@ async def acknowledge_response(
             if task.status not in ENDED_STATUSES and resets:
                 if "consecutive_same_error" in resets:
                     resets["last_fingerprint"] = None  # type: ignore[assignment]
-                await task_store.update(conn, task.task_id, now, **resets)
-            await progress_store.add_action(
+                task_store.update(conn, task.task_id, now, **resets)
+            progress_store.add_action(
                 conn,
                 task,
                 "acknowledge_response",
@@ -244,16 +249,19 @@ async def acknowledge_response(
                 },
                 now,
             )
-        task = await sync_pause(rt, conn, escalation.task_id)
-        escalation = await load_escalation(conn, escalation_id)
+        task = sync_pause(rt, conn, escalation.task_id)
+        escalation = load_escalation(conn, escalation_id)
         template, values = _ack_wording(task, escalation, response.response_type)
-        directed = await direct(rt, conn, task, template, **values)
+        directed = direct(rt, conn, task, template, **values)
         if response.response_type == "terminate":
             directed.message = rt.prompts.render(template, **values)
-    await rt.publish(escalation, "acknowledged")
-    return AcknowledgeResult(
-        escalation=escalation, task_status=task.status, task=task, **directed.model_dump()
-    )
+        return AcknowledgeResult(
+            escalation=escalation, task_status=task.status, task=task, **directed.model_dump()
+        )
+
+    result = await rt.db.write(work)
+    await rt.publish(result.escalation, "acknowledged")
+    return result
 
 
 def _ack_wording(task: Task, escalation: Escalation, response_type: str) -> tuple[str, dict[str, object]]:
@@ -282,10 +290,9 @@ async def list_escalations(
     rt: Runtime, *, status: str = "pending", task_id: str | None = None, limit: int = 20
 ) -> ListEscalationsResult:
     """Escalation summaries, newest first, with the total that match."""
-    async with rt.db.read() as conn:
-        found, total = await escalation_store.list_escalations(
-            conn, status=status, task_id=task_id, limit=limit
-        )
+    found, total = await rt.db.read(
+        lambda conn: escalation_store.list_escalations(conn, status=status, task_id=task_id, limit=limit)
+    )
     return ListEscalationsResult(escalations=[escalation_store.summary(e) for e in found], total=total)
 
 
@@ -303,8 +310,9 @@ async def resolve_escalation(
     """Answer an escalation; an agent-role caller may only withdraw its own question."""
     add_scope = sorted(set(add_scope or []))
     now = rt.now()
-    async with rt.db.transaction() as conn:
-        escalation = await load_escalation(conn, escalation_id)
+
+    def work(conn: Conn) -> ResolveResult:
+        escalation = load_escalation(conn, escalation_id)
         if role == "agent" and not (response_type == "withdraw" and escalation.type == "ask_human"):
             raise Forbidden(
                 f"response_type: this server runs in the agent role, which may only withdraw "
@@ -330,11 +338,11 @@ async def resolve_escalation(
                 "new_file_limit",
                 "new_file_limit and add_scope go only with response_type 'approve'",
             )
-        task = await load_task(conn, escalation.task_id)
+        task = load_task(conn, escalation.task_id)
         if task.status in ENDED_STATUSES:
             raise TaskEnded(f"escalation_id: task {task.task_id!r} is already {task.status}.")
-        await _apply_effects(conn, task, escalation, response_type, content, new_file_limit, add_scope, now)
-        await escalation_store.update(
+        _apply_effects(conn, task, escalation, response_type, content, new_file_limit, add_scope, now)
+        escalation_store.update(
             conn,
             escalation_id,
             now,
@@ -346,7 +354,7 @@ async def resolve_escalation(
             responder=responder or role,
             responded_at=now,
         )
-        await progress_store.add_action(
+        progress_store.add_action(
             conn,
             task,
             "escalation_answered",
@@ -357,21 +365,24 @@ async def resolve_escalation(
             },
             now,
         )
-        task = await sync_pause(rt, conn, task.task_id)
-        escalation = await load_escalation(conn, escalation_id)
+        task = sync_pause(rt, conn, task.task_id)
+        escalation = load_escalation(conn, escalation_id)
         if response_type == "terminate":
             # The agent is stopped: its other open questions can no longer be acted on.
-            for other in await escalation_store.pending_for_task(conn, task.task_id):
-                await escalation_store.update(conn, other.escalation_id, now, status="agent_terminated")
-    await rt.publish(escalation, "resolved")
-    return ResolveResult(escalation=escalation, task_status=task.status)
+            for other in escalation_store.pending_for_task(conn, task.task_id):
+                escalation_store.update(conn, other.escalation_id, now, status="agent_terminated")
+        return ResolveResult(escalation=escalation, task_status=task.status)
+
+    result = await rt.db.write(work)
+    await rt.publish(result.escalation, "resolved")
+    return result
 
 
 def _json_list(values: list[str]) -> str:
     return json.dumps(values)
 
 
-async def _apply_effects(
+def _apply_effects(
     conn: Conn,
     task: Task,
     escalation: Escalation,
@@ -382,7 +393,7 @@ async def _apply_effects(
     now: str,
 ) -> None:
     if response_type == "terminate":
-        await task_store.update(
+        task_store.update(
             conn,
             task.task_id,
             now,
@@ -391,7 +402,7 @@ async def _apply_effects(
             end_note=content or None,
         )
     elif response_type == "override":
-        await task_store.update(conn, task.task_id, now, approach=content)
+        task_store.update(conn, task.task_id, now, approach=content)
     elif response_type == "approve":
         thresholds = task.thresholds
         proposed = _proposed_files(escalation)
@@ -412,7 +423,7 @@ async def _apply_effects(
         scope = list(task.scope)
         widen = add_scope or (_out_of_scope_paths(escalation) if task.scope else [])
         scope = sorted(set(scope) | set(widen))
-        await task_store.update(
+        task_store.update(
             conn,
             task.task_id,
             now,

@@ -14,7 +14,8 @@ from ..rules.paths import normalise_path
 from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
-from .firing import Evidence, direct, fire
+from ..store.db import Conn
+from .firing import Evidence, current_task, direct, fire
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -81,12 +82,13 @@ async def record_failure(
         error_code=error_code,
     )
     now = rt.now()
-    async with rt.db.transaction() as conn:
-        task = await load_task(conn, task_id)
+
+    def work(conn: Conn) -> RecordFailureResult:
+        task = load_task(conn, task_id)
         if task.status in ENDED_STATUSES:
             raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
         where = normalise_path(file, task.project).path if file else None
-        record = await failure_store.record_occurrence(
+        record = failure_store.record_occurrence(
             conn,
             failure_store.NewFailure(
                 task_id=task_id,
@@ -114,8 +116,8 @@ async def record_failure(
             now,
         )
         counters = triggers.after_failure(task.counters, print_)
-        await task_store.save_counters(conn, task_id, counters, now)
-        await progress_store.add_action(
+        task_store.save_counters(conn, task_id, counters, now)
+        progress_store.add_action(
             conn,
             task,
             "record_failure",
@@ -153,7 +155,7 @@ async def record_failure(
             )
         repeated = triggers.repeated_error(counters, task.thresholds, transient=signal == "network_transient")
         if repeated is not None:
-            occurrences = await failure_store.recent_occurrences(
+            occurrences = failure_store.recent_occurrences(
                 conn, record.failure_id, counters.consecutive_same_error
             )
             if repeated.type == "external_blocker":
@@ -181,9 +183,9 @@ async def record_failure(
                     key=f"{repeated.type}:{print_}",
                 )
             )
-        escalation = await fire(rt, conn, task, fired)
-        task = await load_task(conn, task_id)
-        directed = await direct(
+        escalation = fire(rt, conn, task, fired)
+        task = current_task(conn, task, escalation, counters=counters)
+        directed = direct(
             rt,
             conn,
             task,
@@ -194,20 +196,23 @@ async def record_failure(
             threshold=task.thresholds.same_error_repeated,
             occurrences=record.occurrence_count,
         )
-    if escalation is not None:
-        await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")
-    return RecordFailureResult(
-        failure=FailureSummary(
-            failure_id=record.failure_id,
-            fingerprint=print_,
-            signal_type=signal,
-            classified_by=classified_by,
-            severity=record.severity,
-            occurrence_count=record.occurrence_count,
-            consecutive_count=counters.consecutive_same_error,
-            status=record.status,
-            details=found,
-        ),
-        escalation=escalation,
-        **directed.model_dump(),
-    )
+        return RecordFailureResult(
+            failure=FailureSummary(
+                failure_id=record.failure_id,
+                fingerprint=print_,
+                signal_type=signal,
+                classified_by=classified_by,
+                severity=record.severity,
+                occurrence_count=record.occurrence_count,
+                consecutive_count=counters.consecutive_same_error,
+                status=record.status,
+                details=found,
+            ),
+            escalation=escalation,
+            **directed.model_dump(),
+        )
+
+    result = await rt.db.write(work)
+    if result.escalation is not None:
+        await rt.publish(result.escalation, "created" if result.escalation.revision == 1 else "updated")
+    return result

@@ -71,8 +71,8 @@ def task_context(task: Task) -> dict[str, Any]:
     }
 
 
-async def _context(conn: Conn, task: Task, evidence: dict[str, Any]) -> dict[str, Any]:
-    actions = await progress_store.recent_actions(conn, task.task_id, RECENT_ACTIONS)
+def _context(conn: Conn, task: Task, evidence: dict[str, Any]) -> dict[str, Any]:
+    actions = progress_store.recent_actions(conn, task.task_id, RECENT_ACTIONS)
     return {
         "task": task_context(task),
         "counters": task.counters.model_dump(),
@@ -81,7 +81,7 @@ async def _context(conn: Conn, task: Task, evidence: dict[str, Any]) -> dict[str
     }
 
 
-async def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Escalation | None:
+def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Escalation | None:
     """One escalation for every trigger of this call, or the additions to the open one.
 
     A trigger already on the open escalation (same type and key) refreshes its measurement
@@ -91,12 +91,12 @@ async def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Es
     if not fired:
         return None
     now = rt.now()
-    task = await task_store.get(conn, task.task_id) or task
-    open_escalation = await escalation_store.open_triggered(conn, task.task_id)
+    task = task_store.get(conn, task.task_id) or task
+    open_escalation = escalation_store.open_triggered(conn, task.task_id)
     if open_escalation is None:
         triggers = [e.trigger(now) for e in _unique(fired)]
         evidence: dict[str, Any] = {e.firing.type: e.facts for e in fired}
-        escalation_id = await escalation_store.insert(
+        escalation_id = escalation_store.insert(
             conn,
             task_id=task.task_id,
             agent_id=task.agent_id,
@@ -106,14 +106,14 @@ async def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Es
             blocking=True,
             triggers=triggers,
             response_options=response_options([t.type for t in triggers]),
-            context=await _context(conn, task, evidence),
+            context=_context(conn, task, evidence),
             reason=None,
             question=None,
             options=[],
             follow_up_of=None,
             now=now,
         )
-        await progress_store.add_action(
+        progress_store.add_action(
             conn,
             task,
             "escalation_created",
@@ -141,17 +141,17 @@ async def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Es
                 )
             evidence[e.firing.type] = e.facts
         priority = "high" if open_escalation.priority == "high" else _priority(fired)
-        await escalation_store.update(
+        escalation_store.update(
             conn,
             escalation_id,
             now,
             triggers_json=_dump(triggers),
             priority=priority,
-            context_json=_json(await _context(conn, task, evidence)),
+            context_json=_json(_context(conn, task, evidence)),
             response_options_json=_json(response_options([t.type for t in triggers])),
         )
-    await sync_pause(rt, conn, task.task_id)
-    return await escalation_store.get(conn, escalation_id)
+    sync_pause(rt, conn, task.task_id)
+    return escalation_store.get(conn, escalation_id)
 
 
 def _unique(fired: list[Evidence]) -> list[Evidence]:
@@ -176,22 +176,33 @@ def _dump(triggers: list[Trigger]) -> str:
     return _json([t.model_dump() for t in triggers])
 
 
-async def sync_pause(rt: Runtime, conn: Conn, task_id: str) -> Task:
+def current_task(conn: Conn, task: Task, escalation: Escalation | None, **changes: Any) -> Task:
+    """The task after this call: reloaded when an escalation changed it, else ``task`` with
+    the ``changes`` this call made (saves a read on the hot path of every tool call)."""
+    if escalation is None:
+        return task.model_copy(update=changes) if changes else task
+    fresh = task_store.get(conn, task.task_id)
+    if fresh is None:
+        raise RuntimeError(f"task {task.task_id} vanished inside its own transaction")
+    return fresh
+
+
+def sync_pause(rt: Runtime, conn: Conn, task_id: str) -> Task:
     """A live task is ``paused`` exactly while a blocking escalation holds it."""
-    task = await task_store.get(conn, task_id)
+    task = task_store.get(conn, task_id)
     if task is None:
         raise RuntimeError(f"task {task_id} vanished inside its own transaction")
     if task.status in ENDED_STATUSES:
         return task
-    holding = await escalation_store.blocking_open(conn, task_id)
+    holding = escalation_store.blocking_open(conn, task_id)
     wanted = "paused" if holding is not None else "active"
     if task.status != wanted:
-        await task_store.update(conn, task_id, rt.now(), status=wanted)
+        task_store.update(conn, task_id, rt.now(), status=wanted)
         task = task.model_copy(update={"status": wanted})
     return task
 
 
-async def direct(
+def direct(
     rt: Runtime,
     conn: Conn,
     task: Task,
@@ -203,7 +214,7 @@ async def direct(
     When the task may proceed and the caller has a more specific message (``proceed_template``
     with its ``values``), that message is used instead of the generic one.
     """
-    holding = await escalation_store.blocking_open(conn, task.task_id)
+    holding = escalation_store.blocking_open(conn, task.task_id)
     decision = decide(task, holding)
     if decision.directive == "proceed" and proceed_template is not None:
         return Directed(directive="proceed", message=rt.prompts.render(proceed_template, **values))

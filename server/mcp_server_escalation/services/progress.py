@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import InvalidInput, TaskEnded
+from ..models.escalations import Escalation
 from ..models.limits import ENDED_STATUSES
 from ..models.results import CheckEditResult, PathVerdict, ProgressResult
 from ..models.tasks import Task, TestRun
@@ -12,7 +13,7 @@ from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, direct, fire
+from .firing import Evidence, current_task, direct, fire
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -36,13 +37,13 @@ def _scope_evidence(rt: Runtime, task: Task, outside: list[str]) -> Evidence | N
     )
 
 
-async def _file_limit_evidence(
+def _file_limit_evidence(
     rt: Runtime, conn: Conn, task: Task, count_after: int, proposed: list[str]
 ) -> Evidence | None:
     firing = triggers.file_limit(count_after, task.thresholds, proposed)
     if firing is None:
         return None
-    already = await task_store.modified_files(conn, task)
+    already = task_store.modified_files(conn, task)
     summary = rt.prompts.render(
         "trigger_file_limit",
         count=count_after,
@@ -58,6 +59,23 @@ async def _file_limit_evidence(
             "limit": task.thresholds.files_modified_exceeds,
         },
     )
+
+
+def _pass_rates(conn: Conn, task: Task) -> dict[str, object]:
+    """The baseline and the test-run history: the evidence of a stall or a limit."""
+    return {
+        "baseline_pass_rate": task.baseline_pass_rate,
+        "history": [
+            {
+                "at": r.at,
+                "pass_rate": r.pass_rate,
+                "passed": r.passed,
+                "failed": r.failed,
+                "improved": r.improved,
+            }
+            for r in progress_store.list_test_runs(conn, task.task_id)
+        ],
+    }
 
 
 def _normalise_all(task: Task, paths: list[str]) -> list[NormalisedPath]:
@@ -86,16 +104,17 @@ async def report_progress(
             "omit both when no tests ran",
         )
     now = rt.now()
-    async with rt.db.transaction() as conn:
-        task = await load_task(conn, task_id)
+
+    def work(conn: Conn) -> ProgressResult:
+        task = load_task(conn, task_id)
         if task.status in ENDED_STATUSES:
             raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
         normalised = _normalise_all(task, files)
         paths = sorted({n.path for n in normalised})
         outside = sorted({n.path for n in normalised if not in_scope(n, task.scope)})
-        known = set(await task_store.modified_files(conn, task))
+        known = task_store.already_modified(conn, task, paths)
         new_paths = [p for p in paths if p not in known]
-        await task_store.add_modified_files(conn, task, new_paths, "report_progress", now)
+        task_store.add_modified_files(conn, task, new_paths, "report_progress", now)
 
         counters = triggers.after_attempt(task.counters, changed_files=bool(paths))
         if outcome == "success":
@@ -118,7 +137,7 @@ async def report_progress(
                 pass_rate=rate,
                 improved=improved,
             )
-        await progress_store.insert_report(
+        progress_store.insert_report(
             conn,
             task,
             step=step,
@@ -131,8 +150,8 @@ async def report_progress(
             note=note,
             now=now,
         )
-        await task_store.save_counters(conn, task_id, counters, now, best_pass_rate=best)
-        await progress_store.add_action(
+        task_store.save_counters(conn, task_id, counters, now, best_pass_rate=best)
+        progress_store.add_action(
             conn,
             task,
             "report_progress",
@@ -149,9 +168,7 @@ async def report_progress(
         if not paths:
             stalled = triggers.no_file_progress(counters, t)
             if stalled is not None:
-                reports = await progress_store.recent_reports(
-                    conn, task, counters.attempts_without_file_change
-                )
+                reports = progress_store.recent_reports(conn, task, counters.attempts_without_file_change)
                 fired.append(
                     Evidence(
                         stalled,
@@ -167,20 +184,6 @@ async def report_progress(
                     )
                 )
         if test_run is not None:
-            history = await progress_store.list_test_runs(conn, task_id)
-            pass_rates = {
-                "baseline_pass_rate": task.baseline_pass_rate,
-                "history": [
-                    {
-                        "at": r.at,
-                        "pass_rate": r.pass_rate,
-                        "passed": r.passed,
-                        "failed": r.failed,
-                        "improved": r.improved,
-                    }
-                    for r in history
-                ],
-            }
             stall = triggers.test_stall(counters, t, best=task.best_pass_rate, latest=test_run.pass_rate)
             if stall is not None:
                 fired.append(
@@ -193,7 +196,7 @@ async def report_progress(
                             best_pass_rate=task.best_pass_rate,
                             latest_pass_rate=test_run.pass_rate,
                         ),
-                        pass_rates,
+                        _pass_rates(conn, task),
                     )
                 )
             limit = triggers.verification_limit(counters, t)
@@ -206,33 +209,40 @@ async def report_progress(
                             count=counters.verification_attempts,
                             threshold=t.total_verification_attempts,
                         ),
-                        {"verification_history": pass_rates["history"]},
+                        {"verification_history": _pass_rates(conn, task)["history"]},
                     )
                 )
         scope = _scope_evidence(rt, task, outside)
         if scope is not None:
             fired.append(scope)
         if new_paths:
-            over = await _file_limit_evidence(rt, conn, task, len(known) + len(new_paths), new_paths)
+            count_after = task.counters.files_modified + len(new_paths)
+            over = _file_limit_evidence(rt, conn, task, count_after, new_paths)
             if over is not None:
                 fired.append(over)
-        escalation = await fire(rt, conn, task, fired)
-        task = await load_task(conn, task_id)
-        directed = await direct(rt, conn, task, "message_progress_recorded", task_id=task_id)
-    if escalation is not None:
-        await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")
-    return ProgressResult(
-        counters=task.counters, test_run=test_run, escalation=escalation, **directed.model_dump()
-    )
+        escalation = fire(rt, conn, task, fired)
+        counters = counters.model_copy(
+            update={"files_modified": task.counters.files_modified + len(new_paths)}
+        )
+        task = current_task(conn, task, escalation, counters=counters, best_pass_rate=best)
+        directed = direct(rt, conn, task, "message_progress_recorded", task_id=task_id)
+        return ProgressResult(
+            counters=task.counters, test_run=test_run, escalation=escalation, **directed.model_dump()
+        )
+
+    result = await rt.db.write(work)
+    await _publish(rt, result.escalation)
+    return result
 
 
 async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEditResult:
     """The gate before a change: scope and file limit. Refused edits escalate and pause."""
     now = rt.now()
-    async with rt.db.transaction() as conn:
-        task = await load_task(conn, task_id)
+
+    def work(conn: Conn) -> CheckEditResult:
+        task = load_task(conn, task_id)
         normalised = _normalise_all(task, paths)
-        holding = await escalation_store.blocking_open(conn, task_id)
+        holding = escalation_store.blocking_open(conn, task_id)
         verdicts: list[PathVerdict] = []
         if task.status in ENDED_STATUSES or holding is not None:
             reason = rt.prompts.render(
@@ -244,7 +254,7 @@ async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEdi
                 PathVerdict(path=p, normalised=n.path, allowed=False, reason=reason)
                 for p, n in zip(paths, normalised, strict=True)
             ]
-            directed = await direct(rt, conn, task)
+            directed = direct(rt, conn, task)
             return CheckEditResult(
                 allowed=False,
                 reasons=[reason],
@@ -253,8 +263,8 @@ async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEdi
                 **directed.model_dump(),
             )
 
-        known = set(await task_store.modified_files(conn, task))
-        count = len(known)
+        known = task_store.already_modified(conn, task, [n.path for n in normalised])
+        count = task.counters.files_modified
         limit = task.thresholds.files_modified_exceeds
         outside: list[str] = []
         over: list[str] = []
@@ -280,7 +290,7 @@ async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEdi
         allowed = all(v.allowed for v in verdicts)
         fired: list[Evidence] = []
         if allowed:
-            await task_store.add_modified_files(conn, task, sorted(counted), "check_edit", now)
+            task_store.add_modified_files(conn, task, sorted(counted), "check_edit", now)
         else:
             scope = _scope_evidence(rt, task, sorted(set(outside)))
             if scope is not None:
@@ -288,28 +298,33 @@ async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEdi
             if over:
                 # Every path this call would add is part of the proposal, not only those past
                 # the limit: approving must admit the whole change the agent asked for.
-                limit_evidence = await _file_limit_evidence(
-                    rt, conn, task, count + len(counted), sorted(counted)
-                )
+                limit_evidence = _file_limit_evidence(rt, conn, task, count + len(counted), sorted(counted))
                 if limit_evidence is not None:
                     fired.append(limit_evidence)
-        await progress_store.add_action(
+        progress_store.add_action(
             conn,
             task,
             "check_edit",
             {"paths": [v.normalised for v in verdicts], "allowed": allowed},
             now,
         )
-        escalation = await fire(rt, conn, task, fired)
-        task = await load_task(conn, task_id)
-        directed = await direct(rt, conn, task, "message_edit_allowed", task_id=task_id, count=len(paths))
+        escalation = fire(rt, conn, task, fired)
+        task = current_task(conn, task, escalation)
+        directed = direct(rt, conn, task, "message_edit_allowed", task_id=task_id, count=len(paths))
+        reasons = [v.reason for v in verdicts if v.reason]
+        return CheckEditResult(
+            allowed=allowed,
+            reasons=reasons,
+            paths=verdicts,
+            escalation=escalation,
+            **directed.model_dump(),
+        )
+
+    result = await rt.db.write(work)
+    await _publish(rt, result.escalation)
+    return result
+
+
+async def _publish(rt: Runtime, escalation: Escalation | None) -> None:
     if escalation is not None:
         await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")
-    reasons = [v.reason for v in verdicts if v.reason]
-    return CheckEditResult(
-        allowed=allowed,
-        reasons=reasons,
-        paths=verdicts,
-        escalation=escalation,
-        **directed.model_dump(),
-    )

@@ -28,13 +28,17 @@ class Runtime:
 
     db: Database
     prompts: PromptBook
-    patterns: PatternBook
     settings: Settings
     clock: Clock = utc_now
     listeners: list[EscalationListener] = field(default_factory=list)
     # Set and replaced on every escalation change in this process, so a waiting
     # get_escalation wakes at once for a local answer (other processes are polled).
     _changed: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def patterns(self) -> PatternBook:
+        """The classification patterns, compiled at first use (not at start-up)."""
+        return pattern_book()
 
     def now(self) -> str:
         """The current time as the store writes it."""
@@ -56,11 +60,13 @@ class Runtime:
 
 
 @asynccontextmanager
-async def open_runtime(settings: Settings, clock: Clock = utc_now) -> AsyncIterator[Runtime]:
+async def open_runtime(
+    settings: Settings, clock: Clock = utc_now, prompts: PromptBook | None = None
+) -> AsyncIterator[Runtime]:
     """Store, prompts and patterns for one process; closes the store on exit."""
-    prompts = PromptBook.load(settings.prompts_dir or data_dir("prompts"))
+    prompts = prompts or PromptBook.load(settings.prompts_dir or data_dir("prompts"))
     db = await Database.open(settings.db_path)
     try:
-        yield Runtime(db=db, prompts=prompts, patterns=pattern_book(), settings=settings, clock=clock)
+        yield Runtime(db=db, prompts=prompts, settings=settings, clock=clock)
     finally:
         await db.close()

@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 
 from ..errors import Conflict, NotFound
+from ..models.escalations import Escalation
 from ..models.limits import ENDED_STATUSES
 from ..models.results import EndTaskResult, StartTaskResult, TaskView
 from ..models.tasks import Task
@@ -30,9 +31,9 @@ def project_root(rt: Runtime, project: str | None) -> str:
     return posixpath.normpath(chosen.replace("\\", "/"))
 
 
-async def load_task(conn: Conn, task_id: str) -> Task:
+def load_task(conn: Conn, task_id: str) -> Task:
     """The task or a NotFound that tells the caller what to do."""
-    task = await task_store.get(conn, task_id)
+    task = task_store.get(conn, task_id)
     if task is None:
         raise NotFound("task_id", task_id, "Call start_task first, or check the id.")
     return task
@@ -51,19 +52,21 @@ async def start_task(
     thresholds: ThresholdOverrides | None = None,
 ) -> StartTaskResult:
     """Create the task, or resume it; another ``agent_id`` takes it over with fresh counters."""
-    task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
+    chosen_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
     now = rt.now()
-    async with rt.db.transaction() as conn:
-        existing = await task_store.get(conn, task_id)
+    root = project_root(rt, project)
+
+    def start(conn: Conn) -> StartTaskResult:
+        existing = task_store.get(conn, chosen_id)
         created = reassigned = False
         if existing is None:
-            await task_store.insert(
+            task_store.insert(
                 conn,
-                task_id=task_id,
+                task_id=chosen_id,
                 title=title,
                 specification=specification,
                 scope=sorted(set(scope or [])),
-                project=project_root(rt, project),
+                project=root,
                 agent_id=agent_id,
                 thresholds=rt.settings.thresholds.merged(thresholds),
                 baseline_pass_rate=baseline_pass_rate,
@@ -72,51 +75,55 @@ async def start_task(
             created = True
         elif existing.status not in ENDED_STATUSES:
             if existing.agent_id != agent_id:
-                await task_store.reassign(conn, existing, agent_id, now)
+                task_store.reassign(conn, existing, agent_id, now)
                 reassigned = True
             if thresholds is not None and thresholds.model_dump(exclude_none=True):
                 merged = existing.thresholds.merged(thresholds)
-                await task_store.update(conn, task_id, now, thresholds_json=merged.model_dump_json())
-        task = await load_task(conn, task_id)
+                task_store.update(conn, chosen_id, now, thresholds_json=merged.model_dump_json())
+        task = load_task(conn, chosen_id)
         if created or reassigned:
-            await progress_store.add_action(
+            progress_store.add_action(
                 conn, task, "start_task", {"created": created, "reassigned": reassigned}, now
             )
-        task = await sync_pause(rt, conn, task_id)
-        directed = await direct(
-            rt, conn, task, "message_task_started", task_id=task_id, reassigned=reassigned
+        task = sync_pause(rt, conn, chosen_id)
+        directed = direct(rt, conn, task, "message_task_started", task_id=chosen_id, reassigned=reassigned)
+        return StartTaskResult(
+            task_id=task.task_id,
+            status=task.status,
+            agent_id=task.agent_id,
+            thresholds=task.thresholds,
+            counters=task.counters,
+            reassigned=reassigned,
+            created=created,
+            task=task,
+            **directed.model_dump(),
         )
-    return StartTaskResult(
-        task_id=task.task_id,
-        status=task.status,
-        agent_id=task.agent_id,
-        thresholds=task.thresholds,
-        counters=task.counters,
-        reassigned=reassigned,
-        created=created,
+
+    return await rt.db.write(start)
+
+
+def task_view(rt: Runtime, conn: Conn, task_id: str) -> TaskView:
+    """Everything about a task: counters, limits, files, tests, what holds it."""
+    task = load_task(conn, task_id)
+    holding = escalation_store.blocking_open(conn, task_id)
+    records, occurrences = failure_store.count_for_task(conn, task_id)
+    return TaskView(
         task=task,
-        **directed.model_dump(),
+        counters=task.counters,
+        thresholds=task.thresholds,
+        modified_files=task_store.modified_files(conn, task),
+        test_history=progress_store.list_test_runs(conn, task_id, TEST_HISTORY),
+        pending_escalation=holding,
+        escalation_ids=[e.escalation_id for e in escalation_store.for_task(conn, task_id)],
+        failure_records=records,
+        failure_occurrences=occurrences,
+        **direct(rt, conn, task).model_dump(),
     )
 
 
 async def get_task(rt: Runtime, task_id: str) -> TaskView:
     """Everything about a task: counters, limits, files, tests, what holds it."""
-    async with rt.db.read() as conn:
-        task = await load_task(conn, task_id)
-        holding = await escalation_store.blocking_open(conn, task_id)
-        records, occurrences = await failure_store.count_for_task(conn, task_id)
-        return TaskView(
-            task=task,
-            counters=task.counters,
-            thresholds=task.thresholds,
-            modified_files=await task_store.modified_files(conn, task),
-            test_history=await progress_store.list_test_runs(conn, task_id, TEST_HISTORY),
-            pending_escalation=holding,
-            escalation_ids=[e.escalation_id for e in await escalation_store.for_task(conn, task_id)],
-            failure_records=records,
-            failure_occurrences=occurrences,
-            **(await direct(rt, conn, task)).model_dump(),
-        )
+    return await rt.db.read(lambda conn: task_view(rt, conn, task_id))
 
 
 async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None = None) -> EndTaskResult:
@@ -127,42 +134,45 @@ async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None 
     always works and closes the task's pending escalations as ``agent_terminated``.
     """
     now = rt.now()
-    async with rt.db.transaction() as conn:
-        task = await load_task(conn, task_id)
+
+    def end(conn: Conn) -> tuple[EndTaskResult, list[Escalation]]:
+        task = load_task(conn, task_id)
         if task.status in ENDED_STATUSES:
             raise Conflict(f"task_id: task {task_id!r} is already {task.status}; it cannot end again.")
         if outcome == "completed":
-            await _check_double_entry(conn, task)
+            _check_double_entry(conn, task)
         closed: list[int] = []
         closing_status = "agent_terminated" if outcome == "abandoned" else "withdrawn"
-        for escalation in await escalation_store.pending_for_task(conn, task_id):
-            await escalation_store.update(conn, escalation.escalation_id, now, status=closing_status)
+        for escalation in escalation_store.pending_for_task(conn, task_id):
+            escalation_store.update(conn, escalation.escalation_id, now, status=closing_status)
             closed.append(escalation.escalation_id)
-        await task_store.update(conn, task_id, now, status=outcome, end_note=note, ended_at=now)
-        await progress_store.add_action(conn, task, "end_task", {"outcome": outcome, "note": note}, now)
-        task = await load_task(conn, task_id)
-        directed = await direct(rt, conn, task)
-        changed = [await escalation_store.get(conn, i) for i in closed]
+        task_store.update(conn, task_id, now, status=outcome, end_note=note, ended_at=now)
+        progress_store.add_action(conn, task, "end_task", {"outcome": outcome, "note": note}, now)
+        task = load_task(conn, task_id)
+        result = EndTaskResult(
+            task_id=task_id,
+            status=task.status,
+            note=note,
+            closed_escalations=closed,
+            **direct(rt, conn, task).model_dump(),
+        )
+        changed = [e for e in (escalation_store.get(conn, i) for i in closed) if e is not None]
+        return result, changed
+
+    result, changed = await rt.db.write(end)
     for closed_escalation in changed:
-        if closed_escalation is not None:
-            await rt.publish(closed_escalation, "closed")
-    return EndTaskResult(
-        task_id=task_id,
-        status=task.status,
-        note=note,
-        closed_escalations=closed,
-        **directed.model_dump(),
-    )
+        await rt.publish(closed_escalation, "closed")
+    return result
 
 
-async def _check_double_entry(conn: Conn, task: Task) -> None:
-    holding = await escalation_store.blocking_open(conn, task.task_id)
+def _check_double_entry(conn: Conn, task: Task) -> None:
+    holding = escalation_store.blocking_open(conn, task.task_id)
     if holding is not None:
         raise Conflict(
             f"outcome: task {task.task_id!r} cannot be completed while escalation "
             f"{holding.escalation_id} holds it; answer or acknowledge it first."
         )
-    latest = await progress_store.latest_test_run(conn, task.task_id)
+    latest = progress_store.latest_test_run(conn, task.task_id)
     if latest is not None and latest.failed > 0:
         raise Conflict(
             f"outcome: task {task.task_id!r} cannot be completed: the latest test run has "
@@ -173,5 +183,4 @@ async def _check_double_entry(conn: Conn, task: Task) -> None:
 
 async def list_tasks(rt: Runtime, *, status: str | None = None, limit: int = 50) -> list[Task]:
     """Tasks, most recently updated first."""
-    async with rt.db.read() as conn:
-        return await task_store.list_tasks(conn, status=status, limit=limit)
+    return await rt.db.read(lambda conn: task_store.list_tasks(conn, status=status, limit=limit))

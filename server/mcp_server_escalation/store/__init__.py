@@ -1,5 +1,6 @@
-"""The store: one aiosqlite connection per process, explicit transactions, migrations.
+"""The store: one SQLite connection per process, explicit transactions, migrations.
 
-Repositories in this package take the connection handed out by ``Database.transaction()``
-or ``Database.read()`` and return models; nothing above this package writes SQL.
+Repositories in this package are synchronous functions of the connection that
+``Database.write(fn)`` or ``Database.read(fn)`` hands to ``fn``, and return models; nothing
+above this package writes SQL.
 """

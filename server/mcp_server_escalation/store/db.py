@@ -1,35 +1,43 @@
 """The SQLite connection, its PRAGMAs, transactions and migrations.
 
 Design:
-- One ``aiosqlite`` connection per process, in autocommit mode (``isolation_level=None``)
-  so that every transaction is explicit: ``BEGIN IMMEDIATE`` for read-modify-write (it takes
-  the write lock up front, so two processes never both read a counter and both write it),
+- One ``sqlite3`` connection per process, in autocommit mode (``isolation_level=None``) so
+  every transaction is explicit: ``BEGIN IMMEDIATE`` for read-modify-write (it takes the
+  write lock up front, so two processes never both read a counter and both write it),
   ``BEGIN`` for multi-statement reads (one consistent snapshot).
 - WAL, so readers never block the writer and the CLI can read while agents write;
-  ``synchronous=NORMAL`` is durable against a killed process (what SPEC 7 asks), the
-  busy timeout makes writers queue instead of failing with "database is locked".
-- The connection is shared by every concurrent tool call of the process, and SQLite has
-  one transaction per connection, so an ``anyio.Lock`` serialises transactions in-process.
+  ``synchronous=NORMAL`` is durable against a killed process (what SPEC 7 asks).
+- A transaction is one synchronous unit of work (``fn(conn)``). It runs on the event loop
+  when the write lock is free at once, and in a worker thread, waiting up to the busy
+  timeout, when another process holds it. Why not aiosqlite: it hands every statement to
+  its thread and back (three hops for execute + fetch), and those hops, not SQLite, were
+  two thirds of a tool call: 2.2-3.9x a no-op tool over stdio against SPEC 8's 1.5x
+  (benchmarks/README.md). A whole transaction here costs 0.1-0.4 ms of SQLite work, so
+  running it on the loop blocks nothing noticeably, and a contended lock never does.
+- The connection is shared by every concurrent tool call of the process and SQLite has one
+  transaction per connection, so an ``anyio.Lock`` serialises transactions in-process.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-import aiosqlite
 import anyio
+import anyio.to_thread
 
 from ..errors import StoreError
-from .migrations import MIGRATIONS
+from .migrations import MIGRATIONS, Migration
 
 log = logging.getLogger(__name__)
 
 # The handle repositories take; services pass it through without touching SQL.
-Conn = aiosqlite.Connection
+Conn = sqlite3.Connection
+T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 30_000
 # A transaction start that still finds the database busy after the busy timeout is retried
@@ -37,19 +45,26 @@ BUSY_TIMEOUT_MS = 30_000
 _BUSY_RETRIES = 5
 
 
-def _make_parent(path: str) -> None:
-    Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-
-
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
 
 
+def _connect(path: str) -> sqlite3.Connection:
+    try:
+        if path != ":memory:":
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreError(f"store {path}: {exc}") from exc
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
 class Database:
     """The process's connection to one store file (or ``:memory:``)."""
 
-    def __init__(self, conn: aiosqlite.Connection, path: str) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self._conn = conn
         self._lock = anyio.Lock()
         self.path = path
@@ -57,109 +72,133 @@ class Database:
     @classmethod
     async def open(cls, path: str) -> Database:
         """Open (creating if needed) and migrate the store at ``path``."""
-        if path != ":memory:":
-            await anyio.to_thread.run_sync(_make_parent, path)
-        try:
-            conn = await aiosqlite.connect(path, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreError(f"store {path}: {exc}") from exc
-        conn.row_factory = aiosqlite.Row
+        # Opening is quick local work done once before the first request, so it runs on the
+        # loop; a thread hop here would only add start-up time (SPEC 8 cold start).
+        conn = _connect(path)
         db = cls(conn, path)
         try:
-            await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            await conn.execute("PRAGMA foreign_keys = ON")
-            if path != ":memory:":
-                await db._set_wal()
-                await conn.execute("PRAGMA synchronous = NORMAL")
+            db._configure()
             await db.migrate()
         except sqlite3.DatabaseError as exc:
-            await conn.close()
+            conn.close()
             raise StoreError(f"store {path}: {exc}") from exc
         except BaseException:
-            await conn.close()
+            conn.close()
             raise
         return db
 
-    async def _set_wal(self) -> None:
+    def _configure(self) -> None:
+        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        if self.path != ":memory:":
+            self._retry_busy(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._conn.execute("PRAGMA busy_timeout = 0")
+
+    def _retry_busy(self, action: Callable[[], object]) -> None:
         for attempt in range(_BUSY_RETRIES):
             try:
-                await self._conn.execute("PRAGMA journal_mode = WAL")
+                action()
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
                     raise
-                await anyio.sleep(0.05 * (attempt + 1))
+                log.warning("store busy, retrying (attempt %d)", attempt + 1)
             else:
                 return
 
     async def close(self) -> None:
         """Close the connection; WAL content is already durable."""
-        await self._conn.close()
+        async with self._lock:
+            self._conn.close()
 
-    async def _begin(self, statement: str) -> None:
-        for attempt in range(_BUSY_RETRIES):
+    def _run(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+        """BEGIN, ``fn(conn)``, then COMMIT (or ROLLBACK for reads and on any error)."""
+        self._conn.execute(begin)
+        try:
+            result = fn(self._conn)
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT" if commit else "ROLLBACK")
+        return result
+
+    def _run_waiting(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+        """The same, in a worker thread, waiting for the lock up to the busy timeout."""
+        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        try:
+            for attempt in range(_BUSY_RETRIES):
+                try:
+                    return self._run(begin, fn, commit=commit)
+                except sqlite3.OperationalError as exc:
+                    if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1 or self._conn.in_transaction:
+                        raise
+                    log.warning("store busy after %d ms, retrying", BUSY_TIMEOUT_MS)
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            self._conn.execute("PRAGMA busy_timeout = 0")
+
+    async def _transact(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+        async with self._lock:
             try:
-                await self._conn.execute(statement)
+                # Fast path: the lock is free (busy_timeout is 0 here), run on the loop.
+                return self._run(begin, fn, commit=commit)
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
+                if not _is_busy(exc) or self._conn.in_transaction:
                     raise
-                log.warning("store busy, retrying %s (attempt %d)", statement, attempt + 1)
-                await anyio.sleep(0.05 * (attempt + 1))
-            else:
-                return
+            # Another process holds the lock: wait for it off the event loop.
+            return await anyio.to_thread.run_sync(lambda: self._run_waiting(begin, fn, commit=commit))
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``): commits on success, rolls back on error."""
-        async with self._lock:
-            await self._begin("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                await self._conn.execute("ROLLBACK")
-                raise
-            await self._conn.execute("COMMIT")
+    async def write(self, fn: Callable[[Conn], T]) -> T:
+        """Run ``fn`` in a write transaction (``BEGIN IMMEDIATE``); commit, or roll back on error."""
+        return await self._transact("BEGIN IMMEDIATE", fn, commit=True)
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A read-only snapshot: every query inside sees the same committed state."""
-        async with self._lock:
-            await self._begin("BEGIN")
-            try:
-                yield self._conn
-            finally:
-                await self._conn.execute("ROLLBACK")
+    async def read(self, fn: Callable[[Conn], T]) -> T:
+        """Run ``fn`` on one consistent snapshot; nothing it does is kept."""
+        return await self._transact("BEGIN", fn, commit=False)
 
     async def schema_version(self) -> int:
         """The highest migration applied to this store."""
-        async with self.read() as conn:
-            return await _current_version(conn)
+        return await self.read(_current_version)
 
     async def migrate(self) -> list[int]:
         """Apply every pending migration, each in its own transaction with its record."""
         applied: list[int] = []
-        async with self.transaction() as conn:
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
+        if await self.read(_current_version) >= MIGRATIONS[-1].version:
+            return applied  # the common case: one read, no write lock
+        await self.write(_create_migrations_table)
         for migration in MIGRATIONS:
-            async with self.transaction() as conn:
-                if migration.version <= await _current_version(conn):
-                    continue
-                # Statements run one by one: executescript() would COMMIT behind our back.
-                for statement in migration.statements:
-                    await conn.execute(statement)
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at) "
-                    "VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-                    (migration.version, migration.name),
-                )
+            if await self.write(functools.partial(_apply, migration)):
                 applied.append(migration.version)
                 log.info("applied migration %03d %s", migration.version, migration.name)
         return applied
 
 
-async def _current_version(conn: aiosqlite.Connection) -> int:
-    async with conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations") as cur:
-        row = await cur.fetchone()
+def _create_migrations_table(conn: Conn) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+
+
+def _apply(migration: Migration, conn: Conn) -> bool:
+    if migration.version <= _current_version(conn):
+        return False  # another process applied it first
+    # Statements run one by one: executescript() would COMMIT behind our back.
+    for statement in migration.statements:
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, applied_at) "
+        "VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+        (migration.version, migration.name),
+    )
+    return True
+
+
+def _current_version(conn: Conn) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
     return int(row[0]) if row else 0

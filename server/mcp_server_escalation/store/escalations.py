@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import aiosqlite
-
 from ..models.escalations import Escalation, EscalationResponse, EscalationSummary, Trigger
+from .db import Conn
 
 RESOLVED_STATUSES = (
     "resolved",
@@ -43,7 +43,7 @@ _UPDATABLE = frozenset(
 )
 
 
-def _escalation(row: aiosqlite.Row) -> Escalation:
+def _escalation(row: sqlite3.Row) -> Escalation:
     response = None
     if row["response_type"]:
         response = EscalationResponse(
@@ -79,15 +79,14 @@ def _escalation(row: aiosqlite.Row) -> Escalation:
     )
 
 
-async def get(conn: aiosqlite.Connection, escalation_id: int) -> Escalation | None:
+def get(conn: Conn, escalation_id: int) -> Escalation | None:
     """The escalation, or None."""
-    async with conn.execute("SELECT * FROM escalations WHERE escalation_id = ?", (escalation_id,)) as cur:
-        row = await cur.fetchone()
+    row = conn.execute("SELECT * FROM escalations WHERE escalation_id = ?", (escalation_id,)).fetchone()
     return _escalation(row) if row else None
 
 
-async def insert(
-    conn: aiosqlite.Connection,
+def insert(
+    conn: Conn,
     *,
     task_id: str,
     agent_id: str,
@@ -105,7 +104,7 @@ async def insert(
     now: str,
 ) -> int:
     """A new pending escalation; returns its id."""
-    cur = await conn.execute(
+    cur = conn.execute(
         "INSERT INTO escalations (task_id, agent_id, generation, type, priority, blocking,"
         " status, triggers_json, response_options_json, context_json, reason, question,"
         " options_json, follow_up_of, created_at, updated_at)"
@@ -133,62 +132,62 @@ async def insert(
     return cur.lastrowid
 
 
-async def update(conn: aiosqlite.Connection, escalation_id: int, now: str, **columns: Any) -> None:
+def update(conn: Conn, escalation_id: int, now: str, **columns: Any) -> None:
     """Set allow-listed columns; every change bumps ``revision`` (watchers key on it)."""
     unknown = set(columns) - _UPDATABLE
     if unknown:
         raise ValueError(f"not updatable: {sorted(unknown)}")
     names = sorted(columns)
     assignments = "".join(f"{name} = ?, " for name in names)
-    await conn.execute(
+    conn.execute(
         f"UPDATE escalations SET {assignments}revision = revision + 1, updated_at = ?"  # noqa: S608 (allow-listed names)
         " WHERE escalation_id = ?",
         (*(columns[name] for name in names), now, escalation_id),
     )
 
 
-async def open_triggered(conn: aiosqlite.Connection, task_id: str) -> Escalation | None:
+def open_triggered(conn: Conn, task_id: str) -> Escalation | None:
     """The task's oldest pending escalation that was raised by an objective trigger."""
-    async with conn.execute(
+    row = conn.execute(
         "SELECT * FROM escalations WHERE task_id = ? AND status = 'pending'"
         " AND type NOT IN (?, ?) ORDER BY escalation_id LIMIT 1",
         (task_id, *_QUESTION_TYPES),
-    ) as cur:
-        row = await cur.fetchone()
+    ).fetchone()
     return _escalation(row) if row else None
 
 
-async def blocking_open(conn: aiosqlite.Connection, task_id: str) -> Escalation | None:
+def blocking_open(conn: Conn, task_id: str) -> Escalation | None:
     """The escalation that holds the task: blocking and pending, or answered but unacknowledged.
 
     Pending ones come first (the agent must wait), then the oldest unacknowledged answer.
     """
-    async with conn.execute(
+    row = conn.execute(
         "SELECT * FROM escalations WHERE task_id = ? AND blocking = 1 AND ("
         "   status = 'pending' OR (response_type IS NOT NULL AND response_type != 'withdraw'"
         "   AND acknowledged_at IS NULL AND status != 'agent_terminated'))"
         " ORDER BY status != 'pending', escalation_id LIMIT 1",
         (task_id,),
-    ) as cur:
-        row = await cur.fetchone()
+    ).fetchone()
     return _escalation(row) if row else None
 
 
-async def pending_for_task(conn: aiosqlite.Connection, task_id: str) -> list[Escalation]:
+def pending_for_task(conn: Conn, task_id: str) -> list[Escalation]:
     """Every pending escalation of the task, oldest first."""
-    async with conn.execute(
+    rows = conn.execute(
         "SELECT * FROM escalations WHERE task_id = ? AND status = 'pending' ORDER BY escalation_id",
         (task_id,),
-    ) as cur:
-        return [_escalation(row) for row in await cur.fetchall()]
+    ).fetchall()
+    return [_escalation(row) for row in rows]
 
 
-async def for_task(conn: aiosqlite.Connection, task_id: str) -> list[Escalation]:
+def for_task(conn: Conn, task_id: str) -> list[Escalation]:
     """Every escalation of the task, oldest first."""
-    async with conn.execute(
-        "SELECT * FROM escalations WHERE task_id = ? ORDER BY escalation_id", (task_id,)
-    ) as cur:
-        return [_escalation(row) for row in await cur.fetchall()]
+    return [
+        _escalation(row)
+        for row in conn.execute(
+            "SELECT * FROM escalations WHERE task_id = ? ORDER BY escalation_id", (task_id,)
+        ).fetchall()
+    ]
 
 
 def _status_filter(status: str) -> tuple[str, tuple[str, ...]]:
@@ -199,22 +198,20 @@ def _status_filter(status: str) -> tuple[str, tuple[str, ...]]:
     return "1 = 1", ()
 
 
-async def list_escalations(
-    conn: aiosqlite.Connection, *, status: str, task_id: str | None, limit: int
+def list_escalations(
+    conn: Conn, *, status: str, task_id: str | None, limit: int
 ) -> tuple[list[Escalation], int]:
     """A page of escalations (newest first) and how many match in all."""
     clause, params = _status_filter(status)
     if task_id is not None:
         clause += " AND task_id = ?"
         params = (*params, task_id)
-    async with conn.execute(f"SELECT COUNT(*) FROM escalations WHERE {clause}", params) as cur:  # noqa: S608
-        row = await cur.fetchone()
+    row = conn.execute(f"SELECT COUNT(*) FROM escalations WHERE {clause}", params).fetchone()  # noqa: S608
     total = int(row[0]) if row else 0
-    async with conn.execute(
+    rows = conn.execute(
         f"SELECT * FROM escalations WHERE {clause} ORDER BY escalation_id DESC LIMIT ?",  # noqa: S608
         (*params, limit),
-    ) as cur:
-        rows = await cur.fetchall()
+    ).fetchall()
     return [_escalation(row) for row in rows], total
 
 
@@ -236,10 +233,9 @@ def summary(escalation: Escalation) -> EscalationSummary:
     )
 
 
-async def response_state(conn: aiosqlite.Connection, escalation_id: int) -> tuple[str, int] | None:
+def response_state(conn: Conn, escalation_id: int) -> tuple[str, int] | None:
     """(status, revision): the cheap poll behind get_escalation's wait."""
-    async with conn.execute(
+    row = conn.execute(
         "SELECT status, revision FROM escalations WHERE escalation_id = ?", (escalation_id,)
-    ) as cur:
-        row = await cur.fetchone()
+    ).fetchone()
     return (row[0], row[1]) if row else None

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-
 from ..models.failures import FailureRecord, Occurrence
+from .db import Conn
 
 _ID = re.compile(r"^F-(\d{1,18})$")
 
@@ -25,7 +25,7 @@ def parse_failure_id(value: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _record(row: aiosqlite.Row) -> FailureRecord:
+def _record(row: sqlite3.Row) -> FailureRecord:
     return FailureRecord(
         failure_id=failure_id(row["seq"]),
         task_id=row["task_id"],
@@ -82,14 +82,14 @@ class NewFailure:
     line: int | None
 
 
-async def record_occurrence(conn: aiosqlite.Connection, new: NewFailure, now: str) -> FailureRecord:
+def record_occurrence(conn: Conn, new: NewFailure, now: str) -> FailureRecord:
     """Insert the record or count one more occurrence of it; keep the occurrence itself.
 
     A repeat refreshes the record's latest message and advice (the newest wording is the
     most useful), reactivates a resolved record (it happened again), and keeps the highest
     severity seen.
     """
-    await conn.execute(
+    row = conn.execute(
         """INSERT INTO failures (task_id, project, step, phase, signal_type, classified_by,
                severity, fingerprint, message, error_type, tool_name, error_code,
                attempted_action, observed_outcome, recommended_adjustment,
@@ -112,7 +112,8 @@ async def record_occurrence(conn: aiosqlite.Connection, new: NewFailure, now: st
                    WHEN instr('lowmediumhighcritical', excluded.severity)
                       > instr('lowmediumhighcritical', severity)
                    THEN excluded.severity ELSE severity END,
-               status = CASE WHEN status = 'resolved' THEN 'active' ELSE status END""",
+               status = CASE WHEN status = 'resolved' THEN 'active' ELSE status END
+           RETURNING *""",
         (
             new.task_id,
             new.project,
@@ -134,15 +135,10 @@ async def record_occurrence(conn: aiosqlite.Connection, new: NewFailure, now: st
             now,
             now,
         ),
-    )
-    async with conn.execute(
-        "SELECT * FROM failures WHERE task_id = ? AND fingerprint = ?",
-        (new.task_id, new.fingerprint),
-    ) as cur:
-        row = await cur.fetchone()
+    ).fetchone()
     if row is None:
         raise RuntimeError("failure record vanished inside its own transaction")
-    await conn.execute(
+    conn.execute(
         """INSERT INTO failure_occurrences (failure_seq, task_id, generation, agent_id, step,
                message, file, line, attempted_action, details_json, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
@@ -163,22 +159,20 @@ async def record_occurrence(conn: aiosqlite.Connection, new: NewFailure, now: st
     return _record(row)
 
 
-async def get(conn: aiosqlite.Connection, seq: int) -> FailureRecord | None:
+def get(conn: Conn, seq: int) -> FailureRecord | None:
     """The record, or None."""
-    async with conn.execute("SELECT * FROM failures WHERE seq = ?", (seq,)) as cur:
-        row = await cur.fetchone()
+    row = conn.execute("SELECT * FROM failures WHERE seq = ?", (seq,)).fetchone()
     return _record(row) if row else None
 
 
-async def recent_occurrences(conn: aiosqlite.Connection, failure_id_: str, limit: int) -> list[Occurrence]:
+def recent_occurrences(conn: Conn, failure_id_: str, limit: int) -> list[Occurrence]:
     """The latest ``limit`` occurrences of a record, oldest first."""
     seq = parse_failure_id(failure_id_)
-    async with conn.execute(
+    rows = conn.execute(
         "SELECT * FROM (SELECT * FROM failure_occurrences WHERE failure_seq = ?"
         " ORDER BY occurrence_id DESC LIMIT ?) ORDER BY occurrence_id",
         (seq, limit),
-    ) as cur:
-        rows = await cur.fetchall()
+    ).fetchall()
     return [
         Occurrence(
             at=row["created_at"],
@@ -194,11 +188,10 @@ async def recent_occurrences(conn: aiosqlite.Connection, failure_id_: str, limit
     ]
 
 
-async def count_for_task(conn: aiosqlite.Connection, task_id: str) -> tuple[int, int]:
+def count_for_task(conn: Conn, task_id: str) -> tuple[int, int]:
     """(records, occurrences) of a task."""
-    async with conn.execute(
+    row = conn.execute(
         "SELECT COUNT(*), COALESCE(SUM(occurrence_count), 0) FROM failures WHERE task_id = ?",
         (task_id,),
-    ) as cur:
-        row = await cur.fetchone()
+    ).fetchone()
     return (int(row[0]), int(row[1])) if row else (0, 0)

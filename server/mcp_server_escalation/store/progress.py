@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
-import aiosqlite
-
 from ..models.tasks import Action, ProgressEntry, Task, TestRun
+from .db import Conn
 
 
-async def insert_report(
-    conn: aiosqlite.Connection,
+def insert_report(
+    conn: Conn,
     task: Task,
     *,
     step: str,
@@ -25,7 +25,7 @@ async def insert_report(
     now: str,
 ) -> None:
     """One report_progress call."""
-    await conn.execute(
+    conn.execute(
         "INSERT INTO progress_reports (task_id, generation, agent_id, step, outcome,"
         " files_json, tests_passed, tests_failed, pass_rate, improved, note, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -46,7 +46,7 @@ async def insert_report(
     )
 
 
-def _entry(row: aiosqlite.Row) -> ProgressEntry:
+def _entry(row: sqlite3.Row) -> ProgressEntry:
     return ProgressEntry(
         at=row["created_at"],
         step=row["step"],
@@ -60,24 +60,23 @@ def _entry(row: aiosqlite.Row) -> ProgressEntry:
     )
 
 
-async def recent_reports(conn: aiosqlite.Connection, task: Task, limit: int) -> list[ProgressEntry]:
+def recent_reports(conn: Conn, task: Task, limit: int) -> list[ProgressEntry]:
     """The latest ``limit`` reports of the current generation, oldest first."""
-    async with conn.execute(
+    rows = conn.execute(
         "SELECT * FROM (SELECT * FROM progress_reports WHERE task_id = ? AND generation = ?"
         " ORDER BY report_id DESC LIMIT ?) ORDER BY report_id",
         (task.task_id, task.generation, limit),
-    ) as cur:
-        return [_entry(row) for row in await cur.fetchall()]
+    ).fetchall()
+    return [_entry(row) for row in rows]
 
 
-async def list_test_runs(conn: aiosqlite.Connection, task_id: str, limit: int = 200) -> list[TestRun]:
+def list_test_runs(conn: Conn, task_id: str, limit: int = 200) -> list[TestRun]:
     """The task's latest test runs (every agent), oldest first."""
-    async with conn.execute(
+    rows = conn.execute(
         "SELECT * FROM (SELECT * FROM progress_reports WHERE task_id = ? AND pass_rate IS NOT NULL"
         " ORDER BY report_id DESC LIMIT ?) ORDER BY report_id",
         (task_id, limit),
-    ) as cur:
-        rows = await cur.fetchall()
+    ).fetchall()
     return [
         TestRun(
             at=row["created_at"],
@@ -92,43 +91,34 @@ async def list_test_runs(conn: aiosqlite.Connection, task_id: str, limit: int = 
     ]
 
 
-async def latest_test_run(conn: aiosqlite.Connection, task_id: str) -> TestRun | None:
+def latest_test_run(conn: Conn, task_id: str) -> TestRun | None:
     """The task's most recent test run."""
-    runs = await list_test_runs(conn, task_id, limit=1)
+    runs = list_test_runs(conn, task_id, limit=1)
     return runs[-1] if runs else None
 
 
-async def add_action(
-    conn: aiosqlite.Connection, task: Task, kind: str, detail: dict[str, Any], now: str
-) -> None:
+def add_action(conn: Conn, task: Task, kind: str, detail: dict[str, Any], now: str) -> None:
     """Append to the task's action history."""
-    await conn.execute(
+    conn.execute(
         "INSERT INTO actions (task_id, generation, agent_id, kind, detail_json, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?)",
-        (
-            task.task_id,
-            task.generation,
-            task.agent_id,
-            kind,
-            json.dumps(detail, sort_keys=True),
-            now,
-        ),
+        (task.task_id, task.generation, task.agent_id, kind, json.dumps(detail, sort_keys=True), now),
     )
 
 
-async def recent_actions(conn: aiosqlite.Connection, task_id: str, limit: int) -> list[Action]:
+def recent_actions(conn: Conn, task_id: str, limit: int) -> list[Action]:
     """The task's latest ``limit`` actions, oldest first."""
-    async with conn.execute(
+    rows = conn.execute(
         "SELECT * FROM (SELECT * FROM actions WHERE task_id = ? ORDER BY action_id DESC LIMIT ?)"
         " ORDER BY action_id",
         (task_id, limit),
-    ) as cur:
-        return [
-            Action(
-                at=row["created_at"],
-                agent_id=row["agent_id"],
-                kind=row["kind"],
-                detail=json.loads(row["detail_json"]),
-            )
-            for row in await cur.fetchall()
-        ]
+    ).fetchall()
+    return [
+        Action(
+            at=row["created_at"],
+            agent_id=row["agent_id"],
+            kind=row["kind"],
+            detail=json.loads(row["detail_json"]),
+        )
+        for row in rows
+    ]

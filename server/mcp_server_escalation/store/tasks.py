@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
-
-import aiosqlite
 
 from ..models.tasks import Counters, Task
 from ..models.thresholds import Thresholds
+from .db import Conn
 
 _SELECT = """
 SELECT t.*,
@@ -41,7 +41,7 @@ _UPDATABLE = frozenset(
 )
 
 
-def _task(row: aiosqlite.Row) -> Task:
+def _task(row: sqlite3.Row) -> Task:
     return Task(
         task_id=row["task_id"],
         title=row["title"],
@@ -70,25 +70,21 @@ def _task(row: aiosqlite.Row) -> Task:
     )
 
 
-async def get(conn: aiosqlite.Connection, task_id: str) -> Task | None:
+def get(conn: Conn, task_id: str) -> Task | None:
     """The task, or None."""
-    async with conn.execute(_SELECT + " WHERE t.task_id = ?", (task_id,)) as cur:
-        row = await cur.fetchone()
+    row = conn.execute(_SELECT + " WHERE t.task_id = ?", (task_id,)).fetchone()
     return _task(row) if row else None
 
 
-async def list_tasks(
-    conn: aiosqlite.Connection, *, status: str | None = None, limit: int = 100
-) -> list[Task]:
+def list_tasks(conn: Conn, *, status: str | None = None, limit: int = 100) -> list[Task]:
     """Tasks, most recently updated first."""
     where, params = ("WHERE t.status = ?", [status]) if status else ("", [])
     query = f"{_SELECT} {where} ORDER BY t.updated_at DESC, t.task_id LIMIT ?"
-    async with conn.execute(query, (*params, limit)) as cur:
-        return [_task(row) for row in await cur.fetchall()]
+    return [_task(row) for row in conn.execute(query, (*params, limit)).fetchall()]
 
 
-async def insert(
-    conn: aiosqlite.Connection,
+def insert(
+    conn: Conn,
     *,
     task_id: str,
     title: str,
@@ -101,7 +97,7 @@ async def insert(
     now: str,
 ) -> None:
     """A new active task in its first generation."""
-    await conn.execute(
+    conn.execute(
         "INSERT INTO tasks (task_id, title, specification, scope_json, project, agent_id,"
         " status, thresholds_json, baseline_pass_rate, best_pass_rate, created_at, updated_at)"
         " VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)",
@@ -119,30 +115,28 @@ async def insert(
             now,
         ),
     )
-    await conn.execute(
+    conn.execute(
         "INSERT INTO task_assignments (task_id, generation, agent_id, assigned_at) VALUES (?, 1, ?, ?)",
         (task_id, agent_id, now),
     )
 
 
-async def update(conn: aiosqlite.Connection, task_id: str, now: str, **columns: Any) -> None:
+def update(conn: Conn, task_id: str, now: str, **columns: Any) -> None:
     """Set the given columns (from a fixed allow-list) and ``updated_at``."""
     unknown = set(columns) - _UPDATABLE
     if unknown:
         raise ValueError(f"not updatable: {sorted(unknown)}")
     names = sorted(columns)
     assignments = ", ".join(f"{name} = ?" for name in names)
-    await conn.execute(
+    conn.execute(
         f"UPDATE tasks SET {assignments}, updated_at = ? WHERE task_id = ?",  # noqa: S608 (allow-listed names)
         (*(columns[name] for name in names), now, task_id),
     )
 
 
-async def save_counters(
-    conn: aiosqlite.Connection, task_id: str, counters: Counters, now: str, **extra: Any
-) -> None:
+def save_counters(conn: Conn, task_id: str, counters: Counters, now: str, **extra: Any) -> None:
     """Persist the counters (files_modified is derived, never stored)."""
-    await update(
+    update(
         conn,
         task_id,
         now,
@@ -155,42 +149,54 @@ async def save_counters(
     )
 
 
-async def reassign(conn: aiosqlite.Connection, task: Task, agent_id: str, now: str) -> None:
+def reassign(conn: Conn, task: Task, agent_id: str, now: str) -> None:
     """Hand the task to another agent: a new generation with zeroed counters."""
     generation = task.generation + 1
-    await save_counters(conn, task.task_id, Counters(), now, agent_id=agent_id, generation=generation)
-    await conn.execute(
+    save_counters(conn, task.task_id, Counters(), now, agent_id=agent_id, generation=generation)
+    conn.execute(
         "INSERT INTO task_assignments (task_id, generation, agent_id, assigned_at) VALUES (?, ?, ?, ?)",
         (task.task_id, generation, agent_id, now),
     )
 
 
-async def modified_files(conn: aiosqlite.Connection, task: Task) -> list[str]:
+def modified_files(conn: Conn, task: Task) -> list[str]:
     """The distinct normalised paths modified in the task's current generation, in order."""
-    async with conn.execute(
-        "SELECT path FROM modified_files WHERE task_id = ? AND generation = ? ORDER BY first_at, path",
-        (task.task_id, task.generation),
-    ) as cur:
-        return [row[0] for row in await cur.fetchall()]
+    return [
+        row[0]
+        for row in conn.execute(
+            "SELECT path FROM modified_files WHERE task_id = ? AND generation = ? ORDER BY first_at, path",
+            (task.task_id, task.generation),
+        ).fetchall()
+    ]
 
 
-async def add_modified_files(
-    conn: aiosqlite.Connection, task: Task, paths: list[str], source: str, now: str
-) -> None:
+def already_modified(conn: Conn, task: Task, paths: list[str]) -> set[str]:
+    """Those of ``paths`` already in the task's modified set (one indexed lookup each)."""
+    if not paths:
+        return set()
+    unique = sorted(set(paths))
+    marks = ", ".join("?" * len(unique))
+    rows = conn.execute(
+        f"SELECT path FROM modified_files WHERE task_id = ? AND generation = ? AND path IN ({marks})",  # noqa: S608 (placeholders only)
+        (task.task_id, task.generation, *unique),
+    ).fetchall()
+    return {row[0] for row in rows}
+
+
+def add_modified_files(conn: Conn, task: Task, paths: list[str], source: str, now: str) -> None:
     """Add paths to the modified set; a path already there is not counted again."""
-    await conn.executemany(
+    conn.executemany(
         "INSERT OR IGNORE INTO modified_files (task_id, generation, path, source, first_at)"
         " VALUES (?, ?, ?, ?, ?)",
         [(task.task_id, task.generation, path, source, now) for path in paths],
     )
 
 
-async def latest_active_in_project(conn: aiosqlite.Connection, project: str) -> Task | None:
+def latest_active_in_project(conn: Conn, project: str) -> Task | None:
     """The project's most recently updated active or paused task."""
-    async with conn.execute(
+    row = conn.execute(
         _SELECT + " WHERE t.project = ? AND t.status IN ('active', 'paused')"
         " ORDER BY t.updated_at DESC, t.task_id LIMIT 1",
         (project,),
-    ) as cur:
-        row = await cur.fetchone()
+    ).fetchone()
     return _task(row) if row else None

@@ -1,0 +1,86 @@
+"""Building the SDK's ``Tool`` objects for our tools, fast and fully described.
+
+Start-up cost decides the shape (SPEC 8: cold start within 1.15x of a minimal
+``MCPServer``). The SDK's decorator derives both JSON Schemas of every tool at import
+time; we build each ``Tool`` from its argument model (which validation needs anyway) and
+the schemas generated ahead of time into ``schemas/tools/`` (``python -m
+mcp_server_escalation.adapters.schemas``; a test fails when they differ from the models).
+Descriptions then come from ``prompts/tools.toml``, strictly: every tool and argument.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import typing
+from collections.abc import Awaitable, Callable
+from functools import cache
+from typing import Any
+
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
+from mcp.server.mcpserver.utilities.func_metadata import func_metadata
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel
+
+from ..datafiles import data_dir
+from ..errors import ConfigError
+from ..prompts import PromptBook
+from .output_schemas import flat_schema
+
+ToolFunction = Callable[..., Awaitable[BaseModel]]
+
+
+@cache
+def _published(name: str) -> dict[str, Any] | None:
+    path = data_dir("schemas") / "tools" / name
+    if not path.is_file():
+        return None
+    loaded = json.loads(path.read_text(encoding="utf-8"))
+    return loaded if isinstance(loaded, dict) else None
+
+
+def structured_tool(fn: ToolFunction, annotations: ToolAnnotations, *, use_published: bool = True) -> Tool:
+    """A ``Tool`` whose result is validated against its model and published flattened."""
+    context = find_context_parameter(fn)
+    metadata = func_metadata(fn, skip_names=[context] if context else [], structured_output=False)
+    result_model = typing.get_type_hints(fn)["return"]
+    name = fn.__name__
+    output = _published(f"{name}.output.json") if use_published else None
+    parameters = _published(f"{name}.input.json") if use_published else None
+    # Hand-built structured output, as the SDK documents it: the fields are read live.
+    metadata.output_model = result_model
+    metadata.output_schema = output or flat_schema(result_model)
+    return Tool(
+        fn=fn,
+        name=name,
+        description=fn.__doc__ or name,
+        parameters=copy.deepcopy(parameters or metadata.arg_model.model_json_schema(by_alias=True)),
+        fn_metadata=metadata,
+        is_async=True,
+        context_kwarg=context,
+        annotations=annotations,
+    )
+
+
+def describe_tools(tools: list[Tool], prompts: PromptBook) -> None:
+    """Put the descriptions from prompts/ on every tool and argument (all, or fail)."""
+    by_name = {tool.name: tool for tool in tools}
+    unknown = sorted(set(prompts.tools) - set(by_name))
+    if unknown:
+        raise ConfigError(f"{prompts.directory}: descriptions for unknown tool(s) {unknown}")
+    for name, tool in sorted(by_name.items()):
+        text = prompts.tools.get(name)
+        if text is None:
+            raise ConfigError(f"{prompts.directory}: tool {name!r} has no description")
+        properties: dict[str, Any] = tool.parameters.get("properties", {})
+        missing = sorted(set(properties) - set(text.arguments))
+        extra = sorted(set(text.arguments) - set(properties))
+        if missing or extra:
+            raise ConfigError(
+                f"{prompts.directory}: tool {name!r}: arguments without a description {missing}, "
+                f"descriptions of unknown arguments {extra}"
+            )
+        tool.description = text.description
+        for argument, description in text.arguments.items():
+            properties[argument]["description"] = description
