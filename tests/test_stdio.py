@@ -41,9 +41,11 @@ DIRECTED_TOOLS = AGENT_TOOLS - {"list_escalations", "resolve_escalation"}
 
 
 @asynccontextmanager
-async def stdio_agent(db_path: str, mode: str = "legacy") -> AsyncIterator[Agent]:
+async def stdio_agent(
+    db_path: str, mode: str = "legacy", cwd: str | None = None
+) -> AsyncIterator[Agent]:
     """The console script as a stdio subprocess on ``db_path``, connected through the SDK."""
-    params = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path])
+    params = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path], cwd=cwd)
     async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
         yield Agent(client)
 
@@ -274,3 +276,16 @@ async def test_stdout_carries_protocol_messages_only(db_path: str) -> None:
     assert by_id[1]["result"]["serverInfo"]["name"] == "mcp-server-escalation"
     assert by_id[2]["result"]["structuredContent"]["task_id"] == "raw"
     assert by_id[2]["result"].get("isError") is not True
+
+
+async def test_the_installed_server_works_from_any_directory(db_path: str, tmp_path: Path) -> None:
+    # Prompts and schemas travel in the wheel: nothing may depend on the repository checkout.
+    elsewhere = tmp_path / "some" / "project"
+    elsewhere.mkdir(parents=True)
+    with anyio.fail_after(30):
+        async with stdio_agent(db_path, cwd=str(elsewhere)) as agent:
+            listed = await agent.client.list_tools()
+            started = await agent.call("start_task", title="from elsewhere", task_id="cwd-1")
+    assert {t.name for t in listed.tools} >= AGENT_TOOLS
+    assert started["task"]["project"] == str(elsewhere)
+    assert started["directive"] == "proceed"
