@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from functools import lru_cache
 from typing import Any
 
 from ..models.tasks import Counters, Task
@@ -41,6 +42,12 @@ _UPDATABLE = frozenset(
 )
 
 
+@lru_cache(maxsize=256)
+def _thresholds(text: str) -> Thresholds:
+    # Thresholds are frozen and a store holds few distinct sets: parse each one once.
+    return Thresholds.model_validate_json(text)
+
+
 def _task(row: sqlite3.Row) -> Task:
     return Task(
         task_id=row["task_id"],
@@ -51,7 +58,7 @@ def _task(row: sqlite3.Row) -> Task:
         agent_id=row["agent_id"],
         generation=row["generation"],
         status=row["status"],
-        thresholds=Thresholds.model_validate_json(row["thresholds_json"]),
+        thresholds=_thresholds(row["thresholds_json"]),
         baseline_pass_rate=row["baseline_pass_rate"],
         best_pass_rate=row["best_pass_rate"],
         approach=row["approach"],
