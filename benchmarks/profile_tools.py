@@ -3,18 +3,26 @@
 Serves ``mcp-server-escalation`` and the no-op server in this process through the SDK's
 in-memory ``Client`` and splits each tool call into:
 
-- the service call (``services.*``), and within it the time spent awaiting ``aiosqlite``,
-  how many round trips to its worker thread that took, and how much of it SQLite itself
-  spent executing statements (the rest is the thread hand-off);
+- the service call (``services.*``), and within it:
+  - the store transactions (``Database._run``: ``BEGIN`` .. ``COMMIT``, with the Python of
+    the unit of work in between), how many there were, and how many had to wait for the
+    write lock in a worker thread (``Database._run_waiting``; 0 unless another process
+    holds the lock);
+  - the time SQLite itself spent in statements (``execute``/``executemany`` and the
+    fetches that step a cursor) and how many statements ran, ``BEGIN``/``COMMIT``
+    included;
+  - the Python time in the service: the service time minus the SQLite time;
 - everything outside the service: argument validation, result validation and
   serialisation, dispatch, and the client's validation of the structured result.
 
-It patches internals (``aiosqlite.Connection._execute`` and the service functions the
-adapters call), so it is a diagnostic, not a benchmark of record; ``--cprofile DIR`` also
-writes one cProfile file per tool (``python -m pstats DIR/record_failure.prof``).
+It times SQLite with a ``sqlite3.Connection`` subclass given to the store's connection
+factory, and patches ``Database._run``/``_run_waiting`` and the service functions the
+adapters call, so it is a diagnostic, not a benchmark of record (the wrappers add a few
+microseconds per statement). ``--cprofile DIR`` also writes one cProfile file per tool
+(``python -m pstats DIR/record_failure.prof``).
 
     python benchmarks/profile_tools.py
-    python benchmarks/profile_tools.py --mode legacy --calls 500 --cprofile /tmp/prof
+    python benchmarks/profile_tools.py --mode auto --calls 500 --cprofile /tmp/prof
 """
 
 from __future__ import annotations
@@ -22,14 +30,17 @@ from __future__ import annotations
 import argparse
 import cProfile
 import functools
+import json
+import os
+import sqlite3
 import statistics
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import anyio
 from mcp import Client
 
@@ -38,9 +49,11 @@ from bench_stdio import ARGS, NO_ESCALATION
 from mcp_server_escalation.adapters.app import build_server
 from mcp_server_escalation.services import failures, progress
 from mcp_server_escalation.settings import Settings
+from mcp_server_escalation.store import db as db_module
 
 TOOLS = ("record_failure", "report_progress", "check_edit")
 SERVICES = ((failures, "record_failure"), (progress, "report_progress"), (progress, "check_edit"))
+COLUMNS = ("call", "svc", "txn", "sql", "py", "out")
 
 
 class Meter:
@@ -51,33 +64,98 @@ class Meter:
 
     def reset(self) -> None:
         self.service = 0.0
-        self.awaiting_db = 0.0
+        self.transaction = 0.0
+        self.transactions = 0
+        self.waited = 0
         self.sqlite = 0.0
-        self.hops = 0
+        self.statements = 0
 
 
 METER = Meter()
 
 
-def instrument() -> None:
-    original_execute = aiosqlite.Connection._execute
+class TimedCursor(sqlite3.Cursor):
+    """A cursor whose fetches (which step the statement further) count as SQLite time."""
 
-    async def _execute(self: aiosqlite.Connection, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        def timed(*a: Any, **k: Any) -> Any:  # runs in aiosqlite's worker thread
-            t0 = time.perf_counter()
-            try:
-                return fn(*a, **k)
-            finally:
-                METER.sqlite += time.perf_counter() - t0
-
+    def fetchone(self) -> Any:
         t0 = time.perf_counter()
         try:
-            return await original_execute(self, timed, *args, **kwargs)
+            return super().fetchone()
         finally:
-            METER.awaiting_db += time.perf_counter() - t0
-            METER.hops += 1
+            METER.sqlite += time.perf_counter() - t0
 
-    aiosqlite.Connection._execute = _execute  # type: ignore[method-assign]
+    def fetchall(self) -> list[Any]:
+        t0 = time.perf_counter()
+        try:
+            return super().fetchall()
+        finally:
+            METER.sqlite += time.perf_counter() - t0
+
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        t0 = time.perf_counter()
+        try:
+            return super().fetchmany(self.arraysize if size is None else size)
+        finally:
+            METER.sqlite += time.perf_counter() - t0
+
+    def __next__(self) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return super().__next__()
+        finally:
+            METER.sqlite += time.perf_counter() - t0
+
+
+class TimedConnection(sqlite3.Connection):
+    """The store's connection, timing and counting every statement."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        cursor = self.cursor(TimedCursor)
+        t0 = time.perf_counter()
+        try:
+            return cursor.execute(sql, parameters)
+        finally:
+            METER.sqlite += time.perf_counter() - t0
+            METER.statements += 1
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> sqlite3.Cursor:
+        cursor = self.cursor(TimedCursor)
+        t0 = time.perf_counter()
+        try:
+            return cursor.executemany(sql, parameters)
+        finally:
+            METER.sqlite += time.perf_counter() - t0
+            METER.statements += 1
+
+
+def instrument() -> None:
+    """Patch the store and the services; returns nothing, changes this process only."""
+    original_connect = sqlite3.connect
+
+    def connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        kwargs.setdefault("factory", TimedConnection)
+        return original_connect(database, *args, **kwargs)
+
+    # The store calls ``sqlite3.connect`` through its module: give it the timed factory.
+    db_module.sqlite3 = _SqliteProxy(connect)  # type: ignore[assignment]
+
+    original_run = db_module.Database._run
+    original_waiting = db_module.Database._run_waiting
+
+    def _run(self: db_module.Database, begin: str, fn: Callable[..., Any], *, commit: bool) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original_run(self, begin, fn, commit=commit)
+        finally:
+            METER.transaction += time.perf_counter() - t0
+            METER.transactions += 1
+
+    def _run_waiting(self: db_module.Database, begin: str, fn: Callable[..., Any], *, commit: bool) -> Any:
+        METER.waited += 1
+        return original_waiting(self, begin, fn, commit=commit)
+
+    db_module.Database._run = _run  # type: ignore[method-assign]
+    db_module.Database._run_waiting = _run_waiting  # type: ignore[method-assign]
 
     for module, name in SERVICES:
         service = getattr(module, name)
@@ -93,87 +171,154 @@ def instrument() -> None:
         setattr(module, name, timed_service)
 
 
+class _SqliteProxy:
+    """``sqlite3`` as the store module sees it, with ``connect`` replaced."""
+
+    def __init__(self, connect: Callable[..., sqlite3.Connection]) -> None:
+        self.connect = connect
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sqlite3, name)
+
+
+def check_instrumented(settings: Settings) -> None:
+    """Fail loudly if the store no longer goes through the patched paths."""
+
+    async def probe() -> None:
+        database = await db_module.Database.open(settings.db_path)
+        try:
+            if not isinstance(database._conn, TimedConnection):
+                raise SystemExit("profile_tools: the store no longer opens via sqlite3.connect; update the script")
+            METER.reset()
+            await database.read(lambda conn: conn.execute("SELECT 1").fetchone())
+            if METER.transactions != 1 or METER.statements < 2:
+                raise SystemExit("profile_tools: Database._run is no longer used; update the script")
+        finally:
+            await database.close()
+
+    anyio.run(probe)
+
+
 def median_ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
 
-async def run(mode: str, calls: int, warmup: int, profile_dir: Path | None) -> None:
-    with tempfile.TemporaryDirectory(prefix="esc-prof-") as tmp:
-        settings = Settings.from_sources(
-            db=str(Path(tmp) / "prof.db"), config=None, role="agent", prompts=None
+async def run(mode: str, calls: int, warmup: int, profile_dir: Path | None, db_path: str) -> dict[str, Any]:
+    settings = Settings.from_sources(db=db_path, config=None, role="agent", prompts=None)
+    project = str(Path(db_path).parent)
+    server = build_server(settings)
+    report: dict[str, Any] = {"mode": mode, "calls": calls, "warmup": warmup, "tools": {}}
+    async with Client(server, mode=mode) as esc, Client(noop_server.mcp, mode=mode) as noop:  # type: ignore[arg-type]
+        started = await esc.call_tool(
+            "start_task", {"title": "profile", "project": project, "thresholds": NO_ESCALATION}
         )
-        server = build_server(settings)
-        async with Client(server, mode=mode) as esc, Client(noop_server.mcp, mode=mode) as noop:  # type: ignore[arg-type]
-            started = await esc.call_tool(
-                "start_task", {"title": "profile", "project": tmp, "thresholds": NO_ESCALATION}
-            )
-            assert started.structured_content is not None
-            task_id = started.structured_content["task_id"]
+        if started.is_error or started.structured_content is None:
+            raise RuntimeError(f"start_task failed: {started.content}")
+        task_id = started.structured_content["task_id"]
 
-            noop_times = []
-            for i in range(warmup + calls):
+        noop_times = []
+        for i in range(warmup + calls):
+            t0 = time.perf_counter()
+            await noop.call_tool("noop", {"text": f"call {i}"})
+            if i >= warmup:
+                noop_times.append(time.perf_counter() - t0)
+        base = median_ms(noop_times)
+        report["noop_median_ms"] = base
+        print(f"\nin-process, mode={mode}, {calls} calls/tool; noop median {base:.3f} ms")
+        print(
+            f"{'tool':<16} {'call':>7} {'service':>8} {'txn':>7} {'sqlite':>7} {'stmts':>6} "
+            f"{'py in svc':>10} {'outside svc':>12}  (ms, medians; txn/stmts per call)"
+        )
+        for tool in TOOLS:
+            make = ARGS[tool]
+            for i in range(warmup):
+                await esc.call_tool(tool, make(task_id, i))
+            rows: dict[str, list[float]] = {k: [] for k in COLUMNS}
+            transactions: list[int] = []
+            statements: list[int] = []
+            waited = escalated = 0
+            profiler = cProfile.Profile() if profile_dir else None
+            for i in range(warmup, warmup + calls):
+                args = make(task_id, i)
+                METER.reset()
+                if profiler:
+                    profiler.enable()
                 t0 = time.perf_counter()
-                await noop.call_tool("noop", {"text": f"call {i}"})
-                if i >= warmup:
-                    noop_times.append(time.perf_counter() - t0)
-            base = median_ms(noop_times)
-            print(f"\nin-process, mode={mode}, {calls} calls/tool; noop median {base:.2f} ms")
+                result = await esc.call_tool(tool, args)
+                elapsed = time.perf_counter() - t0
+                if profiler:
+                    profiler.disable()
+                if result.is_error:
+                    raise RuntimeError(f"{tool} failed: {result.content}")
+                if (result.structured_content or {}).get("escalation"):
+                    escalated += 1
+                rows["call"].append(elapsed)
+                rows["svc"].append(METER.service)
+                rows["txn"].append(METER.transaction)
+                rows["sql"].append(METER.sqlite)
+                rows["py"].append(METER.service - METER.sqlite)
+                rows["out"].append(elapsed - METER.service)
+                transactions.append(METER.transactions)
+                statements.append(METER.statements)
+                waited += METER.waited
+            m = {k: median_ms(v) for k, v in rows.items()}
+            entry: dict[str, Any] = {f"{k}_median_ms": v for k, v in m.items()}
+            entry["transactions_median"] = statistics.median(transactions)
+            entry["statements_median"] = statistics.median(statements)
+            entry["waited_for_lock"] = waited
+            entry["escalations"] = escalated
+            entry["ratio_call_vs_noop"] = m["call"] / base
+            entry["ratio_outside_vs_noop"] = m["out"] / base
+            report["tools"][tool] = entry
             print(
-                f"{'tool':<16} {'call':>7} {'service':>8} {'await db':>9} {'hops':>5} {'sqlite':>7} "
-                f"{'py in svc':>10} {'outside svc':>12}  (ms, medians)"
+                f"{tool:<16} {m['call']:>7.3f} {m['svc']:>8.3f} {m['txn']:>7.3f} {m['sql']:>7.3f} "
+                f"{entry['statements_median']:>6.0f} {m['py']:>10.3f} {m['out']:>12.3f}  "
+                f"({entry['ratio_call_vs_noop']:.2f}x noop; {entry['transactions_median']:.0f} txn)"
             )
-            for tool in TOOLS:
-                make = ARGS[tool]
-                for i in range(warmup):
-                    await esc.call_tool(tool, make(task_id, i))
-                rows: dict[str, list[float]] = {
-                    k: [] for k in ("call", "svc", "db", "hops", "sql", "py", "out")
-                }
-                profiler = cProfile.Profile() if profile_dir else None
-                for i in range(warmup, warmup + calls):
-                    args = make(task_id, i)
-                    METER.reset()
-                    if profiler:
-                        profiler.enable()
-                    t0 = time.perf_counter()
-                    result = await esc.call_tool(tool, args)
-                    elapsed = time.perf_counter() - t0
-                    if profiler:
-                        profiler.disable()
-                    if result.is_error:
-                        raise RuntimeError(f"{tool} failed: {result.content}")
-                    rows["call"].append(elapsed)
-                    rows["svc"].append(METER.service)
-                    rows["db"].append(METER.awaiting_db)
-                    rows["hops"].append(METER.hops)
-                    rows["sql"].append(METER.sqlite)
-                    rows["py"].append(METER.service - METER.awaiting_db)
-                    rows["out"].append(elapsed - METER.service)
-                m = {k: median_ms(v) for k, v in rows.items() if k != "hops"}
-                m["hops"] = statistics.median(rows["hops"])
-                print(
-                    f"{tool:<16} {m['call']:>7.2f} {m['svc']:>8.2f} {m['db']:>9.2f} {m['hops']:>5.0f} "
-                    f"{m['sql']:>7.2f} {m['py']:>10.2f} {m['out']:>12.2f}  ({m['call'] / base:.1f}x noop)"
-                )
-                if profiler and profile_dir:
-                    profiler.dump_stats(profile_dir / f"{tool}.prof")
-            if profile_dir:
-                print(f"cProfile files in {profile_dir} (timings above are inflated by the profiler)")
+            if waited or escalated:
+                print(f"  note: {waited} transactions waited for the lock, {escalated} results escalated")
+            if profiler and profile_dir:
+                profiler.dump_stats(profile_dir / f"{tool}.prof")
+        if profile_dir:
+            print(f"cProfile files in {profile_dir} (timings above are inflated by the profiler)")
+    print(
+        "txn = BEGIN..COMMIT including the Python of the unit of work; sqlite = time inside "
+        "statements and fetches;\npy in svc = service - sqlite; outside svc = call - service "
+        "(SDK validation, serialisation, dispatch, client)."
+    )
+    return report
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--warmup", type=int, default=30)
-    parser.add_argument("--mode", choices=["legacy", "auto"], default="legacy")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=300, help="measured calls per tool (default 300)")
+    parser.add_argument("--warmup", type=int, default=30, help="unmeasured calls per tool first (default 30)")
+    parser.add_argument("--mode", choices=["legacy", "auto", "both"], default="legacy")
     parser.add_argument("--cprofile", metavar="DIR", type=Path, help="also write cProfile files here")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-' for stdout)")
     args = parser.parse_args()
+    json_out = sys.stdout
+    if args.json == "-":
+        sys.stdout = sys.stderr
     if args.cprofile:
         args.cprofile.mkdir(parents=True, exist_ok=True)
     instrument()
-    anyio.run(run, args.mode, args.calls, args.warmup, args.cprofile)
+    modes = ["legacy", "auto"] if args.mode == "both" else [args.mode]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="esc-prof-") as tmp:
+        settings = Settings.from_sources(db=str(Path(tmp) / "probe.db"), config=None, role="agent", prompts=None)
+        check_instrumented(settings)
+        for mode in modes:
+            db_path = str(Path(tmp) / f"prof-{mode}.db")
+            results.append(anyio.run(run, mode, args.calls, args.warmup, args.cprofile, db_path))
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    if load:
+        print(f"\nload average {load[0]:.2f}")
+    report = {"benchmark": "in-process profile (diagnostic)", "load_average": load, "results": results}
+    if args.json == "-":
+        json_out.write(json.dumps(report, indent=2) + "\n")
+    elif args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

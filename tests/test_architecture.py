@@ -132,3 +132,43 @@ def test_no_model_facing_wording_in_the_tool_adapter() -> None:
     # Descriptions come from prompts/tools.toml; the adapter only carries types and limits.
     source = (PACKAGE / "adapters" / "tools.py").read_text(encoding="utf-8")
     assert "description=" not in source
+
+
+# Phrases that only prompt text contains (seed 000's check, extended to our sections).
+_PROMPT_PHRASES = (
+    "You are",
+    "Escalation Cycle",
+    "RETRY HISTORY",
+    "ESCALATION HISTORY",
+    "REVIEW FINDINGS",
+    "Do not repeat",
+    "Continue working",
+    "awaits a human",
+)
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_prompt_wording_in_python_code(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    strings = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+    assert [s for s in strings if any(p in s for p in _PROMPT_PHRASES)] == []
+
+
+def test_templates_have_no_default_wording() -> None:
+    # Seed 000: no defaults in code for template fields; a missing one must fail at load.
+    from mcp_server_escalation.prompts import TemplateFileModel, _TemplateEntry
+
+    assert _TemplateEntry.model_fields["text"].is_required()
+    assert TemplateFileModel.model_fields["version"].is_required()

@@ -41,9 +41,7 @@ DIRECTED_TOOLS = AGENT_TOOLS - {"list_escalations", "resolve_escalation"}
 
 
 @asynccontextmanager
-async def stdio_agent(
-    db_path: str, mode: str = "legacy", cwd: str | None = None
-) -> AsyncIterator[Agent]:
+async def stdio_agent(db_path: str, mode: str = "legacy", cwd: str | None = None) -> AsyncIterator[Agent]:
     """The console script as a stdio subprocess on ``db_path``, connected through the SDK."""
     params = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path], cwd=cwd)
     async with Client(params, mode=mode) as client:  # type: ignore[arg-type]

@@ -67,6 +67,69 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "reason_out_of_scope": ["path", "scope"],
         "reason_file_limit": ["path", "count", "limit"],
         "reason_task_not_active": ["status", "escalation_id"],
+        # attempts, stagnation cycles and the failure summary (seed 000)
+        "message_attempt_recorded": ["task_id", "step", "attempt_number", "cycle"],
+        "message_attempt_accepted": ["task_id", "step", "attempt_number"],
+        "message_stagnation_cycle": ["task_id", "step", "cycle", "escalated_to"],
+        "trigger_stagnation": ["step", "cycles", "max_cycles"],
+        "failure_summary": ["step", "cycle", "count", "patterns", "approaches", "latest"],
+        "summary_pattern": ["pattern", "count"],
+        "summary_approach": ["attempt_number", "approach"],
+        # the reconstructed feedback of a step (SPEC 5)
+        "feedback_escalation_header": ["step"],
+        "feedback_escalation_entry": ["cycle", "source_step", "source_cycle", "summary"],
+        "feedback_retry_header": ["step"],
+        "feedback_retry_entry": ["attempts", "count", "feedback", "guard"],
+        "feedback_findings_header": [],
+        "feedback_finding_entry": [
+            "stage",
+            "kind",
+            "status",
+            "iteration",
+            "failure_reason",
+            "response",
+        ],
+        "feedback_human_header": [],
+        "feedback_human_entry": [
+            "escalation_id",
+            "type",
+            "response_type",
+            "content",
+            "responder",
+            "at",
+        ],
+        "feedback_guidance_header": [],
+        "feedback_omitted": ["omitted", "max_chars"],
+        "feedback_truncated": ["max_chars"],
+        "feedback_empty": ["task_id", "step"],
+        # MCP prompts
+        "prompt_retry_with_feedback": ["task_id", "step", "feedback"],
+        "prompt_fix_review_findings": ["task_id", "findings"],
+        "prompt_no_findings": ["task_id"],
+        "prompt_escalation_briefing": [
+            "escalation_id",
+            "type",
+            "status",
+            "priority",
+            "task_id",
+            "title",
+            "specification",
+            "scope",
+            "agent_id",
+            "triggers",
+            "evidence",
+            "response_options",
+        ],
+        "prompt_briefing_trigger": ["type", "summary", "criteria", "observed"],
+        "prompt_resume_after_response": [
+            "escalation_id",
+            "task_id",
+            "type",
+            "response_type",
+            "content",
+            "directive",
+        ],
+        "prompt_resume_no_response": ["escalation_id", "task_id", "status"],
     }.items()
 }
 
@@ -96,6 +159,8 @@ class TemplateFileModel(BaseModel):
     description: str = ""
     templates: dict[str, _TemplateEntry] = Field(default_factory=dict)
     tools: dict[str, ToolText] = Field(default_factory=dict)
+    prompts: dict[str, ToolText] = Field(default_factory=dict)
+    resources: dict[str, ToolText] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -126,10 +191,19 @@ def _placeholders(name: str, text: str, source: str) -> set[str]:
 class PromptBook:
     """All templates, loaded and checked; ``render`` is strict."""
 
-    def __init__(self, templates: dict[str, Template], directory: Path, tools: dict[str, ToolText]) -> None:
+    def __init__(
+        self,
+        templates: dict[str, Template],
+        directory: Path,
+        tools: dict[str, ToolText],
+        prompts: dict[str, ToolText] | None = None,
+        resources: dict[str, ToolText] | None = None,
+    ) -> None:
         self._templates = templates
         self.directory = directory
         self.tools = tools
+        self.prompts = prompts or {}
+        self.resources = resources or {}
 
     @classmethod
     def load(cls, directory: Path) -> PromptBook:
@@ -138,15 +212,22 @@ class PromptBook:
             raise ConfigError(f"prompts directory {directory} does not exist")
         templates: dict[str, Template] = {}
         tools: dict[str, ToolText] = {}
+        mcp_prompts: dict[str, ToolText] = {}
+        resources: dict[str, ToolText] = {}
         for path in sorted(directory.glob("*.toml")):
             try:
                 parsed = TemplateFileModel.model_validate(tomllib.loads(path.read_text("utf-8")))
             except (tomllib.TOMLDecodeError, ValidationError, OSError) as exc:
                 raise ConfigError(f"{path}: {exc}") from exc
-            for name, text in parsed.tools.items():
-                if name in tools:
-                    raise ConfigError(f"{path}: tool {name!r} is described twice")
-                tools[name] = text
+            for kind, found, target in (
+                ("tool", parsed.tools, tools),
+                ("prompt", parsed.prompts, mcp_prompts),
+                ("resource", parsed.resources, resources),
+            ):
+                for name, text in found.items():
+                    if name in target:
+                        raise ConfigError(f"{path}: {kind} {name!r} is described twice")
+                    target[name] = text
             for name, entry in parsed.templates.items():
                 if name not in TEMPLATES:
                     raise ConfigError(f"{path}: unknown template {name!r}")
@@ -162,7 +243,7 @@ class PromptBook:
         missing = sorted(set(TEMPLATES) - set(templates))
         if missing:
             raise ConfigError(f"{directory}: missing template(s) {missing}")
-        return cls(templates, directory, tools)
+        return cls(templates, directory, tools, mcp_prompts, resources)
 
     def render(self, name: str, **values: Any) -> str:
         """The template filled in; every placeholder of the contract must be supplied."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -14,20 +13,13 @@ from .. import __version__
 from ..clock import Clock, utc_now
 from ..datafiles import data_dir
 from ..prompts import PromptBook
-from ..services.runtime import Runtime, open_runtime
+from ..services.runtime import open_runtime
 from ..settings import Settings
+from .app_context import AppContext, LiveRuntimes
 
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = data_dir("prompts") / "server_instructions.md"
-
-
-@dataclass
-class AppContext:
-    """What the lifespan yields to every tool call."""
-
-    runtime: Runtime
-    settings: Settings
 
 
 def build_server(
@@ -38,16 +30,22 @@ def build_server(
     With ``http=(host, port)`` every request must carry a bearer token, and the token, not
     ``settings.role``, decides the caller's role.
     """
-    from .tools import build_tools  # noqa: PLC0415 (tools import AppContext from here)
+    from .surfaces import register_prompts, register_resources  # noqa: PLC0415
+    from .tools import build_tools  # noqa: PLC0415
 
     # Fail at start-up, not at the first call, when the prompt set is broken.
     prompts = PromptBook.load(settings.prompts_dir or data_dir("prompts"))
+    live = LiveRuntimes()
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
         async with open_runtime(settings, clock, prompts) as runtime:
             log.info("store %s open (role %s)", settings.db_path, settings.role)
-            yield AppContext(runtime=runtime, settings=settings)
+            live.open.append(runtime)
+            try:
+                yield AppContext(runtime=runtime, settings=settings)
+            finally:
+                live.open.remove(runtime)
 
     auth: dict[str, Any] = {}
     if http is not None:
@@ -66,4 +64,6 @@ def build_server(
         tools=build_tools(settings, prompts, http=http is not None),
         **auth,
     )
+    register_resources(server, prompts, live)
+    register_prompts(server, prompts)
     return server

@@ -18,11 +18,13 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ..errors import EscalationError
+from ..models.feedback import AttemptResult, FeedbackResult, ReviewResult
 from ..models.limits import (
     LIST_MAX,
     TEXT_MAX,
     EscalationId,
     GlobList,
+    LargeText,
     Name,
     Path,
     PathList,
@@ -48,10 +50,11 @@ from ..models.results import (
 from ..models.thresholds import ThresholdOverrides
 from ..prompts import PromptBook
 from ..rules.classify import BlockerDetails
-from ..services import escalations, failures, progress, tasks
+from ..services import attempts, escalations, failures, progress, reviews, tasks
+from ..services import feedback as feedback_service
 from ..services.runtime import Runtime
 from ..settings import Settings
-from .app import AppContext
+from .app_context import AppContext
 from .registry import ToolFunction, describe_tools, structured_tool
 
 Ctx = Context[AppContext]
@@ -312,6 +315,65 @@ def build_tools(
                 add_scope=add_scope,
                 responder=responder,
                 role=caller_role(),
+            )
+
+    @tool(_WRITE)
+    async def record_attempt(
+        task_id: TaskId,
+        step: StepName,
+        status: Literal["accepted", "rejected"],
+        ctx: Ctx,
+        feedback: ShortText = "",
+        guard: Annotated[str, Field(max_length=256)] | None = None,
+        artifact: LargeText | None = None,
+        upstream: Annotated[list[StepName], Field(max_length=LIST_MAX)] = [],  # noqa: B006
+    ) -> AttemptResult:
+        """Record a verdict on a step's output; stagnation starts an escalation cycle."""
+        with tool_errors():
+            return await attempts.record_attempt(
+                _rt(ctx),
+                task_id=task_id,
+                step=step,
+                status=status,
+                feedback=feedback,
+                guard=guard,
+                artifact=artifact,
+                upstream=upstream,
+            )
+
+    @tool(_WRITE)
+    async def report_review(
+        task_id: TaskId,
+        stage: StepName,
+        status: Literal["success", "fail", "partial_success"],
+        ctx: Ctx,
+        failure_reason: ShortText = "",
+        response: LargeText = "",
+        kind: Literal["review", "tool"] = "review",
+    ) -> ReviewResult:
+        """Report a review or tool stage; failures accumulate, a pass clears the stage."""
+        with tool_errors():
+            return await reviews.report_review(
+                _rt(ctx),
+                task_id=task_id,
+                stage=stage,
+                status=status,
+                failure_reason=failure_reason,
+                response=response,
+                kind=kind,
+            )
+
+    @tool(_READ)
+    async def get_feedback(
+        task_id: TaskId,
+        ctx: Ctx,
+        step: StepName = "main",
+        max_chars: Annotated[int, Field(ge=200, le=1_000_000)] = 12000,
+    ) -> FeedbackResult:
+        """Everything earlier attempts of a step learned, reconstructed from the store."""
+        with tool_errors():
+            return await feedback_service.get_feedback(
+                _rt(ctx), task_id=task_id, step=step, max_chars=max_chars
             )
 
     describe_tools(tools, prompts)

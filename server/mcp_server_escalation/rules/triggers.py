@@ -199,3 +199,18 @@ def external_blocker(signal_type: str, details: dict[str, Any]) -> Firing:
         },
         {"signal_type": signal_type, **details},
     )
+
+
+def stagnation(cycles_done: int, t: Thresholds, *, step: str, similar_count: int) -> Firing | None:
+    """A step that stagnated in more automatic cycles than allowed goes to a human."""
+    if cycles_done <= t.max_escalation_cycles:
+        return None
+    return Firing(
+        "stagnation",
+        {
+            "max_escalation_cycles": t.max_escalation_cycles,
+            "stagnation_patience": t.stagnation_patience,
+            "stagnation_similarity": t.stagnation_similarity,
+        },
+        {"step": step, "cycles": cycles_done, "similar_count": similar_count},
+    )

@@ -14,6 +14,7 @@ from ..models.tasks import Task
 from ..models.thresholds import ThresholdOverrides
 from ..store import escalations as escalation_store
 from ..store import failures as failure_store
+from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
@@ -178,6 +179,20 @@ def _check_double_entry(conn: Conn, task: Task) -> None:
             f"outcome: task {task.task_id!r} cannot be completed: the latest test run has "
             f"{latest.failed} failing test(s). Fix them and report a passing run with "
             "report_progress, or end the task as 'abandoned'."
+        )
+    rejected = feedback_store.steps_with_rejected_latest(conn, task.task_id)
+    if rejected:
+        raise Conflict(
+            f"outcome: task {task.task_id!r} cannot be completed: the latest attempt of step(s) "
+            f"{rejected} was rejected. Record an accepted attempt (record_attempt) first, or end "
+            "the task as 'abandoned'."
+        )
+    findings = feedback_store.outstanding_findings(conn, task.task_id)
+    if findings:
+        stages = sorted({f.stage for f in findings})
+        raise Conflict(
+            f"outcome: task {task.task_id!r} cannot be completed: review stage(s) {stages} have "
+            "outstanding findings. Fix them and report each stage passing with report_review."
         )
 
 

@@ -179,4 +179,52 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX escalations_by_update ON escalations (updated_at)",
         ),
     ),
+    Migration(
+        2,
+        "feedback memory: attempts, escalation feedback per cycle, review findings",
+        (
+            """CREATE TABLE attempts (
+                attempt_id INTEGER PRIMARY KEY,
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                step TEXT NOT NULL,
+                attempt_number INTEGER NOT NULL,
+                -- the step's escalation cycle when the verdict was given (1 = before any)
+                cycle INTEGER NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('accepted', 'rejected')),
+                feedback TEXT NOT NULL DEFAULT '',
+                guard TEXT,
+                artifact TEXT,
+                agent_id TEXT NOT NULL,
+                generation INTEGER NOT NULL,
+                created_at TEXT NOT NULL,
+                UNIQUE (task_id, step, attempt_number)
+            )""",
+            "CREATE INDEX attempts_by_step ON attempts (task_id, step, attempt_id)",
+            """CREATE TABLE escalation_feedback (
+                feedback_id INTEGER PRIMARY KEY,
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                -- the step that reads this feedback (the stagnating step or an upstream one)
+                step TEXT NOT NULL,
+                source_step TEXT NOT NULL,
+                source_cycle INTEGER NOT NULL,
+                summary TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX escalation_feedback_by_step ON escalation_feedback (task_id, step, feedback_id)",
+            """CREATE TABLE review_findings (
+                finding_id INTEGER PRIMARY KEY,
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                stage TEXT NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('review', 'tool')),
+                iteration INTEGER NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('fail', 'partial_success')),
+                failure_reason TEXT NOT NULL DEFAULT '',
+                response TEXT NOT NULL DEFAULT '',
+                created_at TEXT NOT NULL,
+                resolved_at TEXT
+            )""",
+            "CREATE INDEX findings_by_task ON review_findings (task_id, resolved_at, finding_id)",
+            "CREATE INDEX findings_by_stage ON review_findings (task_id, stage, finding_id)",
+        ),
+    ),
 )

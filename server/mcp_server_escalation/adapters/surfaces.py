@@ -1,0 +1,151 @@
+"""MCP resources and prompts (SPEC 6): read-only views on the same services as the tools.
+
+Resources: ``escalation://pending``, ``escalation://{escalation_id}``, ``task://{task_id}``,
+``task://{task_id}/feedback/{step}``; an unknown id is resource-not-found. Prompts:
+``retry_with_feedback``, ``fix_review_findings``, ``escalation_briefing``,
+``resume_after_response``. Descriptions come from ``prompts/tools.toml``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from mcp import MCPError
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.server.mcpserver.prompts.base import Prompt
+from mcp.types import INVALID_PARAMS
+
+from ..errors import ConfigError, EscalationError, NotFound
+from ..prompts import PromptBook
+from ..services import briefings, escalations, tasks
+from ..services import feedback as feedback_service
+from ..services.runtime import Runtime
+from .app_context import AppContext, LiveRuntimes
+
+Ctx = Context[AppContext]
+T = TypeVar("T")
+
+RESOURCE_FEEDBACK_CHARS = 12000
+
+
+def _rt(ctx: Ctx) -> Runtime:
+    return ctx.request_context.lifespan_context.runtime
+
+
+@contextmanager
+def _not_found(uri: str) -> Iterator[None]:
+    try:
+        yield
+    except NotFound as exc:
+        raise ResourceNotFoundError(f"{uri}: {exc}") from exc
+
+
+def register_resources(server: MCPServer[AppContext], prompts: PromptBook, live: LiveRuntimes) -> None:
+    """Add the resources, described from prompts/."""
+    texts = prompts.resources
+    expected = {
+        "escalation://pending",
+        "escalation://{escalation_id}",
+        "task://{task_id}",
+        "task://{task_id}/feedback/{step}",
+    }
+    if set(texts) != expected:
+        raise ConfigError(f"{prompts.directory}: resource descriptions must be exactly {sorted(expected)}")
+
+    @server.resource(
+        "escalation://pending",
+        mime_type="application/json",
+        description=texts["escalation://pending"].description,
+    )
+    async def pending() -> str:
+        # A static resource gets no Context in the SDK: read through a live runtime of this
+        # server (every one of them points at the same store).
+        listed = await escalations.list_escalations(live.current(), status="pending", limit=200)
+        return listed.model_dump_json()
+
+    @server.resource(
+        "escalation://{escalation_id}",
+        mime_type="application/json",
+        description=texts["escalation://{escalation_id}"].description,
+    )
+    async def escalation(escalation_id: int, ctx: Ctx) -> str:
+        with _not_found(f"escalation://{escalation_id}"):
+            found = await escalations.show_escalation(_rt(ctx), escalation_id)
+        return found.model_dump_json()
+
+    @server.resource(
+        "task://{task_id}", mime_type="application/json", description=texts["task://{task_id}"].description
+    )
+    async def task(task_id: str, ctx: Ctx) -> str:
+        with _not_found(f"task://{task_id}"):
+            view = await tasks.get_task(_rt(ctx), task_id)
+        return view.model_dump_json()
+
+    @server.resource(
+        "task://{task_id}/feedback/{step}",
+        mime_type="text/plain",
+        description=texts["task://{task_id}/feedback/{step}"].description,
+    )
+    async def step_feedback(task_id: str, step: str, ctx: Ctx) -> str:
+        with _not_found(f"task://{task_id}/feedback/{step}"):
+            found = await feedback_service.get_feedback(
+                _rt(ctx), task_id=task_id, step=step, max_chars=RESOURCE_FEEDBACK_CHARS
+            )
+        return found.rendered
+
+
+def _prompt(server: MCPServer[AppContext], prompts: PromptBook, fn: Callable[..., Awaitable[str]]) -> None:
+    text = prompts.prompts.get(fn.__name__)
+    if text is None:
+        raise ConfigError(f"{prompts.directory}: prompt {fn.__name__!r} has no description")
+    prompt = Prompt.from_function(fn, description=text.description)
+    names = {argument.name for argument in prompt.arguments or []}
+    if names != set(text.arguments):
+        raise ConfigError(
+            f"{prompts.directory}: prompt {fn.__name__!r} arguments {sorted(names)} "
+            f"are described as {sorted(text.arguments)}"
+        )
+    for argument in prompt.arguments or []:
+        argument.description = text.arguments[argument.name]
+    server.add_prompt(prompt)
+
+
+async def _text(call: Awaitable[str]) -> str:
+    try:
+        return await call
+    except EscalationError as exc:
+        # A prompt failure is a protocol error; the SDK keeps the message only of an MCPError.
+        raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+
+
+def register_prompts(server: MCPServer[AppContext], prompts: PromptBook) -> None:
+    """Add the MCP prompts, described from prompts/."""
+    unknown = sorted(
+        set(prompts.prompts)
+        - {
+            "retry_with_feedback",
+            "fix_review_findings",
+            "escalation_briefing",
+            "resume_after_response",
+        }
+    )
+    if unknown:
+        raise ConfigError(f"{prompts.directory}: descriptions for unknown prompt(s) {unknown}")
+
+    async def retry_with_feedback(task_id: str, step: str, ctx: Ctx) -> str:
+        return await _text(briefings.retry_with_feedback(_rt(ctx), task_id, step))
+
+    async def fix_review_findings(task_id: str, ctx: Ctx) -> str:
+        return await _text(briefings.fix_review_findings(_rt(ctx), task_id))
+
+    async def escalation_briefing(escalation_id: int, ctx: Ctx) -> str:
+        return await _text(briefings.escalation_briefing(_rt(ctx), escalation_id))
+
+    async def resume_after_response(escalation_id: int, ctx: Ctx) -> str:
+        return await _text(briefings.resume_after_response(_rt(ctx), escalation_id))
+
+    for fn in (retry_with_feedback, fix_review_findings, escalation_briefing, resume_after_response):
+        _prompt(server, prompts, fn)

@@ -1,0 +1,203 @@
+"""Attempt verdicts and escalation cycles (seed 000).
+
+A rejected attempt may complete a stagnation: the step's last ``stagnation_patience``
+rejected attempts of its current cycle, pairwise similar (``rules.similarity``). Then the
+failure summary is stored as escalation feedback for the step and every upstream step
+named, and the step's cycle goes up; all of it in the store, so the next agent (any
+process) reconstructs it. Past ``max_escalation_cycles`` a human gets a ``stagnation``
+escalation carrying every cycle's summary.
+"""
+
+from __future__ import annotations
+
+from ..errors import TaskEnded
+from ..models.feedback import Attempt, AttemptResult, Stagnation
+from ..models.limits import ENDED_STATUSES
+from ..rules import triggers
+from ..rules.feedback import failure_summary
+from ..rules.similarity import similar_run
+from ..store import feedback as feedback_store
+from ..store import progress as progress_store
+from ..store import tasks as task_store
+from ..store.db import Conn
+from .firing import Evidence, current_task, direct, fire
+from .runtime import Runtime
+from .tasks import load_task
+
+HISTORY = 50
+
+
+def _trailing_rejected(attempts: list[Attempt]) -> list[Attempt]:
+    """The rejected attempts after the cycle's last accepted one."""
+    run: list[Attempt] = []
+    for attempt in reversed(attempts):
+        if attempt.status != "rejected":
+            break
+        run.append(attempt)
+    return list(reversed(run))
+
+
+async def record_attempt(
+    rt: Runtime,
+    *,
+    task_id: str,
+    step: str,
+    status: str,
+    feedback: str = "",
+    guard: str | None = None,
+    artifact: str | None = None,
+    upstream: list[str] | None = None,
+) -> AttemptResult:
+    """Store a verdict; a rejected one may start an escalation cycle or reach a human."""
+    now = rt.now()
+
+    def work(conn: Conn) -> AttemptResult:
+        task = load_task(conn, task_id)
+        if task.status in ENDED_STATUSES:
+            raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
+        t = task.thresholds
+        cycle = feedback_store.current_cycle(conn, task_id, step)
+        number = feedback_store.insert_attempt(
+            conn,
+            task,
+            step=step,
+            cycle=cycle,
+            status=status,
+            feedback=feedback,
+            guard=guard,
+            artifact=artifact,
+            now=now,
+        )
+        counters = triggers.after_verification(task.counters)
+        task_store.save_counters(conn, task_id, counters, now)
+        progress_store.add_action(
+            conn,
+            task,
+            "record_attempt",
+            {"step": step, "attempt_number": number, "status": status, "guard": guard},
+            now,
+        )
+        fired: list[Evidence] = []
+        stagnation: Stagnation | None = None
+        if status == "rejected":
+            window = max(t.stagnation_patience * 4, HISTORY)
+            recent = feedback_store.attempts(conn, task_id, step, cycle=cycle, limit=window)
+            rejected = _trailing_rejected(recent)
+            similar = similar_run(
+                [a.feedback for a in rejected], t.stagnation_patience, t.stagnation_similarity
+            )
+            if similar:
+                stagnation = _start_cycle(
+                    rt, conn, task_id, step, cycle, rejected[-similar:], upstream or [], now
+                )
+                human = triggers.stagnation(cycle, t, step=step, similar_count=similar)
+                if human is not None:
+                    stagnation = stagnation.model_copy(update={"human_escalation": True})
+                    cycles = [
+                        c for c in feedback_store.cycle_feedback(conn, task_id, step) if c.source_step == step
+                    ]
+                    fired.append(
+                        Evidence(
+                            human,
+                            rt.prompts.render(
+                                "trigger_stagnation",
+                                step=step,
+                                cycles=cycle,
+                                max_cycles=t.max_escalation_cycles,
+                            ),
+                            {"step": step, "cycle_summaries": [c.model_dump() for c in cycles]},
+                            key=f"stagnation:{step}",
+                        )
+                    )
+        limit = triggers.verification_limit(counters, t)
+        if limit is not None:
+            history = feedback_store.attempts(conn, task_id, step, limit=HISTORY)
+            fired.append(
+                Evidence(
+                    limit,
+                    rt.prompts.render(
+                        "trigger_verification_limit",
+                        count=counters.verification_attempts,
+                        threshold=t.total_verification_attempts,
+                    ),
+                    {
+                        "attempts": [a.model_dump(exclude={"artifact"}) for a in history],
+                        "test_runs": [r.model_dump() for r in progress_store.list_test_runs(conn, task_id)],
+                    },
+                )
+            )
+        escalation = fire(rt, conn, task, fired)
+        task = current_task(conn, task, escalation, counters=counters)
+        if stagnation is not None and not stagnation.human_escalation:
+            template, values = (
+                "message_stagnation_cycle",
+                {
+                    "task_id": task_id,
+                    "step": step,
+                    "cycle": stagnation.new_cycle,
+                    "escalated_to": ", ".join(stagnation.escalated_to),
+                },
+            )
+        elif status == "rejected":
+            template, values = (
+                "message_attempt_recorded",
+                {
+                    "task_id": task_id,
+                    "step": step,
+                    "attempt_number": number,
+                    "cycle": cycle,
+                },
+            )
+        else:
+            template, values = (
+                "message_attempt_accepted",
+                {
+                    "task_id": task_id,
+                    "step": step,
+                    "attempt_number": number,
+                },
+            )
+        directed = direct(rt, conn, task, template, **values)
+        return AttemptResult(
+            attempt_number=number,
+            cycle=cycle,
+            stagnation=stagnation,
+            escalation=escalation,
+            **directed.model_dump(),
+        )
+
+    result = await rt.db.write(work)
+    if result.escalation is not None:
+        await rt.publish(result.escalation, "created" if result.escalation.revision == 1 else "updated")
+    return result
+
+
+def _start_cycle(
+    rt: Runtime,
+    conn: Conn,
+    task_id: str,
+    step: str,
+    cycle: int,
+    group: list[Attempt],
+    upstream: list[str],
+    now: str,
+) -> Stagnation:
+    summary = failure_summary(rt.prompts, step, cycle, group)
+    targets = [step, *[u for u in dict.fromkeys(upstream) if u != step]]
+    for target in targets:
+        feedback_store.add_cycle_feedback(
+            conn,
+            task_id,
+            step=target,
+            source_step=step,
+            source_cycle=cycle,
+            summary=summary,
+            now=now,
+        )
+    return Stagnation(
+        similar_count=len(group),
+        failure_summary=summary,
+        escalated_to=targets,
+        new_cycle=cycle + 1,
+        human_escalation=False,
+    )

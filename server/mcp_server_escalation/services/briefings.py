@@ -1,0 +1,116 @@
+"""Texts for the MCP prompts: a step's retry briefing, the findings to fix, an escalation
+briefing for the operator, and the resume instructions after a human answer."""
+
+from __future__ import annotations
+
+import json
+
+from ..rules.directives import decide
+from ..store import escalations as escalation_store
+from ..store import feedback as feedback_store
+from ..store.db import Conn
+from .escalations import load_escalation
+from .feedback import build_feedback
+from .runtime import Runtime
+from .tasks import load_task
+
+PROMPT_FEEDBACK_CHARS = 12000
+
+
+async def retry_with_feedback(rt: Runtime, task_id: str, step: str) -> str:
+    """The briefing for the next attempt of ``step``: all earlier feedback, then the ask."""
+
+    def work(conn: Conn) -> str:
+        feedback = build_feedback(rt, conn, task_id, step, PROMPT_FEEDBACK_CHARS)
+        return rt.prompts.render(
+            "prompt_retry_with_feedback", task_id=task_id, step=step, feedback=feedback.rendered
+        )
+
+    return await rt.db.read(work)
+
+
+async def fix_review_findings(rt: Runtime, task_id: str) -> str:
+    """Every outstanding finding of the task, to fix in one pass."""
+
+    def work(conn: Conn) -> str:
+        load_task(conn, task_id)
+        findings = feedback_store.outstanding_findings(conn, task_id)
+        if not findings:
+            return rt.prompts.render("prompt_no_findings", task_id=task_id)
+        entries = [
+            rt.prompts.render(
+                "feedback_finding_entry",
+                stage=f.stage,
+                kind=f.kind,
+                status=f.status,
+                iteration=f.iteration,
+                failure_reason=f.failure_reason or "-",
+                response=f.response,
+            )
+            for f in findings
+        ]
+        return rt.prompts.render("prompt_fix_review_findings", task_id=task_id, findings="\n\n".join(entries))
+
+    return await rt.db.read(work)
+
+
+async def escalation_briefing(rt: Runtime, escalation_id: int) -> str:
+    """What an operator needs to answer the escalation, in one text."""
+
+    def work(conn: Conn) -> str:
+        e = load_escalation(conn, escalation_id)
+        task = e.context.get("task", {})
+        triggers = "\n".join(
+            rt.prompts.render(
+                "prompt_briefing_trigger",
+                type=t.type,
+                summary=t.summary,
+                criteria=json.dumps(t.criteria, sort_keys=True),
+                observed=json.dumps(t.observed, sort_keys=True),
+            )
+            for t in e.triggers
+        )
+        return rt.prompts.render(
+            "prompt_escalation_briefing",
+            escalation_id=e.escalation_id,
+            type=e.type,
+            status=e.status,
+            priority=e.priority,
+            task_id=e.task_id,
+            title=task.get("title", ""),
+            specification=task.get("specification", "") or "-",
+            scope=", ".join(task.get("scope") or []) or "(any path)",
+            agent_id=e.agent_id,
+            triggers=triggers,
+            evidence=json.dumps(e.context.get("evidence", {}), indent=2, sort_keys=True),
+            response_options=", ".join(e.response_options),
+        )
+
+    return await rt.db.read(work)
+
+
+async def resume_after_response(rt: Runtime, escalation_id: int) -> str:
+    """How the agent resumes after the human's answer (or why it cannot yet)."""
+
+    def work(conn: Conn) -> str:
+        e = load_escalation(conn, escalation_id)
+        if e.response is None or e.response.response_type == "withdraw":
+            return rt.prompts.render(
+                "prompt_resume_no_response",
+                escalation_id=escalation_id,
+                task_id=e.task_id,
+                status=e.status,
+            )
+        task = load_task(conn, e.task_id)
+        directive = decide(task, escalation_store.blocking_open(conn, e.task_id)).directive
+        return rt.prompts.render(
+            "prompt_resume_after_response",
+            escalation_id=escalation_id,
+            task_id=e.task_id,
+            type=e.type,
+            response_type=e.response.response_type,
+            content=e.response.content or "-",
+            directive=directive,
+        )
+
+    return await rt.db.read(work)
