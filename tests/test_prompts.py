@@ -129,3 +129,14 @@ def test_a_description_of_an_unknown_tool_stops_the_server(prompts_copy: Path) -
         f.write('\n[tools.delete_everything]\ndescription = "x"\n')
     with pytest.raises(ConfigError, match="unknown tool"):
         build_server(Settings(prompts_dir=prompts_copy))
+
+
+def test_the_config_file_can_point_at_a_prompt_folder(prompts_copy: Path, tmp_path: Path) -> None:
+    from mcp_server_escalation.settings import Settings
+
+    _edit(prompts_copy, "directives.toml", "Continue working on task {task_id}.", "Onward, {task_id}.")
+    config = tmp_path / "config.toml"
+    config.write_text(f'prompts_dir = "{prompts_copy}"\n', encoding="utf-8")
+    settings = Settings.from_sources(config=str(config))
+    assert settings.prompts_dir == prompts_copy
+    assert PromptBook.load(settings.prompts_dir).render("directive_proceed", task_id="t") == "Onward, t."

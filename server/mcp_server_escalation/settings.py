@@ -2,6 +2,8 @@
 
 Config file (TOML, ``--config PATH`` or ``ESCALATION_CONFIG``)::
 
+    prompts_dir = "~/my-prompts"   # replaces the packaged prompts/ (all templates required)
+
     [thresholds]          # any field of Thresholds
     same_error_repeated = 4
 
@@ -52,6 +54,9 @@ class ConfigFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    prompts_dir: str | None = Field(
+        None, description="A folder of prompt templates replacing the packaged prompts/"
+    )
     thresholds: ThresholdOverrides = Field(default_factory=ThresholdOverrides)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)
@@ -104,7 +109,7 @@ class Settings:
     ) -> Settings:
         """Settings from CLI flags, the environment and the config file."""
         loaded = load_config(config)
-        prompts_dir = prompts or os.environ.get("ESCALATION_PROMPTS")
+        prompts_dir = prompts or os.environ.get("ESCALATION_PROMPTS") or loaded.prompts_dir
         return cls(
             db_path=resolve_db_path(db),
             role=role,
