@@ -4,19 +4,21 @@ Spawns ``--processes`` (default 8) copies of the installed ``mcp-server-escalati
 console script, all with ``--db`` pointing at ONE new store file, and drives each over
 stdio with the real SDK ``Client``: even-numbered processes in legacy mode (the
 ``initialize`` handshake), odd-numbered ones in auto mode (2026-07-28). The servers open the
-fresh store together, so they also race to create it and apply the migrations.
+new store together, so they also race to create it and apply the migrations
+(``--existing-store`` creates it with one server first).
 
 Each process then starts two tasks with very large thresholds (``start_task(thresholds=...)``,
 so nothing ever escalates): its own task, and one task shared by all processes (same
 ``task_id``, same ``agent_id``, so a later ``start_task`` resumes it instead of taking it
-over). When every process is ready they start together and each makes, one call at a
-time as an agent would, ``--calls`` (default 100) ``record_failure`` and ``--calls``
-``report_progress`` calls on its own task and as many on the shared task (4 x N calls per
-process). Every ``report_progress`` carries a test run and one file nobody else reports, and
-every ``record_failure`` a unique ``attempted_action``, so each write can be found again.
+over), and makes one unmeasured warm-up call of each tool on its own task. When every
+process is ready they start together and each makes, one call at a time as an agent would,
+``--calls`` (default 100) ``record_failure`` and ``--calls`` ``report_progress`` calls on its
+own task and as many on the shared task (4 x N calls per process). Every
+``report_progress`` carries a test run and one file nobody else reports, and every
+``record_failure`` a unique ``attempted_action``, so each write can be found again.
 
-Afterwards a fresh client reads every task with ``get_task`` and the script reads the store
-file with ``sqlite3`` (read-only), and compares against the calls that were acknowledged:
+Afterwards a fresh server answers ``get_task`` for every task and the script reads the
+store file with ``sqlite3`` (read-only), and compares with the calls answered without error:
 
 - failure occurrences (``get_task``'s ``failure_occurrences``, the sum of the records'
   ``occurrence_count``, and the ``failure_occurrences`` rows, each one by its action);
@@ -25,17 +27,19 @@ file with ``sqlite3`` (read-only), and compares against the calls that were ackn
 - every progress report, by its note, and the ``actions`` log;
 - no escalation, every task still active, ``PRAGMA integrity_check``.
 
-It reports throughput (acknowledged calls per second over the concurrent phase), per-call
+It reports throughput (answered calls per second over the concurrent phase), per-call
 median, p99 and max latency under contention, the error count and the lost-write count,
-and what the servers wrote to stderr (``store busy`` retries, tracebacks). It exits with
-status 1 on any error, lost or unexpected write, escalation, or when ``--timeout`` expires.
+and what the servers wrote to stderr (``store busy`` retries, tracebacks). Unless
+``--no-baseline``, it then runs the same clients and call pattern against no-op servers, so
+the latency under contention also reads as a ratio. It exits with status 1 on any error,
+lost or unexpected write, escalation, integrity problem, or when ``--timeout`` expires.
 
-The 8 clients share this one driver process (one event loop), so on a small machine part
-of the latency is the driver waiting for a core; the absolute figures are for comparing
-runs on one machine, the pass/fail is the target.
+The clients share this one driver process (one event loop); the script prints how many
+cores it used, so you can tell whether it was the bottleneck.
 
     python benchmarks/bench_concurrency.py                 # 8 processes x 4 x 100 calls
     python benchmarks/bench_concurrency.py --processes 4 --calls 50 --json out.json
+    python benchmarks/bench_concurrency.py --existing-store --keep /tmp/conc
 """
 
 from __future__ import annotations
@@ -45,12 +49,14 @@ import json
 import math
 import os
 import platform
+import resource
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -59,7 +65,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from bench_stdio import FAILURE_TEMPLATES, NAMES, NO_ESCALATION, SERVER_SCRIPT
+from bench_stdio import FAILURE_TEMPLATES, NAMES, NO_ESCALATION, NOOP_SERVER, SERVER_SCRIPT
 
 SHARED_TASK = "bench-shared"
 SHARED_AGENT = "bench-agent"
@@ -127,6 +133,7 @@ class Run:
     processes: int
     calls: int
     latencies: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (tool, own|shared)
+    by_mode: dict[str, list[float]] = field(default_factory=dict)  # legacy|auto
     acked: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (tool, task_id) -> tags
     errors: list[str] = field(default_factory=list)
     escalations: list[str] = field(default_factory=list)
@@ -134,25 +141,46 @@ class Run:
     go_at: float = 0.0
     ended_at: list[float] = field(default_factory=list)
     timed_out: bool = False
+    cpu_at_go: float = 0.0
+    cpu_at_end: float = 0.0
+
+    @property
+    def phase_s(self) -> float:
+        """From the release of the workers to the last one's last answer."""
+        return (max(self.ended_at) - self.go_at) if self.ended_at and self.go_at else math.nan
+
+    def all_latencies(self) -> list[float]:
+        return [ms for samples in self.latencies.values() for ms in samples]
 
     def ack(self, tool: str, task_id: str, tag: str) -> None:
         self.acked.setdefault((tool, task_id), set()).add(tag)
-
-    def acked_count(self, tool: str, task_id: str) -> int:
-        return len(self.acked.get((tool, task_id), ()))
 
 
 def result_text(result: Any) -> str:
     return " ".join(getattr(c, "text", "") for c in result.content)[:300]
 
 
-async def call(client: Client, run: Run, k: int, tool: str, args: dict[str, Any], tag: str | None) -> bool:
-    """One timed call; an error or an escalation is recorded, never raised."""
-    target = args["task_id"]
+async def call(
+    client: Client,
+    run: Run,
+    k: int,
+    tool: str,
+    args: dict[str, Any],
+    tag: str | None,
+    *,
+    key: str | None = None,
+    timed: bool = True,
+) -> bool:
+    """One call; its latency, an error or an escalation is recorded, never raised.
+
+    ``tag`` identifies the write (None: not checked in the store); ``key`` files the
+    latency under another name than the tool's; ``timed=False`` is a warm-up call.
+    """
+    target = args["task_id"] if tool != "noop" else args.pop("task_id")
     t0 = time.perf_counter()
     try:
         result = await client.call_tool(tool, args)
-    except Exception as exc:  # a dead server, a broken pipe: an error like any other
+    except Exception as exc:  # noqa: BLE001 (a dead server, a broken pipe: counted like any error)
         run.errors.append(f"w{k} {tool} {target} {tag}: {type(exc).__name__}: {exc}"[:400])
         return False
     elapsed = (time.perf_counter() - t0) * 1000.0
@@ -160,9 +188,11 @@ async def call(client: Client, run: Run, k: int, tool: str, args: dict[str, Any]
         run.errors.append(f"w{k} {tool} {target} {tag}: {result_text(result)}")
         return False
     if tag is not None:
-        kind = "shared" if target == SHARED_TASK else "own"
-        run.latencies.setdefault((tool, kind), []).append(elapsed)
-        run.ack(tool, target, tag)
+        if timed:
+            kind = "shared" if target == SHARED_TASK else "own"
+            run.latencies.setdefault((key or tool, kind), []).append(elapsed)
+            run.by_mode.setdefault("legacy" if k % 2 == 0 else "auto", []).append(elapsed)
+        run.ack(key or tool, target, tag)
     if (result.structured_content or {}).get("escalation"):
         run.escalations.append(f"w{k} {tool} {target} {tag}")
     return True
@@ -171,6 +201,7 @@ async def call(client: Client, run: Run, k: int, tool: str, args: dict[str, Any]
 async def worker(
     k: int, mode: str, db: Path, project: Path, errlog: TextIO, run: Run, ready: Barrier
 ) -> None:
+    """One escalation server: start both tasks, wait for the others, then write."""
     params = StdioServerParameters(command=str(SERVER_SCRIPT), args=["--db", str(db)], cwd=str(project))
     arrived = False
     try:
@@ -186,6 +217,16 @@ async def worker(
                 }
                 if not await call(client, run, k, "start_task", started, None):
                     return
+            # One unmeasured call of each tool first: the first call of a process builds
+            # validators and compiles the classification patterns (bench_stdio warms up too).
+            # These writes are checked in the store like the others (call -1).
+            tag = action_tag(k, own_task(k), -1)
+            await call(
+                client, run, k, "record_failure", record_failure_args(k, own_task(k), -1), tag, timed=False
+            )
+            await call(
+                client, run, k, "report_progress", report_progress_args(k, own_task(k), -1), tag, timed=False
+            )
             run.setup_s.append(time.perf_counter() - t0)
             ready.arrive()
             arrived = True
@@ -196,28 +237,71 @@ async def worker(
                     await call(client, run, k, "record_failure", record_failure_args(k, target, i), tag)
                     await call(client, run, k, "report_progress", report_progress_args(k, target, i), tag)
             run.ended_at.append(time.perf_counter())
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 (a server that fails to start is an error to count)
         run.errors.append(f"w{k} session: {type(exc).__name__}: {exc}"[:400])
     finally:
         if not arrived:
             ready.arrive()
 
 
-async def drive(run: Run, db: Path, project: Path, logs: Path, timeout: float) -> None:
-    ready = Barrier(run.processes)
-    files = [open(logs / f"server-{k}.stderr", "w", encoding="utf-8") for k in range(run.processes)]  # noqa: SIM115
+async def noop_worker(
+    k: int, mode: str, _db: Path, project: Path, errlog: TextIO, run: Run, ready: Barrier
+) -> None:
+    """The baseline: the same number of calls, in the same pattern, to a no-op server."""
+    params = StdioServerParameters(command=sys.executable, args=[str(NOOP_SERVER)], cwd=str(project))
+    arrived = False
     try:
-        with anyio.move_on_after(timeout) as scope:
-            async with anyio.create_task_group() as tg:
-                for k in range(run.processes):
-                    mode = "legacy" if k % 2 == 0 else "auto"
-                    tg.start_soon(worker, k, mode, db, project, files[k], run, ready)
-                await ready.event.wait()
-                run.go_at = time.perf_counter()
-        run.timed_out = scope.cancelled_caught
+        t0 = time.perf_counter()
+        async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:  # type: ignore[arg-type]
+            for tool in TOOLS:
+                await call(client, run, k, "noop", {"task_id": "own", "text": f"warm-up {tool}"}, None)
+            run.setup_s.append(time.perf_counter() - t0)
+            ready.arrive()
+            arrived = True
+            await ready.event.wait()
+            for i in range(run.calls):
+                for target in ("own", SHARED_TASK):
+                    for tool in TOOLS:
+                        tag = f"{tool} {action_tag(k, target, i)}"
+                        await call(client, run, k, "noop", {"task_id": target, "text": tag}, tag, key=tool)
+            run.ended_at.append(time.perf_counter())
+    except Exception as exc:  # noqa: BLE001 (counted, like the escalation servers' errors)
+        run.errors.append(f"noop w{k} session: {type(exc).__name__}: {exc}"[:400])
     finally:
-        for f in files:
-            f.close()
+        if not arrived:
+            ready.arrive()
+
+
+async def drive(run: Run, job: Any, db: Path, project: Path, errlogs: list[TextIO], limit_s: float) -> None:
+    """Start every worker, release them together, wait for all (or ``limit_s``)."""
+    ready = Barrier(run.processes)
+    with anyio.move_on_after(limit_s) as scope:
+        async with anyio.create_task_group() as tg:
+            for k in range(run.processes):
+                mode = "legacy" if k % 2 == 0 else "auto"
+                tg.start_soon(job, k, mode, db, project, errlogs[k], run, ready)
+            await ready.event.wait()
+            run.go_at = time.perf_counter()
+            run.cpu_at_go = driver_cpu()
+    # Cancelled while closing the sessions, after the last answer, is not a failure.
+    run.timed_out = scope.cancelled_caught and len(run.ended_at) < run.processes
+    run.cpu_at_end = driver_cpu()
+
+
+def run_phase(run: Run, job: Any, db: Path, project: Path, logs: Path, prefix: str, limit_s: float) -> None:
+    """``drive`` with one stderr file per server (``{prefix}-{k}.stderr``)."""
+    with ExitStack() as stack:
+        errlogs = [
+            stack.enter_context((logs / f"{prefix}-{k}.stderr").open("w", encoding="utf-8"))
+            for k in range(run.processes)
+        ]
+        anyio.run(drive, run, job, db, project, errlogs, limit_s)
+
+
+def driver_cpu() -> float:
+    """User + system CPU seconds of this (driver) process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 @dataclass
@@ -236,17 +320,20 @@ class Check:
         return max(0, self.found - self.expected)
 
 
-async def read_tasks(db: Path, project: Path, logs: Path, task_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """``get_task`` for every task, through a fresh server process."""
+async def read_tasks(
+    db: Path, project: Path, errlog: TextIO, task_ids: list[str], problems: list[str]
+) -> dict[str, dict[str, Any]]:
+    """``get_task`` for every task, through a fresh server process; failures go to ``problems``."""
     params = StdioServerParameters(command=str(SERVER_SCRIPT), args=["--db", str(db)], cwd=str(project))
     views: dict[str, dict[str, Any]] = {}
-    with anyio.fail_after(60), open(logs / "verifier.stderr", "w", encoding="utf-8") as errlog:
+    with anyio.fail_after(60):
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:  # type: ignore[arg-type]
             for task_id in task_ids:
                 result = await client.call_tool("get_task", {"task_id": task_id})
                 if result.is_error or not result.structured_content:
-                    raise RuntimeError(f"get_task {task_id} failed: {result_text(result)}")
-                views[task_id] = result.structured_content
+                    problems.append(f"get_task {task_id} failed: {result_text(result)}")
+                else:
+                    views[task_id] = result.structured_content
     return views
 
 
@@ -275,7 +362,8 @@ def verify(run: Run, db: Path, views: dict[str, dict[str, Any]]) -> tuple[list[C
                 )
             )
             notes = Counter(
-                row[0] for row in conn.execute("SELECT note FROM progress_reports WHERE task_id = ?", (task_id,))
+                row[0]
+                for row in conn.execute("SELECT note FROM progress_reports WHERE task_id = ?", (task_id,))
             )
             occurrence_sum = conn.execute(
                 "SELECT COALESCE(SUM(occurrence_count), 0) FROM failures WHERE task_id = ?", (task_id,)
@@ -294,7 +382,9 @@ def verify(run: Run, db: Path, views: dict[str, dict[str, Any]]) -> tuple[list[C
                     len(failures & set(occurrence_tags)),
                 ),
                 Check(task_id, "actions record_failure", len(failures), actions.get("record_failure", 0)),
-                Check(task_id, "counters.verification_attempts", len(reports), counters["verification_attempts"]),
+                Check(
+                    task_id, "counters.verification_attempts", len(reports), counters["verification_attempts"]
+                ),
                 Check(task_id, "counters.files_modified", len(reports), counters["files_modified"]),
                 Check(task_id, "get_task modified_files", len(reports), len(view["modified_files"])),
                 Check(task_id, "modified_files rows", len(reports), file_rows),
@@ -306,7 +396,9 @@ def verify(run: Run, db: Path, views: dict[str, dict[str, Any]]) -> tuple[list[C
             for table, tags in (("failure_occurrences", occurrence_tags), ("progress_reports", notes)):
                 duplicates = [tag for tag, n in tags.items() if n > 1]
                 if duplicates:
-                    problems.append(f"{task_id}: {len(duplicates)} {table} rows stored twice, e.g. {duplicates[:3]}")
+                    problems.append(
+                        f"{task_id}: {len(duplicates)} {table} rows stored twice, e.g. {duplicates[:3]}"
+                    )
             if view["task"]["status"] != "active":
                 problems.append(f"{task_id}: status {view['task']['status']!r}, expected 'active'")
     finally:
@@ -351,15 +443,46 @@ def summarise(samples: list[float]) -> dict[str, float]:
     }
 
 
+async def prepare_store(db: Path, project: Path, errlog: TextIO) -> None:
+    """Create and migrate the store with one server first (``--existing-store``)."""
+    params = StdioServerParameters(command=str(SERVER_SCRIPT), args=["--db", str(db)], cwd=str(project))
+    with anyio.fail_after(60):
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:  # type: ignore[arg-type]
+            await client.list_tools()
+
+
+def throughput(run: Run) -> float | None:
+    """Answered calls per second over the concurrent phase (warm-up calls excluded)."""
+    done = len(run.all_latencies())
+    return done / run.phase_s if not math.isnan(run.phase_s) and run.phase_s > 0 else None
+
+
+def print_latency(latency: dict[str, dict[str, float]]) -> None:
+    header = f"{'calls':<24} {'n':>6} {'median ms':>10} {'p99 ms':>9} {'max ms':>9}"
+    print(header)
+    print("-" * len(header))
+    for name, s in latency.items():
+        if s["n"]:
+            print(f"{name:<24} {s['n']:>6} {s['median_ms']:>10.2f} {s['p99_ms']:>9.2f} {s['max_ms']:>9.2f}")
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--processes", type=int, default=8, help="server processes (default 8)")
     parser.add_argument(
         "--calls", type=int, default=100, help="calls per tool per task per process (default 100)"
     )
     parser.add_argument(
-        "--timeout", type=float, default=90.0, help="give up on the concurrent phase after this (default 90 s)"
+        "--timeout", type=float, default=90.0, help="give up on a concurrent phase after this (default 90 s)"
     )
+    parser.add_argument(
+        "--existing-store",
+        action="store_true",
+        help="create and migrate the store with one server first, so the processes do not race to create it",
+    )
+    parser.add_argument("--no-baseline", action="store_true", help="skip the no-op servers run")
     parser.add_argument("--keep", metavar="DIR", type=Path, help="keep the store and server logs in DIR")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-' for stdout)")
     args = parser.parse_args()
@@ -371,6 +494,7 @@ def main() -> int:
     if args.processes < 1 or args.calls < 1:
         parser.error("--processes and --calls must be at least 1")
 
+    planned = 4 * args.calls * args.processes
     with tempfile.TemporaryDirectory(prefix="esc-conc-") as tmp:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -380,14 +504,19 @@ def main() -> int:
         project = workdir / "project"
         project.mkdir(exist_ok=True)
 
-        run = Run(processes=args.processes, calls=args.calls)
+        legacy, auto = (args.processes + 1) // 2, args.processes // 2
+        store = "existing" if args.existing_store else "new"
         print(
-            f"{args.processes} server processes ({(args.processes + 1) // 2} legacy, {args.processes // 2} auto), "
-            f"one store, {args.calls} record_failure + {args.calls} report_progress per process "
-            f"on its own task and on the shared task ({4 * args.calls * args.processes} calls)"
+            f"{args.processes} server processes ({legacy} legacy, {auto} auto), one {store} store, "
+            f"{args.calls} record_failure + {args.calls} report_progress per process "
+            f"on its own task and on the shared task ({planned} calls)"
         )
+        if args.existing_store:
+            with (workdir / "prepare.stderr").open("w", encoding="utf-8") as errlog:
+                anyio.run(prepare_store, db, project, errlog)
+        run = Run(processes=args.processes, calls=args.calls)
         t_start = time.perf_counter()
-        anyio.run(drive, run, db, project, workdir, args.timeout)
+        run_phase(run, worker, db, project, workdir, "server", args.timeout)
         total_s = time.perf_counter() - t_start
 
         task_ids = [SHARED_TASK] + [own_task(k) for k in range(args.processes)]
@@ -395,46 +524,74 @@ def main() -> int:
         checks: list[Check] = []
         problems: list[str] = []
         try:
-            views = anyio.run(read_tasks, db, project, workdir, task_ids)
-            checks, problems = verify(run, db, views)
-        except Exception as exc:
+            with (workdir / "verifier.stderr").open("w", encoding="utf-8") as errlog:
+                views = anyio.run(read_tasks, db, project, errlog, task_ids, problems)
+            checks, found = verify(run, db, views)
+            problems += found
+        except Exception as exc:  # noqa: BLE001 (reported as a failed check, never hidden)
             problems.append(f"verification failed: {type(exc).__name__}: {exc}"[:400])
         stderr = scan_stderr(workdir, args.processes)
 
-    planned = 4 * args.calls * args.processes
-    acked = sum(len(tags) for tags in run.acked.values())
-    phase_s = (max(run.ended_at) - run.go_at) if run.ended_at and run.go_at else float("nan")
-    every = [ms for samples in run.latencies.values() for ms in samples]
-    latency = {"all": summarise(every)} | {
-        f"{tool} {kind}": summarise(run.latencies.get((tool, kind), []))
-        for tool in TOOLS
-        for kind in ("own", "shared")
-    }
+        baseline: Run | None = None
+        if not args.no_baseline:
+            baseline = Run(processes=args.processes, calls=args.calls)
+            run_phase(baseline, noop_worker, db, project, workdir, "noop", args.timeout)
+
+    answered = len(run.all_latencies())  # measured calls answered without error
+    latency = (
+        {"all": summarise(run.all_latencies())}
+        | {
+            f"{tool} {kind}": summarise(run.latencies.get((tool, kind), []))
+            for tool in TOOLS
+            for kind in ("own", "shared")
+        }
+        | {f"{mode} processes": summarise(run.by_mode.get(mode, [])) for mode in ("legacy", "auto")}
+    )
     lost = sum(c.lost for c in checks)
     unexpected = sum(c.unexpected for c in checks)
-    errors = len(run.errors) + (planned - acked - len(run.errors) if run.timed_out else 0)
+    # A timeout leaves calls unanswered: each one counts as an error.
+    errors = len(run.errors) + (max(0, planned - answered - len(run.errors)) if run.timed_out else 0)
+    phase_s = run.phase_s
+    measured = not math.isnan(phase_s) and phase_s > 0
+    driver_cpu_share = (run.cpu_at_end - run.cpu_at_go) / phase_s if measured else None
 
     print(
-        f"\nconcurrent phase {phase_s:.2f} s, {acked}/{planned} calls acknowledged, "
-        f"throughput {acked / phase_s:.0f} calls/s; whole run {total_s:.1f} s "
-        f"(setup per process: median {statistics.median(run.setup_s or [math.nan]):.2f} s)"
+        f"\nconcurrent phase {phase_s:.2f} s, {answered}/{planned} calls answered, "
+        f"throughput {throughput(run) or 0:.0f} calls/s; whole run {total_s:.1f} s "
+        f"(spawn + start_task per process: median {statistics.median(run.setup_s or [math.nan]):.2f} s)"
     )
-    header = f"{'calls':<24} {'n':>6} {'median ms':>10} {'p99 ms':>9} {'max ms':>9}"
-    print(header)
-    print("-" * len(header))
-    for name, s in latency.items():
-        if s["n"]:
-            print(f"{name:<24} {s['n']:>6} {s['median_ms']:>10.2f} {s['p99_ms']:>9.2f} {s['max_ms']:>9.2f}")
+    if driver_cpu_share is not None:
+        print(f"the driver (all {args.processes} clients) used {driver_cpu_share:.2f} cores during the phase")
+    print_latency(latency)
+
+    comparison: dict[str, Any] | None = None
+    if baseline is not None:
+        base = summarise(baseline.all_latencies())
+        if base["n"] and latency["all"]["n"]:
+            comparison = {
+                "noop_latency": base,
+                "noop_throughput_calls_per_s": throughput(baseline),
+                "noop_errors": len(baseline.errors),
+                "ratio_median": latency["all"]["median_ms"] / base["median_ms"],
+                "ratio_p99": latency["all"]["p99_ms"] / base["p99_ms"],
+            }
+            print(
+                f"no-op servers, same clients and call pattern: median {base['median_ms']:.2f} ms, "
+                f"p99 {base['p99_ms']:.2f} ms, {throughput(baseline) or 0:.0f} calls/s -> escalation server "
+                f"{comparison['ratio_median']:.2f}x median, {comparison['ratio_p99']:.2f}x p99"
+            )
+        if baseline.errors:
+            print(f"  no-op run errors: {len(baseline.errors)}, e.g. {baseline.errors[:2]}")
+
     print(f"\nstore checks ({len(checks)} on {len(views)} tasks):")
-    failed_checks = [c for c in checks if c.lost or c.unexpected]
-    for c in failed_checks[:20]:
+    for c in [c for c in checks if c.lost or c.unexpected][:20]:
         print(f"  {c.task_id}: {c.what}: expected {c.expected}, found {c.found}")
     shared = {c.what: c for c in checks if c.task_id == SHARED_TASK}
     for what in ("get_task failure_occurrences", "counters.verification_attempts", "counters.files_modified"):
         if what in shared:
             print(f"  shared task {what}: {shared[what].found} (expected {shared[what].expected})")
-    for p in problems:
-        print(f"  problem: {p}")
+    for problem in problems:
+        print(f"  problem: {problem}")
     print(
         f"server stderr: {stderr['busy_lines']} busy/locked lines, {stderr['tracebacks']} tracebacks, "
         f"{stderr['error_lines']} error lines"
@@ -446,11 +603,12 @@ def main() -> int:
     if run.escalations:
         print(f"  {len(run.escalations)} results carried an escalation, e.g. {run.escalations[:3]}")
     if run.timed_out:
-        print(f"  TIMED OUT after {args.timeout:.0f} s")
+        print(f"  TIMED OUT after {args.timeout:g} s")
     verdict_ok = not (errors or lost or unexpected or problems or run.escalations or run.timed_out)
     print(
         f"\nerrors {errors}, lost writes {lost}, unexpected writes {unexpected}, "
-        f"escalations {len(run.escalations)}: {'PASS' if verdict_ok else 'FAIL'} (target: zero errors, zero lost writes)"
+        f"escalations {len(run.escalations)}: {'PASS' if verdict_ok else 'FAIL'} "
+        "(target: zero errors, zero lost writes)"
     )
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     if load:
@@ -463,11 +621,14 @@ def main() -> int:
         "load_average": load,
         "processes": args.processes,
         "calls_per_tool_per_task": args.calls,
+        "existing_store": args.existing_store,
         "planned_calls": planned,
-        "acknowledged_calls": acked,
+        "answered_calls": answered,
         "concurrent_phase_s": phase_s,
-        "throughput_calls_per_s": acked / phase_s if phase_s == phase_s and phase_s > 0 else None,
+        "throughput_calls_per_s": throughput(run),
+        "driver_cpu_cores": driver_cpu_share,
         "latency": latency,
+        "baseline": comparison,
         "errors": errors,
         "error_samples": run.errors[:20],
         "lost_writes": lost,

@@ -188,7 +188,9 @@ def check_instrumented(settings: Settings) -> None:
         database = await db_module.Database.open(settings.db_path)
         try:
             if not isinstance(database._conn, TimedConnection):
-                raise SystemExit("profile_tools: the store no longer opens via sqlite3.connect; update the script")
+                raise SystemExit(
+                    "profile_tools: the store no longer opens via sqlite3.connect; update the script"
+                )
             METER.reset()
             await database.read(lambda conn: conn.execute("SELECT 1").fetchone())
             if METER.transactions != 1 or METER.statements < 2:
@@ -273,7 +275,9 @@ async def run(mode: str, calls: int, warmup: int, profile_dir: Path | None, db_p
             print(
                 f"{tool:<16} {m['call']:>7.3f} {m['svc']:>8.3f} {m['txn']:>7.3f} {m['sql']:>7.3f} "
                 f"{entry['statements_median']:>6.0f} {m['py']:>10.3f} {m['out']:>12.3f}  "
-                f"({entry['ratio_call_vs_noop']:.2f}x noop; {entry['transactions_median']:.0f} txn)"
+                f"(call {entry['ratio_call_vs_noop']:.2f}x, "
+                f"outside {entry['ratio_outside_vs_noop']:.2f}x noop; "
+                f"{entry['transactions_median']:.0f} txn)"
             )
             if waited or escalated:
                 print(f"  note: {waited} transactions waited for the lock, {escalated} results escalated")
@@ -290,7 +294,9 @@ async def run(mode: str, calls: int, warmup: int, profile_dir: Path | None, db_p
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--calls", type=int, default=300, help="measured calls per tool (default 300)")
     parser.add_argument("--warmup", type=int, default=30, help="unmeasured calls per tool first (default 30)")
     parser.add_argument("--mode", choices=["legacy", "auto", "both"], default="legacy")
@@ -306,7 +312,9 @@ def main() -> int:
     modes = ["legacy", "auto"] if args.mode == "both" else [args.mode]
     results = []
     with tempfile.TemporaryDirectory(prefix="esc-prof-") as tmp:
-        settings = Settings.from_sources(db=str(Path(tmp) / "probe.db"), config=None, role="agent", prompts=None)
+        settings = Settings.from_sources(
+            db=str(Path(tmp) / "probe.db"), config=None, role="agent", prompts=None
+        )
         check_instrumented(settings)
         for mode in modes:
             db_path = str(Path(tmp) / f"prof-{mode}.db")

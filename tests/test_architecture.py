@@ -77,6 +77,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     ),
     "adapters": ("aiosqlite", "sqlite3", "mcp_server_escalation.store", "mcp_server_escalation.cli"),
     "cli": ("aiosqlite", "sqlite3", "mcp_server_escalation.store"),
+    # host hooks: an adapter that must not even load the SDK (it runs on every tool call)
+    "hooks": ("mcp", "aiosqlite", "sqlite3", "mcp_server_escalation.store", "mcp_server_escalation.adapters"),
 }
 
 
@@ -94,7 +96,7 @@ def test_module_imports_respect_the_layers(path: Path) -> None:
 
 def test_the_operator_cli_never_loads_the_mcp_sdk_outside_serve() -> None:
     for path in (PACKAGE / "cli").glob("*.py"):
-        if path.name == "serve.py":
+        if path.name in ("serve.py", "demo.py"):  # both speak MCP: the server, the demo's client
             continue
         assert not any(n == "mcp" or n.startswith("mcp.") for n in _imports(path)), path
 

@@ -10,6 +10,7 @@ returned values must be exactly 1..N: a lost increment would show up as a repeat
 from __future__ import annotations
 
 import itertools
+import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -179,3 +180,38 @@ async def test_four_server_processes_lose_no_write_on_one_store(db_path: str) ->
         assert [(r["passed"], r["failed"]) for r in own["test_history"]] == [
             (i + 1, CALLS - i) for i in range(CALLS)
         ]
+
+
+_OPEN_AT = """
+import sys, time, anyio
+from mcp_server_escalation.store.db import Database
+start = float(sys.argv[2])
+while time.time() < start:
+    time.sleep(0.001)
+async def main():
+    db = await Database.open(sys.argv[1])
+    await db.close()
+anyio.run(main)
+"""
+
+
+def test_many_processes_creating_one_new_store_at_once_all_succeed(tmp_path: Path) -> None:
+    # SQLite refuses the switch to WAL at once (no busy timeout) while another process
+    # writes a store not yet in WAL mode; the store must wait and retry, never fail.
+    import time
+
+    for round_ in range(4):
+        path = tmp_path / f"new-{round_}.db"
+        start = time.time() + 1.5
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _OPEN_AT, str(path), str(start)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(8)
+        ]
+        outputs = [p.communicate(timeout=60) for p in procs]
+        codes = [p.returncode for p in procs]
+        assert codes == [0] * 8, [err for _, err in outputs if err]

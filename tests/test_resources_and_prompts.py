@@ -33,6 +33,7 @@ async def test_resources_show_pending_escalations_tasks_and_feedback(db_path: st
         "escalation://{escalation_id}",
         "task://{task_id}",
         "task://{task_id}/feedback/{step}",
+        "failure://{failure_id}",
     }
     summaries = json.loads(pending.contents[0].text)["escalations"]  # type: ignore[union-attr]
     assert [s["escalation_id"] for s in summaries] == [escalation_id]

@@ -43,6 +43,6 @@ def test_the_readme_config_example_validates_against_the_config_schema() -> None
 
 def test_every_tool_has_an_output_schema() -> None:
     outputs = {n for n in generate() if n.endswith(".output.json")}
-    assert len(outputs) == 14
+    assert len(outputs) == 16
     for name in outputs:
         assert json.loads((SCHEMAS / name).read_text(encoding="utf-8"))["type"] == "object"

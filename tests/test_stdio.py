@@ -287,3 +287,20 @@ async def test_the_installed_server_works_from_any_directory(db_path: str, tmp_p
     assert {t.name for t in listed.tools} >= AGENT_TOOLS
     assert started["task"]["project"] == str(elsewhere)
     assert started["directive"] == "proceed"
+
+
+def test_serving_an_unusable_store_is_a_one_line_error(tmp_path: Path) -> None:
+    garbage = tmp_path / "not-a-store.db"
+    garbage.write_bytes(b"not sqlite" * 100)
+    done = subprocess.run(
+        [str(SCRIPT), "--db", str(garbage)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.strip().splitlines()[-1] == f"error: store {garbage}: file is not a database"
+    assert "Traceback" not in done.stderr

@@ -14,6 +14,12 @@ Config file (TOML, ``--config PATH`` or ``ESCALATION_CONFIG``)::
 
     [guidance]
     k = 5
+
+    [elicitation]         # ask the human in the client (MCP elicitation): auto | on | off
+    mode = "auto"
+
+    [hooks]               # host hooks (models/hook_config.py; README "Host hooks")
+    attempts = ["test_run"]
 """
 
 from __future__ import annotations
@@ -22,11 +28,12 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .models.hook_config import HooksConfig
 from .models.limits import Role
 from .models.thresholds import ThresholdOverrides, Thresholds
 
@@ -37,8 +44,29 @@ class NotifyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     command: str | None = None
-    webhook_url: str | None = None
+    webhook_url: Annotated[str | None, Field(pattern=r"^https?://")] = None
     renotify_minutes: Annotated[float, Field(ge=0)] = 0
+    timeout_seconds: Annotated[
+        float, Field(gt=0, le=600, description="A command or webhook call taking longer has failed")
+    ] = 10
+    retry_seconds: Annotated[
+        float, Field(gt=0, le=3600, description="Wait after the first failed attempt; doubles per attempt")
+    ] = 5
+    retry_max_seconds: Annotated[
+        float, Field(gt=0, le=86400, description="The longest wait between two attempts")
+    ] = 300
+
+
+class ElicitationConfig(BaseModel):
+    """Asking the human in the client (the ``[elicitation]`` table).
+
+    ``auto`` (the default) asks on stdio connections only, and only while the agent itself
+    waits in ``get_escalation``; ``on`` also asks over HTTP; ``off`` never asks.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["auto", "on", "off"] = "auto"
 
 
 class GuidanceConfig(BaseModel):
@@ -60,6 +88,8 @@ class ConfigFile(BaseModel):
     thresholds: ThresholdOverrides = Field(default_factory=ThresholdOverrides)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)
+    elicitation: ElicitationConfig = Field(default_factory=ElicitationConfig)
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
 
 
 def default_db_path() -> Path:
@@ -97,6 +127,8 @@ class Settings:
     thresholds: Thresholds = field(default_factory=Thresholds)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     guidance: GuidanceConfig = field(default_factory=GuidanceConfig)
+    elicitation: ElicitationConfig = field(default_factory=ElicitationConfig)
+    hooks: HooksConfig = field(default_factory=HooksConfig)
 
     @classmethod
     def from_sources(
@@ -117,4 +149,6 @@ class Settings:
             thresholds=Thresholds().merged(loaded.thresholds),
             notify=loaded.notify,
             guidance=loaded.guidance,
+            elicitation=loaded.elicitation,
+            hooks=loaded.hooks,
         )

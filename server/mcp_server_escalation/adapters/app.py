@@ -30,12 +30,14 @@ def build_server(
     With ``http=(host, port)`` every request must carry a bearer token, and the token, not
     ``settings.role``, decides the caller's role.
     """
+    from .operator_side import OperatorSide  # noqa: PLC0415
     from .surfaces import register_prompts, register_resources  # noqa: PLC0415
     from .tools import build_tools  # noqa: PLC0415
 
     # Fail at start-up, not at the first call, when the prompt set is broken.
     prompts = PromptBook.load(settings.prompts_dir or data_dir("prompts"))
     live = LiveRuntimes()
+    side = OperatorSide(settings, prompts, http=http is not None)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
@@ -43,7 +45,8 @@ def build_server(
             log.info("store %s open (role %s)", settings.db_path, settings.role)
             live.open.append(runtime)
             try:
-                yield AppContext(runtime=runtime, settings=settings)
+                async with side.running(runtime):
+                    yield AppContext(runtime=runtime, settings=settings)
             finally:
                 live.open.remove(runtime)
 
@@ -62,6 +65,8 @@ def build_server(
         lifespan=lifespan,
         log_level="WARNING",
         tools=build_tools(settings, prompts, http=http is not None),
+        middleware=side.middleware,
+        subscriptions=side.bus,
         **auth,
     )
     register_resources(server, prompts, live)

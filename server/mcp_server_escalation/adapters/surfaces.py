@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
@@ -20,7 +20,7 @@ from mcp.types import INVALID_PARAMS
 
 from ..errors import ConfigError, EscalationError, NotFound
 from ..prompts import PromptBook
-from ..services import briefings, escalations, tasks
+from ..services import briefings, escalations, guidance, tasks
 from ..services import feedback as feedback_service
 from ..services.runtime import Runtime
 from .app_context import AppContext, LiveRuntimes
@@ -51,6 +51,7 @@ def register_resources(server: MCPServer[AppContext], prompts: PromptBook, live:
         "escalation://{escalation_id}",
         "task://{task_id}",
         "task://{task_id}/feedback/{step}",
+        "failure://{failure_id}",
     }
     if set(texts) != expected:
         raise ConfigError(f"{prompts.directory}: resource descriptions must be exactly {sorted(expected)}")
@@ -95,6 +96,20 @@ def register_resources(server: MCPServer[AppContext], prompts: PromptBook, live:
                 _rt(ctx), task_id=task_id, step=step, max_chars=RESOURCE_FEEDBACK_CHARS
             )
         return found.rendered
+
+    _register_failure(server, texts)
+
+
+def _register_failure(server: MCPServer[AppContext], texts: dict[str, Any]) -> None:
+    @server.resource(
+        "failure://{failure_id}",
+        mime_type="application/json",
+        description=texts["failure://{failure_id}"].description,
+    )
+    async def failure(failure_id: str, ctx: Ctx) -> str:
+        with _not_found(f"failure://{failure_id}"):
+            view = await guidance.show_failure(_rt(ctx), failure_id)
+        return view.model_dump_json()
 
 
 def _prompt(server: MCPServer[AppContext], prompts: PromptBook, fn: Callable[..., Awaitable[str]]) -> None:

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from ..errors import EscalationError
 from ..models.feedback import AttemptResult, FeedbackResult, ReviewResult
+from ..models.guidance import FailureView, GuidanceResult
 from ..models.limits import (
     LIST_MAX,
     TEXT_MAX,
@@ -50,7 +51,7 @@ from ..models.results import (
 from ..models.thresholds import ThresholdOverrides
 from ..prompts import PromptBook
 from ..rules.classify import BlockerDetails
-from ..services import attempts, escalations, failures, progress, reviews, tasks
+from ..services import attempts, escalations, failures, guidance, progress, reviews, tasks
 from ..services import feedback as feedback_service
 from ..services.runtime import Runtime
 from ..settings import Settings
@@ -374,6 +375,41 @@ def build_tools(
         with tool_errors():
             return await feedback_service.get_feedback(
                 _rt(ctx), task_id=task_id, step=step, max_chars=max_chars
+            )
+
+    @tool(_READ)
+    async def get_guidance(
+        task_id: TaskId,
+        ctx: Ctx,
+        query: ShortText | None = None,
+        step: StepName | None = None,
+        k: Annotated[int, Field(ge=1, le=20)] = 5,
+        scope: Literal["task", "project"] = "task",
+    ) -> GuidanceResult:
+        """The few past failures that matter now, as compact structured guidance."""
+        with tool_errors():
+            return await guidance.get_guidance(
+                _rt(ctx), task_id=task_id, query=query, step=step, k=k, scope=scope
+            )
+
+    @tool(_WRITE)
+    async def update_failure(
+        failure_id: Annotated[str, Field(min_length=1, max_length=64)],
+        ctx: Ctx,
+        status: Literal["active", "resolved", "superseded"] | None = None,
+        superseded_by: Annotated[str, Field(min_length=1, max_length=64)] | None = None,
+        outcome: Literal["helpful", "harmful"] | None = None,
+        note: ShortText | None = None,
+    ) -> FailureView:
+        """Resolve or supersede a failure record, or count whether its guidance helped."""
+        with tool_errors():
+            return await guidance.update_failure(
+                _rt(ctx),
+                failure_id=failure_id,
+                status=status,
+                superseded_by=superseded_by,
+                outcome=outcome,
+                note=note,
             )
 
     describe_tools(tools, prompts)

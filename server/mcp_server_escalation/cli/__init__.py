@@ -14,6 +14,9 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
+from .hook import add_parser as add_hook_parser
+from .hook import is_hook_run
+from .monitor_args import add_backup_parser, add_stats_parser, add_watch_parser
 
 
 def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
@@ -76,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     respond.add_argument("--responder", help="who answers (default: cli:$USER)")
     respond.add_argument("--json", action="store_true")
+    add_watch_parser(esc_sub, _common)
 
     task = sub.add_parser("tasks", help="list and show tasks")
     task_sub = task.add_subparsers(dest="action", required=True)
@@ -90,18 +94,32 @@ def build_parser() -> argparse.ArgumentParser:
     _common(task_show)
     task_show.add_argument("id")
     task_show.add_argument("--json", action="store_true")
+    add_stats_parser(sub, _common)
+
+    demo = sub.add_parser("demo", help="play the whole escalation loop against the real server")
+    _common(demo)
+    demo.add_argument("--keep", action="store_true", help="keep the throw-away store afterwards")
+
+    add_hook_parser(sub, _common)
 
     db = sub.add_parser("db", help="the store file")
     db_sub = db.add_subparsers(dest="action", required=True)
     for name, text in (("path", "print the store path"), ("migrate", "apply pending migrations")):
         _common(db_sub.add_parser(name, help=text))
+    add_backup_parser(db_sub, _common)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        # To a host, a hook's exit 2 means "deny": a bad hook command line must not block it.
+        if exc.code == 2 and is_hook_run(sys.argv[1:] if argv is None else argv):
+            return 0
+        raise
     logging.basicConfig(
         level=logging.INFO if args.command in (None, "serve") else logging.WARNING,
         stream=sys.stderr,  # stdout belongs to the protocol
@@ -114,6 +132,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .serve import serve  # noqa: PLC0415
 
             return serve(args)
+        if args.command == "demo":
+            from .demo import run as demo  # noqa: PLC0415 (loads the SDK client only here)
+
+            return demo(args)
+        if args.command == "hook":
+            from .hook import run as hook  # noqa: PLC0415
+
+            return hook(args)
         from .operator import run  # noqa: PLC0415
 
         return run(args)
@@ -125,3 +151,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # an unwritable store path, a full disk, a broken pipe
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except BaseExceptionGroup as group:
+        # The SDK runs the lifespan in a task group: a store that cannot be opened arrives
+        # wrapped. Say it in one line, like every other door does.
+        matched, _rest = group.split(EscalationError)
+        if matched is None:
+            raise
+        print(f"error: {_first(matched)}", file=sys.stderr)
+        return 1
+
+
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf

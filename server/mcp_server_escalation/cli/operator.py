@@ -12,9 +12,10 @@ import anyio
 from pydantic import BaseModel
 
 from ..models.escalations import Escalation
-from ..services import escalations, tasks
+from ..services import escalations, reports
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, resolve_db_path
+from . import monitor, task_views
 
 
 def _out(text: str = "") -> None:
@@ -107,6 +108,8 @@ async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
             _json(shown)
         else:
             print_escalation(shown)
+            for line in monitor.delivery_lines(await reports.deliveries(rt, args.id)):
+                _out(line)
         return 0
     response_type, content = _response(args)
     result_ = await escalations.resolve_escalation(
@@ -139,53 +142,27 @@ def _response(args: argparse.Namespace) -> tuple[str, str]:
     return "approve", ""
 
 
-async def _tasks(rt: Runtime, args: argparse.Namespace) -> int:
-    if args.action == "show":
-        view = await tasks.get_task(rt, args.id)
-        if args.json:
-            _json(view)
-            return 0
-        t = view.task
-        _out(f"Task {t.task_id}: {t.title}  [{t.status}]  agent {t.agent_id} (generation {t.generation})")
-        _out(f"Project {t.project}   scope {', '.join(t.scope) or '(any path)'}")
-        if t.approach:
-            _out(f"Approach (operator override): {t.approach}")
-        _out(f"Counters   {json.dumps(view.counters.model_dump(), sort_keys=True)}")
-        _out(f"Thresholds {json.dumps(view.thresholds.model_dump(), sort_keys=True)}")
-        _out(f"Modified files ({len(view.modified_files)}): {', '.join(view.modified_files)}")
-        rates = ", ".join(f"{r.pass_rate:.0%}" for r in view.test_history)
-        _out(f"Test pass rates: {rates or '-'}")
-        _out(f"Failures: {view.failure_records} records, {view.failure_occurrences} occurrences")
-        _out(f"Escalations: {', '.join(map(str, view.escalation_ids)) or '-'}")
-        _out(f"Directive: {view.directive}: {view.message}")
-        return 0
-    found = await tasks.list_tasks(rt, status=args.status, limit=max(1, args.limit))
-    if args.json:
-        _json([t.model_dump(mode="json") for t in found])
-        return 0
-    if not found:
-        _out("no tasks")
-        return 0
-    _out(f"{'TASK':<28} {'STATUS':<20} {'AGENT':<16} {'FILES':>5} {'SAME-ERR':>8}  TITLE")
-    for t in found:
-        _out(
-            f"{t.task_id[:28]:<28} {t.status:<20} {t.agent_id[:16]:<16} "
-            f"{t.counters.files_modified:>5} {t.counters.consecutive_same_error:>8}  {t.title[:60]}"
-        )
-    return 0
-
-
 async def _main(args: argparse.Namespace) -> int:
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts, role="operator")
     async with open_runtime(settings) as rt:
-        if args.command == "escalations":
-            return await _escalations(rt, args)
-        if args.command == "tasks":
-            return await _tasks(rt, args)
-        if args.action == "migrate":
-            version = await rt.db.schema_version()
-            _out(f"{settings.db_path}: schema version {version}")
-            return 0
+        if (args.command, getattr(args, "action", None)) in _MONITOR_COMMANDS:
+            return await monitor.run(rt, args)
+        # Every command that opens the store also sends announcements left undelivered.
+        return await monitor.with_delivery(rt, _dispatch(rt, args))
+
+
+_MONITOR_COMMANDS = {("escalations", "watch"), ("stats", None), ("db", "backup")}
+
+
+async def _dispatch(rt: Runtime, args: argparse.Namespace) -> int:
+    if args.command == "escalations":
+        return await _escalations(rt, args)
+    if args.command == "tasks":
+        return await task_views.run(rt, args)
+    if args.action == "migrate":
+        version = await rt.db.schema_version()
+        _out(f"{rt.db.path}: schema version {version}")
+        return 0
     return 2
 
 

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from .base import Record
 from .escalations import Escalation
+from .guidance import GuidanceItem
 from .results import Directed
 
 
@@ -105,6 +106,6 @@ class FeedbackResult(Record):
     retry_history: list[RetryEntry]
     review_findings: list[ReviewFinding]
     human_responses: list[HumanResponse]
-    guidance: list[dict[str, object]] = Field(default_factory=list)
+    guidance: list[GuidanceItem]
     rendered: str
     omitted: int = Field(description="Entries dropped (oldest first) to honour max_chars")

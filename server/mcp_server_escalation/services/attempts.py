@@ -20,7 +20,7 @@ from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, current_task, direct, fire
+from .firing import Evidence, current_task, direct, fire, publish_fired
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -167,8 +167,7 @@ async def record_attempt(
         )
 
     result = await rt.db.write(work)
-    if result.escalation is not None:
-        await rt.publish(result.escalation, "created" if result.escalation.revision == 1 else "updated")
+    await publish_fired(rt, result.escalation)
     return result
 
 

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import TaskEnded
+from ..errors import InvalidInput, TaskEnded
 from ..models.limits import BLOCKER_SIGNALS, ENDED_STATUSES
 from ..models.results import FailureSummary, RecordFailureResult
 from ..rules import triggers
 from ..rules.classify import classify, extract_details
 from ..rules.fingerprint import fingerprint
 from ..rules.paths import normalise_path
+from ..rules.pointers import pointer_problem
 from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, current_task, direct, fire
+from .firing import Evidence, current_task, direct, fire, publish_fired
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -64,6 +65,9 @@ async def record_failure(
     details: dict[str, Any] | None = None,
 ) -> RecordFailureResult:
     """Store one failure occurrence and fire whatever trigger it completes."""
+    problem = pointer_problem(context_refs or {})
+    if problem is not None:
+        raise InvalidInput("context_refs", problem)
     given = {k: v for k, v in (details or {}).items() if v is not None}
     if signal_type is None:
         chosen = classify(message, rt.patterns, error_type=error_type, tool_name=tool_name)
@@ -213,6 +217,5 @@ async def record_failure(
         )
 
     result = await rt.db.write(work)
-    if result.escalation is not None:
-        await rt.publish(result.escalation, "created" if result.escalation.revision == 1 else "updated")
+    await publish_fired(rt, result.escalation)
     return result

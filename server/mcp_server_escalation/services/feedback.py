@@ -11,6 +11,7 @@ from ..rules.feedback import collapse_retries, render_sections
 from ..store import escalations as escalation_store
 from ..store import feedback as feedback_store
 from ..store.db import Conn
+from .guidance import build_guidance
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -43,6 +44,9 @@ def build_feedback(rt: Runtime, conn: Conn, task_id: str, step: str, max_chars: 
     retries = collapse_retries(rejected)
     findings = feedback_store.outstanding_findings(conn, task_id)
     responses = human_responses(conn, task_id)
+    guidance = build_guidance(
+        rt, conn, task_id=task_id, query=None, step=step, k=rt.settings.guidance.k, scope="task"
+    ).items
     rendered, omitted = render_sections(
         rt.prompts,
         step=step,
@@ -50,7 +54,7 @@ def build_feedback(rt: Runtime, conn: Conn, task_id: str, step: str, max_chars: 
         retries=retries,
         findings=findings,
         responses=responses,
-        guidance=[],
+        guidance=[item.line for item in guidance],
         max_chars=max_chars,
     )
     return FeedbackResult(
@@ -61,7 +65,7 @@ def build_feedback(rt: Runtime, conn: Conn, task_id: str, step: str, max_chars: 
         retry_history=retries,
         review_findings=findings,
         human_responses=responses,
-        guidance=[],
+        guidance=guidance,
         rendered=rendered or rt.prompts.render("feedback_empty", task_id=task_id, step=step),
         omitted=omitted,
     )

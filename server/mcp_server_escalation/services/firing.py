@@ -222,3 +222,9 @@ def direct(
         directive=decision.directive,
         message=rt.prompts.render(decision.template, **decision.values),
     )
+
+
+async def publish_fired(rt: Runtime, escalation: Escalation | None) -> None:
+    """Announce an escalation a trigger created (revision 1) or added to, after the commit."""
+    if escalation is not None:
+        await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")

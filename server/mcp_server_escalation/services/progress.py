@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..errors import InvalidInput, TaskEnded
-from ..models.escalations import Escalation
 from ..models.limits import ENDED_STATUSES
 from ..models.results import CheckEditResult, PathVerdict, ProgressResult
 from ..models.tasks import Task, TestRun
@@ -13,7 +12,7 @@ from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, current_task, direct, fire
+from .firing import Evidence, current_task, direct, fire, publish_fired
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -92,8 +91,13 @@ async def report_progress(
     outcome: str = "neutral",
     note: str | None = None,
     step: str = "main",
+    attempt: bool = True,
 ) -> ProgressResult:
-    """One attempt: count it, record files and tests, and fire what it completes."""
+    """One attempt: count it, record files and tests, and fire what it completes.
+
+    ``attempt=False`` (the host hooks, for what is not an attempt by their configuration)
+    leaves the no-file-change count alone; everything else is recorded as usual.
+    """
     files = files_modified or []
     is_test_run = tests_passed is not None or tests_failed is not None
     passed, failed = tests_passed or 0, tests_failed or 0
@@ -116,7 +120,9 @@ async def report_progress(
         new_paths = [p for p in paths if p not in known]
         task_store.add_modified_files(conn, task, new_paths, "report_progress", now)
 
-        counters = triggers.after_attempt(task.counters, changed_files=bool(paths))
+        counters = task.counters
+        if attempt or paths:
+            counters = triggers.after_attempt(counters, changed_files=bool(paths))
         if outcome == "success":
             counters = triggers.after_success(counters)
         fired: list[Evidence] = []
@@ -165,7 +171,7 @@ async def report_progress(
             now,
         )
         t = task.thresholds
-        if not paths:
+        if not paths and attempt:
             stalled = triggers.no_file_progress(counters, t)
             if stalled is not None:
                 reports = progress_store.recent_reports(conn, task, counters.attempts_without_file_change)
@@ -231,7 +237,7 @@ async def report_progress(
         )
 
     result = await rt.db.write(work)
-    await _publish(rt, result.escalation)
+    await publish_fired(rt, result.escalation)
     return result
 
 
@@ -321,10 +327,5 @@ async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEdi
         )
 
     result = await rt.db.write(work)
-    await _publish(rt, result.escalation)
+    await publish_fired(rt, result.escalation)
     return result
-
-
-async def _publish(rt: Runtime, escalation: Escalation | None) -> None:
-    if escalation is not None:
-        await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")

@@ -87,7 +87,8 @@ async def start_task(
                 conn, task, "start_task", {"created": created, "reassigned": reassigned}, now
             )
         task = sync_pause(rt, conn, chosen_id)
-        directed = direct(rt, conn, task, "message_task_started", task_id=chosen_id, reassigned=reassigned)
+        template = "message_task_taken_over" if reassigned else "message_task_started"
+        directed = direct(rt, conn, task, template, task_id=chosen_id)
         return StartTaskResult(
             task_id=task.task_id,
             status=task.status,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import logging
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -40,6 +41,8 @@ Conn = sqlite3.Connection
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 30_000
+# How long a new store may take to switch to WAL while other processes create it too.
+WAL_SWITCH_SECONDS = 30.0
 # A transaction start that still finds the database busy after the busy timeout is retried
 # this many times before the error reaches anyone (8 writers x 30 s is far beyond any run).
 _BUSY_RETRIES = 5
@@ -91,20 +94,33 @@ class Database:
         self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         self._conn.execute("PRAGMA foreign_keys = ON")
         if self.path != ":memory:":
-            self._retry_busy(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
+            self._enable_wal()
             self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA busy_timeout = 0")
 
-    def _retry_busy(self, action: Callable[[], object]) -> None:
-        for attempt in range(_BUSY_RETRIES):
+    def _enable_wal(self) -> None:
+        """Switch a new store to WAL, also when several processes create it at once.
+
+        SQLite answers "database is locked" to this PRAGMA at once, without its busy
+        timeout, while another connection writes a store that is not in WAL mode yet; so
+        wait and retry (start-up only, before any request is served), and accept the store
+        as soon as another process has switched it.
+        """
+        deadline = time.monotonic() + WAL_SWITCH_SECONDS
+        delay = 0.01
+        while True:
             try:
-                action()
+                mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
+                if not _is_busy(exc) or time.monotonic() > deadline:
                     raise
-                log.warning("store busy, retrying (attempt %d)", attempt + 1)
-            else:
+                log.warning("store busy while switching to WAL, retrying in %.2f s", delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+                continue
+            if mode is not None and str(mode[0]).lower() == "wal":
                 return
+            raise sqlite3.OperationalError(f"journal_mode stayed {mode[0] if mode else None!r}")
 
     async def close(self) -> None:
         """Close the connection; WAL content is already durable."""

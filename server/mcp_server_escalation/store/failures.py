@@ -25,6 +25,11 @@ def parse_failure_id(value: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def record_from_row(row: sqlite3.Row) -> FailureRecord:
+    """A failure record from its row."""
+    return _record(row)
+
+
 def _record(row: sqlite3.Row) -> FailureRecord:
     return FailureRecord(
         failure_id=failure_id(row["seq"]),

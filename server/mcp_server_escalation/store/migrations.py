@@ -26,6 +26,17 @@ _ESCALATION_STATUSES = (
     "'resolved_with_approval','withdrawn','agent_terminated'"
 )
 
+_FTS_COLUMNS = "message, error_type, tool_name, signal_type, recommended_adjustment, attempted_action"
+
+
+def _new(alias: str) -> str:
+    return ", ".join(f"{alias}.{column.strip()}" for column in _FTS_COLUMNS.split(","))
+
+
+def _changed() -> str:
+    return " OR ".join(f"old.{c.strip()} IS NOT new.{c.strip()}" for c in _FTS_COLUMNS.split(","))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -225,6 +236,136 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
             "CREATE INDEX findings_by_task ON review_findings (task_id, resolved_at, finding_id)",
             "CREATE INDEX findings_by_stage ON review_findings (task_id, stage, finding_id)",
+        ),
+    ),
+    Migration(
+        3,
+        "guidance: FTS5 index over failures kept in step by triggers, revision history",
+        (
+            # External-content FTS5 table: the text lives in failures, the index here.
+            f"""CREATE VIRTUAL TABLE failures_fts USING fts5(
+                {_FTS_COLUMNS}, content='failures', content_rowid='seq',
+                tokenize='unicode61 remove_diacritics 2'
+            )""",
+            f"""CREATE TRIGGER failures_fts_insert AFTER INSERT ON failures BEGIN
+                INSERT INTO failures_fts (rowid, {_FTS_COLUMNS})
+                VALUES (new.seq, {_new("new")});
+            END""",
+            f"""CREATE TRIGGER failures_fts_delete AFTER DELETE ON failures BEGIN
+                INSERT INTO failures_fts (failures_fts, rowid, {_FTS_COLUMNS})
+                VALUES ('delete', old.seq, {_new("old")});
+            END""",
+            # Only when indexed text changes: a repeat occurrence with the same wording (the
+            # common case on the hot path) costs no index work.
+            f"""CREATE TRIGGER failures_fts_update AFTER UPDATE OF {_FTS_COLUMNS} ON failures
+            WHEN {_changed()} BEGIN
+                INSERT INTO failures_fts (failures_fts, rowid, {_FTS_COLUMNS})
+                VALUES ('delete', old.seq, {_new("old")});
+                INSERT INTO failures_fts (rowid, {_FTS_COLUMNS})
+                VALUES (new.seq, {_new("new")});
+            END""",
+            "INSERT INTO failures_fts (failures_fts) VALUES ('rebuild')",
+            "CREATE INDEX failures_by_project_recent ON failures (project, status, last_seen_at)",
+            "CREATE INDEX failures_by_task_recent ON failures (task_id, status, last_seen_at)",
+            """CREATE TABLE failure_revisions (
+                revision_id INTEGER PRIMARY KEY,
+                failure_seq INTEGER NOT NULL REFERENCES failures (seq),
+                changes_json TEXT NOT NULL,
+                note TEXT,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX revisions_by_failure ON failure_revisions (failure_seq, revision_id)",
+        ),
+    ),
+    Migration(
+        4,
+        "operator side: escalation change feed, notification outbox and deliveries",
+        (
+            # Every change of an escalation, in commit order, from every process: what
+            # `escalations watch` prints and what a server turns into client notifications.
+            # Filled by triggers, so no write path (present or future) can forget it.
+            """CREATE TABLE escalation_changes (
+                change_id INTEGER PRIMARY KEY AUTOINCREMENT,
+                escalation_id INTEGER NOT NULL REFERENCES escalations (escalation_id),
+                revision INTEGER NOT NULL,
+                event TEXT NOT NULL CHECK (event IN
+                    ('created','updated','answered','closed','delivered','acknowledged')),
+                status TEXT NOT NULL,
+                changed_at TEXT NOT NULL
+            )""",
+            # One row per announcement an operator must get: 'created' (written by the
+            # trigger below, in the transaction that creates the escalation) and 'renotify'.
+            """CREATE TABLE notification_outbox (
+                outbox_id INTEGER PRIMARY KEY AUTOINCREMENT,
+                escalation_id INTEGER NOT NULL REFERENCES escalations (escalation_id),
+                event TEXT NOT NULL CHECK (event IN ('created', 'renotify')),
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX outbox_by_escalation ON notification_outbox (escalation_id, outbox_id)",
+            # Delivery state of one announcement to one configured notifier ('command:<digest>',
+            # 'webhook:<digest>'). A sender holds a lease while it sends: a killed sender's
+            # lease runs out and the next process that opens the store sends again.
+            """CREATE TABLE notification_deliveries (
+                outbox_id INTEGER NOT NULL REFERENCES notification_outbox (outbox_id),
+                notifier TEXT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at TEXT NOT NULL,
+                lease_until TEXT,
+                delivered_at TEXT,
+                last_error TEXT,
+                updated_at TEXT NOT NULL,
+                PRIMARY KEY (outbox_id, notifier)
+            )""",
+            """CREATE TRIGGER escalations_created_feed AFTER INSERT ON escalations BEGIN
+                INSERT INTO escalation_changes (escalation_id, revision, event, status, changed_at)
+                VALUES (new.escalation_id, new.revision, 'created', new.status, new.created_at);
+                INSERT INTO notification_outbox (escalation_id, event, created_at)
+                VALUES (new.escalation_id, 'created', new.created_at);
+            END""",
+            """CREATE TRIGGER escalations_changed_feed AFTER UPDATE ON escalations
+            WHEN new.revision IS NOT old.revision BEGIN
+                INSERT INTO escalation_changes (escalation_id, revision, event, status, changed_at)
+                VALUES (new.escalation_id, new.revision, CASE
+                    WHEN old.response_type IS NULL AND new.response_type IS NOT NULL
+                        AND new.response_type != 'withdraw' THEN 'answered'
+                    WHEN old.status = 'pending' AND new.status != 'pending' THEN 'closed'
+                    WHEN old.acknowledged_at IS NULL AND new.acknowledged_at IS NOT NULL
+                        THEN 'acknowledged'
+                    WHEN old.delivered_at IS NULL AND new.delivered_at IS NOT NULL THEN 'delivered'
+                    ELSE 'updated' END, new.status, new.updated_at);
+            END""",
+            # Escalations still pending when this migration runs are announced too.
+            "INSERT INTO notification_outbox (escalation_id, event, created_at)"
+            " SELECT escalation_id, 'created', created_at FROM escalations WHERE status = 'pending'",
+        ),
+    ),
+    Migration(
+        5,
+        "hook events: de-duplication of host hook events by delivery and by tool call",
+        (
+            """CREATE TABLE hook_events (
+                event_id INTEGER PRIMARY KEY,
+                host TEXT NOT NULL,
+                -- the host's session (Claude Code session_id, Cursor conversation_id)
+                session_id TEXT,
+                event TEXT NOT NULL,
+                tool_name TEXT,
+                task_id TEXT REFERENCES tasks (task_id),
+                -- one delivery of one host event (post:<tool_use_id>); a second delivery of
+                -- the same event finds it taken and changes nothing
+                delivery_key TEXT UNIQUE,
+                -- one tool call seen through two event kinds without a common id (Cursor's
+                -- postToolUse and afterShellExecution): the n-th of each kind per call_base
+                call_base TEXT,
+                call_source TEXT,
+                call_key TEXT,
+                counted INTEGER NOT NULL CHECK (counted IN (0, 1)),
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE UNIQUE INDEX hook_events_counted_call ON hook_events (call_key) WHERE counted = 1",
+            "CREATE INDEX hook_events_by_base ON hook_events (call_base, call_source)",
+            "CREATE INDEX hook_events_by_session ON hook_events (host, session_id, event_id)",
+            "CREATE INDEX hook_events_by_time ON hook_events (created_at)",
         ),
     ),
 )

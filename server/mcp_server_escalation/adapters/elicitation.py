@@ -1,0 +1,188 @@
+"""Asking the human in the client (MCP elicitation), an extra on top of tools and CLI (SPEC 6).
+
+When: while the agent waits for an answer, i.e. during ``get_escalation(id,
+wait_seconds > 0)`` on a pending, blocking escalation. The question (the response type
+and a text: a flat form, worded from prompts/operator.toml) is shown for as long as the
+agent's own wait lasts, so asking can never make a call take longer than the agent asked
+for, and an unattended run with nobody at the client is exactly as before: the form times
+out with the wait and the escalation stays pending.
+
+An accepted answer goes through the same service as ``escalations respond``, in the
+operator role, with ``responder = "elicitation:<client name>"`` marking the channel; the
+waiting ``get_escalation`` wakes at once and returns it. Decline or cancel leave the
+escalation pending and are remembered for the connection (the human said no: the form is
+not shown again for that escalation); a timeout is not (the next wait asks again). An
+answer from another channel (the CLI) ends the wait and withdraws the open form.
+
+Where: only on handshake-era connections that declared the ``elicitation`` capability (form
+mode). On 2026-07-28 a server cannot push a request mid-call (the SDK would need the
+``Resolve``/``InputRequiredResult`` round trip, which cannot also watch the store for an
+answer from the CLI), and a client without the capability is never asked: nothing here
+can turn into a protocol error for the agent's call. ``[elicitation] mode``: ``auto`` (the
+default) asks on stdio only; over HTTP the caller's role comes from its bearer token, and
+an agent-token client answering a form would be answering as an operator, so HTTP needs
+``mode = "on"``; ``off`` never asks.
+
+Implemented as a middleware around ``tools/call`` of ``get_escalation``: the tool itself is
+unchanged, the question runs next to its wait.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import Any, Literal
+
+import anyio
+from mcp import MCPError
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.elicitation import AcceptedElicitation, elicit_with_validation
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, Field, create_model
+
+from ..errors import EscalationError
+from ..models.escalations import Escalation
+from ..prompts import PromptBook
+from ..rules.announce import elicitation_question, human_answers
+from ..services import escalations
+from ..services.runtime import Runtime
+from .app_context import AppContext
+from .client_notifications import connection_key
+
+log = logging.getLogger(__name__)
+
+MAX_REMEMBERED = 1024
+TEXT_MAX = 64 * 1024
+
+
+def _number(value: object) -> float | None:
+    # Raw arguments, before validation: the Inspector sends numbers as strings.
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+class AskInClient:
+    """The elicitation middleware of one server."""
+
+    def __init__(self, prompts: PromptBook, mode: Literal["auto", "on", "off"], *, http: bool) -> None:
+        self.prompts = prompts
+        self.enabled = mode == "on" or (mode == "auto" and not http)
+        # (connection, escalation id) the human declined or cancelled: not asked again.
+        self._refused: OrderedDict[tuple[int, int], None] = OrderedDict()
+
+    async def __call__(
+        self, ctx: ServerRequestContext[AppContext, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Run ``get_escalation`` and, where allowed, the question next to its wait."""
+        escalation_id = self._waiting_on(ctx) if self.enabled else None
+        if escalation_id is None:
+            return await call_next(ctx)
+        rt = ctx.lifespan_context.runtime
+        try:
+            escalation = await escalations.show_escalation(rt, escalation_id)
+        except EscalationError:
+            return await call_next(ctx)  # the tool reports the unknown id itself
+        refused = (connection_key(ctx.session), escalation_id)
+        if escalation.status != "pending" or not escalation.blocking or refused in self._refused:
+            return await call_next(ctx)
+        error: Exception | None = None
+        result: HandlerResult = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._ask, ctx, rt, escalation)
+            try:
+                result = await call_next(ctx)
+            except Exception as exc:  # noqa: BLE001 (re-raised below, outside the task group, unchanged)
+                error = exc
+            # The wait is over (answered here or elsewhere, or timed out): withdraw the form.
+            tg.cancel_scope.cancel()
+        if error is not None:
+            raise error
+        return result
+
+    def _waiting_on(self, ctx: ServerRequestContext[AppContext, Any]) -> int | None:
+        """The escalation a handshake-era ``get_escalation`` call with a wait is about."""
+        params = ctx.params or {}
+        if ctx.method != "tools/call" or params.get("name") != "get_escalation":
+            return None
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        capabilities = ctx.session.client_capabilities
+        elicitation = capabilities.elicitation if capabilities else None
+        if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+            return None  # never ask a client that cannot show a form
+        arguments = params.get("arguments")
+        if not isinstance(arguments, dict):
+            return None
+        escalation_id, wait = _number(arguments.get("escalation_id")), _number(arguments.get("wait_seconds"))
+        if escalation_id is None or not escalation_id.is_integer() or not wait or wait <= 0:
+            return None
+        return int(escalation_id)
+
+    def _form(self, escalation: Escalation) -> type[BaseModel]:
+        options = tuple(human_answers(escalation))
+        choice: Any = Literal[options]  # a Literal built at run time from this escalation's options
+        return create_model(
+            "EscalationAnswer",
+            response_type=(
+                choice,
+                Field(
+                    description=self.prompts.render(
+                        "elicitation_field_response_type", options=", ".join(options)
+                    )
+                ),
+            ),
+            text=(
+                str,
+                Field(
+                    min_length=1,
+                    max_length=TEXT_MAX,
+                    description=self.prompts.render("elicitation_field_text"),
+                ),
+            ),
+        )
+
+    async def _ask(
+        self, ctx: ServerRequestContext[AppContext, Any], rt: Runtime, escalation: Escalation
+    ) -> None:
+        escalation_id = escalation.escalation_id
+        client = ctx.session.client_params.client_info.name if ctx.session.client_params else "client"
+        try:
+            answer = await elicit_with_validation(
+                session=ctx.session,
+                message=elicitation_question(self.prompts, escalation),
+                schema=self._form(escalation),
+                related_request_id=ctx.request_id,
+            )
+        except (MCPError, ValueError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            # The client refused the request or sent a form that does not fit: no answer.
+            log.warning("escalation %d: asking %s failed: %s", escalation_id, client, exc)
+            return
+        if not isinstance(answer, AcceptedElicitation):
+            self._remember_refusal(connection_key(ctx.session), escalation_id)
+            log.info(
+                "escalation %d: %s's human chose %s; it stays pending", escalation_id, client, answer.action
+            )
+            return
+        data = answer.data
+        try:
+            await escalations.resolve_escalation(
+                rt,
+                escalation_id=escalation_id,
+                response_type=data.response_type,  # type: ignore[attr-defined]
+                content=data.text,  # type: ignore[attr-defined]
+                responder=f"elicitation:{client}",
+                role="operator",
+            )
+        except EscalationError as exc:  # answered elsewhere meanwhile, or not allowed
+            log.warning("escalation %d: the answer from %s was not recorded: %s", escalation_id, client, exc)
+            return
+        log.info("escalation %d answered in %s (%s)", escalation_id, client, data.response_type)  # type: ignore[attr-defined]
+
+    def _remember_refusal(self, connection: int, escalation_id: int) -> None:
+        self._refused[(connection, escalation_id)] = None
+        while len(self._refused) > MAX_REMEMBERED:
+            self._refused.popitem(last=False)

@@ -1,0 +1,199 @@
+"""Operator commands that watch and measure: ``escalations watch``, ``stats``, ``db backup``.
+
+Same services and store as the tools. Tables on a terminal, ``--json`` for scripts (one JSON
+object per line for ``watch``). Exit codes: 0 done; 1 an error (stderr says which), or
+``watch --once`` saw nothing before ``--timeout``; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Awaitable
+
+import anyio
+
+from ..models.operator import EscalationChange, WatchLine
+from ..models.reports import Delivery, StatsReport
+from ..services import reports
+from ..services.background import deliver_pending, operator_side
+from ..services.changes import describe
+from ..services.runtime import Runtime
+
+
+def out(text: str = "") -> None:
+    """One line on stdout, flushed (``watch`` output goes to pipes as it happens)."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def table(headers: list[str], rows: list[list[str]], *, right: frozenset[int] = frozenset()) -> list[str]:
+    """Aligned columns; the last column is left ragged."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    lines = []
+    for row in [headers, *rows]:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
+        cells[-1] = cells[-1].rstrip() if len(cells) > 1 and cells[-1].strip() else cells[-1]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+async def with_delivery(rt: Runtime, work: Awaitable[int]) -> int:
+    """Run a command next to one delivery pass, so announcements left behind go out now."""
+    code = 1
+    error: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(deliver_pending, rt)
+        try:
+            code = await work
+        except Exception as exc:  # noqa: BLE001 (re-raised below, outside the task group, unchanged)
+            error = exc
+            tg.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return code
+
+
+async def run(rt: Runtime, args: argparse.Namespace) -> int:
+    """Dispatch ``watch``, ``stats`` and ``db backup``."""
+    if args.command == "escalations":
+        return await watch(rt, args)
+    if args.command == "stats":
+        return await with_delivery(rt, _stats(rt, args))
+    return await with_delivery(rt, _backup(rt, args))
+
+
+async def watch(rt: Runtime, args: argparse.Namespace) -> int:
+    """Print changes as they are committed, by any process, until interrupted."""
+    if args.timeout is not None and args.timeout <= 0:
+        sys.stderr.write("error: --timeout must be a positive number of seconds\n")
+        return 1
+    done = anyio.Event()
+    printed = 0
+
+    async def show(batch: list[EscalationChange]) -> None:
+        nonlocal printed
+        for change in batch:
+            if done.is_set() or (args.task and change.task_id != args.task):
+                continue
+            line = await describe(rt, change)
+            out(line.model_dump_json() if args.json else _watch_line(line))
+            printed += 1
+            if args.once:
+                done.set()
+
+    async with operator_side(rt, show):
+        # The feed's starting point is fixed before this line: anything committed after it
+        # is printed. Scripts (and tests) may wait for it on stderr.
+        sys.stderr.write(f"watching {rt.db.path} for escalation changes (Ctrl-C to stop)\n")
+        sys.stderr.flush()
+        with anyio.move_on_after(args.timeout if args.timeout is not None else math.inf):
+            await done.wait()
+    if args.once and not printed:
+        sys.stderr.write(f"error: no escalation changed within {args.timeout:g} s\n")
+        return 1
+    return 0
+
+
+def _watch_line(line: WatchLine) -> str:
+    s = line.escalation
+    return (
+        f"{line.at}  {line.event:<12} #{s.escalation_id:<5} {s.status:<26} {s.type:<19} "
+        f"{s.priority:<6} {s.task_id}  {s.headline[:100]}"
+    )
+
+
+async def _stats(rt: Runtime, args: argparse.Namespace) -> int:
+    report = await reports.stats(rt)
+    if args.json:
+        out(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True))
+        return 0
+    for line in stats_lines(report):
+        out(line)
+    return 0
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{seconds:.1f}s"
+
+
+def stats_lines(report: StatsReport) -> list[str]:
+    """The stats report as a terminal reads it."""
+    lines = [f"Escalations: {report.total}   (as of {report.generated_at})"]
+    if report.total:
+        statuses = list(report.by_status)
+        rows = [
+            [type_, *(str(report.by_type_and_status[type_].get(s, 0)) for s in statuses), str(total)]
+            for type_, total in report.by_type.items()
+        ]
+        rows.append(["total", *(str(report.by_status[s]) for s in statuses), str(report.total)])
+        lines += [
+            "",
+            *table(["TYPE", *statuses, "total"], rows, right=frozenset(range(1, len(statuses) + 2))),
+        ]
+    r = report.resolution
+    lines += [
+        "",
+        f"Answered by a human: {r.answered}   time to resolution: median {_duration(r.median_seconds)}, "
+        f"p95 {_duration(r.p95_seconds)}",
+    ]
+    if r.within_hour_share is None:
+        lines.append("Resolved within 1 hour (SC-010, target 95%): no escalation with a known outcome yet")
+    else:
+        verdict = "met" if r.sc010_met else "NOT met"
+        lines.append(
+            f"Resolved within 1 hour (SC-010, target 95%): {r.within_hour} of {r.counted} "
+            f"({r.within_hour_share:.1%}): {verdict}"
+        )
+    if report.notifications:
+        rows = [
+            [n.notifier, str(n.delivered), str(n.waiting), str(n.failed_attempts), (n.last_error or "-")[:80]]
+            for n in report.notifications
+        ]
+        lines += [
+            "",
+            "Notifications",
+            *table(
+                ["NOTIFIER", "DELIVERED", "WAITING", "FAILED ATTEMPTS", "LAST ERROR"],
+                rows,
+                right=frozenset({1, 2, 3}),
+            ),
+        ]
+    return lines
+
+
+def delivery_lines(deliveries: list[Delivery]) -> list[str]:
+    """How an escalation's notifications went, for ``escalations show`` (nothing if none)."""
+    lines = []
+    for d in deliveries:
+        if d.delivered_at:
+            state = f"delivered {d.delivered_at} (attempt {d.attempts})"
+        else:
+            state = f"not delivered after {d.attempts} attempt(s); next {d.next_attempt_at or '-'}"
+        error = f"; last error: {d.last_error}" if d.last_error else ""
+        lines.append(f"  {d.event:<8} {d.notifier:<20} {state}{error}")
+    return ["Notified", *lines] if lines else []
+
+
+async def _backup(rt: Runtime, args: argparse.Namespace) -> int:
+    report = await reports.backup(rt, args.path, overwrite=args.force)
+    if args.json:
+        out(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True))
+        return 0
+    out(
+        f"backed up {report.source} to {report.destination}: {report.bytes} bytes, schema version "
+        f"{report.schema_version}, {report.escalations} escalations, {report.tasks} tasks "
+        f"(integrity {report.integrity})"
+    )
+    return 0

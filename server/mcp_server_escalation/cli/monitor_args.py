@@ -1,0 +1,43 @@
+"""The command lines of ``escalations watch``, ``stats`` and ``db backup`` (argparse only).
+
+Kept apart from their implementation (``monitor``) so that building the parser, which every
+run of the console script does (the MCP server included), loads nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+AddCommon = Callable[[argparse.ArgumentParser], None]
+
+
+def add_watch_parser(escalation_commands: Any, common: AddCommon) -> None:
+    """``escalations watch``."""
+    watch = escalation_commands.add_parser(
+        "watch", help="print each new or changed escalation as it happens (any process), until Ctrl-C"
+    )
+    common(watch)
+    watch.add_argument("--task", help="only this task's escalations")
+    watch.add_argument("--json", action="store_true", help="one JSON object per line")
+    watch.add_argument("--once", action="store_true", help="exit after the first change")
+    watch.add_argument("--timeout", type=float, metavar="SECONDS", help="exit after this long")
+
+
+def add_stats_parser(commands: Any, common: AddCommon) -> None:
+    """``stats``."""
+    stats = commands.add_parser(
+        "stats", help="escalations by type and status, time to resolution, SC-010, notifier health"
+    )
+    common(stats)
+    stats.add_argument("--json", action="store_true")
+
+
+def add_backup_parser(db_commands: Any, common: AddCommon) -> None:
+    """``db backup PATH``."""
+    backup = db_commands.add_parser("backup", help="an online, consistent copy of the store")
+    common(backup)
+    backup.add_argument("path", metavar="PATH")
+    backup.add_argument("--force", action="store_true", help="replace PATH if it exists")
+    backup.add_argument("--json", action="store_true")

@@ -1,0 +1,127 @@
+"""``tasks list`` and ``tasks show ID``: what an operator needs to judge a task at a glance.
+
+``--json`` prints exactly what the MCP tools return (``get_task``'s view; the task records),
+so scripts and agents read the same fields.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..models.escalations import EscalationSummary
+from ..models.results import TaskView
+from ..services import escalations, tasks
+from ..services.runtime import Runtime
+from .monitor import out, table
+
+# Each counter and the threshold it is compared with (SPEC 3).
+_COUNTER_LIMITS = (
+    ("consecutive_same_error", "same_error_repeated"),
+    ("verification_attempts", "total_verification_attempts"),
+    ("attempts_without_file_change", "no_file_changes_after_attempts"),
+    ("test_runs_without_improvement", "no_test_improvement_after"),
+    ("files_modified", "files_modified_exceeds"),
+)
+LIST_LIMIT = 200
+
+
+async def run(rt: Runtime, args: argparse.Namespace) -> int:
+    """Dispatch ``tasks list`` and ``tasks show``."""
+    if args.action == "show":
+        view = await tasks.get_task(rt, args.id)
+        if args.json:
+            out(json.dumps(view.model_dump(mode="json"), indent=2, sort_keys=True))
+            return 0
+        listed = await escalations.list_escalations(rt, status="all", task_id=args.id, limit=LIST_LIMIT)
+        for line in show_lines(view, listed.escalations):
+            out(line)
+        return 0
+    found = await tasks.list_tasks(rt, status=args.status, limit=max(1, args.limit))
+    if args.json:
+        out(json.dumps([t.model_dump(mode="json") for t in found], indent=2, sort_keys=True))
+        return 0
+    if not found:
+        out("no tasks" + (f" with status {args.status}" if args.status else ""))
+        return 0
+    pending = await escalations.list_escalations(rt, status="pending", limit=LIST_LIMIT)
+    open_by_task: dict[str, list[str]] = {}
+    for s in sorted(pending.escalations, key=lambda s: s.escalation_id):
+        open_by_task.setdefault(s.task_id, []).append(f"#{s.escalation_id}")
+    rows = [
+        [
+            t.task_id,
+            t.status,
+            t.agent_id[:16],
+            f"{t.counters.files_modified}/{t.thresholds.files_modified_exceeds}",
+            f"{t.counters.consecutive_same_error}/{t.thresholds.same_error_repeated}",
+            f"{t.counters.verification_attempts}/{t.thresholds.total_verification_attempts}",
+            ",".join(open_by_task.get(t.task_id, [])) or "-",
+            t.updated_at,
+            t.title[:60],
+        ]
+        for t in found
+    ]
+    headers = ["TASK", "STATUS", "AGENT", "FILES", "SAME-ERR", "VERIFY", "PENDING", "UPDATED", "TITLE"]
+    for line in table(headers, rows):
+        out(line)
+    return 0
+
+
+def show_lines(view: TaskView, history: list[EscalationSummary]) -> list[str]:
+    """A task as an operator reads it on a terminal."""
+    t = view.task
+    lines = [
+        f"Task {t.task_id}: {t.title}  [{t.status}]  agent {t.agent_id} (generation {t.generation})",
+        f"Project   {t.project}",
+        f"Scope     {', '.join(t.scope) or '(any path)'}",
+    ]
+    if t.specification:
+        lines.append(f"Spec      {t.specification}")
+    if t.approach:
+        lines.append(f"Approach  (operator override) {t.approach}")
+    lines.append(
+        f"Created   {t.created_at}   updated {t.updated_at}"
+        + (f"   ended {t.ended_at}" if t.ended_at else "")
+    )
+    counters = view.counters.model_dump()
+    limits = view.thresholds.model_dump()
+    rows = [[name, str(counters[name]), str(limits[limit]), limit] for name, limit in _COUNTER_LIMITS]
+    lines += ["", *table(["COUNTER", "VALUE", "LIMIT", "THRESHOLD"], rows, right=frozenset({1, 2}))]
+    shown = {limit for _, limit in _COUNTER_LIMITS}
+    others = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(limits.items()) if k not in shown)
+    lines.append(f"Other thresholds: {others}")
+    if t.counters.last_fingerprint:
+        lines.append(f"Last error fingerprint: {t.counters.last_fingerprint}")
+    lines += ["", f"Modified files ({len(view.modified_files)})"]
+    lines += [f"  {path}" for path in view.modified_files] or ["  -"]
+    lines += ["", f"Test history ({len(view.test_history)} runs; baseline {_rate(t.baseline_pass_rate)})"]
+    if view.test_history:
+        rows = [
+            [r.at, r.step, str(r.passed), str(r.failed), _rate(r.pass_rate), "yes" if r.improved else "no"]
+            for r in view.test_history
+        ]
+        lines += [
+            f"  {line}"
+            for line in table(
+                ["AT", "STEP", "PASSED", "FAILED", "RATE", "IMPROVED"], rows, right=frozenset({2, 3, 4})
+            )
+        ]
+    else:
+        lines.append("  -")
+    lines.append(f"Failures: {view.failure_records} records, {view.failure_occurrences} occurrences")
+    lines += ["", f"Escalations ({len(history)})"]
+    if history:
+        rows = [
+            [f"#{s.escalation_id}", s.status, s.type, s.priority, s.created_at, s.headline[:70]]
+            for s in sorted(history, key=lambda s: s.escalation_id)
+        ]
+        lines += [f"  {line}" for line in table(["ID", "STATUS", "TYPE", "PRI", "CREATED", "HEADLINE"], rows)]
+    else:
+        lines.append("  -")
+    lines += ["", f"Directive: {view.directive}: {view.message}"]
+    return lines
+
+
+def _rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.0%}"

@@ -1,0 +1,111 @@
+"""Claude Code's hook payloads and answers (shared/reference/host-hooks.md, section 1).
+
+Events used: ``PreToolUse`` (gate, pause), ``PostToolUse`` (edits, shell output, test
+runs), ``PostToolUseFailure`` (errors; a non-zero Bash exit arrives here with ``error`` =
+``"Exit code N\\n<output>"``), ``Stop`` and ``SessionStart``. Answers are JSON on stdout
+with exit 0: a ``permissionDecision: deny`` (never ``allow``: that would skip the user's
+own permission prompt), ``additionalContext``, ``decision: block`` for Stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..models.limits import PATH_MAX
+from ..rules.test_output import split_exit_code
+from .events import (
+    OUTPUT_MAX,
+    Answer,
+    HookEvent,
+    Kind,
+    clip,
+    flag,
+    integer,
+    mapping,
+    text,
+)
+
+HOST = "claude-code"
+EVENTS: dict[str, Kind] = {
+    "PreToolUse": "pre_tool",
+    "PostToolUse": "post_tool",
+    "PostToolUseFailure": "post_tool_failure",
+    "Stop": "stop",
+    "SessionStart": "session_start",
+}
+
+# Cursor-shaped events answered in Claude's form (Cursor reads it) need Claude's names.
+_NAMES: dict[str, str] = {kind: name for name, kind in EVENTS.items()}
+
+
+def _output(response: object) -> str | None:
+    if isinstance(response, str):
+        return response[:OUTPUT_MAX]
+    parts = [text(response, key, limit=OUTPUT_MAX) for key in ("stdout", "stderr")]
+    joined = "\n".join(p for p in parts if p)
+    return joined or None
+
+
+def parse(payload: Mapping[str, Any]) -> HookEvent:
+    """A Claude Code payload as a ``HookEvent``."""
+    name = text(payload, "hook_event_name", limit=64) or ""
+    kind = EVENTS.get(name, "unknown")
+    tool_input = mapping(payload, "tool_input")
+    response = payload.get("tool_response")
+    file_path = text(tool_input, "file_path", "notebook_path", "path", limit=PATH_MAX + 1) or text(
+        response, "filePath", limit=PATH_MAX + 1
+    )
+    output: str | None = None
+    exit_code: int | None = None
+    interrupted = False
+    if kind == "post_tool":
+        output = _output(response)
+        interrupted = flag(response, "interrupted")
+    elif kind == "post_tool_failure":
+        error = text(payload, "error", limit=OUTPUT_MAX) or ""
+        exit_code, output = split_exit_code(error)
+        interrupted = flag(payload, "is_interrupt")
+    return HookEvent(
+        host=HOST,
+        name=name,
+        kind=kind,
+        session_id=text(payload, "session_id", limit=256),
+        tool_use_id=text(payload, "tool_use_id", limit=256),
+        tool_name=text(payload, "tool_name", limit=256),
+        file_path=file_path,
+        command=text(tool_input, "command", limit=OUTPUT_MAX),
+        output=output,
+        exit_code=exit_code,
+        cwd=text(payload, "cwd"),
+        stop_hook_active=flag(payload, "stop_hook_active"),
+        loop_count=integer(payload, "loop_count") or 0,
+        interrupted=interrupted,
+    )
+
+
+def encode(answer: Answer, event: HookEvent) -> dict[str, Any] | None:
+    """The JSON Claude Code reads for ``answer`` (None: print nothing, no decision)."""
+    if answer.empty:
+        return None
+    out: dict[str, Any] = {}
+    if answer.deny and event.kind == "pre_tool":
+        out["hookSpecificOutput"] = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": clip(answer.deny),
+        }
+    if answer.context and event.kind in ("post_tool", "post_tool_failure", "session_start"):
+        out["hookSpecificOutput"] = {
+            "hookEventName": _NAMES[event.kind],
+            "additionalContext": clip(answer.context),
+        }
+    if answer.block and event.kind == "stop":
+        out["decision"] = "block"
+        out["reason"] = clip(answer.block)
+    if answer.halt:
+        out["continue"] = False
+        out["stopReason"] = clip(answer.halt)
+    if answer.notice:
+        out["systemMessage"] = clip(answer.notice)
+    return out or None

@@ -1,0 +1,197 @@
+"""One host hook event, normalised, and the host-neutral answer to it (pure, no I/O).
+
+The host modules (``claude_code``, ``cursor``) read their payloads into ``HookEvent`` and
+write ``Answer`` back in their own JSON; everything between is host-neutral. Payload fields
+are read defensively: a missing field, a field of the wrong type or an absurdly long
+string is treated as absent or clipped, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, NamedTuple
+
+Kind = Literal["pre_tool", "post_tool", "post_tool_failure", "stop", "session_start", "unknown"]
+ToolKind = Literal["edit", "shell", "read", "own", "other"]
+
+# Longest string kept from a payload field that names something (ids, tool names, paths).
+NAME_MAX = 4096
+# Longest tool output read (the host already truncates Bash output to ~10,000 characters).
+OUTPUT_MAX = 1024 * 1024
+# The hosts cap hook output strings at 10,000 characters.
+ANSWER_MAX = 9500
+
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "Delete"})
+SHELL_TOOLS = frozenset({"Bash", "PowerShell", "Shell"})
+READ_TOOLS = frozenset(
+    {
+        "Read",
+        "Grep",
+        "Glob",
+        "LS",
+        "NotebookRead",
+        "WebFetch",
+        "WebSearch",
+        "TodoWrite",
+        "TodoRead",
+        "BashOutput",
+        "ListMcpResourcesTool",
+        "ReadMcpResourceTool",
+        "AskUserQuestion",
+    }
+)
+# This server's tools: let through during a pause (the agent must be able to read and
+# acknowledge the answer) and never recorded (the tool records itself).
+OWN_TOOLS = frozenset(
+    {
+        "start_task",
+        "end_task",
+        "get_task",
+        "record_failure",
+        "report_progress",
+        "check_edit",
+        "record_attempt",
+        "report_review",
+        "get_feedback",
+        "get_guidance",
+        "update_failure",
+        "raise_escalation",
+        "get_escalation",
+        "acknowledge_response",
+        "list_escalations",
+        "resolve_escalation",
+    }
+)
+
+
+# NamedTuples, not dataclasses: these are defined on every hook run (one per tool call),
+# and defining a dataclass costs ~1 ms of start-up where a NamedTuple costs ~0.1 ms.
+class HookEvent(NamedTuple):
+    """What one hook invocation tells us, whichever host sent it."""
+
+    host: str  # the payload's shape: "claude-code" or "cursor"
+    name: str  # the event name as received
+    kind: Kind
+    session_id: str | None = None
+    generation_id: str | None = None
+    tool_use_id: str | None = None
+    tool_name: str | None = None
+    file_path: str | None = None
+    command: str | None = None
+    output: str | None = None  # what the tool printed, or the error text without "Exit code N"
+    exit_code: int | None = None
+    cwd: str | None = None
+    roots: tuple[str, ...] = ()
+    stop_hook_active: bool = False
+    loop_count: int = 0
+    stop_status: str | None = None
+    interrupted: bool = False
+    failure_type: str | None = None
+    source: Literal["tool", "after"] = "tool"  # after*: Cursor's afterShellExecution/afterFileEdit
+    digest: str = ""  # of the whole payload: tells deliveries apart when no id does
+
+
+class Answer(NamedTuple):
+    """What the hook tells the host; empty means no decision (the host goes on as usual)."""
+
+    deny: str | None = None  # refuse the tool call; the model reads the reason
+    context: str | None = None  # add to the model's context
+    block: str | None = None  # refuse to stop; the model reads the reason
+    halt: str | None = None  # stop the agent altogether; the user reads the reason
+    notice: str | None = None  # a message to the user only
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to say."""
+        return not (self.deny or self.context or self.block or self.halt or self.notice)
+
+
+def clip(text: str, limit: int = ANSWER_MAX) -> str:
+    """``text`` cut to ``limit`` characters (the hosts' cap on hook output)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def text(data: object, *keys: str, limit: int = NAME_MAX) -> str | None:
+    """The first of ``keys`` holding a non-empty string, clipped to ``limit``; else None."""
+    if not isinstance(data, Mapping):
+        return None
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, str) and value.strip():
+            return value[:limit]
+    return None
+
+
+def mapping(data: object, key: str) -> Mapping[str, Any]:
+    """``data[key]`` if it is an object (or a JSON string of one), else an empty mapping."""
+    if not isinstance(data, Mapping):
+        return {}
+    value = data.get(key)
+    if isinstance(value, str) and value.lstrip().startswith("{") and len(value) <= OUTPUT_MAX:
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, Mapping) else {}
+
+
+def integer(data: object, *keys: str) -> int | None:
+    """The first of ``keys`` holding an integer (bools are not integers here)."""
+    if not isinstance(data, Mapping):
+        return None
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31:
+            return value
+    return None
+
+
+def flag(data: object, key: str) -> bool:
+    """True only for a JSON ``true``."""
+    return isinstance(data, Mapping) and data.get(key) is True
+
+
+def strings(data: object, key: str) -> tuple[str, ...]:
+    """The strings of a list field (non-strings skipped)."""
+    if not isinstance(data, Mapping):
+        return ()
+    value = data.get(key)
+    if not isinstance(value, list):
+        return ()
+    return tuple(v[:NAME_MAX] for v in value[:50] if isinstance(v, str) and v.strip())
+
+
+def payload_digest(payload: Mapping[str, Any]) -> str:
+    """A short, stable digest of the whole payload."""
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def own_tool(name: str, servers: Iterable[str]) -> bool:
+    """``mcp__<server>__<tool>`` (or a plugin's ``mcp__plugin_<p>_<server>__<tool>``) of ours,
+    or Cursor's ``MCP:<tool>`` naming one of our tools."""
+    if name.startswith("MCP:"):
+        return name[4:] in OWN_TOOLS
+    if not name.startswith("mcp__"):
+        return False
+    server, sep, tool = name[5:].rpartition("__")
+    if not sep or tool not in OWN_TOOLS:
+        return False
+    return any(server == s or (server.startswith("plugin_") and server.endswith("_" + s)) for s in servers)
+
+
+def tool_kind(name: str | None, *, servers: Iterable[str], read_only: Iterable[str] = ()) -> ToolKind | None:
+    """What a tool does, as far as gating and recording care."""
+    if not name:
+        return None
+    if name in EDIT_TOOLS:
+        return "edit"
+    if name in SHELL_TOOLS:
+        return "shell"
+    if own_tool(name, servers):
+        return "own"
+    if name in READ_TOOLS or name in set(read_only):
+        return "read"
+    return "other"

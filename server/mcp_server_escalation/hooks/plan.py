@@ -1,0 +1,164 @@
+"""From a finished tool call to the service calls that record it (pure, no I/O).
+
+What the hooks record (README, "Host hooks"), and why:
+
+- **An edit** (``Edit``, ``Write``, ``MultiEdit``, ``NotebookEdit``, Cursor's ``Write``,
+  ``Delete`` and ``afterFileEdit``) is ``report_progress(files_modified=[path])``: progress,
+  which resets the no-file-change count. Edits outside the project root are ignored unless
+  ``[hooks] outside_project = "gate"`` (hosts write plan files there).
+- **A test run** is a shell command that the test-command detector recognises *and* whose
+  output ends with a summary we can read; it is ``report_progress(tests_passed=,
+  tests_failed=)`` with outcome ``success`` when nothing failed. A run with failures is also
+  a failure (below), whatever its exit code, so piping ``pytest | tail`` changes nothing.
+- **A failure** (a failed tool call, a non-zero exit, a test run with failures) is
+  ``record_failure`` with the tail of the output as the message (where every runner prints
+  its failing checks and its summary), the tool name, ``exit N`` as the error code, the
+  command or the edited file, and ``timeout`` as the signal when the host killed it.
+- **A successful shell command** that is neither a test run nor read-only is a successful
+  operation: ``report_progress(outcome="success")``, which ends a run of identical errors.
+- **Reading and searching are never recorded**: read-only tools, read-only shell commands
+  (``rules/commands.py``), failures of either, and this server's own MCP tools.
+
+What counts as an *attempt* for ``no_file_progress``: edits (which reset it) and test runs,
+by default. Successful commands count too only with ``[hooks] attempts = ["test_run",
+"command"]``: an agent that edits through the shell (``sed -i``, formatters, ``git apply``)
+or sets up its environment would otherwise look stuck while it works. Cursor's
+``afterShellExecution`` carries no exit code, so only test runs are taken from it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..models.limits import PATH_MAX
+from ..rules.commands import is_read_only_command, is_test_command
+from ..rules.paths import normalise_path
+from ..rules.test_output import digest, parse_summary, timed_out
+from .events import HookEvent, ToolKind
+
+# Longest command kept as the attempted action or the note of a report.
+ACTION_MAX = 1000
+
+
+# NamedTuples, not dataclasses: these are defined on every hook run (one per tool call),
+# and defining a dataclass costs ~1 ms of start-up where a NamedTuple costs ~0.1 ms.
+class Rules(NamedTuple):
+    """The configuration the plan depends on (from ``[hooks]``)."""
+
+    test_command: str
+    read_only_commands: tuple[str, ...] = ()
+    attempts: frozenset[str] = frozenset({"test_run"})
+    outside_project: str = "ignore"
+
+
+class FailureCall(NamedTuple):
+    """Arguments of ``record_failure``."""
+
+    message: str
+    tool_name: str
+    error_code: str | None = None
+    file: str | None = None
+    attempted_action: str | None = None
+    signal_type: str | None = None
+
+
+class ProgressCall(NamedTuple):
+    """Arguments of ``report_progress``; ``attempt`` False keeps no_file_progress untouched."""
+
+    files_modified: tuple[str, ...] = ()
+    tests_passed: int | None = None
+    tests_failed: int | None = None
+    outcome: str = "neutral"
+    note: str | None = None
+    attempt: bool = True
+
+
+class PostPlan(NamedTuple):
+    """What to record for one finished tool call, and why (for logs and tests)."""
+
+    why: str
+    failure: FailureCall | None = None
+    progress: ProgressCall | None = None
+
+
+def usable_path(path: str | None) -> str | None:
+    """The path if it can be stored as given: not too long, no control characters."""
+    if not path or len(path) > PATH_MAX or any(ord(ch) < 32 for ch in path):
+        return None
+    return path
+
+
+def edit_counts(path: str, root: str, rules: Rules) -> bool:
+    """False for an edit the hooks leave alone (outside the project, by default)."""
+    return rules.outside_project == "gate" or normalise_path(path, root).inside_root
+
+
+def _clip(text: str | None) -> str | None:
+    return text[:ACTION_MAX] if text else None
+
+
+def _failure(event: HookEvent, kind: ToolKind, path: str | None) -> FailureCall:
+    output = event.output or ""
+    tool = event.tool_name or "tool"
+    action = (
+        f"{tool}: {event.command}"
+        if kind == "shell" and event.command
+        else (f"{tool} {path}" if path else tool)
+    )
+    slow = timed_out(output) or event.failure_type == "timeout"
+    return FailureCall(
+        message=digest(output)
+        or (f"{tool}: exit {event.exit_code}" if event.exit_code is not None else tool),
+        tool_name=tool,
+        error_code=f"exit {event.exit_code}" if event.exit_code is not None else None,
+        file=path if kind == "edit" else None,
+        attempted_action=_clip(action),
+        signal_type="timeout" if slow else None,
+    )
+
+
+def plan_post(event: HookEvent, kind: ToolKind | None, root: str, rules: Rules) -> PostPlan:
+    """The service calls that record this finished tool call (module docstring)."""
+    if kind is None or kind in ("own", "read"):
+        return PostPlan("not recorded: reading, or this server's own tool" if kind else "no tool")
+    if event.interrupted or event.failure_type == "permission_denied":
+        return PostPlan("not recorded: interrupted or refused by the user")
+    path = usable_path(event.file_path) if kind == "edit" else None
+    if kind == "edit" and (path is None or not edit_counts(path, root, rules)):
+        return PostPlan("not recorded: no usable path inside the project")
+    command = event.command or ""
+    if kind == "shell" and (not command.strip() or is_read_only_command(command, rules.read_only_commands)):
+        return PostPlan("not recorded: a read-only command")
+    failed = event.kind == "post_tool_failure" or (event.exit_code is not None and event.exit_code != 0)
+    summary = None
+    if kind == "shell" and event.output and is_test_command(command, rules.test_command):
+        summary = parse_summary(event.output)
+    test_run = (
+        ProgressCall(
+            tests_passed=summary.passed,
+            tests_failed=summary.failed,
+            outcome="failure" if failed or summary.failed else "success",
+            note=_clip(f"{summary.runner}: {summary.line}"),
+            attempt="test_run" in rules.attempts,
+        )
+        if summary is not None
+        else None
+    )
+    if failed or (summary is not None and summary.failed > 0):
+        return PostPlan(
+            "failure" + (" and test run" if test_run else ""), _failure(event, kind, path), test_run
+        )
+    if test_run is not None:
+        return PostPlan("test run", progress=test_run)
+    if kind == "edit" and path is not None:
+        return PostPlan("edit", progress=ProgressCall(files_modified=(path,), note=_clip(event.tool_name)))
+    if kind == "other":
+        return PostPlan("not recorded: a successful call of another tool")
+    if kind == "shell" and event.source == "tool":
+        return PostPlan(
+            "successful command",
+            progress=ProgressCall(
+                outcome="success", note=_clip(command), attempt="command" in rules.attempts
+            ),
+        )
+    return PostPlan("not recorded: no exit code and no test summary")

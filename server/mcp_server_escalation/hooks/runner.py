@@ -1,0 +1,330 @@
+"""One hook event, end to end: bind it to a task, decide, record, answer.
+
+The same service functions as the MCP tools, on the same store: ``check_edit`` gates an
+edit, ``record_failure`` and ``report_progress`` record what happened, ``get_feedback``
+briefs a new session, ``acknowledge_response`` closes the loop when the hook delivers an
+operator's answer. The MCP SDK is never imported on this path.
+
+The pause (SPEC SC-009): while a blocking escalation holds the task, every tool call is
+denied except read-only tools, read-only shell commands and this server's own MCP tools
+(so an agent with the MCP server can still ``get_escalation`` and ``acknowledge_response``).
+
+Acknowledgement without MCP: once the operator has answered, the next tool call that is
+not exempt is denied with the answer as its reason, and the hook acknowledges the answer
+on the agent's behalf at that moment (``[hooks] acknowledge_on_delivery``, on by default):
+the model has then read it, which is what acknowledging means, and the task resumes. An
+agent that has the MCP tools may acknowledge first itself; then nothing is denied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from ..models.hook_config import HooksConfig
+from ..models.limits import ENDED_STATUSES
+from ..models.tasks import Task
+from ..services import escalations, failures, progress
+from ..services import hooks as hook_service
+from ..services.runtime import Runtime
+from .events import Answer, HookEvent, ToolKind
+from .plan import edit_counts, plan_post, usable_path
+from .triage import exempt, kind_of, project_dir, rules
+
+
+# A NamedTuple, not a dataclass: it is defined on every hook run (one per tool call), and
+# defining a dataclass costs ~1 ms of start-up where a NamedTuple costs ~0.1 ms.
+class Call(NamedTuple):
+    """One event with everything decided about it before touching the store."""
+
+    rt: Runtime
+    event: HookEvent
+    cfg: HooksConfig
+    kind: ToolKind | None
+    root: str
+    override: str | None
+
+    @property
+    def exempt(self) -> bool:
+        """Let through even during a pause: reading, and this server's own tools."""
+        return exempt(self.event, self.cfg)
+
+    async def task(self, *, create: bool) -> Task | None:
+        """The task this event belongs to (services/hooks.py, rules 1-4)."""
+        return await hook_service.bind_task(
+            self.rt,
+            host=self.event.host,
+            session_id=self.event.session_id,
+            root=self.root,
+            cwd=self.event.cwd,
+            override=self.override,
+            create=create,
+        )
+
+    def render(self, template: str, **values: object) -> str:
+        """Wording from prompts/hooks.toml."""
+        return self.rt.prompts.render(template, **values)
+
+
+async def handle(rt: Runtime, event: HookEvent, cfg: HooksConfig, env: Mapping[str, str]) -> Answer:
+    """The answer to one event (empty: no decision), after recording what it reports."""
+    call = Call(
+        rt=rt,
+        event=event,
+        cfg=cfg,
+        kind=kind_of(event, cfg),
+        root=project_dir(event, env),
+        override=env.get("ESCALATION_TASK") or None,
+    )
+    if event.kind == "pre_tool":
+        return await _pre_tool(call)
+    if event.kind in ("post_tool", "post_tool_failure"):
+        return await _post_tool(call)
+    if event.kind == "stop":
+        return await _stop(call)
+    if event.kind == "session_start":
+        return await _session_start(call)
+    return Answer()
+
+
+def _delivery_key(event: HookEvent, stage: str) -> str | None:
+    """One delivery of one event: the tool call's id, else Cursor's generation + payload."""
+    if event.tool_use_id:
+        return f"{stage}:{event.tool_use_id}"
+    if event.generation_id:
+        return f"{event.name}:{event.generation_id}:{event.digest}"
+    return None
+
+
+def _call_base(event: HookEvent, path: str | None) -> str | None:
+    """Cursor only: what a postToolUse and an after* event of one call have in common."""
+    if event.host != "cursor" or not event.generation_id:
+        return None
+    if path:
+        subject = "edit:" + path
+    elif event.command:
+        subject = "shell:" + event.command
+    else:
+        return None
+    digest = hashlib.sha256(subject.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return f"{event.generation_id}:{digest}"
+
+
+async def _deliver(call: Call, task: Task, escalation_id: int, *, stop: bool) -> Answer:
+    """Hand the operator's answer to the model and acknowledge it on the agent's behalf."""
+    acked = await escalations.acknowledge_response(
+        call.rt, escalation_id=escalation_id, note=call.render("hook_ack_note", host=call.event.host)
+    )
+    response = acked.escalation.response
+    values = {
+        "task_id": task.task_id,
+        "escalation_id": escalation_id,
+        "response_type": response.response_type if response else "",
+        "content": response.content if response else "",
+        "message": acked.message,
+    }
+    halt = None
+    if acked.directive == "stop":
+        halt = call.render("hook_halt_terminated", task_id=task.task_id, content=values["content"])
+    if stop:
+        return Answer(block=call.render("hook_stop_answer", **values), halt=halt)
+    return Answer(deny=call.render("hook_deny_answer", **values), halt=halt)
+
+
+async def _pre_tool(call: Call) -> Answer:
+    event, cfg = call.event, call.cfg
+    path = usable_path(event.file_path) if call.kind == "edit" else None
+    gate = cfg.gate_edits and path is not None and edit_counts(path, call.root, rules(cfg))
+    task = await call.task(create=gate)
+    if task is None:
+        return Answer()
+    state = await hook_service.hook_state(call.rt, task.task_id)
+    holding = state.holding
+    if holding is not None and cfg.pause and not call.exempt:
+        if holding.response is not None:
+            if cfg.acknowledge_on_delivery:
+                return await _deliver(call, task, holding.escalation_id, stop=False)
+            return Answer(
+                deny=call.render(
+                    "hook_deny_unacknowledged",
+                    task_id=task.task_id,
+                    escalation_id=holding.escalation_id,
+                    response_type=holding.response.response_type,
+                )
+            )
+        if state.task.status not in ENDED_STATUSES:
+            values = {"task_id": task.task_id, "escalation_id": holding.escalation_id, "type": holding.type}
+            halt = call.render("hook_halt_pending", **values) if cfg.halt_while_pending else None
+            deny = call.render("hook_deny_pending", tool_name=event.tool_name or "this tool", **values)
+            return Answer(deny=deny, halt=halt)
+    if state.task.status in ENDED_STATUSES:
+        if state.task.status == "terminated_by_human" and not call.exempt:
+            return Answer(
+                deny=call.render(
+                    "hook_deny_stopped", task_id=task.task_id, status=state.task.status, message=state.message
+                )
+            )
+        return Answer()
+    if not gate or path is None:
+        return Answer()
+    first = await hook_service.claim_event(
+        call.rt,
+        host=event.host,
+        session_id=event.session_id,
+        event=event.name,
+        tool_name=event.tool_name,
+        task_id=task.task_id,
+        delivery_key=_delivery_key(event, "pre"),
+    )
+    if not first:
+        return Answer()  # a duplicate delivery: the first one gates (deny wins at the host)
+    checked = await progress.check_edit(call.rt, task_id=task.task_id, paths=[path])
+    if checked.allowed:
+        return Answer()
+    return Answer(
+        deny=call.render(
+            "hook_deny_edit",
+            task_id=task.task_id,
+            path=path,
+            reasons=" ".join(checked.reasons),
+            message=checked.message,
+        )
+    )
+
+
+async def _post_tool(call: Call) -> Answer:
+    event, cfg = call.event, call.cfg
+    plan = plan_post(event, call.kind, call.root, rules(cfg))
+    if plan.failure is None and plan.progress is None:
+        return Answer()
+    task = await call.task(create=True)
+    if task is None or task.status in ENDED_STATUSES:
+        return Answer()
+    path = plan.progress.files_modified[0] if plan.progress and plan.progress.files_modified else None
+    first = await hook_service.claim_event(
+        call.rt,
+        host=event.host,
+        session_id=event.session_id,
+        event=event.name,
+        tool_name=event.tool_name,
+        task_id=task.task_id,
+        delivery_key=_delivery_key(event, "post"),
+        call_base=_call_base(event, path or (plan.failure.file if plan.failure else None)),
+        call_source=event.source,
+    )
+    if not first:
+        return Answer()
+    fired = None
+    message = ""
+    if plan.failure is not None:
+        f = plan.failure
+        recorded = await failures.record_failure(
+            call.rt,
+            task_id=task.task_id,
+            message=f.message,
+            signal_type=f.signal_type,
+            step=cfg.step,
+            tool_name=f.tool_name,
+            error_code=f.error_code,
+            file=f.file,
+            attempted_action=f.attempted_action,
+        )
+        fired, message = recorded.escalation, recorded.message
+    if plan.progress is not None:
+        p = plan.progress
+        reported = await progress.report_progress(
+            call.rt,
+            task_id=task.task_id,
+            files_modified=list(p.files_modified),
+            tests_passed=p.tests_passed,
+            tests_failed=p.tests_failed,
+            outcome=p.outcome,
+            note=p.note,
+            step=cfg.step,
+            attempt=p.attempt,
+        )
+        if reported.escalation is not None:
+            fired, message = reported.escalation, reported.message
+    if fired is None:
+        return Answer()
+    return Answer(
+        context=call.render(
+            "hook_post_escalated",
+            task_id=task.task_id,
+            escalation_id=fired.escalation_id,
+            type=fired.type,
+            summary=fired.triggers[-1].summary if fired.triggers else "",
+            message=message,
+        )
+    )
+
+
+async def _stop(call: Call) -> Answer:
+    event, cfg = call.event, call.cfg
+    # One block per stop at most: the host sets stop_hook_active (Claude Code) or counts
+    # loop_count (Cursor) while it continues because of a stop hook; never block again then.
+    if not cfg.stop or event.stop_hook_active or event.loop_count > 0:
+        return Answer()
+    if event.stop_status not in (None, "completed"):
+        return Answer()  # the user aborted, or the agent errored: not ours to hold
+    task = await call.task(create=False)
+    if task is None:
+        return Answer()
+    state = await hook_service.hook_state(call.rt, task.task_id)
+    if state.task.status in ENDED_STATUSES:
+        return Answer()  # terminated or finished: stopping is exactly right
+    holding = state.holding
+    if holding is not None and holding.response is not None:
+        if cfg.acknowledge_on_delivery:
+            return await _deliver(call, task, holding.escalation_id, stop=True)
+        return Answer(
+            block=call.render(
+                "hook_stop_unacknowledged",
+                task_id=task.task_id,
+                escalation_id=holding.escalation_id,
+                response_type=holding.response.response_type,
+            )
+        )
+    if holding is not None:
+        # Pending: stopping is what a pause asks for; tell the user who must answer.
+        return Answer(
+            notice=call.render(
+                "hook_notice_pending",
+                task_id=task.task_id,
+                escalation_id=holding.escalation_id,
+                type=holding.type,
+            )
+        )
+    latest = state.latest_test
+    if latest is not None and latest.failed > 0:
+        return Answer(
+            block=call.render(
+                "hook_stop_tests_failing", task_id=task.task_id, passed=latest.passed, failed=latest.failed
+            )
+        )
+    return Answer()
+
+
+async def _session_start(call: Call) -> Answer:
+    if not call.cfg.session_context:
+        return Answer()
+    task = await call.task(create=False)
+    if task is None:
+        return Answer()
+    from ..services.feedback import get_feedback  # noqa: PLC0415 (only this event renders feedback)
+
+    state = await hook_service.hook_state(call.rt, task.task_id)
+    feedback = await get_feedback(
+        call.rt, task_id=task.task_id, step=call.cfg.step, max_chars=call.cfg.feedback_max_chars
+    )
+    return Answer(
+        context=call.render(
+            "hook_session_context",
+            task_id=task.task_id,
+            title=state.task.title,
+            status=state.task.status,
+            message=state.message,
+            feedback=feedback.rendered,
+        )
+    )

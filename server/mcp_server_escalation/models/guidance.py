@@ -1,0 +1,54 @@
+"""Guidance items (seed 004: top-k relevant past failures) and audited revisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from .base import Record
+from .failures import FailureRecord, Occurrence
+
+
+class GuidanceItem(Record):
+    """One past failure, as compact structured guidance."""
+
+    failure_id: str
+    severity: str
+    signal_type: str
+    summary: str = Field(description="Signature: class, error type or tool, normalised message")
+    recommended_adjustment: str | None
+    occurrence_count: int
+    last_seen_at: str
+    helpful_count: int
+    harmful_count: int
+    score: float = Field(description="Deterministic rank score (rounded); exact matches rank first")
+    exact_match: bool
+    fingerprint: str
+    task_id: str
+    step: str
+    line: str = Field(description="The rendered one-line guidance")
+
+
+class GuidanceResult(Record):
+    items: list[GuidanceItem]
+    rendered: str
+    query: str = Field(description="The text searched: the query, or the step's latest failure")
+    scope: str
+    candidates: int = Field(description="Records considered before ranking")
+
+
+class Revision(Record):
+    """One audited change of a failure record."""
+
+    at: str
+    changes: dict[str, Any]
+    note: str | None
+
+
+class FailureView(Record):
+    """A failure record with its latest occurrences and its revision history."""
+
+    failure: FailureRecord
+    occurrences: list[Occurrence]
+    revisions: list[Revision]

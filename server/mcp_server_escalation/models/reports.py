@@ -1,0 +1,75 @@
+"""What the operator side reports: notification deliveries, statistics, backups.
+
+Kept apart from the change feed's models so that a server that never reports loads none of
+these at start-up.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import Record
+
+
+class Delivery(Record):
+    """The delivery of one announcement (creation or re-notification) to one notifier."""
+
+    outbox_id: int
+    escalation_id: int
+    event: Literal["created", "renotify"]
+    notifier: str = Field(description="'command:<digest>' or 'webhook:<digest>' of the target")
+    attempts: int
+    next_attempt_at: str | None
+    lease_until: str | None
+    delivered_at: str | None
+    last_error: str | None
+
+
+class NotifierStats(Record):
+    """Delivery counts of one notifier."""
+
+    notifier: str
+    delivered: int
+    waiting: int = Field(description="Not delivered yet (retrying, in flight or superseded)")
+    failed_attempts: int = Field(description="Attempts that did not deliver")
+    last_error: str | None
+
+
+class ResolutionStats(Record):
+    """How fast humans answer (SC-010)."""
+
+    answered: int = Field(description="Escalations with a human response (withdrawals excluded)")
+    median_seconds: float | None
+    p95_seconds: float | None = Field(description="Nearest-rank 95th percentile")
+    within_hour: int
+    counted: int = Field(
+        description="Escalations whose 1-hour outcome is known: answered, or pending for over an hour"
+    )
+    within_hour_share: float | None = Field(description="within_hour / counted (SC-010 wants >= 0.95)")
+    sc010_met: bool | None
+
+
+class StatsReport(Record):
+    """``mcp-server-escalation stats``."""
+
+    total: int
+    by_type: dict[str, int]
+    by_status: dict[str, int]
+    by_type_and_status: dict[str, dict[str, int]]
+    resolution: ResolutionStats
+    notifications: list[NotifierStats]
+    generated_at: str
+
+
+class BackupReport(Record):
+    """``mcp-server-escalation db backup PATH``."""
+
+    source: str
+    destination: str
+    bytes: int
+    schema_version: int
+    escalations: int
+    tasks: int
+    integrity: str = Field(description="PRAGMA integrity_check of the copy ('ok')")

@@ -1,0 +1,38 @@
+"""``context_refs`` hold pointers only (seed 004): ids, paths, spans; never content.
+
+A pointer is a short single-line string or an integer, or a short list of those, under a
+snake_case key. Anything longer or multi-line is content and belongs in the store's other
+fields (message, attempted_action), not in a reference.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+MAX_KEYS = 32
+MAX_ITEMS = 100
+MAX_POINTER_CHARS = 512
+
+
+def pointer_problem(refs: dict[str, Any]) -> str | None:
+    """Why ``refs`` is not a set of pointers, or None when it is."""
+    if len(refs) > MAX_KEYS:
+        return f"at most {MAX_KEYS} keys, got {len(refs)}"
+    for key, value in refs.items():
+        if not KEY.match(key):
+            return f"key {key!r} must be snake_case (a-z, 0-9, _; at most 64 characters)"
+        values = value if isinstance(value, list) else [value]
+        if len(values) > MAX_ITEMS:
+            return f"{key}: at most {MAX_ITEMS} pointers, got {len(values)}"
+        for item in values:
+            if isinstance(item, bool) or not isinstance(item, str | int):
+                kind = type(item).__name__
+                return f"{key}: pointers are ids, paths or spans (strings or integers), got {kind}"
+            if isinstance(item, str) and (len(item) > MAX_POINTER_CHARS or "\n" in item):
+                return (
+                    f"{key}: a pointer is one line of at most {MAX_POINTER_CHARS} characters; "
+                    "put content in message or attempted_action instead"
+                )
+    return None

@@ -1,0 +1,62 @@
+"""Operator reports: escalation statistics (SC-010), notification delivery, store backups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio.to_thread
+
+from ..errors import Conflict, InvalidInput
+from ..models.reports import BackupReport, Delivery, StatsReport
+from ..rules import stats as stats_rules
+from ..store import outbox as outbox_store
+from ..store import reports as report_store
+from ..store.db import Conn
+from .runtime import Runtime
+
+
+async def stats(rt: Runtime) -> StatsReport:
+    """Counts by type and status, resolution times, the SC-010 share, notifier health."""
+    now = rt.clock()
+
+    def read(conn: Conn) -> StatsReport:
+        timings = report_store.escalation_times(conn)
+        by_type, by_status, matrix = stats_rules.counts(timings)
+        return StatsReport(
+            total=len(timings),
+            by_type=by_type,
+            by_status=by_status,
+            by_type_and_status=matrix,
+            resolution=stats_rules.resolution(timings, now),
+            notifications=outbox_store.notifier_stats(conn),
+            generated_at=rt.now(),
+        )
+
+    return await rt.db.read(read)
+
+
+async def deliveries(rt: Runtime, escalation_id: int) -> list[Delivery]:
+    """How the escalation's announcements went, per notifier (oldest first)."""
+    return await rt.db.read(lambda conn: outbox_store.deliveries(conn, escalation_id))
+
+
+async def backup(rt: Runtime, destination: str, *, overwrite: bool = False) -> BackupReport:
+    """An online, consistent copy of the store at ``destination`` (SQLite's backup API)."""
+    source = rt.db.path
+    if source == ":memory:":
+        raise Conflict("db backup: the store is in memory (:memory:); there is no file to back up.")
+    # Blocking file work runs off the event loop; the store's own connection is not used.
+    return await anyio.to_thread.run_sync(_backup, source, destination, overwrite)
+
+
+def _backup(source: str, destination: str, overwrite: bool) -> BackupReport:
+    target = Path(destination).expanduser()
+    if target.resolve() == Path(source).resolve():
+        raise InvalidInput("PATH", "is the store itself; choose another file")
+    if target.is_dir():
+        raise InvalidInput("PATH", f"{target} is a folder; give a file name")
+    if target.exists() and not overwrite:
+        raise Conflict(f"PATH: {target} already exists; pass --force to replace it.")
+    if not target.parent.is_dir():
+        raise InvalidInput("PATH", f"the folder {target.parent} does not exist")
+    return report_store.backup(source, str(target))

@@ -1,0 +1,75 @@
+"""Read-only queries behind ``stats`` and ``db backup``."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from ..errors import StoreError
+from ..models.reports import BackupReport
+from .db import BUSY_TIMEOUT_MS, Conn
+
+# (type, status, created_at, responded_at, response_type) per escalation.
+EscalationTimes = tuple[str, str, str, str | None, str | None]
+
+
+def escalation_times(conn: Conn) -> list[EscalationTimes]:
+    """Type, status, creation and response times of every escalation, oldest first."""
+    rows = conn.execute(
+        "SELECT type, status, created_at, responded_at, response_type FROM escalations ORDER BY escalation_id"
+    ).fetchall()
+    return [(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+
+
+def _counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    version = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
+    escalations = conn.execute("SELECT COUNT(*) FROM escalations").fetchone()[0]
+    tasks = conn.execute("SELECT COUNT(*) FROM tasks").fetchone()[0]
+    return int(version), int(escalations), int(tasks)
+
+
+def backup(source: str, destination: str) -> BackupReport:
+    """Copy the live store to ``destination`` with SQLite's online backup API.
+
+    Blocking: run it in a worker thread. It opens connections of its own (never the
+    process's shared one), copies every page in one step, which reads one consistent
+    snapshot while writers in other processes carry on (WAL), writes to a temporary file
+    next to ``destination`` and renames it into place only once the copy has passed
+    ``PRAGMA integrity_check``, so a failed backup never leaves a half-written file.
+    """
+    target = Path(destination)
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        return _backup(source, target, partial)
+    except (sqlite3.Error, OSError) as exc:
+        partial.unlink(missing_ok=True)
+        raise StoreError(f"backup of {source} to {destination} failed: {exc}") from exc
+
+
+def _backup(source: str, target: Path, partial: Path) -> BackupReport:
+    partial.unlink(missing_ok=True)
+    src = sqlite3.connect(source, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        dst = sqlite3.connect(partial)
+        try:
+            src.backup(dst)
+            # The copy is a standalone file: no WAL to carry along.
+            dst.execute("PRAGMA journal_mode = DELETE")
+            integrity = str(dst.execute("PRAGMA integrity_check").fetchone()[0])
+            version, escalations, tasks = _counts(dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    if integrity != "ok":
+        raise sqlite3.DatabaseError(f"the copy failed its integrity check: {integrity}")
+    partial.replace(target)
+    return BackupReport(
+        source=source,
+        destination=str(target),
+        bytes=target.stat().st_size,
+        schema_version=version,
+        escalations=escalations,
+        tasks=tasks,
+        integrity=integrity,
+    )

@@ -1,0 +1,149 @@
+"""Client notifications (SPEC 6): a connected client hears about its escalations' changes.
+
+Handshake-era clients (what Claude Code and the Inspector speak) get an unsolicited
+``notifications/resources/updated`` for ``escalation://{id}`` and a log message; a
+2026-07-28 client gets the same resource update on a ``subscriptions/listen`` stream. The
+operator answers from the real CLI in another process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters, types
+
+from conftest import connect, make_settings
+from mcp_server_escalation.adapters.app import build_server
+from operator_support import SCRIPT, eventually, run_cli
+
+
+class Heard:
+    """What a client's message handler received."""
+
+    def __init__(self) -> None:
+        self.updated: list[str] = []
+        self.logs: list[types.LoggingMessageNotificationParams] = []
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.updated.append(message.params.uri)
+        elif isinstance(message, types.LoggingMessageNotification):
+            self.logs.append(message.params)
+
+    def about(self, escalation_id: int) -> list[str]:
+        return [str(p.data) for p in self.logs if f"Escalation {escalation_id} " in str(p.data)]
+
+
+async def test_a_legacy_client_hears_an_answer_given_in_another_process(db_path: str, tmp_path: Path) -> None:
+    heard = Heard()
+    server = build_server(make_settings(db_path))
+    home = tmp_path / "home"
+    home.mkdir()
+    async with Client(server, mode="legacy", message_handler=heard) as client:
+        await client.call_tool("start_task", {"title": "Fix the adder", "task_id": "c-legacy"})
+        for line in (1, 2, 3):
+            result = await client.call_tool(
+                "record_failure", {"task_id": "c-legacy", "message": "TypeError: bad operand", "line": line}
+            )
+        escalation_id = result.structured_content["escalation"]["escalation_id"]  # type: ignore[index]
+        uri = f"escalation://{escalation_id}"
+        await eventually(lambda: uri in heard.updated and heard.about(escalation_id), 5, "created")
+        before = len(heard.updated)
+
+        code, _, err = await run_cli(
+            "--db", db_path, "escalations", "respond", str(escalation_id), "--guidance", "Cast with int()",
+            home=home,
+        )  # fmt: skip
+        took = await eventually(
+            lambda: any("answered (guidance)" in m for m in heard.about(escalation_id)),
+            5,
+            "the answer given in the CLI process",
+        )
+
+    assert code == 0, err
+    assert took < 5
+    assert heard.updated[before:].count(uri) >= 1
+    created, *_, answered = heard.about(escalation_id)
+    assert created.startswith(f"Escalation {escalation_id} (repeated_error) was raised for task c-legacy")
+    assert answered == (
+        f"Escalation {escalation_id} of task c-legacy was answered (guidance) by cli:"
+        + answered.split(" by cli:")[1].split(":")[0]
+        + f": read it with get_escalation({escalation_id}) and call acknowledge_response({escalation_id})."
+    )
+    levels = {p.level for p in heard.logs}
+    assert levels <= {"warning", "info", "notice"}
+    assert all(p.logger == "escalation" for p in heard.logs)
+
+
+async def test_a_client_is_not_told_about_escalations_of_tasks_it_never_touched(
+    db_path: str, tmp_path: Path
+) -> None:
+    heard = Heard()
+    server = build_server(make_settings(db_path))
+    async with Client(server, mode="legacy", message_handler=heard) as client:
+        await client.call_tool("start_task", {"title": "Mine", "task_id": "c-mine"})
+        async with connect(db_path) as other:  # another agent, another session
+            await other.call("start_task", title="Theirs", task_id="c-theirs")
+            theirs = await other.call("raise_escalation", task_id="c-theirs", reason="Which DB?")
+            mine = await other.call("raise_escalation", task_id="c-mine", reason="Which port?")
+        mine_id = mine["escalation"]["escalation_id"]
+        await eventually(lambda: f"escalation://{mine_id}" in heard.updated, 5, "its own task's escalation")
+
+    assert f"escalation://{theirs['escalation']['escalation_id']}" not in heard.updated
+    assert heard.about(theirs["escalation"]["escalation_id"]) == []
+    assert heard.about(mine_id)[0].startswith(f"Escalation {mine_id} (ask_human) was raised for task c-mine")
+
+
+async def test_a_2026_client_gets_the_update_on_its_listen_stream_and_no_unsolicited_log(
+    db_path: str, tmp_path: Path
+) -> None:
+    heard = Heard()
+    server = build_server(make_settings(db_path))
+    home = tmp_path / "home"
+    home.mkdir()
+    events: list[Any] = []
+    async with Client(server, message_handler=heard) as client:  # mode="auto": 2026-07-28
+        era = client.protocol_version
+        await client.call_tool("start_task", {"title": "Wire the API", "task_id": "c-modern"})
+        raised = await client.call_tool(
+            "raise_escalation", {"task_id": "c-modern", "reason": "Which scheme?"}
+        )
+        escalation_id = raised.structured_content["escalation"]["escalation_id"]  # type: ignore[index]
+        uri = f"escalation://{escalation_id}"
+        async with client.listen(resource_subscriptions=[uri]) as subscription:
+            code, _, err = await run_cli(
+                "--db", db_path, "escalations", "respond", str(escalation_id), "--guidance", "OAuth",
+                home=home,
+            )  # fmt: skip
+            with anyio.fail_after(5):
+                async for event in subscription:
+                    events.append(event)
+                    break
+
+    assert code == 0, err
+    assert era == "2026-07-28"
+    assert [getattr(e, "uri", None) for e in events] == [uri]
+    assert heard.logs == []  # the newer era forbids unsolicited log messages
+
+
+async def test_over_real_stdio_the_answer_from_the_cli_reaches_the_client_as_notifications(
+    db_path: str, tmp_path: Path
+) -> None:
+    heard = Heard()
+    home = tmp_path / "home"
+    home.mkdir()
+    params = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path])
+    async with Client(params, mode="legacy", message_handler=heard) as client:  # type: ignore[arg-type]
+        await client.call_tool("start_task", {"title": "Wire the API", "task_id": "c-stdio"})
+        raised = await client.call_tool("raise_escalation", {"task_id": "c-stdio", "reason": "Which scheme?"})
+        escalation_id = raised.structured_content["escalation"]["escalation_id"]  # type: ignore[index]
+        answer = ["escalations", "respond", str(escalation_id), "--guidance", "OAuth"]
+        code, _, err = await run_cli("--db", db_path, *answer, home=home)
+        await eventually(
+            lambda: any("answered (guidance)" in m for m in heard.about(escalation_id)), 5, "the answer"
+        )
+
+    assert code == 0, err
+    assert f"escalation://{escalation_id}" in heard.updated

@@ -1,0 +1,218 @@
+"""``mcp-server-escalation demo`` as a newcomer runs it: the installed console script.
+
+The demo starts the real server (a stdio subprocess) and the operator CLI (another process)
+itself; these tests run it as a subprocess of the interpreter's own ``bin`` folder, read what
+it printed, and then open the store it names with a real server (conftest ``connect``) and
+the operator CLI to check that exactly the records it claims are there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from conftest import connect
+from mcp_server_escalation.cli.demo import GUIDANCE, IN_SCOPE, OUT_OF_SCOPE, SCOPE
+
+SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
+STORE_ENV = ("ESCALATION_DB", "ESCALATION_CONFIG", "ESCALATION_PROMPTS", "XDG_DATA_HOME", "TMPDIR")
+
+# The numbered lines, in order: the tool (or actor) each step names first.
+STEP_HEADS = [
+    "server",
+    "start_task",
+    "check_edit",
+    "record_failure",
+    "report_progress",
+    "record_failure",
+    "report_progress",
+    "record_failure",
+    "report_progress",
+    "operator",
+    "operator",
+    "get_escalation",
+    "acknowledge",
+    "check_edit",
+    "get_feedback",
+]
+STEP_LINE = re.compile(r"^\s?(\d+)\. (\S+)\s+(.*)$")
+
+
+@dataclass
+class Run:
+    """One finished demo process."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def steps(self) -> list[tuple[int, str, str]]:
+        """(number, head, rest) of every numbered step line."""
+        found = [STEP_LINE.match(line) for line in self.stdout.splitlines()]
+        return [(int(m[1]), m[2], m[3]) for m in found if m]
+
+    def step(self, number: int) -> str:
+        """The text of step ``number`` after its head."""
+        return next(rest for n, _, rest in self.steps() if n == number)
+
+
+async def demo(*args: str, tmp: Path) -> Run:
+    """Run ``mcp-server-escalation [args]`` with a private temp and data folder."""
+    environment = {k: v for k, v in os.environ.items() if k not in STORE_ENV}
+    environment["XDG_DATA_HOME"] = str(tmp / "xdg-data")
+    environment["TMPDIR"] = str(tmp)
+    with anyio.fail_after(90):
+        done = await anyio.run_process([str(SCRIPT), *args], check=False, env=environment, cwd=tmp)
+    return Run(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+async def test_demo_plays_the_whole_loop_and_leaves_the_records_it_claims(tmp_path: Path) -> None:
+    db = tmp_path / "kept" / "demo.db"
+    db.parent.mkdir()
+    run = await demo("demo", "--keep", "--db", str(db), tmp=tmp_path)
+
+    assert run.returncode == 0, run.stderr
+    steps = run.steps()
+    assert [n for n, _, _ in steps] == list(range(1, len(STEP_HEADS) + 1))
+    assert [head for _, head, _ in steps] == STEP_HEADS
+    task_id = re.search(r"task (demo-[0-9a-f]{6}), scope", run.stdout)[1]  # type: ignore[index]
+    assert run.step(1).startswith(f"{SCRIPT} --db {db}")
+    assert f"scope {SCOPE}; 80% of the tests passed before" in run.step(2)
+    assert run.step(3) == f"{IN_SCOPE}: inside the scope, allowed"
+    assert run.step(4) == f"TypeError at {IN_SCOPE}:12 (1 in a row; escalates at 3)"
+    assert run.step(5) == "tests 8/10 = 80%, not above 80% (1 of 3 runs without improvement)"
+    assert run.step(7) == "tests 7/10 = 70%, not above 80% (2 of 3 runs without improvement)"
+    assert run.step(8).endswith("3 in a row -> escalation 1 (repeated_error), task paused")
+    assert run.step(9).endswith("-> test_stall joins escalation 1 (triggers: repeated_error, test_stall)")
+    assert run.step(10) == "$ mcp-server-escalation escalations show 1   (another process)"
+    view = [line for line in run.stdout.splitlines() if line.startswith("    | ")]
+    assert any(all(w in line for w in ("Escalation 1", "repeated_error", "pending")) for line in view)
+    assert run.step(11).endswith(f"-> escalation 1 is now resolved; task {task_id} is paused")
+    assert re.fullmatch(
+        r"waited \d+\.\d s in get_escalation\(1, wait_seconds=30\): guidance from cli\S*", run.step(12)
+    )
+    assert run.step(13) == "escalation 1 is resolved; task active again"
+    assert run.step(14).startswith(f"{OUT_OF_SCOPE}: refused (")
+    assert run.step(14).endswith("-> escalation 2 (scope_deviation), task paused")
+    # Every agent-facing step prints the directive the agent got, verbatim from the server.
+    directives = re.findall(r"^    agent <- (proceed|pause|stop): ", run.stdout, flags=re.MULTILINE)
+    assert directives == ["proceed"] * 6 + ["pause"] * 3 + ["proceed", "pause"]
+    assert "    | - Escalation 1 (repeated_error): guidance by cli" in run.stdout
+    assert f"The store is kept at {db}." in run.stdout
+    assert "escalations respond 2 --approve" in run.stdout
+    assert f"claude mcp add escalation -- {SCRIPT}" in run.stdout
+    assert json.dumps({"mcpServers": {"escalation": {"command": str(SCRIPT), "args": []}}}) in run.stdout
+    assert "every step got the answer it expected" in run.stdout
+    assert run.stderr == ""
+
+    # The store it names holds exactly what it printed.
+    with anyio.fail_after(30):
+        # Operator role: looking at an escalation must not count as delivering it.
+        async with connect(str(db), role="operator") as reader:
+            view = await reader.call("get_task", task_id=task_id)
+            listed = await reader.call("list_escalations", status="all")
+            first = (await reader.call("get_escalation", escalation_id=1))["escalation"]
+            second = (await reader.call("get_escalation", escalation_id=2))["escalation"]
+            guidance = await reader.call("get_guidance", task_id=task_id)
+        tasks = await anyio.run_process(
+            [str(SCRIPT), "--db", str(db), "tasks", "list", "--json"], check=True, env=dict(os.environ)
+        )
+
+    assert [t["task_id"] for t in json.loads(tasks.stdout)] == [task_id]
+    task = view["task"]
+    assert task["status"] == "paused"
+    assert task["agent_id"] == "demo-agent"
+    assert task["scope"] == [SCOPE]
+    assert view["modified_files"] == [IN_SCOPE]
+    assert [(r["passed"], r["failed"], r["pass_rate"]) for r in view["test_history"]] == [
+        (8, 2, 0.8),
+        (7, 3, 0.7),
+        (8, 2, 0.8),
+    ]
+    assert not any(r["improved"] for r in view["test_history"])
+    assert view["failure_records"] == 1
+    assert view["failure_occurrences"] == 3
+    assert view["escalation_ids"] == [1, 2]
+    assert view["pending_escalation"]["escalation_id"] == 2
+
+    assert listed["total"] == 2
+    assert first["task_id"] == second["task_id"] == task_id
+    assert first["type"] == "repeated_error"
+    assert [t["type"] for t in first["triggers"]] == ["repeated_error", "test_stall"]
+    assert first["status"] == "resolved"
+    assert first["response"]["response_type"] == "guidance"
+    assert first["response"]["content"] == GUIDANCE
+    assert first["response"]["responder"].startswith("cli")
+    assert first["delivered_at"] is not None
+    assert first["acknowledged_at"] is not None
+    occurrences = first["context"]["evidence"]["repeated_error"]["occurrences"]
+    assert [(o["file"], o["line"]) for o in occurrences] == [(IN_SCOPE, 12), (IN_SCOPE, 19), (IN_SCOPE, 27)]
+    assert second["type"] == "scope_deviation"
+    assert second["status"] == "pending"
+    assert second["response"] is None
+    assert OUT_OF_SCOPE in json.dumps(second["triggers"])
+
+    # The one failure record, as the guidance surface reports it.
+    [record] = guidance["items"]
+    assert record["failure_id"] == first["context"]["evidence"]["repeated_error"]["failure_id"]
+    assert record["occurrence_count"] == 3
+
+
+async def test_demo_without_keep_removes_its_throw_away_store(tmp_path: Path) -> None:
+    run = await demo("demo", tmp=tmp_path)
+
+    assert run.returncode == 0, run.stderr
+    server = re.fullmatch(
+        r"\S+ --db (\S+)  \(stdio subprocess; a temp store, removed at the end\)", run.step(1)
+    )
+    assert server is not None, run.step(1)
+    store = Path(server[1])
+    assert store.parent.parent == tmp_path  # a temp folder under TMPDIR (this test's folder)
+    assert store.parent.name.startswith("mcp-escalation-demo-")
+    assert not store.parent.exists()
+    assert "The throw-away store was removed" in run.stdout
+    assert "every step got the answer it expected" in run.stdout
+
+
+async def test_demo_on_a_file_that_is_not_a_store_fails_naming_the_server_step(tmp_path: Path) -> None:
+    not_a_store = tmp_path / "notes.db"
+    content = b"these are my notes, not an SQLite database\n" * 100
+    not_a_store.write_bytes(content)
+
+    run = await demo("demo", "--db", str(not_a_store), tmp=tmp_path)
+
+    assert run.returncode == 1
+    assert "error: demo step 1 (start the server) failed:" in run.stderr
+    assert "file is not a database" in run.stderr  # the server's own words, from its stderr
+    assert run.steps() == []
+    assert not_a_store.read_bytes() == content
+
+
+async def test_demo_stops_at_the_step_whose_answer_differs_from_the_script(tmp_path: Path) -> None:
+    # A real configuration that moves the repeated-error threshold: the third identical
+    # error no longer escalates, and the demo names that step instead of carrying on.
+    config = tmp_path / "config.toml"
+    config.write_text("[thresholds]\nsame_error_repeated = 4\n", encoding="utf-8")
+
+    run = await demo("--config", str(config), "demo", "--db", str(tmp_path / "demo.db"), tmp=tmp_path)
+
+    assert run.returncode == 1
+    assert [n for n, _, _ in run.steps()] == list(range(1, 8))
+    assert (
+        "error: demo step 8 (record_failure escalates) failed: expected a repeated_error escalation, got None"
+        in run.stderr
+    )
+
+
+async def test_demo_refuses_an_in_memory_store(tmp_path: Path) -> None:
+    run = await demo("demo", "--db", ":memory:", tmp=tmp_path)
+
+    assert run.returncode == 2
+    assert "needs a store file" in run.stderr
+    assert run.stdout == ""
