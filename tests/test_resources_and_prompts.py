@@ -78,3 +78,11 @@ async def test_resume_prompt_before_any_answer_says_to_wait(db_path: str) -> Non
     text = prompt.messages[0].content.text  # type: ignore[union-attr]
     assert "has no human response" in text
     assert f"get_escalation({escalation_id}" in text
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-3", ""])
+async def test_a_prompt_with_a_malformed_escalation_id_says_so(db_path: str, value: str) -> None:
+    async with connect(db_path, mode="legacy") as agent:
+        with pytest.raises(MCPError) as caught:
+            await agent.client.get_prompt("resume_after_response", {"escalation_id": value})
+    assert "escalation_id" in caught.value.error.message

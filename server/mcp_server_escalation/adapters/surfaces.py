@@ -8,6 +8,7 @@ Resources: ``escalation://pending``, ``escalation://{escalation_id}``, ``task://
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
-from mcp.server.mcpserver.prompts.base import Prompt
+from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.types import INVALID_PARAMS
 
 from ..errors import ConfigError, EscalationError, NotFound
@@ -113,19 +114,47 @@ def _register_failure(server: MCPServer[AppContext], texts: dict[str, Any]) -> N
 
 
 def _prompt(server: MCPServer[AppContext], prompts: PromptBook, fn: Callable[..., Awaitable[str]]) -> None:
+    """Register ``fn`` as a prompt, described from prompts/.
+
+    Built directly rather than with ``Prompt.from_function``: that derives an argument
+    model and a validating wrapper per prompt at start-up (cold start, SPEC 8), and prompt
+    arguments are strings on the wire anyway; the functions convert what they need.
+    """
     text = prompts.prompts.get(fn.__name__)
     if text is None:
         raise ConfigError(f"{prompts.directory}: prompt {fn.__name__!r} has no description")
-    prompt = Prompt.from_function(fn, description=text.description)
-    names = {argument.name for argument in prompt.arguments or []}
+    parameters = [p for name, p in inspect.signature(fn).parameters.items() if name != "ctx"]
+    names = {p.name for p in parameters}
     if names != set(text.arguments):
         raise ConfigError(
             f"{prompts.directory}: prompt {fn.__name__!r} arguments {sorted(names)} "
             f"are described as {sorted(text.arguments)}"
         )
-    for argument in prompt.arguments or []:
-        argument.description = text.arguments[argument.name]
-    server.add_prompt(prompt)
+    arguments = [
+        PromptArgument(
+            name=p.name,
+            description=text.arguments[p.name],
+            required=p.default is inspect.Parameter.empty,
+        )
+        for p in parameters
+    ]
+    server.add_prompt(
+        Prompt(
+            name=fn.__name__, description=text.description, arguments=arguments, fn=fn, context_kwarg="ctx"
+        )
+    )
+
+
+def _escalation_id(value: str) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise MCPError(
+            code=INVALID_PARAMS, message=f"escalation_id: {value!r} is not an escalation id (an integer >= 1)"
+        )
+    return number
 
 
 async def _text(call: Awaitable[str]) -> str:
@@ -156,11 +185,11 @@ def register_prompts(server: MCPServer[AppContext], prompts: PromptBook) -> None
     async def fix_review_findings(task_id: str, ctx: Ctx) -> str:
         return await _text(briefings.fix_review_findings(_rt(ctx), task_id))
 
-    async def escalation_briefing(escalation_id: int, ctx: Ctx) -> str:
-        return await _text(briefings.escalation_briefing(_rt(ctx), escalation_id))
+    async def escalation_briefing(escalation_id: str, ctx: Ctx) -> str:
+        return await _text(briefings.escalation_briefing(_rt(ctx), _escalation_id(escalation_id)))
 
-    async def resume_after_response(escalation_id: int, ctx: Ctx) -> str:
-        return await _text(briefings.resume_after_response(_rt(ctx), escalation_id))
+    async def resume_after_response(escalation_id: str, ctx: Ctx) -> str:
+        return await _text(briefings.resume_after_response(_rt(ctx), _escalation_id(escalation_id)))
 
     for fn in (retry_with_feedback, fix_review_findings, escalation_briefing, resume_after_response):
         _prompt(server, prompts, fn)
