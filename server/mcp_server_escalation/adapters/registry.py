@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import typing
 from collections.abc import Awaitable, Callable
 from functools import cache
 from typing import Any
@@ -44,7 +43,10 @@ def structured_tool(fn: ToolFunction, annotations: ToolAnnotations, *, use_publi
     """A ``Tool`` whose result is validated against its model and published flattened."""
     context = find_context_parameter(fn)
     metadata = func_metadata(fn, skip_names=[context] if context else [], structured_output=False)
-    result_model = typing.get_type_hints(fn)["return"]
+    # The return annotation is a plain class name of the defining module (postponed
+    # annotations); looking it up avoids evaluating every annotation at start-up.
+    returns = fn.__annotations__["return"]
+    result_model = fn.__globals__[returns] if isinstance(returns, str) else returns
     name = fn.__name__
     output = _published(f"{name}.output.json") if use_published else None
     parameters = _published(f"{name}.input.json") if use_published else None
