@@ -90,8 +90,9 @@ class NewFailure:
 def record_occurrence(conn: Conn, new: NewFailure, now: str) -> FailureRecord:
     """Insert the record or count one more occurrence of it; keep the occurrence itself.
 
-    A repeat refreshes the record's latest message and advice (the newest wording is the
-    most useful), reactivates a resolved record (it happened again), and keeps the highest
+    A repeat keeps the record's first wording (each occurrence keeps its own message, and an
+    unchanged record leaves the FTS index untouched: the hot path stays cheap), refreshes
+    the advice when new advice is given, reactivates a resolved record (it happened again), and keeps the highest
     severity seen.
     """
     row = conn.execute(
@@ -103,7 +104,6 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> FailureRecord:
            ON CONFLICT (task_id, fingerprint) DO UPDATE SET
                occurrence_count = occurrence_count + 1,
                last_seen_at = excluded.last_seen_at,
-               message = excluded.message,
                phase = COALESCE(excluded.phase, phase),
                attempted_action = COALESCE(excluded.attempted_action, attempted_action),
                observed_outcome = COALESCE(excluded.observed_outcome, observed_outcome),
