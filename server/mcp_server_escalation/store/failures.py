@@ -92,8 +92,8 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> FailureRecord:
 
     A repeat keeps the record's first wording (each occurrence keeps its own message, and an
     unchanged record leaves the FTS index untouched: the hot path stays cheap), refreshes
-    the advice when new advice is given, reactivates a resolved record (it happened again), and keeps the highest
-    severity seen.
+    the advice when new advice is given, reactivates a resolved record (it happened again),
+    and keeps the highest severity seen.
     """
     row = conn.execute(
         """INSERT INTO failures (task_id, project, step, phase, signal_type, classified_by,
