@@ -85,8 +85,10 @@ def render_sections(
     responses: list[HumanResponse],
     guidance: list[str],
     max_chars: int,
-) -> tuple[str, int]:
-    """The rendered feedback and how many entries were omitted to fit ``max_chars``."""
+) -> tuple[str, int, list[bool]]:
+    """The rendered feedback, how many entries were omitted to fit ``max_chars``, and which
+    entries were kept (in the order escalations, retries, findings, responses, guidance), so
+    the structured sections can be cut to the same budget."""
     entries: list[Entry] = []
     for e in escalations:
         text = prompts.render(
@@ -177,4 +179,4 @@ def render_sections(
         # Even what is left is too long (one huge entry): cut it, and say so.
         marker = prompts.render("feedback_truncated", max_chars=max_chars)
         text = text[: max(0, max_chars - len(marker))] + marker
-    return text, omitted
+    return text, omitted, kept

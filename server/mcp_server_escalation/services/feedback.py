@@ -47,7 +47,7 @@ def build_feedback(rt: Runtime, conn: Conn, task_id: str, step: str, max_chars: 
     guidance = build_guidance(
         rt, conn, task_id=task_id, query=None, step=step, k=rt.settings.guidance.k, scope="task"
     ).items
-    rendered, omitted = render_sections(
+    rendered, omitted, kept = render_sections(
         rt.prompts,
         step=step,
         escalations=escalations,
@@ -57,6 +57,13 @@ def build_feedback(rt: Runtime, conn: Conn, task_id: str, step: str, max_chars: 
         guidance=[item.line for item in guidance],
         max_chars=max_chars,
     )
+    # The structured sections obey the same budget as the text: what was cut is cut.
+    marks = iter(kept)
+    escalations = [e for e in escalations if next(marks)]
+    retries = [r for r in retries if next(marks)]
+    findings = [f for f in findings if next(marks)]
+    responses = [h for h in responses if next(marks)]
+    guidance = [g for g in guidance if next(marks)]
     return FeedbackResult(
         task_id=task_id,
         step=step,
