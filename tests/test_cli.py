@@ -171,6 +171,8 @@ async def test_escalations_show_prints_type_triggers_evidence_and_response_optio
         assert f"wrapped the operand in int() at line {line}" in text
     assert '"file": "src/calc.py"' in text
     assert "Respond with: guidance, override, terminate" in text
+    # The store is not the default one: the hint must answer in this store, not another.
+    assert f"mcp-server-escalation --db {db_path} escalations respond {escalation_id}" in text
 
 
 async def test_escalations_show_json_is_the_full_record_the_agent_got(db_path: str, home: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import shlex
 import sys
 from typing import Any
 
@@ -14,7 +15,7 @@ from pydantic import BaseModel
 from ..models.escalations import Escalation
 from ..services import escalations, reports
 from ..services.runtime import Runtime, open_runtime
-from ..settings import Settings, resolve_db_path
+from ..settings import Settings, default_db_path, resolve_db_path
 from . import monitor, task_views
 
 
@@ -36,8 +37,12 @@ def _responder(args: argparse.Namespace) -> str:
         return "cli"
 
 
-def print_escalation(e: Escalation) -> None:
-    """The escalation as an operator reads it on a terminal."""
+def print_escalation(e: Escalation, db_path: str | None = None) -> None:
+    """The escalation as an operator reads it on a terminal.
+
+    ``db_path``: the store, when it is not the default one, so the printed respond command
+    answers this escalation and not one with the same id in another store.
+    """
     task = e.context.get("task", {})
     _out(
         f"Escalation {e.escalation_id}  {e.type}  [{e.status}]  priority {e.priority}"
@@ -79,7 +84,8 @@ def print_escalation(e: Escalation) -> None:
     else:
         _out(
             f"Respond with: {', '.join(e.response_options)}  "
-            f"(mcp-server-escalation escalations respond {e.escalation_id} --guidance TEXT ...)"
+            f"(mcp-server-escalation{f' --db {shlex.quote(db_path)}' if db_path else ''} "
+            f"escalations respond {e.escalation_id} --guidance TEXT ...)"
         )
 
 
@@ -107,7 +113,8 @@ async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
         if args.json:
             _json(shown)
         else:
-            print_escalation(shown)
+            default = str(default_db_path())
+            print_escalation(shown, None if rt.db.path == default else rt.db.path)
             for line in monitor.delivery_lines(await reports.deliveries(rt, args.id)):
                 _out(line)
         return 0
