@@ -22,6 +22,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from ..models.escalations import Escalation
 from ..models.hook_config import HooksConfig
 from ..models.limits import ENDED_STATUSES
 from ..models.tasks import Task
@@ -111,6 +112,20 @@ def _call_base(event: HookEvent, path: str | None) -> str | None:
     return f"{event.generation_id}:{digest}"
 
 
+async def _answered(call: Call, task: Task, holding: Escalation, *, stop: bool) -> Answer:
+    """An answered, unacknowledged escalation: deliver it (and acknowledge), or say it waits."""
+    if call.cfg.acknowledge_on_delivery:
+        return await _deliver(call, task, holding.escalation_id, stop=stop)
+    response_type = holding.response.response_type if holding.response else holding.status
+    text = call.render(
+        "hook_stop_unacknowledged" if stop else "hook_deny_unacknowledged",
+        task_id=task.task_id,
+        escalation_id=holding.escalation_id,
+        response_type=response_type,
+    )
+    return Answer(block=text) if stop else Answer(deny=text)
+
+
 async def _deliver(call: Call, task: Task, escalation_id: int, *, stop: bool) -> Answer:
     """Hand the operator's answer to the model and acknowledge it on the agent's behalf."""
     acked = await escalations.acknowledge_response(
@@ -143,16 +158,7 @@ async def _pre_tool(call: Call) -> Answer:
     holding = state.holding
     if holding is not None and cfg.pause and not call.exempt:
         if holding.response is not None:
-            if cfg.acknowledge_on_delivery:
-                return await _deliver(call, task, holding.escalation_id, stop=False)
-            return Answer(
-                deny=call.render(
-                    "hook_deny_unacknowledged",
-                    task_id=task.task_id,
-                    escalation_id=holding.escalation_id,
-                    response_type=holding.response.response_type,
-                )
-            )
+            return await _answered(call, task, holding, stop=False)
         if state.task.status not in ENDED_STATUSES:
             values = {"task_id": task.task_id, "escalation_id": holding.escalation_id, "type": holding.type}
             halt = call.render("hook_halt_pending", **values) if cfg.halt_while_pending else None
@@ -276,16 +282,7 @@ async def _stop(call: Call) -> Answer:
         return Answer()  # terminated or finished: stopping is exactly right
     holding = state.holding
     if holding is not None and holding.response is not None:
-        if cfg.acknowledge_on_delivery:
-            return await _deliver(call, task, holding.escalation_id, stop=True)
-        return Answer(
-            block=call.render(
-                "hook_stop_unacknowledged",
-                task_id=task.task_id,
-                escalation_id=holding.escalation_id,
-                response_type=holding.response.response_type,
-            )
-        )
+        return await _answered(call, task, holding, stop=True)
     if holding is not None:
         # Pending: stopping is what a pause asks for; tell the user who must answer.
         return Answer(

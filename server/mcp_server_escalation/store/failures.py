@@ -27,10 +27,6 @@ def parse_failure_id(value: str) -> int | None:
 
 def record_from_row(row: sqlite3.Row) -> FailureRecord:
     """A failure record from its row."""
-    return _record(row)
-
-
-def _record(row: sqlite3.Row) -> FailureRecord:
     return FailureRecord(
         failure_id=failure_id(row["seq"]),
         task_id=row["task_id"],
@@ -161,13 +157,13 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> FailureRecord:
             now,
         ),
     )
-    return _record(row)
+    return record_from_row(row)
 
 
 def get(conn: Conn, seq: int) -> FailureRecord | None:
     """The record, or None."""
     row = conn.execute("SELECT * FROM failures WHERE seq = ?", (seq,)).fetchone()
-    return _record(row) if row else None
+    return record_from_row(row) if row else None
 
 
 def recent_occurrences(conn: Conn, failure_id_: str, limit: int) -> list[Occurrence]:
