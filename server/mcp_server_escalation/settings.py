@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -92,25 +93,28 @@ class ConfigFile(BaseModel):
     hooks: HooksConfig = Field(default_factory=HooksConfig)
 
 
-def default_db_path() -> Path:
+def default_db_path(env: Mapping[str, str] | None = None) -> Path:
     """``${XDG_DATA_HOME:-~/.local/share}/mcp-server-escalation/escalations.db``."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    env = os.environ if env is None else env
+    home = env.get("HOME") or str(Path.home())
+    base = env.get("XDG_DATA_HOME") or str(Path(home) / ".local" / "share")
     return Path(base) / "mcp-server-escalation" / "escalations.db"
 
 
-def resolve_db_path(flag: str | None) -> str:
+def resolve_db_path(flag: str | None, env: Mapping[str, str] | None = None) -> str:
     """The store path: ``--db``, else ``ESCALATION_DB``, else the per-user default."""
-    chosen = flag or os.environ.get("ESCALATION_DB") or str(default_db_path())
+    env = os.environ if env is None else env
+    chosen = flag or env.get("ESCALATION_DB") or str(default_db_path(env))
     return chosen if chosen == ":memory:" else str(Path(chosen).expanduser())
 
 
-def load_config(path: str | None) -> ConfigFile:
+def load_config(path: str | None, env: Mapping[str, str] | None = None, cwd: str | None = None) -> ConfigFile:
     """The config file at ``path`` (or ``ESCALATION_CONFIG``), or the defaults."""
-    chosen = path or os.environ.get("ESCALATION_CONFIG")
+    chosen = path or (os.environ if env is None else env).get("ESCALATION_CONFIG")
     if not chosen:
         return ConfigFile()
     try:
-        raw = tomllib.loads(Path(chosen).expanduser().read_text(encoding="utf-8"))
+        raw = tomllib.loads((Path(cwd or ".") / Path(chosen).expanduser()).read_text(encoding="utf-8"))
         return ConfigFile.model_validate(raw)
     except (OSError, tomllib.TOMLDecodeError, ValidationError) as exc:
         raise ConfigError(f"config {chosen}: {exc}") from exc
@@ -138,14 +142,25 @@ class Settings:
         config: str | None = None,
         role: Role = "agent",
         prompts: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
     ) -> Settings:
-        """Settings from CLI flags, the environment and the config file."""
-        loaded = load_config(config)
-        prompts_dir = prompts or os.environ.get("ESCALATION_PROMPTS") or loaded.prompts_dir
+        """Settings from CLI flags, the environment and the config file.
+
+        ``env`` and ``cwd`` default to this process's; the hook relay passes the hook
+        process's, so a relayed event is decided exactly as the hook itself would decide it.
+        """
+        env = os.environ if env is None else env
+        loaded = load_config(config, env, cwd)
+        prompts_dir = prompts or env.get("ESCALATION_PROMPTS") or loaded.prompts_dir
+        db_path = resolve_db_path(db, env)
+        if cwd is not None and db_path != ":memory:":
+            db_path = str(Path(cwd) / db_path)  # a relative --db is the hook's, not ours
         return cls(
-            db_path=resolve_db_path(db),
+            db_path=db_path,
             role=role,
-            prompts_dir=Path(prompts_dir).expanduser() if prompts_dir else None,
+            prompts_dir=(Path(cwd or ".") / Path(prompts_dir).expanduser()) if prompts_dir else None,
+            project_root=cwd or str(Path.cwd()),
             thresholds=Thresholds().merged(loaded.thresholds),
             notify=loaded.notify,
             guidance=loaded.guidance,

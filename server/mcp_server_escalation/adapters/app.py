@@ -7,28 +7,35 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 
 from .. import __version__
 from ..clock import Clock, utc_now
 from ..datafiles import data_dir
 from ..prompts import PromptBook
-from ..services.runtime import open_runtime
+from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings
 from .app_context import AppContext, LiveRuntimes
 
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = data_dir("prompts") / "server_instructions.md"
+RELAY_START_SECONDS = 0.5
 
 
 def build_server(
-    settings: Settings, clock: Clock = utc_now, *, http: tuple[str, int] | None = None
+    settings: Settings,
+    clock: Clock = utc_now,
+    *,
+    http: tuple[str, int] | None = None,
+    hook_relay: bool = False,
 ) -> MCPServer[AppContext]:
     """The MCP server for ``settings``: tools wired to services on the settings' store.
 
     With ``http=(host, port)`` every request must carry a bearer token, and the token, not
-    ``settings.role``, decides the caller's role.
+    ``settings.role``, decides the caller's role. With ``hook_relay`` (``serve`` sets it)
+    the process also answers the store's host hooks (``hooks/relay_server.py``).
     """
     from .operator_side import OperatorSide  # noqa: PLC0415
     from .surfaces import register_prompts, register_resources  # noqa: PLC0415
@@ -45,7 +52,7 @@ def build_server(
             log.info("store %s open (role %s)", settings.db_path, settings.role)
             live.open.append(runtime)
             try:
-                async with side.running(runtime):
+                async with side.running(runtime), _hook_relay(runtime, enabled=hook_relay):
                     yield AppContext(runtime=runtime, settings=settings)
             finally:
                 live.open.remove(runtime)
@@ -72,3 +79,30 @@ def build_server(
     register_resources(server, prompts, live)
     register_prompts(server, prompts)
     return server
+
+
+@asynccontextmanager
+async def _hook_relay(runtime: Runtime, *, enabled: bool) -> AsyncIterator[None]:
+    """The store's hook relay, started once the server has answered its first requests."""
+    if not enabled:
+        yield
+        return
+
+    async def serve_later() -> None:
+        # Loading the relay costs ~5 ms: not before the client's initialize is answered.
+        await anyio.sleep(RELAY_START_SECONDS)
+        from ..hooks.relay_server import relay  # noqa: PLC0415
+
+        async with relay(runtime):
+            await anyio.sleep_forever()
+
+    error: Exception | KeyboardInterrupt | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve_later)
+        try:
+            yield
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 (re-raised unchanged below)
+            error = exc  # raised inside the task group it would come out in an exception group
+        tg.cancel_scope.cancel()
+    if error is not None:
+        raise error

@@ -1,5 +1,10 @@
-"""``hook claude-code|cursor`` (one host event on stdin -> the host's JSON on stdout) and
+"""``hook claude-code|cursor`` (one host event on stdin -> the host's JSON on stdout),
+``hook relay`` (answer hook runs from a long-lived process) and
 ``hook install claude-code|cursor [--project|--user] [--dry-run]``.
+
+A hook run first offers itself to a running server of its store (``hooks/relay.py``, before
+this module is even imported: ``launch.py``); what follows here is the run that does the
+work itself, when no server takes it.
 
 A hook must never break its host. Whatever goes wrong (malformed JSON, an unknown event, a
 store that cannot be opened, a bug) the hook exits 0 with nothing on stdout and one line on
@@ -12,7 +17,6 @@ loaded for every command line.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -20,16 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..hooks.events import Answer, HookEvent
+    from ..hooks.events import HookEvent
     from ..settings import Settings
 
 HOSTS = ("claude-code", "cursor")
-# Larger payloads (an Edit's tool_response carries the whole original file) are ignored.
-MAX_INPUT_BYTES = 64 * 1024 * 1024
-
-
-class HookInputError(Exception):
-    """The event cannot be handled; the host gets no decision."""
 
 
 def add_parser(
@@ -41,6 +39,10 @@ def add_parser(
     actions = hook.add_subparsers(dest="action", required=True)
     for host in HOSTS:
         common(actions.add_parser(host, help=f"handle one {host} hook event (JSON on stdin)"))
+    relay = actions.add_parser(
+        "relay", help="answer hook runs for the store from this process (when no MCP server runs)"
+    )
+    common(relay)
     install = actions.add_parser("install", help="merge the hook configuration into the host's settings")
     common(install)
     install.add_argument("host", choices=HOSTS)
@@ -62,54 +64,42 @@ def add_parser(
 def is_hook_run(argv: Sequence[str]) -> bool:
     """True for ``... hook claude-code|cursor ...``: its argument errors must not exit 2."""
     args = list(argv)
-    return "hook" in args and args[args.index("hook") + 1 : args.index("hook") + 2] != ["install"]
+    action = args[args.index("hook") + 1 : args.index("hook") + 2] if "hook" in args else None
+    return action is not None and action not in (["install"], ["relay"])
 
 
 def _warn(text: str) -> None:
-    sys.stderr.write("mcp-server-escalation hook: " + " ".join(text.split())[:500] + "\n")
+    from ..hooks.dispatch import warning  # noqa: PLC0415
+
+    sys.stderr.write(warning(text))
 
 
-def _payload(raw: bytes) -> dict[str, object]:
-    if len(raw) > MAX_INPUT_BYTES:
-        raise HookInputError(f"event larger than {MAX_INPUT_BYTES} bytes; ignored")
-    try:
-        payload = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise HookInputError(f"malformed JSON on stdin ({exc}); ignored") from exc
-    if not isinstance(payload, dict):
-        raise HookInputError("the event is not a JSON object; ignored")
-    return payload
-
-
-async def _answer(settings: Settings, event: HookEvent) -> Answer:
-    from ..hooks.runner import handle  # noqa: PLC0415
+async def _answer(settings: Settings, entry: str, event: HookEvent) -> str:
+    from ..hooks.dispatch import answer  # noqa: PLC0415
     from ..services.runtime import open_runtime  # noqa: PLC0415
 
     async with open_runtime(settings) as rt:
-        return await handle(rt, event, settings.hooks, os.environ)
+        return await answer(rt, entry, event, settings, os.environ)
 
 
 def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> str:
     """The JSON to print for one raw event ("" for no decision); raises on any problem."""
-    import anyio  # noqa: PLC0415
-
-    from ..hooks.protocol import encode_answer, parse_payload  # noqa: PLC0415
-    from ..hooks.triage import needs_store, project_dir  # noqa: PLC0415
+    from ..hooks.dispatch import prepare  # noqa: PLC0415
     from ..settings import Settings  # noqa: PLC0415
 
-    event = parse_payload(_payload(raw))
-    if event.kind == "unknown":
-        raise HookInputError(f"event {event.name[:64]!r} is not one this hook handles; no decision")
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
-    if not needs_store(event, settings.hooks, project_dir(event, os.environ)):
-        return ""  # a read: let through and never recorded, whatever the store holds
-    answer = anyio.run(_answer, settings, event)
-    encoded = encode_answer(answer, event, entry)
-    return json.dumps(encoded, ensure_ascii=False) if encoded else ""
+    event = prepare(raw, settings, os.environ)
+    if event is None:
+        return ""
+    import anyio  # noqa: PLC0415 (a read never starts an event loop)
+
+    return anyio.run(_answer, settings, entry, event)
 
 
 def run_hook(entry: str, args: argparse.Namespace) -> int:
     """Handle one event from stdin; always exit 0 (see the module docstring)."""
+    from ..hooks.dispatch import MAX_INPUT_BYTES, HookInputError  # noqa: PLC0415
+
     try:
         output = handle_event(entry, sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), args)
     except HookInputError as exc:
@@ -124,8 +114,36 @@ def run_hook(entry: str, args: argparse.Namespace) -> int:
     return 0
 
 
+def run_relay(args: argparse.Namespace) -> int:
+    """``hook relay``: serve the store's hook socket until interrupted."""
+    import signal  # noqa: PLC0415
+
+    import anyio  # noqa: PLC0415
+
+    from ..hooks.relay_server import relay  # noqa: PLC0415
+    from ..services.runtime import open_runtime  # noqa: PLC0415
+    from ..settings import Settings  # noqa: PLC0415
+
+    settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
+
+    async def serve() -> int:
+        async with open_runtime(settings) as rt, relay(rt) as path:
+            if path is None:
+                print("error: no relay socket for this store (see README, Host hooks)", file=sys.stderr)
+                return 1
+            print(f"hook relay for {settings.db_path} on {path}", file=sys.stderr)
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    break  # leave cleanly: the socket is removed on the way out
+        return 0
+
+    return anyio.run(serve)
+
+
 def run(args: argparse.Namespace) -> int:
     """``hook <host>`` or ``hook install <host>``."""
+    if args.action == "relay":
+        return run_relay(args)
     if args.action != "install":
         return run_hook(args.action, args)
     from ..hooks.install import install  # noqa: PLC0415

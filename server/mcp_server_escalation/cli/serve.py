@@ -15,9 +15,9 @@ def serve(args: argparse.Namespace) -> int:
         db=args.db, config=args.config, role=getattr(args, "role", "agent"), prompts=args.prompts
     )
     if getattr(args, "transport", "stdio") == "http":
-        server = build_server(settings, http=(args.host, args.port))
+        server = build_server(settings, http=(args.host, args.port), hook_relay=True)
         server.run("streamable-http", host=args.host, port=args.port)
         return 0
-    server = build_server(settings)
+    server = build_server(settings, hook_relay=True)
     server.run()
     return 0

@@ -68,14 +68,19 @@ class Call(NamedTuple):
         return self.rt.prompts.render(template, **values)
 
 
-async def handle(rt: Runtime, event: HookEvent, cfg: HooksConfig, env: Mapping[str, str]) -> Answer:
-    """The answer to one event (empty: no decision), after recording what it reports."""
+async def handle(
+    rt: Runtime, event: HookEvent, cfg: HooksConfig, env: Mapping[str, str], cwd: str | None = None
+) -> Answer:
+    """The answer to one event (empty: no decision), after recording what it reports.
+
+    ``env`` and ``cwd`` are the hook process's (the relay runs this for another process).
+    """
     call = Call(
         rt=rt,
         event=event,
         cfg=cfg,
         kind=kind_of(event, cfg),
-        root=project_dir(event, env),
+        root=project_dir(event, env, cwd),
         override=env.get("ESCALATION_TASK") or None,
     )
     if event.kind == "pre_tool":

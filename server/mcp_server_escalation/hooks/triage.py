@@ -17,15 +17,16 @@ from .events import HookEvent, ToolKind, tool_kind
 from .plan import Rules, plan_post, usable_path
 
 
-def project_dir(event: HookEvent, env: Mapping[str, str]) -> str:
-    """The project root: the host's variable, else its workspace root, else the event's cwd."""
+def project_dir(event: HookEvent, env: Mapping[str, str], cwd: str | None = None) -> str:
+    """The project root: the host's variable, else its workspace root, else the event's cwd,
+    else the hook process's working directory (``cwd``, when the relay answers for it)."""
     claude, cursor = env.get("CLAUDE_PROJECT_DIR"), env.get("CURSOR_PROJECT_DIR")
     first_root = event.roots[0] if event.roots else None
     order = (cursor, first_root, claude, event.cwd) if event.host == "cursor" else (claude, event.cwd)
     for candidate in order:
         if usable_path(candidate):
             return str(candidate)
-    return str(Path.cwd())
+    return cwd or str(Path.cwd())
 
 
 def rules(cfg: HooksConfig) -> Rules:

@@ -71,6 +71,11 @@ class HooksConfig(BaseModel):
     step: Annotated[str, Field(min_length=1, max_length=256)] = Field(
         "main", description="The step hook events are recorded under"
     )
+    relay: bool = Field(
+        True,
+        description="A running server of the store answers hook runs over a private Unix socket "
+        "(much faster than a hook process loading everything itself); false: it never listens",
+    )
     feedback_max_chars: Annotated[int, Field(ge=500, le=9000)] = Field(
         8000, description="Budget of the feedback a starting session receives (hosts cap at 10,000)"
     )

@@ -1,0 +1,76 @@
+"""One raw hook event in, the host's JSON out: what the hook process and the relay share.
+
+``prepare`` is synchronous and needs no store: it parses the payload and sorts out the
+events whose answer never depends on the store (reads). ``answer`` runs the rest on an open
+runtime: the hook process opens its own, the relay (``relay_server.py``) lends the MCP
+server's. Both end in the same bytes on the host's stdout.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .protocol import encode_answer, parse_payload
+from .triage import needs_store, project_dir
+
+if TYPE_CHECKING:
+    from ..services.runtime import Runtime
+    from ..settings import Settings
+    from .events import HookEvent
+
+# Larger payloads (an Edit's tool_response carries the whole original file) are ignored.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
+class HookInputError(Exception):
+    """The event cannot be handled; the host gets no decision."""
+
+
+def warning(text: str) -> str:
+    """The hook's one line on stderr, the same whether the hook or the relay answered."""
+    return "mcp-server-escalation hook: " + " ".join(text.split())[:500] + "\n"
+
+
+def _payload(raw: bytes) -> dict[str, object]:
+    if len(raw) > MAX_INPUT_BYTES:
+        raise HookInputError(f"event larger than {MAX_INPUT_BYTES} bytes; ignored")
+    try:
+        payload = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise HookInputError(f"malformed JSON on stdin ({exc}); ignored") from exc
+    if not isinstance(payload, dict):
+        raise HookInputError("the event is not a JSON object; ignored")
+    return payload
+
+
+def prepare(
+    raw: bytes, settings: Settings, env: Mapping[str, str], cwd: str | None = None
+) -> HookEvent | None:
+    """The event to answer from the store; None when the answer is "no decision" without it.
+
+    Raises ``HookInputError`` for a payload the hook cannot use.
+    """
+    event = parse_payload(_payload(raw))
+    if event.kind == "unknown":
+        raise HookInputError(f"event {event.name[:64]!r} is not one this hook handles; no decision")
+    if not needs_store(event, settings.hooks, project_dir(event, env, cwd)):
+        return None  # a read: let through and never recorded, whatever the store holds
+    return event
+
+
+async def answer(
+    rt: Runtime,
+    entry: str,
+    event: HookEvent,
+    settings: Settings,
+    env: Mapping[str, str],
+    cwd: str | None = None,
+) -> str:
+    """The JSON the host reads for ``event`` ("" for no decision), after recording it."""
+    from .runner import handle  # noqa: PLC0415 (the services load only for store events)
+
+    decided = await handle(rt, event, settings.hooks, env, cwd)
+    encoded = encode_answer(decided, event, entry)
+    return json.dumps(encoded, ensure_ascii=False) if encoded else ""

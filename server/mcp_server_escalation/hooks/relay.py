@@ -1,0 +1,200 @@
+"""The hook relay's client: hand one hook run to a running server of the same store.
+
+A hook runs as a new process on every tool call. Loading the services (pydantic above all)
+costs a new process ~200 ms before it does anything, so when an MCP server of the same store
+is running (the host starts it for the session) the hook forwards its whole run (argv
+options, environment, working directory, stdin) over a Unix socket and prints what the
+server answers. The server decides with the hook's own settings, so the answer is the one
+the hook would have given itself (``relay_server.py``). When no server answers (none runs,
+a stale socket, another store, a timeout) the hook does the work itself, as before.
+
+This module is imported by the console script before anything else and uses only the
+standard library: importing it must cost next to nothing.
+
+Where the socket lives: ``$XDG_RUNTIME_DIR/mcp-server-escalation/`` when the runtime
+directory exists, else ``${TMPDIR:-/tmp}/mcp-server-escalation-<uid>/``; a directory only
+its owner can enter (it is refused otherwise), one socket per store, named by checksums of
+the store's resolved path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import zlib
+from collections.abc import Mapping, Sequence
+
+PROTOCOL = 1
+HOSTS = ("claude-code", "cursor")
+OPTIONS = ("--db", "--config", "--prompts")
+# Reaching a live server takes microseconds; a refused or missing socket fails at once.
+CONNECT_TIMEOUT = 0.5
+# The relay's own work can wait on a busy store (30 s busy timeout); after this the hook
+# does the work itself, and de-duplication by tool call keeps an event from counting twice.
+ANSWER_TIMEOUT = 40.0
+MAX_STDIN = 8 * 1024 * 1024  # bigger events (a Write of a huge file) are handled locally
+SUN_PATH_MAX = 100  # sockaddr_un.sun_path is 104-108 bytes depending on the platform
+# "off": never forward; "require": a run no server answers gives no decision (and says so
+# on stderr) instead of doing the work itself, for tests and benchmarks that must know.
+MODE_ENV = "ESCALATION_HOOK_RELAY"
+
+
+def socket_dir(env: Mapping[str, str]) -> str | None:
+    """The private directory of this user's relay sockets, created if missing; None if unsafe."""
+    if not hasattr(socket, "AF_UNIX") or not hasattr(os, "getuid"):
+        return None
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        path = os.path.join(runtime, "mcp-server-escalation")
+    else:
+        tmp = env.get("TMPDIR") or env.get("TEMP") or env.get("TMP") or "/tmp"  # noqa: S108 (a private folder in it)
+        path = os.path.join(tmp, f"mcp-server-escalation-{os.getuid()}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    # Another user's directory, or one others can write to, could hold a socket that lies.
+    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not os.path.isdir(path):
+        return None
+    return path
+
+
+def socket_path(db_path: str, env: Mapping[str, str], cwd: str) -> str | None:
+    """The relay socket of the store at ``db_path`` (relative to ``cwd``); None if there is none."""
+    if db_path == ":memory:":
+        return None
+    folder = socket_dir(env)
+    if folder is None:
+        return None
+    resolved = os.path.realpath(os.path.join(cwd, os.path.expanduser(db_path)))
+    # Two checksums, not a cryptographic hash: hashlib would cost every hook run ~3 ms, and
+    # the server checks that a request is for its own store anyway.
+    key = resolved.encode("utf-8", "surrogatepass")
+    name = f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}.sock"
+    path = os.path.join(folder, name)
+    return path if len(path.encode()) <= SUN_PATH_MAX else None
+
+
+def store_of(options: Mapping[str, str], env: Mapping[str, str]) -> str:
+    """The store a hook run uses: ``--db``, ``ESCALATION_DB``, the per-user default (settings.py)."""
+    chosen = options.get("--db") or env.get("ESCALATION_DB")
+    if chosen:
+        return chosen
+    home = env.get("HOME") or os.path.expanduser("~")
+    base = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    return os.path.join(base, "mcp-server-escalation", "escalations.db")
+
+
+def parse_argv(argv: Sequence[str]) -> tuple[str, dict[str, str]] | None:
+    """``(host, options)`` for a plain ``[opts] hook <host> [opts]``; None for anything else."""
+    options: dict[str, str] = {}
+    words: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if name in OPTIONS:
+            if not eq:
+                if i + 1 >= len(args):
+                    return None
+                i += 1
+                value = args[i]
+            options[name] = value
+        elif arg.startswith("-"):
+            return None  # --help, a typo: the full command line parser answers those
+        else:
+            words.append(arg)
+        i += 1
+    if len(words) != 2 or words[0] != "hook" or words[1] not in HOSTS:
+        return None
+    return words[1], options
+
+
+def forward(path: str, request: Mapping[str, object]) -> dict[str, object] | None:
+    """The relay's answer to ``request``; None when no server took it."""
+    body = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(CONNECT_TIMEOUT)
+            conn.connect(path)
+            conn.settimeout(ANSWER_TIMEOUT)
+            conn.sendall(body)
+            conn.shutdown(socket.SHUT_WR)
+            chunks = []
+            while chunk := conn.recv(65536):
+                chunks.append(chunk)
+        reply = json.loads(b"".join(chunks).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(reply, dict) or reply.get("protocol") != PROTOCOL or "fallback" in reply:
+        return None
+    return reply
+
+
+def try_relay(argv: Sequence[str]) -> int | None:
+    """Run a hook command line through a live server; None when the hook must run itself.
+
+    On None nothing has been read from stdin unless it was too big or not UTF-8, in which
+    case it is put back for the full path (``sys.stdin`` is replaced by a buffer holding it).
+    """
+    env = os.environ
+    mode = env.get(MODE_ENV, "").lower()
+    if mode in ("off", "0", "false", "no"):
+        return None
+    parsed = parse_argv(argv)
+    if parsed is None:
+        return None
+    host, options = parsed
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return None
+    path = socket_path(store_of(options, env), env, cwd)
+    if path is None or not os.path.exists(path):
+        return _unanswered(mode)
+    raw = sys.stdin.buffer.read(MAX_STDIN + 1)
+    try:
+        text = raw.decode("utf-8") if len(raw) <= MAX_STDIN else None
+    except UnicodeDecodeError:
+        text = None
+    reply = None
+    if text is not None:
+        request = {
+            "protocol": PROTOCOL,
+            "host": host,
+            "options": options,
+            "env": dict(env),
+            "cwd": cwd,
+            "stdin": text,
+        }
+        reply = forward(path, request)
+    if reply is None:
+        _put_back(raw)
+        return _unanswered(mode)
+    stdout, stderr = reply.get("stdout"), reply.get("stderr")
+    if isinstance(stderr, str) and stderr:
+        sys.stderr.write(stderr)
+    if isinstance(stdout, str) and stdout:
+        sys.stdout.write(stdout)
+        sys.stdout.flush()
+    return 0
+
+
+def _unanswered(mode: str) -> int | None:
+    """None (the hook runs itself), or in ``require`` mode: no decision, said on stderr."""
+    if mode != "require":
+        return None
+    sys.stderr.write(f"mcp-server-escalation hook: no relay answered ({MODE_ENV}=require); no decision\n")
+    return 0
+
+
+def _put_back(raw: bytes) -> None:
+    """Let the full path read stdin as if nothing had touched it."""
+    import io  # noqa: PLC0415
+
+    rest = sys.stdin.buffer.read()
+    sys.stdin = io.TextIOWrapper(io.BytesIO(raw + rest), encoding="utf-8")
