@@ -31,9 +31,9 @@ HOSTS = ("claude-code", "cursor")
 OPTIONS = ("--db", "--config", "--prompts")
 # Reaching a live server takes microseconds; a refused or missing socket fails at once.
 CONNECT_TIMEOUT = 0.5
-# The relay's own work can wait on a busy store (30 s busy timeout); after this the hook
-# does the work itself, and de-duplication by tool call keeps an event from counting twice.
-ANSWER_TIMEOUT = 40.0
+# The hosts give a hook 15 s (``hook install``); after 10 s without an answer the hook does
+# the work itself, and de-duplication by tool call keeps an event from counting twice.
+ANSWER_TIMEOUT = 10.0
 MAX_STDIN = 8 * 1024 * 1024  # bigger events (a Write of a huge file) are handled locally
 SUN_PATH_MAX = 100  # sockaddr_un.sun_path is 104-108 bytes depending on the platform
 # "off": never forward; "require": a run no server answers gives no decision (and says so
