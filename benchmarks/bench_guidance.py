@@ -1,8 +1,8 @@
 """get_guidance at scale (SPEC 8): 100,000 active failure records in one project.
 
 Seeds the store directly through SQL on a migrated store (one transaction of bulk inserts;
-the FTS5 index is kept in step by its triggers, as in production), then runs realistic
-queries:
+the FTS5 index is kept in step by its triggers, and each row carries the fingerprint and
+the message key ``record_failure`` would give it), then runs realistic queries:
 
 - in process, through the service: p50 and p99 of 1,000 queries (target p99 < 20 ms);
 - over stdio, through the real SDK client against the installed console script: the median
@@ -26,7 +26,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from mcp_server_escalation.rules.fingerprint import fingerprint
+from mcp_server_escalation.rules.fingerprint import fingerprint, message_key
 from mcp_server_escalation.services import guidance, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
@@ -114,6 +114,7 @@ def _seed(db_path: str, records: int, rng: random.Random) -> float:
                 rng.choice(["low", "medium", "high", "critical"]),
                 fp,
                 message,
+                message_key(message),
                 rng.choice(ADVICE),
                 seen,
                 seen,
@@ -124,9 +125,9 @@ def _seed(db_path: str, records: int, rng: random.Random) -> float:
         )
     conn.executemany(
         "INSERT INTO failures (task_id, project, step, signal_type, classified_by, severity,"
-        " fingerprint, message, recommended_adjustment, created_at, last_seen_at,"
+        " fingerprint, message, message_key, recommended_adjustment, created_at, last_seen_at,"
         " occurrence_count, helpful_count, harmful_count)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
     conn.execute("COMMIT")

@@ -24,16 +24,16 @@ class GuidanceItem(Record):
     harmful_count: int
     score: float = Field(description="Deterministic rank score (rounded); exact matches rank first")
     exact_match: bool
-    fingerprint: str
     task_id: str
     step: str
-    line: str = Field(description="The rendered one-line guidance")
+    # The item's line of ``rendered``; kept for get_feedback's section, not sent again.
+    line: str = Field(exclude=True)
 
 
 class GuidanceResult(Record):
     items: list[GuidanceItem]
-    rendered: str
-    query: str = Field(description="The text searched: the query, or the step's latest failure")
+    rendered: str = Field(description="One line per item, best first")
+    query: str = Field(description="The text searched: the query, or the step's latest failure (clipped)")
     scope: str
     candidates: int = Field(description="Records considered before ranking")
 

@@ -47,6 +47,14 @@ def normalise_message(message: str) -> str:
     return text.strip()
 
 
+def message_key(message: str) -> str:
+    """A digest of the normalised message: a query matches a record exactly when the keys agree.
+
+    Stored with each record (migration 6) so that exact matches are found by index.
+    """
+    return hashlib.sha256(normalise_message(message).encode("utf-8")).hexdigest()[:16]
+
+
 def fingerprint(
     *,
     signal_type: str,

@@ -1,7 +1,10 @@
 """Top-k guidance from past failures (SPEC 5, seed 004) and their revision.
 
-Candidates come from three bounded index lookups (exact fingerprint, FTS5 bm25, recent);
-``rules.ranking`` orders them. Nothing reads all records of a project.
+Candidates come from bounded index lookups: exact matches (fingerprint, or the normalised
+message's key), then the FTS5 index (bm25) on the query's rare words (once ``k`` exact
+matches are kept, only on the words that tell them apart), or the most recent records when
+there is no text. ``rules.ranking`` chooses the words and orders the candidates. Nothing
+reads all records of a project, and only the ``k`` rows of the answer are read in full.
 """
 
 from __future__ import annotations
@@ -11,18 +14,19 @@ from ..errors import InvalidInput, NotFound
 from ..models.failures import FailureRecord
 from ..models.guidance import FailureView, GuidanceItem, GuidanceResult
 from ..rules import ranking
-from ..rules.fingerprint import normalise_message
+from ..rules.fingerprint import message_key
 from ..store import failures as failure_store
 from ..store import guidance as guidance_store
 from ..store.db import Conn
 from .runtime import Runtime
-from .tasks import load_task
+from .tasks import load_project
 
 LINE_CHARS = 300
 # How many of the newest FTS matches are scored (see store.guidance.lexical).
 PRECISE_WINDOW = 400
 BROAD_WINDOW = 300
 SIGNATURE_CHARS = 120
+QUERY_CHARS = 200
 ADJUSTMENT_CHARS = 140
 RECENT_OCCURRENCES = 20
 
@@ -32,45 +36,78 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _item(rt: Runtime, record: FailureRecord, score: float, exact: bool) -> GuidanceItem:
-    kind = record.error_type or record.tool_name or "-"
+def _item(rt: Runtime, row: guidance_store.GuidanceRow, score: float, exact: bool) -> GuidanceItem:
+    kind = row.error_type or row.tool_name or "-"
+    failure_id = failure_store.failure_id(row.seq)
     summary = rt.prompts.render(
         "guidance_signature",
-        signal_type=record.signal_type,
+        signal_type=row.signal_type,
         kind=kind,
-        message=_clip(record.message, SIGNATURE_CHARS),
+        message=_clip(row.message, SIGNATURE_CHARS),
     )
-    adjustment = record.recommended_adjustment
+    adjustment = row.recommended_adjustment
     line = rt.prompts.render(
         "guidance_line",
-        severity=record.severity,
+        severity=row.severity,
         signature=summary,
         adjustment=_clip(adjustment, ADJUSTMENT_CHARS)
         if adjustment
         else rt.prompts.render("guidance_no_adjustment"),
-        count=record.occurrence_count,
-        last_seen=record.last_seen_at[:10],
-        helpful=record.helpful_count,
-        harmful=record.harmful_count,
-        failure_id=record.failure_id,
+        count=row.occurrence_count,
+        last_seen=row.last_seen_at[:10],
+        helpful=row.helpful_count,
+        harmful=row.harmful_count,
+        failure_id=failure_id,
     )
     return GuidanceItem(
-        failure_id=record.failure_id,
-        severity=record.severity,
-        signal_type=record.signal_type,
+        failure_id=failure_id,
+        severity=row.severity,
+        signal_type=row.signal_type,
         summary=summary,
         recommended_adjustment=adjustment,
-        occurrence_count=record.occurrence_count,
-        last_seen_at=record.last_seen_at,
-        helpful_count=record.helpful_count,
-        harmful_count=record.harmful_count,
+        occurrence_count=row.occurrence_count,
+        last_seen_at=row.last_seen_at,
+        helpful_count=row.helpful_count,
+        harmful_count=row.harmful_count,
         score=score,
         exact_match=exact,
-        fingerprint=record.fingerprint,
-        task_id=record.task_id,
-        step=record.step,
+        task_id=row.task_id,
+        step=row.step,
         line=_clip(line, LINE_CHARS),
     )
+
+
+def _kept(pool: dict[int, ranking.Candidate]) -> int:
+    return sum(not ranking.clearly_harmful(c.helpful_count, c.harmful_count) for c in pool.values())
+
+
+def _lexical(
+    conn: Conn,
+    where: guidance_store.Scope,
+    tokens: list[str],
+    exact: guidance_store.Exact | None,
+    need: int,
+) -> list[ranking.Candidate]:
+    """FTS5 candidates on the rare words: records with all of them, then (if ``need`` is not
+    met) any of them. With no rare word and something still needed, the least common."""
+    if not tokens:
+        return []
+    stats = guidance_store.word_stats(conn, tokens, ranking.DF_SAMPLE)
+    frequencies = [
+        ranking.document_frequency(count, last, stats.records)
+        for count, last in zip(stats.counts, stats.last, strict=True)
+    ]
+    words = ranking.search_words(tokens, frequencies, stats.records, fallback=need > 0)
+    if not words:
+        return []
+    # Quoted tokens only: no input can raise an FTS syntax error.
+    precise = guidance_store.lexical(
+        conn, where, ranking.fts_query(words, all_of=True), newest=PRECISE_WINDOW, exact=exact
+    )
+    if len(precise) >= need or len(words) == 1:
+        return precise
+    broad = guidance_store.lexical(conn, where, ranking.fts_query(words), newest=BROAD_WINDOW, exact=exact)
+    return broad + precise
 
 
 def build_guidance(
@@ -84,60 +121,41 @@ def build_guidance(
     scope: str,
 ) -> GuidanceResult:
     """The top ``k`` active records of the scope for the query (or the step's latest failure)."""
-    task = load_task(conn, task_id)
+    project = load_project(conn, task_id)
     where = (
         guidance_store.Scope("task_id", task_id)
         if scope == "task"
-        else guidance_store.Scope("project", task.project)
+        else guidance_store.Scope("project", project)
     )
     explicit = query is not None and query.strip() != ""
     reference = None if explicit else guidance_store.latest_failure(conn, task_id, step)
     text = query if explicit and query is not None else (reference.message if reference else "")
-
-    pool: dict[int, guidance_store.Hit] = {}
     if reference is not None:
-        for hit in guidance_store.by_fingerprint(conn, where, reference.fingerprint):
-            pool[hit.seq] = hit
-    tokens = ranking.query_tokens(text)
-    if tokens:
-        # Precise first: records with every word of the query. Then, when that finds fewer
-        # than k, any word (the OR query). Both are quoted token lists: no syntax errors.
-        precise = guidance_store.lexical(
-            conn, where, ranking.fts_query(tokens, all_of=True), newest=PRECISE_WINDOW
-        )
-        broad = (
-            []
-            if len(precise) >= k
-            else guidance_store.lexical(conn, where, ranking.fts_query(tokens), newest=BROAD_WINDOW)
-        )
-        for hit in broad + precise:
-            pool[hit.seq] = hit
-    if not text.strip():
-        for hit in guidance_store.recent(conn, where):
-            pool.setdefault(hit.seq, hit)
+        exact = guidance_store.Exact("fingerprint", reference.fingerprint)
+    elif explicit:
+        exact = guidance_store.Exact("message_key", message_key(text))
+    else:
+        exact = None
 
-    wanted = normalise_message(text) if explicit else None
-    candidates = [
-        ranking.Candidate(
-            seq=seq,
-            severity=hit.severity,
-            last_seen_at=hit.last_seen_at,
-            occurrence_count=hit.occurrence_count,
-            helpful_count=hit.helpful_count,
-            harmful_count=hit.harmful_count,
-            bm25=hit.relevance,
-            exact=(hit.fingerprint == reference.fingerprint)
-            if reference is not None
-            else normalise_message(hit.message) == wanted,
-        )
-        for seq, hit in sorted(pool.items())
-    ]
+    pool = {c.seq: c for c in guidance_store.exact_matches(conn, where, exact)} if exact else {}
+    found = _kept(pool)
+    # With k exact matches kept nothing else can rank among them: only the words that set
+    # them apart are searched, for their lexical relevance.
+    tokens = ranking.query_tokens(text) if found < k else ranking.distinguishing_words(text)
+    for c in _lexical(conn, where, tokens, exact, k - found):
+        pool[c.seq] = c
+    if not text.strip():
+        for c in guidance_store.recent(conn, where):
+            pool.setdefault(c.seq, c)
+
+    candidates = [pool[seq] for seq in sorted(pool)]
     ranked = ranking.rank(candidates, now=rt.clock(), k=k, parse=parse_iso)
-    items = [_item(rt, pool[c.seq].record(), s, c.exact) for c, s in ranked]
+    rows = guidance_store.guidance_rows(conn, [c.seq for c, _ in ranked])
+    items = [_item(rt, rows[c.seq], s, c.exact) for c, s in ranked]
     return GuidanceResult(
         items=items,
         rendered="\n".join(i.line for i in items),
-        query=text,
+        query=_clip(text, QUERY_CHARS),
         scope=scope,
         candidates=len(candidates),
     )

@@ -32,12 +32,23 @@ def project_root(rt: Runtime, project: str | None) -> str:
     return posixpath.normpath(chosen.replace("\\", "/"))
 
 
+_NO_TASK_HINT = "Call start_task first, or check the id."
+
+
 def load_task(conn: Conn, task_id: str) -> Task:
     """The task or a NotFound that tells the caller what to do."""
     task = task_store.get(conn, task_id)
     if task is None:
-        raise NotFound("task_id", task_id, "Call start_task first, or check the id.")
+        raise NotFound("task_id", task_id, _NO_TASK_HINT)
     return task
+
+
+def load_project(conn: Conn, task_id: str) -> str:
+    """The task's project (a cheap ``load_task`` for readers that need nothing else)."""
+    project = task_store.project_of(conn, task_id)
+    if project is None:
+        raise NotFound("task_id", task_id, _NO_TASK_HINT)
+    return project
 
 
 async def start_task(

@@ -32,6 +32,7 @@ import anyio
 import anyio.to_thread
 
 from ..errors import StoreError
+from ..rules.fingerprint import message_key
 from .migrations import MIGRATIONS, Migration
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ def _connect(path: str) -> sqlite3.Connection:
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"store {path}: {exc}") from exc
     conn.row_factory = sqlite3.Row
+    # Migration 6 fills the key of records written before it with the same function.
+    conn.create_function("escalation_message_key", 1, message_key, deterministic=True)
     return conn
 
 

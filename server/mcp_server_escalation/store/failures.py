@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models.failures import FailureRecord, Occurrence
+from ..rules.fingerprint import message_key
 from .db import Conn
 
 _ID = re.compile(r"^F-(\d{1,18})$")
@@ -93,10 +94,10 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> FailureRecord:
     """
     row = conn.execute(
         """INSERT INTO failures (task_id, project, step, phase, signal_type, classified_by,
-               severity, fingerprint, message, error_type, tool_name, error_code,
+               severity, fingerprint, message, message_key, error_type, tool_name, error_code,
                attempted_action, observed_outcome, recommended_adjustment,
                context_refs_json, details_json, created_at, last_seen_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (task_id, fingerprint) DO UPDATE SET
                occurrence_count = occurrence_count + 1,
                last_seen_at = excluded.last_seen_at,
@@ -125,6 +126,7 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> FailureRecord:
             new.severity,
             new.fingerprint,
             new.message,
+            message_key(new.message),
             new.error_type,
             new.tool_name,
             new.error_code,

@@ -1,59 +1,77 @@
-"""Candidate queries for guidance: exact fingerprint, lexical (FTS5 bm25), recent.
+"""Candidate queries for guidance: exact matches, word statistics, lexical (FTS5 bm25), recent.
 
 Every query is bounded (``LIMIT``) and served by an index or the FTS5 index, so a project
-with 100,000 records never reads them all into Python.
+with 100,000 records never reads them all into Python. A candidate is only what ranking
+reads (``ranking.Candidate``, a tuple); the few rows of the answer are read in full
+afterwards (``guidance_rows``).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..models.failures import FailureRecord
 from ..models.guidance import Revision
+from ..rules.ranking import Candidate, fts_query
 from .db import Conn
-from .failures import record_from_row
 
-CANDIDATES = 200
+CANDIDATES = 100
+# Exact matches (the newest this many) all share the query's normalised words; k is at most 20.
+EXACT_CANDIDATES = 50
 # bm25 column weights, in the FTS5 column order of migration 3: the message matters most,
 # then the error type, tool and class, then the advice and the attempted action.
 BM25_WEIGHTS = (10.0, 5.0, 2.0, 2.0, 1.0, 1.0)
+# Candidate's fields, in order (the exact flag and the relevance are added per query).
+_CANDIDATE = "f.seq, f.severity, f.last_seen_at, f.occurrence_count, f.helpful_count, f.harmful_count"
+# What makes a record an exact match. A record written without a key (by a version before
+# migration 6, into a migrated store) is keyed on the fly by the function store.db registers.
+_EXACT_SQL = {
+    "fingerprint": "f.fingerprint = ?",
+    "message_key": "COALESCE(f.message_key, escalation_message_key(f.message)) = ?",
+}
 
 
 @dataclass(frozen=True)
-class Hit:
-    """A candidate row: just what ranking reads; the full record is built for the few kept."""
+class Exact:
+    """What an exact match shares with the query: the fingerprint, or the message key."""
+
+    column: str  # "fingerprint" or "message_key" (fixed allow-list)
+    value: str
+
+    def __post_init__(self) -> None:
+        if self.column not in _EXACT_SQL:
+            raise ValueError(f"not an exact-match column: {self.column}")
+
+
+def _candidates(conn: Conn, sql: str, params: Sequence[object]) -> list[Candidate]:
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples: hundreds per call
+    rows = cursor.execute(sql, params).fetchall()
+    return [
+        Candidate(seq, sev, seen, occ, helped, harmed, exact == 1, bm25)
+        for seq, sev, seen, occ, helped, harmed, exact, bm25 in rows
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class GuidanceRow:
+    """What a guidance line shows of a record."""
 
     seq: int
-    fingerprint: str
-    message: str
+    task_id: str
+    step: str
+    signal_type: str
     severity: str
-    last_seen_at: str
+    message: str
+    error_type: str | None
+    tool_name: str | None
+    recommended_adjustment: str | None
     occurrence_count: int
+    last_seen_at: str
     helpful_count: int
     harmful_count: int
-    relevance: float | None
-    row: sqlite3.Row
-
-    def record(self) -> FailureRecord:
-        """The full failure record."""
-        return record_from_row(self.row)
-
-
-def _hit(row: sqlite3.Row, relevance: float | None = None) -> Hit:
-    return Hit(
-        seq=row["seq"],
-        fingerprint=row["fingerprint"],
-        message=row["message"],
-        severity=row["severity"],
-        last_seen_at=row["last_seen_at"],
-        occurrence_count=row["occurrence_count"],
-        helpful_count=row["helpful_count"],
-        harmful_count=row["harmful_count"],
-        relevance=relevance,
-        row=row,
-    )
 
 
 @dataclass(frozen=True)
@@ -68,43 +86,84 @@ class Scope:
             raise ValueError(f"not a scope column: {self.column}")
 
 
-def latest_failure(conn: Conn, task_id: str, step: str | None) -> FailureRecord | None:
+@dataclass(frozen=True)
+class Reference:
+    """The failure a query-less call searches for: the step's latest."""
+
+    fingerprint: str
+    message: str
+
+
+def latest_failure(conn: Conn, task_id: str, step: str | None) -> Reference | None:
     """The task's most recently seen failure (of ``step`` when given)."""
     if step is None:
         row = conn.execute(
-            "SELECT * FROM failures WHERE task_id = ? ORDER BY last_seen_at DESC, seq DESC LIMIT 1",
+            "SELECT fingerprint, message FROM failures WHERE task_id = ?"
+            " ORDER BY last_seen_at DESC, seq DESC LIMIT 1",
             (task_id,),
         ).fetchone()
     else:
         row = conn.execute(
-            "SELECT * FROM failures WHERE task_id = ? AND step = ?"
+            "SELECT fingerprint, message FROM failures WHERE task_id = ? AND step = ?"
             " ORDER BY last_seen_at DESC, seq DESC LIMIT 1",
             (task_id, step),
         ).fetchone()
-    return record_from_row(row) if row else None
+    return Reference(row[0], row[1]) if row else None
 
 
-def by_fingerprint(conn: Conn, scope: Scope, fingerprint: str) -> list[Hit]:
-    """Active records of the scope with this fingerprint."""
-    rows = conn.execute(
-        f"SELECT * FROM failures WHERE {scope.column} = ? AND status = 'active'"  # noqa: S608 (allow-listed)
-        " AND fingerprint = ? ORDER BY seq LIMIT ?",
-        (scope.value, fingerprint, CANDIDATES),
-    ).fetchall()
-    return [_hit(row) for row in rows]
+def exact_matches(conn: Conn, scope: Scope, exact: Exact) -> list[Candidate]:
+    """The newest active records of the scope that match exactly (by index)."""
+    return _candidates(
+        conn,
+        f"SELECT {_CANDIDATE}, 1, NULL FROM failures f"  # noqa: S608 (allow-listed)
+        f" WHERE f.{scope.column} = ? AND f.{exact.column} = ? AND f.status = 'active'"
+        " ORDER BY f.seq DESC LIMIT ?",
+        (scope.value, exact.value, EXACT_CANDIDATES),
+    )
 
 
-def recent(conn: Conn, scope: Scope) -> list[Hit]:
+def recent(conn: Conn, scope: Scope) -> list[Candidate]:
     """The scope's most recently seen active records."""
-    rows = conn.execute(
-        f"SELECT * FROM failures WHERE {scope.column} = ? AND status = 'active'"  # noqa: S608 (allow-listed)
-        " ORDER BY last_seen_at DESC, seq LIMIT ?",
+    return _candidates(
+        conn,
+        f"SELECT {_CANDIDATE}, 0, NULL FROM failures f"  # noqa: S608 (allow-listed)
+        f" WHERE f.{scope.column} = ? AND f.status = 'active'"
+        " ORDER BY f.last_seen_at DESC, f.seq LIMIT ?",
         (scope.value, CANDIDATES),
-    ).fetchall()
-    return [_hit(row) for row in rows]
+    )
 
 
-def lexical(conn: Conn, scope: Scope, match: str, *, newest: int) -> list[Hit]:
+@dataclass(frozen=True)
+class WordStats:
+    """How often the index holds each word, from bounded reads of its first entries."""
+
+    records: int  # the highest record id: the number of records (none is ever deleted)
+    counts: list[int]  # per word: records holding it, counted up to the sample size
+    last: list[int | None]  # per word: the highest record id among those counted
+
+
+def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
+    """Per word, its first ``sample`` records in the FTS5 index: how many, and how far they
+    reach. One statement; each word reads at most ``sample`` entries of its doclist, so a
+    word in every record costs no more than a rare one."""
+    records = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM failures").fetchone()[0]
+    if not words:
+        return WordStats(records, [], [])
+    probe = (
+        "SELECT {i}, count(*), max(rowid) FROM (SELECT rowid FROM failures_fts"
+        " WHERE failures_fts MATCH ?{n} ORDER BY rowid LIMIT {sample})"
+    )
+    sql = " UNION ALL ".join(probe.format(i=i, n=i + 1, sample=int(sample)) for i in range(len(words)))
+    try:
+        rows = conn.execute(sql, [fts_query([w]) for w in words]).fetchall()
+    except sqlite3.OperationalError as exc:
+        # Each word is a quoted token: this is a bug, not bad input.
+        raise RuntimeError(f"FTS5 rejected one of {list(words)!r}: {exc}") from exc
+    by_word = sorted(rows, key=lambda row: int(row[0]))
+    return WordStats(records, [row[1] for row in by_word], [row[2] for row in by_word])
+
+
+def lexical(conn: Conn, scope: Scope, match: str, *, newest: int, exact: Exact | None) -> list[Candidate]:
     """Active records of the scope matching the FTS5 expression, best bm25 first.
 
     Only the ``newest`` matches (by record id) are scored: FTS5 streams a doclist in rowid
@@ -112,20 +171,35 @@ def lexical(conn: Conn, scope: Scope, match: str, *, newest: int) -> list[Hit]:
     the whole index. Recent failures are the relevant ones anyway.
     """
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    flag, flag_params = (_EXACT_SQL[exact.column], (exact.value,)) if exact else ("0", ())
     try:
-        rows = conn.execute(
-            "SELECT f.*, m.relevance FROM ("  # noqa: S608 (constants only)
+        return _candidates(
+            conn,
+            f"SELECT {_CANDIDATE}, {flag}, m.relevance FROM ("  # noqa: S608 (constants only)
             f"  SELECT rowid, bm25(failures_fts, {weights}) AS relevance FROM failures_fts"
             "   WHERE failures_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
             ") m JOIN failures f ON f.seq = m.rowid"
             f" WHERE f.{scope.column} = ? AND f.status = 'active'"
             " ORDER BY m.relevance, f.seq LIMIT ?",
-            (match, newest, scope.value, CANDIDATES),
-        ).fetchall()
+            (*flag_params, match, newest, scope.value, CANDIDATES),
+        )
     except sqlite3.OperationalError as exc:
         # The expression is built from quoted tokens only; this is a bug, not bad input.
         raise RuntimeError(f"FTS5 rejected {match!r}: {exc}") from exc
-    return [_hit(row, float(row["relevance"])) for row in rows]
+
+
+def guidance_rows(conn: Conn, seqs: Sequence[int]) -> dict[int, GuidanceRow]:
+    """The records that make the answer, by id."""
+    if not seqs:
+        return {}
+    marks = ", ".join("?" * len(seqs))
+    rows = conn.execute(
+        "SELECT seq, task_id, step, signal_type, severity, message, error_type,"  # noqa: S608 (placeholders only)
+        " tool_name, recommended_adjustment, occurrence_count, last_seen_at, helpful_count,"
+        f" harmful_count FROM failures WHERE seq IN ({marks})",
+        list(seqs),
+    ).fetchall()
+    return {row[0]: GuidanceRow(*row) for row in rows}
 
 
 def add_revision(conn: Conn, seq: int, changes: dict[str, object], note: str | None, now: str) -> None:

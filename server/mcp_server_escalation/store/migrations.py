@@ -368,4 +368,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX hook_events_by_time ON hook_events (created_at)",
         ),
     ),
+    Migration(
+        6,
+        "guidance: normalised-message key, so exact query matches are found by index",
+        (
+            # A record's message never changes (a repeat keeps the first wording), so the
+            # key is written once, by the insert; it is not an FTS column, so the backfill
+            # below leaves the FTS index alone.
+            "ALTER TABLE failures ADD COLUMN message_key TEXT",
+            # escalation_message_key() is rules.fingerprint.message_key, registered on every
+            # connection the store opens (store.db).
+            "UPDATE failures SET message_key = escalation_message_key(message)",
+            # Neither column ever changes: repeats (which update status and last_seen_at)
+            # cost these indexes nothing.
+            "CREATE INDEX failures_by_project_key ON failures (project, message_key)",
+            "CREATE INDEX failures_by_task_key ON failures (task_id, message_key)",
+        ),
+    ),
 )

@@ -83,6 +83,12 @@ def get(conn: Conn, task_id: str) -> Task | None:
     return _task(row) if row else None
 
 
+def project_of(conn: Conn, task_id: str) -> str | None:
+    """The task's project, or None when there is no such task (no full task is built)."""
+    row = conn.execute("SELECT project FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+    return str(row[0]) if row else None
+
+
 def list_tasks(conn: Conn, *, status: str | None = None, limit: int = 100) -> list[Task]:
     """Tasks, most recently updated first."""
     where, params = ("WHERE t.status = ?", [status]) if status else ("", [])

@@ -1,0 +1,198 @@
+"""Which records guidance considers: exact matches by index, rare words, migration 6.
+
+Everything runs on a real store file; the word rules are also checked as pure functions.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from conftest import PROJECT
+from mcp_server_escalation.models.thresholds import ThresholdOverrides
+from mcp_server_escalation.rules import ranking
+from mcp_server_escalation.rules.fingerprint import message_key
+from mcp_server_escalation.services import failures, guidance, tasks
+from mcp_server_escalation.services.runtime import Runtime, open_runtime
+from mcp_server_escalation.settings import Settings
+from mcp_server_escalation.store.migrations import MIGRATIONS
+
+BIG = ThresholdOverrides(same_error_repeated=100_000)
+
+
+@asynccontextmanager
+async def _runtime(db_path: str) -> AsyncIterator[Runtime]:
+    async with open_runtime(Settings(db_path=db_path, project_root=PROJECT)) as rt:
+        yield rt
+
+
+async def _fail(rt: Runtime, message: str, task_id: str = "s1", **extra: Any) -> str:
+    result = await failures.record_failure(rt, task_id=task_id, message=message, **extra)
+    return result.failure.failure_id
+
+
+async def _guidance(rt: Runtime, query: str | None = None, **extra: Any) -> list[tuple[str, bool]]:
+    got = await guidance.get_guidance(rt, task_id="s1", query=query, **extra)
+    return [(item.failure_id, item.exact_match) for item in got.items]
+
+
+# --- exact matches ----------------------------------------------------------------------------
+
+
+async def test_a_query_finds_every_exact_match_by_its_normalised_message(db_path: str) -> None:
+    async with _runtime(db_path) as rt:
+        await tasks.start_task(rt, title="t", task_id="s1", thresholds=BIG)
+        same = await _fail(rt, "Timeout after 30s calling tool X")
+        await _fail(rt, "Timeout calling tool Y after a retry")
+        got = await _guidance(rt, "timeout after 99s calling TOOL x")
+    assert got[0] == (same, True)
+    assert all(not exact for _, exact in got[1:])
+
+
+async def test_exact_matches_that_share_the_quoted_name_rank_first_among_them(db_path: str) -> None:
+    # One record per task: all five normalise to "keyerror: <str> while handling request",
+    # so all are exact matches. The quoted key is the only word that tells them apart, so
+    # it decides, even against a higher severity and more occurrences.
+    message = "KeyError: '{}' while handling request"
+    async with _runtime(db_path) as rt:
+        await tasks.start_task(rt, title="t", task_id="s1", thresholds=BIG)
+        for n, key in enumerate(("user", "cart", "session", "token")):
+            await tasks.start_task(rt, title="t", task_id=f"other{n}", thresholds=BIG)
+            for _ in range(4):
+                await _fail(rt, message.format(key), task_id=f"other{n}", severity="critical")
+        await tasks.start_task(rt, title="t", task_id="mine", thresholds=BIG)
+        wanted = await _fail(rt, message.format("next_url"), task_id="mine", severity="low")
+        first = await _guidance(rt, message.format("next_url"), k=1, scope="project")
+        five = await _guidance(rt, message.format("next_url"), k=5, scope="project")
+    assert first == [(wanted, True)]
+    assert five[0] == (wanted, True)
+    assert len(five) == 5
+    assert all(exact for _, exact in five)
+
+
+async def test_a_record_without_a_message_key_still_matches_exactly(db_path: str) -> None:
+    # Written by an older version into a migrated store: no key, so the index misses it,
+    # but the text search finds it and keys it on the fly.
+    async with _runtime(db_path) as rt:
+        await tasks.start_task(rt, title="t", task_id="s1", thresholds=BIG)
+        fid = await _fail(rt, "ImportError: cannot import name 'x' from 'pkg'")
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE failures SET message_key = NULL")
+    conn.commit()
+    conn.close()
+    async with _runtime(db_path) as rt:
+        got = await _guidance(rt, "ImportError: cannot import name 'y' from 'lib'")
+    assert got == [(fid, True)]
+
+
+def _word(n: int) -> str:
+    """A distinct word per number, letters only (numbers are normalised away)."""
+    letters = ""
+    while True:
+        n, digit = divmod(n, 26)
+        letters += chr(ord("a") + digit)
+        if n == 0:
+            return "mod" + letters
+
+
+def _store_at_version_5(path: str) -> None:
+    """A store exactly as migrations 1-5 left it, with one task and one failure in it."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+        " applied_at TEXT NOT NULL)"
+    )
+    for migration in MIGRATIONS[:5]:
+        for statement in migration.statements:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO schema_migrations VALUES (?, ?, '2026-11-01T00:00:00.000Z')",
+            (migration.version, migration.name),
+        )
+    at = "2026-11-01T00:00:00.000Z"
+    conn.execute(
+        "INSERT INTO tasks (task_id, title, project, agent_id, status, thresholds_json, created_at,"
+        " updated_at) VALUES ('s1', 't', ?, 'a', 'active', '{}', ?, ?)",
+        (PROJECT, at, at),
+    )
+    conn.execute(
+        "INSERT INTO failures (task_id, project, step, signal_type, classified_by, severity,"
+        " fingerprint, message, created_at, last_seen_at) VALUES ('s1', ?, 'main', 'runtime_error',"
+        " 'caller', 'high', 'fp-old', 'ValueError: bad value 42 in field ''amount''', ?, ?)",
+        (PROJECT, at, at),
+    )
+    conn.close()
+
+
+async def test_migration_6_keys_the_records_written_before_it(db_path: str) -> None:
+    _store_at_version_5(db_path)
+    async with _runtime(db_path) as rt:
+        got = await _guidance(rt, "ValueError: bad value 7 in field 'total'")
+    conn = sqlite3.connect(db_path)
+    keys = conn.execute("SELECT message, message_key FROM failures").fetchall()
+    version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
+    conn.close()
+    assert version == MIGRATIONS[-1].version
+    assert [key for _, key in keys] == [message_key(keys[0][0])]
+    assert got == [("F-1", True)]
+
+
+# --- which words are searched -------------------------------------------------------------------
+
+
+async def test_common_words_are_not_searched_when_the_query_has_a_rare_one(db_path: str) -> None:
+    # 120 records share "shared build failure": at least DF_SAMPLE records hold each of those
+    # words, so only "zebra" is searched, and the records with nothing but common words in
+    # common with the query are not candidates.
+    async with _runtime(db_path) as rt:
+        await tasks.start_task(rt, title="t", task_id="s1", thresholds=BIG)
+        for n in range(120):
+            await _fail(rt, f"shared build failure in module {_word(n)}")
+        zebra = await _fail(rt, "zebra crossing refused")
+        got = await guidance.get_guidance(rt, task_id="s1", query="zebra shared build failure")
+    assert [item.failure_id for item in got.items] == [zebra]
+    assert got.candidates == 1
+
+
+async def test_with_no_rare_word_the_least_common_words_stand_in(db_path: str) -> None:
+    async with _runtime(db_path) as rt:
+        await tasks.start_task(rt, title="t", task_id="s1", thresholds=BIG)
+        for n in range(110):
+            await _fail(rt, f"shared build failure in module {_word(n)}")
+        for n in range(110):
+            await _fail(rt, f"shared lint warning in file {_word(n)}")
+        got = await guidance.get_guidance(rt, task_id="s1", query="a build failure again", k=3)
+    assert len(got.items) == 3
+    assert all("build failure" in item.summary for item in got.items)
+
+
+def test_document_frequency_is_exact_below_the_sample_and_extrapolated_above() -> None:
+    assert ranking.document_frequency(0, None, 1000) == 0
+    assert ranking.document_frequency(37, 900, 1000) == 37
+    # The first 100 records holding the word reach record 400 of 1,000: a quarter of them.
+    assert ranking.document_frequency(ranking.DF_SAMPLE, 400, 1000) == pytest.approx(250)
+
+
+def test_search_words_keeps_the_rare_ones_rarest_first_and_else_the_least_common() -> None:
+    tokens = ["error", "parser", "zebra", "unknown", "line"]
+    frequencies = [90_000.0, 40.0, 3.0, 0.0, 5_000.0]
+    # 1% of 100,000 records is the line: "line" (5%) and "error" are common.
+    assert ranking.search_words(tokens, frequencies, 100_000, fallback=True) == ["zebra", "parser"]
+    only_common = [90_000.0, 0.0, 0.0, 0.0, 5_000.0]
+    assert ranking.search_words(tokens, only_common, 100_000, fallback=True) == ["line", "error"]
+    assert ranking.search_words(tokens, only_common, 100_000, fallback=False) == []
+    # A small store: DF_SAMPLE records is the line, so 40 of 200 is still rare.
+    assert ranking.search_words(tokens, frequencies, 200, fallback=False) == ["zebra", "parser"]
+    # Ties keep the query's order.
+    assert ranking.search_words(["b", "a"], [2.0, 2.0], 10, fallback=False) == ["b", "a"]
+
+
+def test_distinguishing_words_are_the_ones_normalisation_replaced() -> None:
+    assert ranking.distinguishing_words("KeyError: 'next_url' while handling request") == ["next", "url"]
+    assert ranking.distinguishing_words("line too long (120 > 100 characters)") == []
+    assert ranking.distinguishing_words("E501 line too long") == ["e501"]  # now "e<n>"
+    assert ranking.distinguishing_words("cannot write /tmp/build-7/out.o: disk full") == ["build", "out", "o"]
