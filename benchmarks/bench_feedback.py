@@ -31,7 +31,7 @@ TASK = "heavy"
 STEP = "gen_patch"
 
 
-async def _seed(db_path: str) -> dict[str, int]:
+async def seed(db_path: str) -> dict[str, int]:
     settings = Settings(db_path=db_path, project_root="/bench")
     limits = ThresholdOverrides(
         total_verification_attempts=1_000_000, max_escalation_cycles=1000, stagnation_patience=3
@@ -148,7 +148,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db_path = str(Path(tmp) / "feedback.db")
-        state = anyio.run(_seed, db_path)
+        state = anyio.run(seed, db_path)
         g, n, size = anyio.run(_measure, db_path, args.calls)
     ratio = statistics.median(g) / statistics.median(n)
     print(f"state: {state}; rendered feedback {size} chars (max_chars 12000)")

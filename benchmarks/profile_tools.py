@@ -21,6 +21,10 @@ adapters call, so it is a diagnostic, not a benchmark of record (the wrappers ad
 microseconds per statement). ``--cprofile DIR`` also writes one cProfile file per tool
 (``python -m pstats DIR/record_failure.prof``).
 
+``get_feedback*`` is ``get_feedback`` on ``bench_feedback.py``'s heavy step (200 attempts,
+3 escalation cycles, 20 review findings), seeded into a store of its own (its cProfile file
+is ``get_feedback_heavy.prof``; ``--no-heavy`` skips it).
+
     python benchmarks/profile_tools.py
     python benchmarks/profile_tools.py --mode auto --calls 500 --cprofile /tmp/prof
 """
@@ -44,15 +48,23 @@ from typing import Any
 import anyio
 from mcp import Client
 
+import bench_feedback
 import noop_server
 from bench_stdio import ARGS, NO_ESCALATION
 from mcp_server_escalation.adapters.app import build_server
-from mcp_server_escalation.services import failures, progress
+from mcp_server_escalation.services import failures, feedback, progress
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import db as db_module
 
-TOOLS = ("record_failure", "report_progress", "check_edit")
-SERVICES = ((failures, "record_failure"), (progress, "report_progress"), (progress, "check_edit"))
+# get_feedback last, as in bench_stdio: by then the task has the other tools' failures.
+TOOLS = ("record_failure", "report_progress", "check_edit", "get_feedback")
+SERVICES = (
+    (failures, "record_failure"),
+    (progress, "report_progress"),
+    (progress, "check_edit"),
+    (feedback, "get_feedback"),
+)
+HEAVY = "get_feedback*"  # bench_feedback.py's heavy step: 200 attempts, 3 cycles, 20 findings
 COLUMNS = ("call", "svc", "txn", "sql", "py", "out")
 
 
@@ -205,7 +217,73 @@ def median_ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
 
-async def run(mode: str, calls: int, warmup: int, profile_dir: Path | None, db_path: str) -> dict[str, Any]:
+async def measure(
+    client: Client,
+    tool: str,
+    make: Callable[[int], dict[str, Any]],
+    calls: int,
+    warmup: int,
+    base: float,
+    profile_dir: Path | None,
+    label: str | None = None,
+) -> dict[str, Any]:
+    """Time ``calls`` calls of ``tool`` after ``warmup`` ones; print and return the medians."""
+    label = label or tool
+    for i in range(warmup):
+        await client.call_tool(tool, make(i))
+    rows: dict[str, list[float]] = {k: [] for k in COLUMNS}
+    transactions: list[int] = []
+    statements: list[int] = []
+    waited = escalated = 0
+    profiler = cProfile.Profile() if profile_dir else None
+    for i in range(warmup, warmup + calls):
+        args = make(i)
+        METER.reset()
+        if profiler:
+            profiler.enable()
+        t0 = time.perf_counter()
+        result = await client.call_tool(tool, args)
+        elapsed = time.perf_counter() - t0
+        if profiler:
+            profiler.disable()
+        if result.is_error:
+            raise RuntimeError(f"{tool} failed: {result.content}")
+        if (result.structured_content or {}).get("escalation"):
+            escalated += 1
+        rows["call"].append(elapsed)
+        rows["svc"].append(METER.service)
+        rows["txn"].append(METER.transaction)
+        rows["sql"].append(METER.sqlite)
+        rows["py"].append(METER.service - METER.sqlite)
+        rows["out"].append(elapsed - METER.service)
+        transactions.append(METER.transactions)
+        statements.append(METER.statements)
+        waited += METER.waited
+    m = {k: median_ms(v) for k, v in rows.items()}
+    entry: dict[str, Any] = {f"{k}_median_ms": v for k, v in m.items()}
+    entry["transactions_median"] = statistics.median(transactions)
+    entry["statements_median"] = statistics.median(statements)
+    entry["waited_for_lock"] = waited
+    entry["escalations"] = escalated
+    entry["ratio_call_vs_noop"] = m["call"] / base
+    entry["ratio_outside_vs_noop"] = m["out"] / base
+    print(
+        f"{label:<16} {m['call']:>7.3f} {m['svc']:>8.3f} {m['txn']:>7.3f} {m['sql']:>7.3f} "
+        f"{entry['statements_median']:>6.0f} {m['py']:>10.3f} {m['out']:>12.3f}  "
+        f"(call {entry['ratio_call_vs_noop']:.2f}x, "
+        f"outside {entry['ratio_outside_vs_noop']:.2f}x noop; "
+        f"{entry['transactions_median']:.0f} txn)"
+    )
+    if waited or escalated:
+        print(f"  note: {waited} transactions waited for the lock, {escalated} results escalated")
+    if profiler and profile_dir:
+        profiler.dump_stats(profile_dir / f"{label.replace('*', '_heavy')}.prof")
+    return entry
+
+
+async def run(
+    mode: str, calls: int, warmup: int, profile_dir: Path | None, db_path: str, heavy_db: str | None
+) -> dict[str, Any]:
     settings = Settings.from_sources(db=db_path, config=None, role="agent", prompts=None)
     project = str(Path(db_path).parent)
     server = build_server(settings)
@@ -233,56 +311,18 @@ async def run(mode: str, calls: int, warmup: int, profile_dir: Path | None, db_p
         )
         for tool in TOOLS:
             make = ARGS[tool]
-            for i in range(warmup):
-                await esc.call_tool(tool, make(task_id, i))
-            rows: dict[str, list[float]] = {k: [] for k in COLUMNS}
-            transactions: list[int] = []
-            statements: list[int] = []
-            waited = escalated = 0
-            profiler = cProfile.Profile() if profile_dir else None
-            for i in range(warmup, warmup + calls):
-                args = make(task_id, i)
-                METER.reset()
-                if profiler:
-                    profiler.enable()
-                t0 = time.perf_counter()
-                result = await esc.call_tool(tool, args)
-                elapsed = time.perf_counter() - t0
-                if profiler:
-                    profiler.disable()
-                if result.is_error:
-                    raise RuntimeError(f"{tool} failed: {result.content}")
-                if (result.structured_content or {}).get("escalation"):
-                    escalated += 1
-                rows["call"].append(elapsed)
-                rows["svc"].append(METER.service)
-                rows["txn"].append(METER.transaction)
-                rows["sql"].append(METER.sqlite)
-                rows["py"].append(METER.service - METER.sqlite)
-                rows["out"].append(elapsed - METER.service)
-                transactions.append(METER.transactions)
-                statements.append(METER.statements)
-                waited += METER.waited
-            m = {k: median_ms(v) for k, v in rows.items()}
-            entry: dict[str, Any] = {f"{k}_median_ms": v for k, v in m.items()}
-            entry["transactions_median"] = statistics.median(transactions)
-            entry["statements_median"] = statistics.median(statements)
-            entry["waited_for_lock"] = waited
-            entry["escalations"] = escalated
-            entry["ratio_call_vs_noop"] = m["call"] / base
-            entry["ratio_outside_vs_noop"] = m["out"] / base
-            report["tools"][tool] = entry
-            print(
-                f"{tool:<16} {m['call']:>7.3f} {m['svc']:>8.3f} {m['txn']:>7.3f} {m['sql']:>7.3f} "
-                f"{entry['statements_median']:>6.0f} {m['py']:>10.3f} {m['out']:>12.3f}  "
-                f"(call {entry['ratio_call_vs_noop']:.2f}x, "
-                f"outside {entry['ratio_outside_vs_noop']:.2f}x noop; "
-                f"{entry['transactions_median']:.0f} txn)"
+            entry = await measure(
+                esc, tool, lambda i, make=make: make(task_id, i), calls, warmup, base, profile_dir
             )
-            if waited or escalated:
-                print(f"  note: {waited} transactions waited for the lock, {escalated} results escalated")
-            if profiler and profile_dir:
-                profiler.dump_stats(profile_dir / f"{tool}.prof")
+            report["tools"][tool] = entry
+        if heavy_db:
+            heavy = build_server(Settings.from_sources(db=heavy_db, config=None, role="agent", prompts=None))
+            async with Client(heavy, mode=mode) as esc_heavy:  # type: ignore[arg-type]
+                arguments = {"task_id": bench_feedback.TASK, "step": bench_feedback.STEP}
+                entry = await measure(
+                    esc_heavy, "get_feedback", lambda _i: arguments, calls, warmup, base, profile_dir, HEAVY
+                )
+                report["tools"][HEAVY] = entry
         if profile_dir:
             print(f"cProfile files in {profile_dir} (timings above are inflated by the profiler)")
     print(
@@ -302,6 +342,7 @@ def main() -> int:
     parser.add_argument("--mode", choices=["legacy", "auto", "both"], default="legacy")
     parser.add_argument("--cprofile", metavar="DIR", type=Path, help="also write cProfile files here")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-' for stdout)")
+    parser.add_argument("--no-heavy", action="store_true", help="skip get_feedback on the heavy step")
     args = parser.parse_args()
     json_out = sys.stdout
     if args.json == "-":
@@ -318,7 +359,11 @@ def main() -> int:
         check_instrumented(settings)
         for mode in modes:
             db_path = str(Path(tmp) / f"prof-{mode}.db")
-            results.append(anyio.run(run, mode, args.calls, args.warmup, args.cprofile, db_path))
+            heavy_db = None
+            if not args.no_heavy:
+                heavy_db = str(Path(tmp) / f"heavy-{mode}.db")
+                anyio.run(bench_feedback.seed, heavy_db)
+            results.append(anyio.run(run, mode, args.calls, args.warmup, args.cprofile, db_path, heavy_db))
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     if load:
         print(f"\nload average {load[0]:.2f}")

@@ -118,6 +118,21 @@ async def test_rendered_feedback_and_prompts_match_the_golden_files(db_path: str
         resume = await agent.client.get_prompt("resume_after_response", {"escalation_id": str(escalation_id)})
     _check("feedback_gen_patch.txt", feedback["rendered"])
     _check("feedback_localise_issue.txt", upstream["rendered"])
+    # The structured sections list what the text shows, by id, in the text's order.
+    findings = [2, 1]  # by stage: ci, then review_security
+    assert {k: v for k, v in feedback.items() if k != "rendered"} == {
+        "task_id": "golden",
+        "step": "gen_patch",
+        "cycle": 2,
+        "escalation_history": [1],
+        "retry_history": [1, 3, 4],
+        "review_findings": findings,
+        "human_responses": [escalation_id],
+        "guidance": ["F-1"],
+        "omitted": 0,
+    }
+    assert (upstream["cycle"], upstream["escalation_history"], upstream["retry_history"]) == (1, [1], [])
+    assert (upstream["review_findings"], upstream["human_responses"]) == (findings, [escalation_id])
     for name, prompt in (
         ("prompt_retry_with_feedback.txt", retry),
         ("prompt_fix_review_findings.txt", fix),
@@ -153,3 +168,6 @@ async def test_the_budget_drops_the_oldest_entries_first_and_says_how_many(
     # What is kept is the newest entries, contiguous up to the last one.
     assert kept == list(range(30 - len(kept), 30))
     assert len(kept) == 30 - cut["omitted"]
+    # The structured section is cut the same way: attempt n + 1 is "failure number n".
+    assert full["retry_history"] == [n + 1 for n in range(30)]
+    assert cut["retry_history"] == [n + 1 for n in kept]

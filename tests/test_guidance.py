@@ -338,7 +338,7 @@ async def test_context_refs_must_be_pointers(db_path: str, refs: dict[str, Any])
 async def test_feedback_carries_the_guidance_section(db_path: str) -> None:
     async with connect(db_path) as agent:
         await _start(agent)
-        await _fail(
+        failed = await _fail(
             agent,
             "TypeError: x is undefined",
             step="gen",
@@ -347,7 +347,7 @@ async def test_feedback_carries_the_guidance_section(db_path: str) -> None:
         feedback = await agent.call("get_feedback", task_id="g1", step="gen")
     assert "# GUIDANCE FROM PAST FAILURES" in feedback["rendered"]
     assert "initialise x before the loop" in feedback["rendered"]
-    assert feedback["guidance"][0]["exact_match"] is True
+    assert feedback["guidance"] == [failed["failure"]["failure_id"]]
 
 
 # --- properties ----------------------------------------------------------------------------

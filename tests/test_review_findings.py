@@ -84,11 +84,12 @@ async def test_no_findings_when_every_stage_passes(db_path: str) -> None:
 async def test_findings_survive_a_restart(db_path: str) -> None:
     async with connect(db_path) as agent:
         await agent.call("start_task", title="t", task_id="r1")
-        await _review(agent, "review_code", "fail", failure_reason="naming", response="full text")
+        reviewed = await _review(agent, "review_code", "fail", failure_reason="naming", response="full text")
+    finding_id = reviewed["finding"]["finding_id"]
     async with connect(db_path) as restarted:
         feedback = await restarted.call("get_feedback", task_id="r1")
-    (finding,) = feedback["review_findings"]
-    assert (finding["stage"], finding["response"]) == ("review_code", "full text")
+    assert feedback["review_findings"] == [finding_id]
+    assert "### review_code (review, fail, iteration 1)\nReason: naming\nfull text" in feedback["rendered"]
 
 
 async def test_the_section_carries_status_reason_and_the_full_response(db_path: str) -> None:

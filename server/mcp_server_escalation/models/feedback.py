@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
 
 from pydantic import Field
 
 from .base import Record
 from .escalations import Escalation
-from .guidance import GuidanceItem
 from .results import Directed
 
 
@@ -26,6 +26,16 @@ class Attempt(Record):
     at: str
 
 
+class RejectedAttempts(NamedTuple):
+    """A step's rejected attempts, oldest first, column by column: reconstruction reads
+    every one of them on each call (hundreds in a long step) and shows the few that fit."""
+
+    numbers: Sequence[int]
+    feedback: Sequence[str]
+    guards: Sequence[str | None]
+    at: Sequence[str]
+
+
 class CycleFeedback(Record):
     """The failure summary a stagnation cycle left for a step."""
 
@@ -34,18 +44,6 @@ class CycleFeedback(Record):
     source_cycle: int
     summary: str
     at: str
-
-
-class RetryEntry(Record):
-    """Rejected attempts with identical feedback, collapsed."""
-
-    attempt_numbers: list[int]
-    count: int
-    feedback: str
-    guard: str | None
-    cycles: list[int]
-    first_at: str
-    last_at: str
 
 
 class ReviewFinding(Record):
@@ -62,7 +60,20 @@ class ReviewFinding(Record):
     resolved_at: str | None
 
 
-class HumanResponse(Record):
+class FindingEntry(NamedTuple):
+    """What feedback reconstruction reads of an outstanding review finding (a plain row)."""
+
+    finding_id: int
+    stage: str
+    kind: str
+    iteration: int
+    status: str
+    failure_reason: str
+    response: str
+    at: str
+
+
+class HumanResponse(NamedTuple):
     """What a human answered to one of the task's escalations."""
 
     escalation_id: int
@@ -71,8 +82,6 @@ class HumanResponse(Record):
     content: str
     responder: str | None
     at: str
-    new_file_limit: int | None = None
-    add_scope: list[str] = Field(default_factory=list)
 
 
 class Stagnation(Record):
@@ -99,13 +108,20 @@ class ReviewResult(Record):
 
 
 class FeedbackResult(Record):
+    """A step's feedback: ``rendered`` is what the model reads; each section lists what of it
+    the text shows, by id, in the text's order (the words are in ``rendered`` only)."""
+
     task_id: str
     step: str
     cycle: int = Field(description="The step's current escalation cycle")
-    escalation_history: list[CycleFeedback]
-    retry_history: list[RetryEntry]
-    review_findings: list[ReviewFinding]
-    human_responses: list[HumanResponse]
-    guidance: list[GuidanceItem]
+    escalation_history: list[int] = Field(
+        description="The cycle number of each escalation feedback entry shown"
+    )
+    retry_history: list[int] = Field(
+        description="Per retry entry shown, its first attempt number (the text lists all its attempts)"
+    )
+    review_findings: list[int] = Field(description="finding_id of each outstanding review finding shown")
+    human_responses: list[int] = Field(description="escalation_id of each human answer shown")
+    guidance: list[str] = Field(description="failure_id of each guidance line shown, best first")
     rendered: str
     omitted: int = Field(description="Entries dropped (oldest first) to honour max_chars")

@@ -6,33 +6,40 @@ All wording comes from the prompt book passed in; these functions only order, gr
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..models.feedback import Attempt, CycleFeedback, HumanResponse, RetryEntry, ReviewFinding
+from ..models.feedback import Attempt, CycleFeedback, FindingEntry, HumanResponse, RejectedAttempts
 from ..prompts import PromptBook
 from .fingerprint import normalise_message
 
 APPROACH_CHARS = 300
 
 
-def collapse_retries(rejected: list[Attempt]) -> list[RetryEntry]:
-    """Rejected attempts, oldest first, identical feedback collapsed into one entry."""
-    groups: dict[str, list[Attempt]] = {}
-    for attempt in rejected:
-        groups.setdefault(attempt.feedback.strip(), []).append(attempt)
-    entries = [
-        RetryEntry(
-            attempt_numbers=[a.attempt_number for a in group],
-            count=len(group),
-            feedback=text,
-            guard=group[-1].guard,
-            cycles=sorted({a.cycle for a in group}),
-            first_at=group[0].at,
-            last_at=group[-1].at,
-        )
-        for text, group in groups.items()
-    ]
-    return sorted(entries, key=lambda e: (e.attempt_numbers[0], e.feedback))
+# A collapsed retry entry: the feedback (stripped) and the positions, in the step's
+# ``RejectedAttempts``, of the attempts that got it, oldest first. A plain tuple: a long step
+# has hundreds of them per call.
+RetryGroup = tuple[str, list[int]]
+
+
+def collapse_retries(rejected: RejectedAttempts) -> list[RetryGroup]:
+    """Identical feedback (after ``strip``) collapsed into one entry; entries in the order
+    of their first attempt."""
+    groups: dict[str, list[int]] = {}
+    for position, feedback in enumerate(rejected.feedback):
+        text = feedback.strip()
+        members = groups.get(text)
+        if members is None:
+            groups[text] = [position]
+        else:
+            members.append(position)
+    return list(groups.items())
+
+
+def attempt_numbers(rejected: RejectedAttempts, group: RetryGroup) -> list[int]:
+    """The attempt numbers collapsed into ``group``, oldest first."""
+    numbers = rejected.numbers
+    return [numbers[p] for p in group[1]]
 
 
 def failure_summary(prompts: PromptBook, step: str, cycle: int, rejected: list[Attempt]) -> str:
@@ -66,51 +73,57 @@ def failure_summary(prompts: PromptBook, step: str, cycle: int, rejected: list[A
     )
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One rendered entry of a section, with the time that decides what is dropped first."""
+@dataclass(frozen=True, slots=True)
+class Budgeted:
+    """The rendered feedback, how many entries were left out, and which were kept: per
+    section (escalations, retries, findings, responses, guidance) the indices of its entries
+    in the text, in their order there."""
 
-    section: int
-    at: str
     text: str
+    omitted: int
+    kept: tuple[list[int], ...]
 
 
 def render_sections(
     prompts: PromptBook,
     *,
     step: str,
-    escalations: list[CycleFeedback],
-    retries: list[RetryEntry],
-    findings: list[ReviewFinding],
-    responses: list[HumanResponse],
-    guidance: list[str],
+    escalations: Sequence[CycleFeedback],
+    rejected: RejectedAttempts,
+    retries: Sequence[RetryGroup],
+    findings: Sequence[FindingEntry],
+    responses: Sequence[HumanResponse],
+    guidance: Sequence[str],
     max_chars: int,
-) -> tuple[str, int, list[bool]]:
-    """The rendered feedback, how many entries were omitted to fit ``max_chars``, and which
-    entries were kept (in the order escalations, retries, findings, responses, guidance), so
-    the structured sections can be cut to the same budget."""
-    entries: list[Entry] = []
-    for e in escalations:
-        text = prompts.render(
+) -> Budgeted:
+    """The sections within ``max_chars``: the oldest entries (ties: earlier section first) are
+    left out until the text fits, and the text says how many.
+
+    The budget is filled newest first and an entry is rendered only when it is reached, so a
+    long history costs the entries that fit (plus one), not every entry it has."""
+    render = prompts.render
+
+    def escalation(e: CycleFeedback) -> str:
+        return render(
             "feedback_escalation_entry",
             cycle=e.cycle,
             source_step=e.source_step,
             source_cycle=e.source_cycle,
             summary=e.summary,
         )
-        entries.append(Entry(0, e.at, text))
-    for r in retries:
-        attempts = ", ".join(str(n) for n in r.attempt_numbers)
-        text = prompts.render(
+
+    def retry(r: RetryGroup) -> str:
+        text, members = r
+        return render(
             "feedback_retry_entry",
-            attempts=attempts,
-            count=r.count,
-            feedback=r.feedback,
-            guard=r.guard or "-",
+            attempts=", ".join(map(str, attempt_numbers(rejected, r))),
+            count=len(members),
+            feedback=text,
+            guard=rejected.guards[members[-1]] or "-",
         )
-        entries.append(Entry(1, r.last_at, text))
-    for f in findings:
-        text = prompts.render(
+
+    def finding(f: FindingEntry) -> str:
+        return render(
             "feedback_finding_entry",
             stage=f.stage,
             kind=f.kind,
@@ -119,9 +132,9 @@ def render_sections(
             failure_reason=f.failure_reason or "-",
             response=f.response,
         )
-        entries.append(Entry(2, f.at, text))
-    for h in responses:
-        text = prompts.render(
+
+    def response(h: HumanResponse) -> str:
+        return render(
             "feedback_human_entry",
             escalation_id=h.escalation_id,
             type=h.type,
@@ -130,53 +143,123 @@ def render_sections(
             responder=h.responder or "-",
             at=h.at,
         )
-        entries.append(Entry(3, h.at, text))
-    # Guidance is already ranked and short; it is the newest, most specific advice.
-    entries.extend(Entry(4, "~", line) for line in guidance)
+
+    # Each entry's time decides when it is dropped. Guidance has none: it is already ranked
+    # and short, the newest and most specific advice, so it goes last ("~" sorts after
+    # every ISO time).
+    order: list[tuple[str, int, int]] = []
+    order.extend((e.at, 0, i) for i, e in enumerate(escalations))
+    last_at = rejected.at
+    order.extend((last_at[members[-1]], 1, i) for i, (_, members) in enumerate(retries))
+    order.extend((f.at, 2, i) for i, f in enumerate(findings))
+    order.extend((h.at, 3, i) for i, h in enumerate(responses))
+    order.extend(("~", 4, i) for i in range(len(guidance)))
+    order.sort()
+
+    def entry(section: int, index: int) -> str:
+        if section == 0:
+            return escalation(escalations[index])
+        if section == 1:
+            return retry(retries[index])
+        if section == 2:
+            return finding(findings[index])
+        if section == 3:
+            return response(responses[index])
+        return guidance[index]
 
     headers = [
-        prompts.render("feedback_escalation_header", step=step),
-        prompts.render("feedback_retry_header", step=step),
-        prompts.render("feedback_findings_header"),
-        prompts.render("feedback_human_header"),
-        prompts.render("feedback_guidance_header"),
+        render("feedback_escalation_header", step=step) if escalations else "",
+        render("feedback_retry_header", step=step) if retries else "",
+        render("feedback_findings_header") if findings else "",
+        render("feedback_human_header") if responses else "",
+        render("feedback_guidance_header") if guidance else "",
     ]
-    # Drop the oldest entries (ties: earlier section first) until the text fits. Lengths are
-    # kept as running totals so that a long history costs one pass, not one render per drop.
-    separator = 2  # "\n\n" between parts
-    per_section = [0] * len(headers)
-    for entry in entries:
-        per_section[entry.section] += 1
-    body = sum(len(entry.text) + separator for entry in entries)
-    order = sorted(range(len(entries)), key=lambda i: (entries[i].at, entries[i].section, i))
-    kept = [True] * len(entries)
-    omitted = 0
 
-    def size() -> int:
-        """The exact length ``text`` below would have."""
-        lengths = [len(h) for s_, h in enumerate(headers) if per_section[s_]]
-        if omitted:
-            lengths.append(len(prompts.render("feedback_omitted", omitted=omitted, max_chars=max_chars)))
-        return body + sum(lengths) + separator * max(0, len(lengths) - 1)
+    def notice(omitted: int) -> str:
+        return render("feedback_omitted", omitted=omitted, max_chars=max_chars)
 
-    for index in order:
-        if size() <= max_chars:
+    # The text is [notice] + one part per non-empty section (its header, then its entries),
+    # parts and entries separated by "\n\n"; its length is kept as running totals.
+    separator = 2
+    texts: dict[tuple[int, int], str] = {}
+    in_section = [0] * len(headers)
+    body = 0  # sum of (entry + separator) over the kept entries
+    header_chars = 0
+    parts = 0
+    kept_from = len(order)  # order[kept_from:] is kept
+    longest = len(notice(len(order))) if order else 0
+    shortest = len(notice(1)) if order else 0
+    for position in range(len(order) - 1, -1, -1):
+        _, section, index = order[position]
+        text = entry(section, index)
+        new_section = in_section[section] == 0
+        size = body + len(text) + separator + header_chars + parts * separator
+        if new_section:
+            size += len(headers[section]) + separator
+        if not position:
+            size -= separator  # nothing left out, no notice: n parts have n - 1 separators
+        elif size + longest > max_chars:
+            # Older entries would be left out, so the notice is a part too. Its length never
+            # shrinks as the count grows (so for every integer format below a million), so
+            # it is rendered only where these bounds cannot decide.
+            if size + shortest > max_chars:
+                break
+            size += len(notice(position))
+        if size > max_chars:
             break
-        kept[index] = False
-        per_section[entries[index].section] -= 1
-        body -= len(entries[index].text) + separator
-        omitted += 1
+        texts[section, index] = text
+        body += len(text) + separator
+        if new_section:
+            header_chars += len(headers[section])
+            parts += 1
+        in_section[section] += 1
+        kept_from = position
 
-    parts: list[str] = []
-    if omitted:
-        parts.append(prompts.render("feedback_omitted", omitted=omitted, max_chars=max_chars))
-    for section, header in enumerate(headers):
-        texts = [e.text for i, e in enumerate(entries) if kept[i] and e.section == section]
-        if texts:
-            parts.append(header + "\n\n" + "\n\n".join(texts))
-    text = "\n\n".join(parts)
+    overflowed = kept_from - 1  # the entry whose size check failed (with the notice)
+    if overflowed > 0 and _everything_fits(order, overflowed, texts, entry, headers, notice, max_chars):
+        kept_from = 0
+
+    omitted = kept_from
+    kept: tuple[list[int], ...] = tuple([] for _ in headers)
+    for _, section, index in sorted(order[kept_from:], key=lambda key: (key[1], key[2])):
+        kept[section].append(index)
+    section_parts = [
+        headers[section] + "\n\n" + "\n\n".join(texts[section, i] for i in indices)
+        for section, indices in enumerate(kept)
+        if indices
+    ]
+    text = "\n\n".join([notice(omitted), *section_parts] if omitted else section_parts)
     if len(text) > max_chars:
-        # Even what is left is too long (one huge entry): cut it, and say so.
-        marker = prompts.render("feedback_truncated", max_chars=max_chars)
+        # Even what is left is too long (the notice alone): cut it, and say so.
+        marker = render("feedback_truncated", max_chars=max_chars)
         text = text[: max(0, max_chars - len(marker))] + marker
-    return text, omitted, kept
+    return Budgeted(text, omitted, kept)
+
+
+def _everything_fits(
+    order: list[tuple[str, int, int]],
+    overflowed: int,
+    texts: dict[tuple[int, int], str],
+    entry: Callable[[int, int], str],
+    headers: list[str],
+    notice: Callable[[int], str],
+    max_chars: int,
+) -> bool:
+    """Whether the whole text, without the notice, fits after all: the one case the
+    newest-first fill cannot see from the entry that overflowed, possible only when the
+    entries older than it are together shorter than the notice. Fills ``texts`` if so."""
+    separator = 2
+    allowance = len(notice(overflowed)) + separator
+    older = 0
+    for _, section, index in reversed(order[:overflowed]):
+        text = entry(section, index)
+        texts[section, index] = text
+        older += len(text) + separator
+        if older >= allowance:
+            return False  # they outweigh the notice: the whole is longer than what overflowed
+    _, section, index = order[overflowed]
+    texts[section, index] = entry(section, index)
+    used = {section for _, section, _ in order}
+    size = sum(len(text) + separator for text in texts.values())
+    size += sum(len(headers[s]) for s in used) + separator * (len(used) - 1)
+    return size <= max_chars

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..models.feedback import Attempt, CycleFeedback, ReviewFinding
+from ..models.feedback import (
+    Attempt,
+    CycleFeedback,
+    FindingEntry,
+    HumanResponse,
+    RejectedAttempts,
+    ReviewFinding,
+)
 from ..models.tasks import Task
 from .db import Conn
 
@@ -95,6 +102,18 @@ def attempts(
         (*params, limit),
     ).fetchall()
     return [_attempt(row) for row in rows]
+
+
+def rejected_attempts(conn: Conn, task_id: str, step: str, *, limit: int) -> RejectedAttempts:
+    """The step's latest ``limit`` rejected attempts, oldest first."""
+    rows = conn.execute(
+        "SELECT attempt_number, feedback, guard, created_at FROM attempts"
+        " WHERE task_id = ? AND step = ? AND status = 'rejected' ORDER BY attempt_id DESC LIMIT ?",
+        (task_id, step, limit),
+    ).fetchall()
+    rows.reverse()
+    numbers, feedback, guards, at = zip(*rows, strict=True) if rows else ((), (), (), ())
+    return RejectedAttempts(numbers, feedback, guards, at)
 
 
 def steps_with_rejected_latest(conn: Conn, task_id: str) -> list[str]:
@@ -202,3 +221,25 @@ def outstanding_findings(conn: Conn, task_id: str) -> list[ReviewFinding]:
         (task_id,),
     ).fetchall()
     return [_finding(row) for row in rows]
+
+
+def outstanding_entries(conn: Conn, task_id: str) -> list[FindingEntry]:
+    """``outstanding_findings`` as plain rows, for feedback reconstruction."""
+    rows = conn.execute(
+        "SELECT finding_id, stage, kind, iteration, status, failure_reason, response, created_at"
+        " FROM review_findings WHERE task_id = ? AND resolved_at IS NULL ORDER BY stage, finding_id",
+        (task_id,),
+    ).fetchall()
+    return list(map(FindingEntry._make, rows))
+
+
+def human_responses(conn: Conn, task_id: str) -> list[HumanResponse]:
+    """Every human answer to the task's escalations, oldest first (withdrawals excluded)."""
+    rows = conn.execute(
+        "SELECT escalation_id, type, response_type, COALESCE(response_content, ''), responder,"
+        " responded_at FROM escalations"
+        " WHERE task_id = ? AND response_type IS NOT NULL AND response_type NOT IN ('', 'withdraw')"
+        " ORDER BY escalation_id",
+        (task_id,),
+    ).fetchall()
+    return [HumanResponse(*row) for row in rows]
