@@ -304,3 +304,24 @@ def test_serving_an_unusable_store_is_a_one_line_error(tmp_path: Path) -> None:
     assert done.stdout == ""
     assert done.stderr.strip().splitlines()[-1] == f"error: store {garbage}: file is not a database"
     assert "Traceback" not in done.stderr
+
+
+async def test_feedback_and_guidance_are_read_as_their_rendered_text(db_path: str) -> None:
+    """The model reads feedback and guidance as written; clients get every field structured."""
+    with anyio.fail_after(45):
+        async with stdio_agent(db_path) as agent:
+            await agent.call("start_task", title="Read me", task_id="reads")
+            await _three_identical_failures(agent, "reads")
+            await agent.call(
+                "record_attempt", task_id="reads", step="main", status="rejected", feedback="a\nb"
+            )
+            results = {
+                tool: await agent.client.call_tool(tool, {"task_id": "reads"})
+                for tool in ("get_feedback", "get_guidance")
+            }
+    for tool, result in results.items():
+        assert not result.is_error, tool
+        assert result.structured_content is not None
+        rendered = result.structured_content["rendered"]
+        assert "TypeError: unsupported operand" in rendered, tool
+        assert [block.text for block in result.content] == [rendered], tool  # type: ignore[union-attr]

@@ -19,7 +19,7 @@ from typing import Any
 
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, create_model
 
 from ..datafiles import data_dir
@@ -69,8 +69,32 @@ def _published(name: str) -> dict[str, Any] | None:
     return loaded if isinstance(loaded, dict) else None
 
 
-def structured_tool(fn: ToolFunction, annotations: ToolAnnotations, *, use_published: bool = True) -> Tool:
-    """A ``Tool`` whose result is validated against its model and published flattened."""
+def text_result(fn: ToolFunction, field: str) -> Callable[..., Awaitable[CallToolResult]]:
+    """``fn`` answering with its ``field`` as the text the model reads, the whole result as
+    ``structuredContent``.
+
+    For the tools whose result is a rendered text (feedback, guidance): the model reads it
+    as written instead of JSON-escaped inside a copy of the structured result, which would
+    double the payload. The result is the model's own dump, so it is not validated again.
+    """
+
+    async def call(**arguments: Any) -> CallToolResult:
+        structured = (await fn(**arguments)).model_dump(mode="json")
+        return CallToolResult(
+            content=[TextContent(type="text", text=str(structured[field]))], structured_content=structured
+        )
+
+    return call
+
+
+def structured_tool(
+    fn: ToolFunction, annotations: ToolAnnotations, *, use_published: bool = True, text: str | None = None
+) -> Tool:
+    """A ``Tool`` whose result is validated against its model and published flattened.
+
+    With ``text`` the model reads that field of the result (``text_result``); otherwise,
+    as the SDK does it, the whole result as JSON.
+    """
     context = CONTEXT_PARAMETER if CONTEXT_PARAMETER in inspect.signature(fn).parameters else None
     metadata = argument_metadata(fn)
     # The return annotation is a plain class name of the defining module (postponed
@@ -81,10 +105,10 @@ def structured_tool(fn: ToolFunction, annotations: ToolAnnotations, *, use_publi
     output = _published(f"{name}.output.json") if use_published else None
     parameters = _published(f"{name}.input.json") if use_published else None
     # Hand-built structured output, as the SDK documents it: the fields are read live.
-    metadata.output_model = result_model
+    metadata.output_model = None if text else result_model
     metadata.output_schema = output or flat_schema(result_model)
     return Tool(
-        fn=fn,
+        fn=text_result(fn, text) if text else fn,
         name=name,
         description=fn.__doc__ or name,
         parameters=copy.deepcopy(parameters or metadata.arg_model.model_json_schema(by_alias=True)),

@@ -100,9 +100,9 @@ def build_tools(
 
         return request_role(settings.role)
 
-    def tool(annotations: ToolAnnotations) -> Callable[[ToolFn], ToolFn]:
+    def tool(annotations: ToolAnnotations, text: str | None = None) -> Callable[[ToolFn], ToolFn]:
         def register(fn: ToolFn) -> ToolFn:
-            tools.append(structured_tool(fn, annotations, use_published=use_published))
+            tools.append(structured_tool(fn, annotations, use_published=use_published, text=text))
             return fn
 
         return register
@@ -364,7 +364,7 @@ def build_tools(
                 kind=kind,
             )
 
-    @tool(_READ)
+    @tool(_READ, text="rendered")  # the model reads the feedback as written
     async def get_feedback(
         task_id: TaskId,
         ctx: Ctx,
@@ -377,7 +377,7 @@ def build_tools(
                 _rt(ctx), task_id=task_id, step=step, max_chars=max_chars
             )
 
-    @tool(_READ)
+    @tool(_READ, text="rendered")
     async def get_guidance(
         task_id: TaskId,
         ctx: Ctx,
