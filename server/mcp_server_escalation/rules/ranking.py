@@ -11,11 +11,12 @@ the helpfulness term. Same store and arguments, same output.
 Which words are searched (``search_words``): the rare ones. A word in at least 1% of the
 records, and at least ``DF_SAMPLE`` of them, is common: its bm25 weight is small, and
 reading its doclist (to match it, or for bm25's IDF) is what made a query on 100,000
-records slow. With no rare word, the ``FALLBACK_WORDS`` least common stand in. How many
-records hold a word is read from at most its first ``DF_SAMPLE`` index entries: exactly
-below that, extrapolated from how densely they lie among the record ids above it
-(``document_frequency``). Among exact matches only the words that set them apart can
-change their order: those the normalisation replaced (``distinguishing_words``).
+records slow. With no rare word, the least common one stands in (unscored, see
+``services.guidance``). How many records hold a word is read from at most its first
+``DF_SAMPLE`` index entries: exactly below that, extrapolated from how densely they lie
+among the record ids above it (``document_frequency``). Among exact matches only the words
+that set them apart can change their order: those the normalisation replaced
+(``distinguishing_words``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ _VOLATILE = re.compile(r"^(?:\d+|(?=[0-9a-f]*\d)[0-9a-f]{7,})$")
 MAX_QUERY_TOKENS = 32
 DF_SAMPLE = 100
 COMMON_SHARE = 0.01
-FALLBACK_WORDS = 2
+FALLBACK_WORDS = 1
 
 
 class Candidate(NamedTuple):

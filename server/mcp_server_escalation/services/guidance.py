@@ -89,7 +89,8 @@ def _lexical(
     need: int,
 ) -> list[ranking.Candidate]:
     """FTS5 candidates on the rare words: records with all of them, then (if ``need`` is not
-    met) any of them. With no rare word and something still needed, the least common."""
+    met) any of them. With no rare word and something still needed, the newest records that
+    hold the least common word, unscored (a common word's bm25 says little and costs most)."""
     if not tokens:
         return []
     stats = guidance_store.word_stats(conn, tokens, ranking.DF_SAMPLE)
@@ -97,9 +98,13 @@ def _lexical(
         ranking.document_frequency(count, last, stats.records)
         for count, last in zip(stats.counts, stats.last, strict=True)
     ]
-    words = ranking.search_words(tokens, frequencies, stats.records, fallback=need > 0)
+    words = ranking.search_words(tokens, frequencies, stats.records, fallback=False)
     if not words:
-        return []
+        stand_in = ranking.search_words(tokens, frequencies, stats.records, fallback=need > 0)
+        if not stand_in:
+            return []
+        match = ranking.fts_query(stand_in)
+        return guidance_store.lexical(conn, where, match, newest=BROAD_WINDOW, exact=exact, scored=False)
     # Quoted tokens only: no input can raise an FTS syntax error.
     precise = guidance_store.lexical(
         conn, where, ranking.fts_query(words, all_of=True), newest=PRECISE_WINDOW, exact=exact

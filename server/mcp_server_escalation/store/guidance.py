@@ -163,24 +163,31 @@ def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
     return WordStats(records, [row[1] for row in by_word], [row[2] for row in by_word])
 
 
-def lexical(conn: Conn, scope: Scope, match: str, *, newest: int, exact: Exact | None) -> list[Candidate]:
+def lexical(
+    conn: Conn, scope: Scope, match: str, *, newest: int, exact: Exact | None, scored: bool = True
+) -> list[Candidate]:
     """Active records of the scope matching the FTS5 expression, best bm25 first.
 
     Only the ``newest`` matches (by record id) are scored: FTS5 streams a doclist in rowid
     order and stops there, so a word that occurs in every record costs ``newest`` rows, not
-    the whole index. Recent failures are the relevant ones anyway.
+    the whole index. Recent failures are the relevant ones anyway. Unscored (``scored``
+    false), the candidates carry no relevance and come newest first: bm25 reads the whole
+    index list of every word to weigh it, which for a common word is most of the query.
     """
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    relevance, order = (
+        (f"bm25(failures_fts, {weights})", "m.relevance, f.seq") if scored else ("NULL", "f.seq DESC")
+    )
     flag, flag_params = (_EXACT_SQL[exact.column], (exact.value,)) if exact else ("0", ())
     try:
         return _candidates(
             conn,
             f"SELECT {_CANDIDATE}, {flag}, m.relevance FROM ("  # noqa: S608 (constants only)
-            f"  SELECT rowid, bm25(failures_fts, {weights}) AS relevance FROM failures_fts"
+            f"  SELECT rowid, {relevance} AS relevance FROM failures_fts"
             "   WHERE failures_fts MATCH ? ORDER BY rowid DESC LIMIT ?"
             ") m JOIN failures f ON f.seq = m.rowid"
             f" WHERE f.{scope.column} = ? AND f.status = 'active'"
-            " ORDER BY m.relevance, f.seq LIMIT ?",
+            f" ORDER BY {order} LIMIT ?",
             (*flag_params, match, newest, scope.value, CANDIDATES),
         )
     except sqlite3.OperationalError as exc:
