@@ -196,3 +196,25 @@ def test_distinguishing_words_are_the_ones_normalisation_replaced() -> None:
     assert ranking.distinguishing_words("line too long (120 > 100 characters)") == []
     assert ranking.distinguishing_words("E501 line too long") == ["e501"]  # now "e<n>"
     assert ranking.distinguishing_words("cannot write /tmp/build-7/out.o: disk full") == ["build", "out", "o"]
+
+
+async def test_migration_7_indexes_the_error_and_its_advice_not_the_attempted_action(db_path: str) -> None:
+    _store_at_version_5(db_path)  # its FTS5 index (migration 3) also held the attempted action
+    async with _runtime(db_path) as rt:
+        await tasks.start_task(rt, title="t", task_id="s7", thresholds=BIG)
+        for attempt in ("rewrote the xylophone adapter", "pinned the quokka fixture"):
+            await _fail(rt, "zeppelin overflow in ledger", task_id="s7", attempted_action=attempt)
+        by_error = await guidance.get_guidance(rt, task_id="s7", query="zeppelin")
+        by_action = await guidance.get_guidance(rt, task_id="s7", query="quokka xylophone")
+    assert [item.summary for item in by_error.items] == [by_error.items[0].summary]
+    assert "zeppelin overflow" in by_error.items[0].summary
+    assert by_action.items == []
+    conn = sqlite3.connect(db_path)
+    try:
+        # The rebuilt index agrees with its content table (raises if it does not).
+        conn.execute("INSERT INTO failures_fts (failures_fts, rank) VALUES ('integrity-check', 1)")
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(failures_fts)")]
+    finally:
+        conn.close()
+    assert "attempted_action" not in columns
+    assert "recommended_adjustment" in columns

@@ -20,9 +20,9 @@ from .db import Conn
 CANDIDATES = 100
 # Exact matches (the newest this many) all share the query's normalised words; k is at most 20.
 EXACT_CANDIDATES = 50
-# bm25 column weights, in the FTS5 column order of migration 3: the message matters most,
-# then the error type, tool and class, then the advice and the attempted action.
-BM25_WEIGHTS = (10.0, 5.0, 2.0, 2.0, 1.0, 1.0)
+# bm25 column weights, in the FTS5 column order of migration 7: the message matters most,
+# then the error type, tool and class, then the advice.
+BM25_WEIGHTS = (10.0, 5.0, 2.0, 2.0, 1.0)
 # Candidate's fields, in order (the exact flag and the relevance are added per query).
 _CANDIDATE = "f.seq, f.severity, f.last_seen_at, f.occurrence_count, f.helpful_count, f.harmful_count"
 # What makes a record an exact match. A record written without a key (by a version before

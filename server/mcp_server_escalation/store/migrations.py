@@ -27,14 +27,40 @@ _ESCALATION_STATUSES = (
 )
 
 _FTS_COLUMNS = "message, error_type, tool_name, signal_type, recommended_adjustment, attempted_action"
+# Migration 7 leaves the attempted action out of the index (see there).
+_FTS_COLUMNS_7 = "message, error_type, tool_name, signal_type, recommended_adjustment"
 
 
-def _new(alias: str) -> str:
-    return ", ".join(f"{alias}.{column.strip()}" for column in _FTS_COLUMNS.split(","))
+def _new(alias: str, columns: str = _FTS_COLUMNS) -> str:
+    return ", ".join(f"{alias}.{column.strip()}" for column in columns.split(","))
 
 
-def _changed() -> str:
-    return " OR ".join(f"old.{c.strip()} IS NOT new.{c.strip()}" for c in _FTS_COLUMNS.split(","))
+def _changed(columns: str = _FTS_COLUMNS) -> str:
+    return " OR ".join(f"old.{c.strip()} IS NOT new.{c.strip()}" for c in columns.split(","))
+
+
+def _fts_index(columns: str) -> tuple[str, ...]:
+    """The external-content FTS5 index over ``columns`` of failures and its three triggers."""
+    return (
+        f"""CREATE VIRTUAL TABLE failures_fts USING fts5(
+            {columns}, content='failures', content_rowid='seq',
+            tokenize='unicode61 remove_diacritics 2'
+        )""",
+        f"""CREATE TRIGGER failures_fts_insert AFTER INSERT ON failures BEGIN
+            INSERT INTO failures_fts (rowid, {columns}) VALUES (new.seq, {_new("new", columns)});
+        END""",
+        f"""CREATE TRIGGER failures_fts_delete AFTER DELETE ON failures BEGIN
+            INSERT INTO failures_fts (failures_fts, rowid, {columns})
+            VALUES ('delete', old.seq, {_new("old", columns)});
+        END""",
+        f"""CREATE TRIGGER failures_fts_update AFTER UPDATE OF {columns} ON failures
+        WHEN {_changed(columns)} BEGIN
+            INSERT INTO failures_fts (failures_fts, rowid, {columns})
+            VALUES ('delete', old.seq, {_new("old", columns)});
+            INSERT INTO failures_fts (rowid, {columns}) VALUES (new.seq, {_new("new", columns)});
+        END""",
+        "INSERT INTO failures_fts (failures_fts) VALUES ('rebuild')",
+    )
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -383,6 +409,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             # cost these indexes nothing.
             "CREATE INDEX failures_by_project_key ON failures (project, message_key)",
             "CREATE INDEX failures_by_task_key ON failures (task_id, message_key)",
+        ),
+    ),
+    Migration(
+        7,
+        "guidance: the FTS5 index without the attempted action",
+        (
+            # A repeat of a failure records what was tried this time, so the record's
+            # attempted_action changes on nearly every occurrence; indexed, each change cost
+            # an FTS5 delete and insert (about a fifth of record_failure). It had the lowest
+            # bm25 weight, and a query is an error text, not an action: the index now holds
+            # what describes the error and the advice for it.
+            "DROP TRIGGER failures_fts_insert",
+            "DROP TRIGGER failures_fts_delete",
+            "DROP TRIGGER failures_fts_update",
+            "DROP TABLE failures_fts",
+            *_fts_index(_FTS_COLUMNS_7),
         ),
     ),
 )
