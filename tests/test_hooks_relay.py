@@ -279,3 +279,40 @@ async def test_hook_relay_serves_a_store_without_an_mcp_server(tmp_path: Path) -
     socket_file = socket_path(db, environment(tmp_path), str(Path.cwd()))
     assert socket_file is not None
     assert not Path(socket_file).exists()  # stopped by SIGTERM, it removed its socket
+
+
+def _send_raw(path: str, data: bytes, *, close_early: bool = False) -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(10)
+        conn.connect(path)
+        conn.sendall(data)
+        if close_early:
+            return b""  # gone before the request ends: the server's read breaks
+        conn.shutdown(socket.SHUT_WR)
+        return b"".join(iter(lambda: conn.recv(65536), b""))
+
+
+async def test_hostile_relay_clients_never_take_the_server_down(tmp_path: Path) -> None:
+    db = str(tmp_path / "hostile.db")
+    with serving(db, tmp_path):
+        path = socket_path(db, environment(tmp_path), str(Path.cwd()))
+        assert path is not None
+        garbage = [
+            b"",
+            b"not json",
+            b"[1, 2, 3]",
+            b"[" * 100_000 + b"]" * 100_000,  # deeper than the JSON parser recurses
+            json.dumps({"protocol": 1}).encode(),
+            json.dumps({"protocol": 1, "host": "claude-code", "options": {"--evil": "x"}, "env": {},
+                        "cwd": "/", "stdin": "{}"}).encode(),
+            json.dumps({"protocol": 99, "host": "claude-code"}).encode(),
+        ]  # fmt: skip
+        for data in garbage:
+            reply = await anyio.to_thread.run_sync(_send_raw, path, data)
+            assert b"stdout" not in reply  # declined or dropped, never answered as a hook
+        await anyio.to_thread.run_sync(lambda: _send_raw(path, b'{"protocol": 1, "ho', close_early=True))
+        # Still serving: a real hook run is answered by the relay.
+        failure = bash_failure("python -m pytest -q", PYTEST_FAIL, "toolu_after")
+        run = await hook("claude-code", failure, db=db, tmp=tmp_path, **REQUIRE)
+        assert (run.returncode, run.stderr) == (0, "")
+        assert len(snapshot(db)["failures"]) == 1

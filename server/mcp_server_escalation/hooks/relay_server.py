@@ -101,29 +101,37 @@ async def respond(rt: Runtime, request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _serve_one(rt: Runtime, stream: SocketStream) -> None:
-    async with stream:
-        chunks: list[bytes] = []
-        size = 0
-        with anyio.move_on_after(REQUEST_SECONDS):
-            try:
-                while True:
-                    chunk = await stream.receive()
-                    size += len(chunk)
-                    if size > MAX_REQUEST_BYTES:
-                        return
-                    chunks.append(chunk)
-            except anyio.EndOfStream:
-                pass
-            try:
-                request = json.loads(b"".join(chunks).decode("utf-8", "surrogatepass"))
-            except ValueError:
+    """One connection; whatever it sends, the listener (and the MCP server) keeps running."""
+    try:
+        async with stream:
+            with anyio.move_on_after(REQUEST_SECONDS):
+                await _exchange(rt, stream)
+    except Exception:  # a bad peer or a bug must never take the server down
+        log.exception("hook relay: a connection failed")
+
+
+async def _exchange(rt: Runtime, stream: SocketStream) -> None:
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            chunk = await stream.receive()
+            size += len(chunk)
+            if size > MAX_REQUEST_BYTES:
                 return
-            if not isinstance(request, dict):
-                return
-            reply = await respond(rt, request)
-            body = json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                await stream.send(body)
+            chunks.append(chunk)
+    except anyio.EndOfStream:
+        pass
+    try:
+        request = json.loads(b"".join(chunks).decode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError):
+        return
+    if not isinstance(request, dict):
+        return
+    reply = await respond(rt, request)
+    body = json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        await stream.send(body)
 
 
 def _is_live(path: str) -> bool:
