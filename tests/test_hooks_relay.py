@@ -14,13 +14,15 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import anyio
 import pytest
+from mcp import Client
 
+from conftest import make_settings
 from hooks_support import (
     PROJECT,
     PYTEST_FAIL,
@@ -35,6 +37,7 @@ from hooks_support import (
     run_cli,
     snapshot,
 )
+from mcp_server_escalation.adapters import app
 from mcp_server_escalation.hooks import relay_server
 from mcp_server_escalation.hooks.relay import parse_argv, socket_dir, socket_path
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
@@ -316,3 +319,21 @@ async def test_hostile_relay_clients_never_take_the_server_down(tmp_path: Path) 
         run = await hook("claude-code", failure, db=db, tmp=tmp_path, **REQUIRE)
         assert (run.returncode, run.stderr) == (0, "")
         assert len(snapshot(db)["failures"]) == 1
+
+
+async def test_a_failing_relay_never_ends_the_mcp_session(
+    db_path: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    @asynccontextmanager
+    async def broken(_rt: Runtime) -> AsyncIterator[str | None]:
+        raise OSError("the socket folder vanished")
+        yield None  # pragma: no cover
+
+    monkeypatch.setattr(app, "RELAY_START_SECONDS", 0.0)
+    monkeypatch.setattr(relay_server, "relay", broken)
+    server = app.build_server(make_settings(db_path), hook_relay=True)
+    async with Client(server) as client:
+        await anyio.sleep(0.1)  # the relay has started and failed by now
+        started = await client.call_tool("start_task", {"title": "still here", "task_id": "alive"})
+    assert not started.is_error
+    assert "hook relay stopped" in caplog.text

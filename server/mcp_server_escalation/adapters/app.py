@@ -93,8 +93,11 @@ async def _hook_relay(runtime: Runtime, *, enabled: bool) -> AsyncIterator[None]
         await anyio.sleep(RELAY_START_SECONDS)
         from ..hooks.relay_server import relay  # noqa: PLC0415
 
-        async with relay(runtime):
-            await anyio.sleep_forever()
+        try:
+            async with relay(runtime):
+                await anyio.sleep_forever()
+        except Exception:  # hooks then run on their own; the MCP session must go on
+            log.exception("hook relay stopped")
 
     error: Exception | KeyboardInterrupt | None = None
     async with anyio.create_task_group() as tg:
