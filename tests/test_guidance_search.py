@@ -218,3 +218,22 @@ async def test_migration_7_indexes_the_error_and_its_advice_not_the_attempted_ac
         conn.close()
     assert "attempted_action" not in columns
     assert "recommended_adjustment" in columns
+
+
+async def test_the_index_stays_whole_while_each_new_record_merges_it(db_path: str) -> None:
+    async with _runtime(db_path) as rt:
+        await tasks.start_task(rt, title="t", task_id="s8", thresholds=BIG)
+        for n in range(300):  # every one a new record: each adds a segment and merges a little
+            await _fail(rt, f"module {_word(n)} failed to import {_word(n + 1)}", task_id="s8")
+        last = await _fail(rt, "module zzz failed to import qqq", task_id="s8")
+        got = await guidance.get_guidance(rt, task_id="s8", query="zzz qqq import")
+    assert got.items[0].failure_id == last
+    conn = sqlite3.connect(db_path)
+    try:
+        conn.execute("INSERT INTO failures_fts (failures_fts, rank) VALUES ('integrity-check', 1)")
+        indexed = conn.execute(
+            "SELECT count(*) FROM failures_fts WHERE failures_fts MATCH 'module'"
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    assert indexed == 301
