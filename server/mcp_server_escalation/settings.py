@@ -34,6 +34,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .locations import chosen_store, default_store
 from .models.hook_config import HooksConfig
 from .models.limits import Role
 from .models.thresholds import ThresholdOverrides, Thresholds
@@ -95,16 +96,12 @@ class ConfigFile(BaseModel):
 
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:
     """``${XDG_DATA_HOME:-~/.local/share}/mcp-server-escalation/escalations.db``."""
-    env = os.environ if env is None else env
-    home = env.get("HOME") or str(Path.home())
-    base = env.get("XDG_DATA_HOME") or str(Path(home) / ".local" / "share")
-    return Path(base) / "mcp-server-escalation" / "escalations.db"
+    return Path(default_store(os.environ if env is None else env))
 
 
 def resolve_db_path(flag: str | None, env: Mapping[str, str] | None = None) -> str:
     """The store path: ``--db``, else ``ESCALATION_DB``, else the per-user default."""
-    env = os.environ if env is None else env
-    chosen = flag or env.get("ESCALATION_DB") or str(default_db_path(env))
+    chosen = chosen_store(flag, os.environ if env is None else env)
     return chosen if chosen == ":memory:" else str(Path(chosen).expanduser())
 
 

@@ -14,6 +14,7 @@ from .. import __version__
 from ..clock import Clock, utc_now
 from ..datafiles import data_dir
 from ..prompts import PromptBook
+from ..services.background import alongside
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings
 from .app_context import AppContext, LiveRuntimes
@@ -99,13 +100,5 @@ async def _hook_relay(runtime: Runtime, *, enabled: bool) -> AsyncIterator[None]
         except Exception:  # hooks then run on their own; the MCP session must go on
             log.exception("hook relay stopped")
 
-    error: Exception | KeyboardInterrupt | None = None
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(serve_later)
-        try:
-            yield
-        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 (re-raised unchanged below)
-            error = exc  # raised inside the task group it would come out in an exception group
-        tg.cancel_scope.cancel()
-    if error is not None:
-        raise error
+    async with alongside(serve_later):
+        yield

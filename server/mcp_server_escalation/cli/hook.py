@@ -23,11 +23,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..hooks.relay import HOSTS
+
 if TYPE_CHECKING:
     from ..hooks.events import HookEvent
     from ..settings import Settings
-
-HOSTS = ("claude-code", "cursor")
 
 
 def add_parser(

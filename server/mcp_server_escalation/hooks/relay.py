@@ -26,6 +26,8 @@ import sys
 import zlib
 from collections.abc import Mapping, Sequence
 
+from ..locations import chosen_store
+
 PROTOCOL = 1
 HOSTS = ("claude-code", "cursor")
 OPTIONS = ("--db", "--config", "--prompts")
@@ -76,16 +78,6 @@ def socket_path(db_path: str, env: Mapping[str, str], cwd: str) -> str | None:
     name = f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}.sock"
     path = os.path.join(folder, name)
     return path if len(path.encode()) <= SUN_PATH_MAX else None
-
-
-def store_of(options: Mapping[str, str], env: Mapping[str, str]) -> str:
-    """The store a hook run uses: ``--db``, ``ESCALATION_DB``, the per-user default (settings.py)."""
-    chosen = options.get("--db") or env.get("ESCALATION_DB")
-    if chosen:
-        return chosen
-    home = env.get("HOME") or os.path.expanduser("~")
-    base = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
-    return os.path.join(base, "mcp-server-escalation", "escalations.db")
 
 
 def parse_argv(argv: Sequence[str]) -> tuple[str, dict[str, str]] | None:
@@ -153,7 +145,7 @@ def try_relay(argv: Sequence[str]) -> int | None:
         cwd = os.getcwd()
     except OSError:
         return None
-    path = socket_path(store_of(options, env), env, cwd)
+    path = socket_path(chosen_store(options.get("--db"), env), env, cwd)
     if path is None or not os.path.exists(path):
         return _unanswered(mode)
     raw = sys.stdin.buffer.read(MAX_STDIN + 1)

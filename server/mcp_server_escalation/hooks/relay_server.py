@@ -15,6 +15,7 @@ detected (nothing accepts) and replaced.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ import anyio
 from anyio.abc import SocketListener, SocketStream
 
 from ..errors import ConfigError
+from ..services.background import alongside
 from ..services.runtime import Runtime
 from ..settings import Settings
 from .dispatch import HookInputError, answer, prepare, warning
@@ -203,14 +205,5 @@ async def relay(rt: Runtime) -> AsyncIterator[str | None]:
     if path is None:
         yield None
         return
-    error: Exception | KeyboardInterrupt | None = None
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_listen, rt, path)
-        try:
-            yield path
-        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 (re-raised unchanged below)
-            # Raised inside the task group it would come out wrapped in an exception group.
-            error = exc
-        tg.cancel_scope.cancel()
-    if error is not None:
-        raise error
+    async with alongside(functools.partial(_listen, rt, path)):
+        yield path

@@ -9,11 +9,12 @@ that wakes the feed after this process commits an escalation change.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -54,21 +55,32 @@ async def operator_side(rt: Runtime, on_changes: ChangeHandler | None = None) ->
             await on_changes(batch)
 
     rt.listeners.append(feed.on_publish)
-    error: Exception | KeyboardInterrupt | None = None
+    work: list[Callable[[], Coroutine[Any, Any, object]]] = [functools.partial(feed.follow, handle)]
+    if outbox is not None:
+        work.append(outbox.run)
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(feed.follow, handle)
-            if outbox is not None:
-                tg.start_soon(outbox.run)
-            try:
-                yield Background(feed, outbox)
-            except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 (re-raised unchanged)
-                # Raised again below, outside the task group, which would wrap it in an
-                # exception group (callers catch EscalationError and KeyboardInterrupt).
-                error = exc
-            tg.cancel_scope.cancel()
+        async with alongside(*work):
+            yield Background(feed, outbox)
     finally:
         rt.listeners.remove(feed.on_publish)
+
+
+@asynccontextmanager
+async def alongside(*work: Callable[[], Coroutine[Any, Any, object]]) -> AsyncIterator[None]:
+    """Run ``work`` in the background while the body runs, and cancel it when the body ends.
+
+    An error of the body comes out as itself: raised inside the task group it would come out
+    wrapped in an exception group (callers catch EscalationError and KeyboardInterrupt).
+    """
+    error: Exception | KeyboardInterrupt | None = None
+    async with anyio.create_task_group() as tg:
+        for fn in work:
+            tg.start_soon(fn)
+        try:
+            yield
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 (re-raised unchanged below)
+            error = exc
+        tg.cancel_scope.cancel()
     if error is not None:
         raise error
 

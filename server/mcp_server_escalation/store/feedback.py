@@ -214,12 +214,13 @@ def resolve_stage(conn: Conn, task_id: str, stage: str, now: str) -> int:
     return cur.rowcount
 
 
+# A task's outstanding findings: unresolved, by stage then oldest first.
+_OUTSTANDING = "FROM review_findings WHERE task_id = ? AND resolved_at IS NULL ORDER BY stage, finding_id"
+
+
 def outstanding_findings(conn: Conn, task_id: str) -> list[ReviewFinding]:
     """The task's unresolved findings, by stage then oldest first."""
-    rows = conn.execute(
-        "SELECT * FROM review_findings WHERE task_id = ? AND resolved_at IS NULL ORDER BY stage, finding_id",
-        (task_id,),
-    ).fetchall()
+    rows = conn.execute(f"SELECT * {_OUTSTANDING}", (task_id,)).fetchall()
     return [_finding(row) for row in rows]
 
 
@@ -227,7 +228,7 @@ def outstanding_entries(conn: Conn, task_id: str) -> list[FindingEntry]:
     """``outstanding_findings`` as plain rows, for feedback reconstruction."""
     rows = conn.execute(
         "SELECT finding_id, stage, kind, iteration, status, failure_reason, response, created_at"
-        " FROM review_findings WHERE task_id = ? AND resolved_at IS NULL ORDER BY stage, finding_id",
+        f" {_OUTSTANDING}",
         (task_id,),
     ).fetchall()
     return list(map(FindingEntry._make, rows))
