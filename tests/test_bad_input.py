@@ -3,6 +3,7 @@ stays up and nothing stored changes."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -124,3 +125,41 @@ async def test_the_server_answers_the_next_call_after_many_bad_ones(db_path: str
             await agent.error(tool, **arguments)
         result = await agent.call("record_failure", task_id="t-1", message="real error")
     assert result["failure"]["occurrence_count"] == 1
+
+
+async def test_text_that_looks_like_json_is_stored_as_the_text_sent(db_path: str) -> None:
+    # Agents paste JSON error bodies; a text argument must not be turned into an object.
+    body = '{"status": 500, "detail": "upstream down"}'
+    async with connect(db_path) as agent:
+        await _start(agent)
+        recorded = await agent.call(
+            "record_failure",
+            task_id="t-1",
+            message="POST /orders failed",
+            observed_outcome=body,
+            attempted_action='["retry", "backoff"]',
+            recommended_adjustment="42",
+        )
+        view = await agent.client.read_resource(f"failure://{recorded['failure']['failure_id']}")
+    stored = json.loads(view.contents[0].text)["failure"]  # type: ignore[union-attr]
+    assert stored["observed_outcome"] == body
+    assert stored["attempted_action"] == '["retry", "backoff"]'
+    assert stored["recommended_adjustment"] == "42"
+
+
+async def test_lists_and_numbers_sent_as_json_strings_are_still_accepted(db_path: str) -> None:
+    # Some hosts send every argument as a string; arguments that cannot be text are parsed.
+    async with connect(db_path) as agent:
+        started = await agent.call("start_task", title="t", task_id="t-2", scope='["src/**"]')
+        progress = await agent.call(
+            "report_progress",
+            task_id="t-2",
+            files_modified='["src/a.py"]',
+            tests_passed="3",
+            tests_failed="1",
+        )
+        checked = await agent.call("check_edit", task_id="t-2", paths='["src/b.py", "docs/x.md"]')
+    assert started["task"]["scope"] == ["src/**"]
+    assert progress["counters"]["files_modified"] == 1
+    assert progress["test_run"]["passed"] == 3
+    assert [(p["path"], p["allowed"]) for p in checked["paths"]] == [("src/b.py", True), ("docs/x.md", False)]

@@ -46,3 +46,20 @@ def test_every_tool_has_an_output_schema() -> None:
     assert len(outputs) == 16
     for name in outputs:
         assert json.loads((SCHEMAS / name).read_text(encoding="utf-8"))["type"] == "object"
+
+
+def test_feedback_id_lists_state_their_item_type_in_words_only() -> None:
+    # A client validates every typed item of structuredContent (~5 us each with the SDK's
+    # jsonschema); a long step's ids would cost more than a no-op call. See models/feedback.py.
+    schema = json.loads((SCHEMAS / "tools" / "get_feedback.output.json").read_text(encoding="utf-8"))
+    lists = {name: field for name, field in schema["properties"].items() if field.get("type") == "array"}
+    assert set(lists) == {
+        "escalation_history",
+        "retry_history",
+        "review_findings",
+        "human_responses",
+        "guidance",
+    }
+    for name, field in lists.items():
+        assert "items" not in field, name
+        assert field["description"].endswith(("(each an integer)", "(each a string)")), name

@@ -325,3 +325,27 @@ async def test_feedback_and_guidance_are_read_as_their_rendered_text(db_path: st
         rendered = result.structured_content["rendered"]
         assert "TypeError: unsupported operand" in rendered, tool
         assert [block.text for block in result.content] == [rendered], tool  # type: ignore[union-attr]
+
+
+async def test_every_other_result_is_read_as_compact_json_of_the_structured_result(db_path: str) -> None:
+    """The model reads the same result the client gets, without indentation (fewer tokens)."""
+    with anyio.fail_after(45):
+        async with stdio_agent(db_path) as agent:
+            await agent.call("start_task", title="Compact ünïcode", task_id="compact", scope=["src/**"])
+            results = [
+                await agent.client.call_tool(
+                    "record_failure", {"task_id": "compact", "message": "ValueError: bad input"}
+                ),
+                await agent.client.call_tool(
+                    "report_progress", {"task_id": "compact", "files_modified": ["src/a.py"]}
+                ),
+                await agent.client.call_tool("check_edit", {"task_id": "compact", "paths": ["src/b.py"]}),
+                await agent.client.call_tool("get_task", {"task_id": "compact"}),
+            ]
+    for result in results:
+        assert not result.is_error
+        [block] = result.content
+        text = block.text  # type: ignore[union-attr]
+        assert json.loads(text) == result.structured_content
+        assert text == json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+    assert '"title":"Compact ünïcode"' in results[-1].content[0].text  # type: ignore[union-attr]

@@ -13,9 +13,10 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import types
 from collections.abc import Awaitable, Callable
 from functools import cache
-from typing import Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
@@ -29,6 +30,7 @@ from .output_schemas import flat_schema
 
 ToolFunction = Callable[..., Awaitable[BaseModel]]
 CONTEXT_PARAMETER = "ctx"  # every tool takes its request context under this name
+COMPACT = (",", ":")  # json.dumps separators without spaces
 
 
 class LazyArguments(ArgModelBase):
@@ -40,8 +42,52 @@ class LazyArguments(ArgModelBase):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
+    def model_dump_one_level(self) -> dict[str, Any]:
+        # The SDK's version looks up each field's alias; ours have none (argument_metadata).
+        return dict(self)
 
-def argument_metadata(fn: ToolFunction) -> FuncMetadata:
+
+class ArgumentMetadata(FuncMetadata):
+    """The SDK's ``FuncMetadata``, unpacking JSON sent inside a string only where the
+    argument cannot be a string.
+
+    Some hosts send a list or an object as a JSON string, and the SDK parses every string
+    argument whose type is not exactly ``str`` to undo that. That also parsed an optional
+    text such as ``observed_outcome='{"status": 500}'`` into a dict, and the call failed
+    validation. Here only the arguments that admit no string (lists, objects, numbers,
+    models) are parsed, by the SDK's rule; the rest are checked as sent.
+    """
+
+    json_arguments: frozenset[str] = frozenset()
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = data
+        for name in self.json_arguments.intersection(data):
+            value = data[name]
+            if not isinstance(value, str):
+                continue
+            try:
+                decoded = json.loads(value)
+            except (ValueError, RecursionError):
+                continue  # not JSON: validation says what is wrong with it
+            if not isinstance(decoded, str | int | float):
+                parsed = {**parsed, name: decoded}
+        return parsed
+
+
+def admits_text(annotation: Any) -> bool:
+    """Can a string, as sent, be a value of ``annotation``?"""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return admits_text(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        return any(admits_text(member) for member in get_args(annotation))
+    if origin is Literal:
+        return any(isinstance(value, str) for value in get_args(annotation))
+    return annotation is Any or (isinstance(annotation, type) and issubclass(annotation, str))
+
+
+def argument_metadata(fn: ToolFunction) -> ArgumentMetadata:
     """What the SDK's ``func_metadata`` builds for our tools: one model of the arguments.
 
     The same model (field per parameter, its annotation and default, the context parameter
@@ -57,7 +103,12 @@ def argument_metadata(fn: ToolFunction) -> FuncMetadata:
         required = param.default is inspect.Parameter.empty
         fields[param.name] = (param.annotation, ... if required else param.default)
     model = create_model(f"{fn.__name__}Arguments", __base__=LazyArguments, **fields)
-    return FuncMetadata(arg_model=model)
+    if any(field.alias for field in model.model_fields.values()):
+        raise TypeError(f"{fn.__name__}: argument aliases are not supported")
+    json_arguments = frozenset(
+        name for name, field in model.model_fields.items() if not admits_text(field.annotation)
+    )
+    return ArgumentMetadata(arg_model=model, json_arguments=json_arguments)
 
 
 @cache
@@ -69,20 +120,23 @@ def _published(name: str) -> dict[str, Any] | None:
     return loaded if isinstance(loaded, dict) else None
 
 
-def text_result(fn: ToolFunction, field: str) -> Callable[..., Awaitable[CallToolResult]]:
-    """``fn`` answering with its ``field`` as the text the model reads, the whole result as
-    ``structuredContent``.
+def tool_result(fn: ToolFunction, text: str | None) -> Callable[..., Awaitable[CallToolResult]]:
+    """``fn`` answering with its whole result as ``structuredContent``, and as the text the
+    model reads either the ``text`` field of it or, without one, the result as compact JSON.
 
-    For the tools whose result is a rendered text (feedback, guidance): the model reads it
-    as written instead of JSON-escaped inside a copy of the structured result, which would
-    double the payload. The result is the model's own dump, so it is not validated again.
+    The feedback and guidance tools name their rendered text: the model reads it as written
+    instead of JSON-escaped inside a copy of the structured result, which would double the
+    payload. The others' JSON has no indentation (the SDK indents by two): it is the same
+    result in fewer characters and tokens of the model's context. The result is the model's
+    own dump, so it is not validated again on the way out.
     """
 
     async def call(**arguments: Any) -> CallToolResult:
-        structured = (await fn(**arguments)).model_dump(mode="json")
-        return CallToolResult(
-            content=[TextContent(type="text", text=str(structured[field]))], structured_content=structured
+        structured = (await fn(**arguments)).model_dump(mode="json", by_alias=True)
+        shown = (
+            str(structured[text]) if text else json.dumps(structured, ensure_ascii=False, separators=COMPACT)
         )
+        return CallToolResult(content=[TextContent(type="text", text=shown)], structured_content=structured)
 
     return call
 
@@ -90,11 +144,7 @@ def text_result(fn: ToolFunction, field: str) -> Callable[..., Awaitable[CallToo
 def structured_tool(
     fn: ToolFunction, annotations: ToolAnnotations, *, use_published: bool = True, text: str | None = None
 ) -> Tool:
-    """A ``Tool`` whose result is validated against its model and published flattened.
-
-    With ``text`` the model reads that field of the result (``text_result``); otherwise,
-    as the SDK does it, the whole result as JSON.
-    """
+    """A ``Tool`` with a structured result, published flattened (``tool_result``)."""
     context = CONTEXT_PARAMETER if CONTEXT_PARAMETER in inspect.signature(fn).parameters else None
     metadata = argument_metadata(fn)
     # The return annotation is a plain class name of the defining module (postponed
@@ -105,10 +155,10 @@ def structured_tool(
     output = _published(f"{name}.output.json") if use_published else None
     parameters = _published(f"{name}.input.json") if use_published else None
     # Hand-built structured output, as the SDK documents it: the fields are read live.
-    metadata.output_model = None if text else result_model
+    metadata.output_model = None
     metadata.output_schema = output or flat_schema(result_model)
     return Tool(
-        fn=text_result(fn, text) if text else fn,
+        fn=tool_result(fn, text),
         name=name,
         description=fn.__doc__ or name,
         parameters=copy.deepcopy(parameters or metadata.arg_model.model_json_schema(by_alias=True)),
