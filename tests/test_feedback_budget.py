@@ -1,33 +1,76 @@
 """The feedback budget (SPEC 5): the newest-first fill keeps exactly what dropping the oldest
 entries one by one until the text fits would keep.
 
-``rules.feedback.render_sections`` renders only the entries that fit; this checks it against
-the plain definition below (render every entry, drop the oldest while too long) on random
-histories, with the shipped prompts and with terse entries under a long omission notice
-(the one case where leaving the notice out can outweigh older entries).
+``rules.feedback.render_sections`` renders only the entries that fit, reading the retry
+entries the store keeps collapsed (migration 8) newest first; this checks it against the
+plain definition below (collapse the raw attempts with ``str.strip``, render every entry,
+drop the oldest while too long) on random histories, with the shipped prompts and with
+terse entries under a long omission notice (the one case where leaving the notice out can
+outweigh older entries).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
+import sqlite3
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_server_escalation.datafiles import data_dir
-from mcp_server_escalation.models.feedback import (
-    CycleFeedback,
-    FindingEntry,
-    HumanResponse,
-    RejectedAttempts,
-)
+from mcp_server_escalation.models.feedback import CycleFeedback, FindingEntry, HumanResponse, RetryEntry
 from mcp_server_escalation.prompts import PromptBook
-from mcp_server_escalation.rules.feedback import attempt_numbers, collapse_retries, render_sections
+from mcp_server_escalation.rules.feedback import render_sections
+from mcp_server_escalation.rules.fingerprint import message_key
+from mcp_server_escalation.store.feedback import newest_retry_entries, retry_entry_count
+from mcp_server_escalation.store.migrations import MIGRATIONS, WHITESPACE_CODES
 
 STEP = "gen"
+TASKS = itertools.count(1)
+
+
+class Rejected(NamedTuple):
+    """A step's rejected attempts as recorded, oldest first, column by column."""
+
+    numbers: tuple[int, ...]
+    feedback: tuple[str, ...]
+    guards: tuple[str | None, ...]
+    at: tuple[str, ...]
+
+
+@pytest.fixture(scope="module")
+def store() -> sqlite3.Connection:
+    """A migrated in-memory store: its trigger collapses the attempts a test records."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    # Registered on every connection by store.db; migration 6 uses it.
+    conn.create_function("escalation_message_key", 1, message_key, deterministic=True)
+    conn.row_factory = sqlite3.Row
+    for migration in MIGRATIONS:
+        for statement in migration.statements:
+            conn.execute(statement)
+    return conn
+
+
+def _record(store: sqlite3.Connection, rejected: Rejected) -> str:
+    """A new task with ``rejected`` recorded as its step's attempts; returns its id."""
+    task_id = f"t{next(TASKS)}"
+    store.execute(
+        "INSERT INTO tasks (task_id, title, project, agent_id, status, thresholds_json, created_at,"
+        " updated_at) VALUES (?, 't', '/p', 'a', 'active', '{}', 'x', 'x')",
+        (task_id,),
+    )
+    for number, feedback, guard, at in zip(*rejected, strict=True):
+        store.execute(
+            "INSERT INTO attempts (task_id, step, attempt_number, cycle, status, feedback, guard,"
+            " agent_id, generation, created_at) VALUES (?, ?, ?, 1, 'rejected', ?, ?, 'a', 1, ?)",
+            (task_id, STEP, number, feedback, guard, at),
+        )
+    return task_id
 
 
 def _terse_book(target: Path) -> PromptBook:
@@ -60,7 +103,7 @@ def books(tmp_path_factory: pytest.TempPathFactory) -> dict[str, PromptBook]:
 def _reference(
     prompts: PromptBook,
     escalations: list[CycleFeedback],
-    rejected: RejectedAttempts,
+    rejected: Rejected,
     findings: list[FindingEntry],
     responses: list[HumanResponse],
     guidance: list[str],
@@ -167,6 +210,9 @@ def _reference(
         if kept[i]:
             per_section[section].append(seen[section])
         seen[section] += 1
+    # A retry entry is listed by its first attempt number.
+    first_attempts = [rejected.numbers[members[0]] for members in groups.values()]
+    per_section[1] = [first_attempts[i] for i in per_section[1]]
     return text, omitted, per_section
 
 
@@ -183,7 +229,7 @@ def histories(draw: st.DrawFn) -> dict[str, object]:
     ]
     # Few feedback texts with whitespace variants, so identical feedback collapses.
     texts = draw(st.lists(st.sampled_from(["a", " a", "a\n", "b b", "", "c" * 120]), max_size=25))
-    rejected = RejectedAttempts(
+    rejected = Rejected(
         numbers=tuple(range(1, len(texts) + 1)),
         feedback=tuple(texts),
         guards=tuple(draw(st.sampled_from([None, "pytest"])) for _ in texts),
@@ -212,7 +258,7 @@ def histories(draw: st.DrawFn) -> dict[str, object]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history=histories())
 def test_the_newest_first_fill_keeps_what_dropping_the_oldest_first_keeps(
-    books: dict[str, PromptBook], book: str, history: dict[str, object]
+    books: dict[str, PromptBook], store: sqlite3.Connection, book: str, history: dict[str, object]
 ) -> None:
     prompts = books[book]
     escalations = history["escalations"]
@@ -222,17 +268,18 @@ def test_the_newest_first_fill_keeps_what_dropping_the_oldest_first_keeps(
     guidance = history["guidance"]
     max_chars = history["max_chars"]
     assert isinstance(escalations, list)
-    assert isinstance(rejected, RejectedAttempts)
+    assert isinstance(rejected, Rejected)
     assert isinstance(findings, list)
     assert isinstance(responses, list)
     assert isinstance(guidance, list)
     assert isinstance(max_chars, int)
+    task_id = _record(store, rejected)
     budget = render_sections(
         prompts,
         step=STEP,
         escalations=escalations,
-        rejected=rejected,
-        retries=collapse_retries(rejected),
+        retries=newest_retry_entries(store, task_id, STEP),
+        retry_count=retry_entry_count(store, task_id, STEP),
         findings=findings,
         responses=responses,
         guidance=guidance,
@@ -242,16 +289,27 @@ def test_the_newest_first_fill_keeps_what_dropping_the_oldest_first_keeps(
     assert (budget.text, budget.omitted, list(budget.kept)) == (text, omitted, kept)
 
 
-def test_identical_feedback_collapses_in_the_order_of_its_first_attempt() -> None:
-    rejected = RejectedAttempts(
+def test_identical_feedback_collapses_into_one_entry_per_text(store: sqlite3.Connection) -> None:
+    rejected = Rejected(
         numbers=(1, 2, 3, 4, 5),
         feedback=("E501 line too long", "F401 unused", " E501 line too long\n", "x", "F401 unused"),
-        guards=(None, None, None, None, None),
+        guards=("ruff", None, "ruff --fix", None, "pyflakes"),
         at=("t1", "t2", "t3", "t4", "t5"),
     )
-    groups = collapse_retries(rejected)
-    assert [(text, attempt_numbers(rejected, g)) for g in groups for text in [g[0]]] == [
-        ("E501 line too long", [1, 3]),
-        ("F401 unused", [2, 5]),
-        ("x", [4]),
+    task_id = _record(store, rejected)
+    assert retry_entry_count(store, task_id, STEP) == 3
+    assert list(newest_retry_entries(store, task_id, STEP)) == [
+        RetryEntry("F401 unused", "2, 5", 2, 2, "pyflakes", "t5"),
+        RetryEntry("x", "4", 1, 4, None, "t4"),
+        RetryEntry("E501 line too long", "1, 3", 2, 1, "ruff --fix", "t3"),
     ]
+
+
+def test_the_store_strips_feedback_exactly_as_python_does(store: sqlite3.Connection) -> None:
+    whitespace = "".join(chr(code) for code in range(0x110000) if chr(code).isspace())
+    assert "".join(map(chr, WHITESPACE_CODES)) == whitespace
+    texts = [f"{ws}fix{ws}it{ws}" for ws in whitespace] + [whitespace, "\u200b zero width"]
+    for text in texts:
+        task_id = _record(store, Rejected((1,), (text,), (None,), ("t1",)))
+        [entry] = newest_retry_entries(store, task_id, STEP)
+        assert entry.feedback == text.strip(), repr(text)

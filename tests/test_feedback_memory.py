@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,8 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from conftest import Agent, FakeClock, connect
+from mcp_server_escalation.rules.fingerprint import message_key
+from mcp_server_escalation.store.migrations import MIGRATIONS
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 
@@ -237,3 +240,46 @@ async def test_feedback_lists_human_answers_but_not_withdrawn_questions(db_path:
     assert f"- Escalation {answered_id} (ask_human): guidance by alice at " in feedback["rendered"]
     assert "Round half to even." in feedback["rendered"]
     assert "withdraw" not in feedback["rendered"]
+
+
+async def test_a_store_from_before_migration_8_shows_its_retry_history_collapsed(db_path: str) -> None:
+    """Attempts recorded by a version-7 store are collapsed by the upgrade as the trigger
+    collapses new ones, so the first get_feedback after the upgrade shows all of them."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.create_function("escalation_message_key", 1, message_key, deterministic=True)
+    conn.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+        " applied_at TEXT NOT NULL)"
+    )
+    for migration in MIGRATIONS[:7]:
+        for statement in migration.statements:
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 'x')", (migration.version, migration.name))
+    conn.execute(
+        "INSERT INTO tasks (task_id, title, project, agent_id, status, thresholds_json, created_at,"
+        " updated_at) VALUES ('old', 't', '/p', 'a', 'active', '{}', 'x', 'x')"
+    )
+    recorded = [
+        ("rejected", "hunk 1 failed", "git apply"),
+        ("rejected", "E501 line too long", "ruff"),
+        ("accepted", "", None),
+        ("rejected", " hunk 1 failed\n", "git apply --3way"),
+    ]
+    for number, (status, feedback, guard) in enumerate(recorded, start=1):
+        conn.execute(
+            "INSERT INTO attempts (task_id, step, attempt_number, cycle, status, feedback, guard,"
+            " agent_id, generation, created_at) VALUES ('old', 'patch', ?, 1, ?, ?, ?, 'a', 1, ?)",
+            (number, status, feedback, guard, f"2026-11-01T00:00:0{number}.000Z"),
+        )
+    conn.close()
+
+    async with connect(db_path) as agent:
+        result = await agent.call("get_feedback", task_id="old", step="patch")
+        await _reject(agent, "old", "patch", "E501 line too long")
+        after = await agent.call("get_feedback", task_id="old", step="patch")
+
+    assert result["retry_history"] == [1, 2]
+    assert "--- Attempt 1, 4 (rejected 2x, guard git apply --3way) ---\nhunk 1 failed" in result["rendered"]
+    assert "--- Attempt 2 (rejected 1x, guard ruff) ---\nE501 line too long" in result["rendered"]
+    assert after["retry_history"] == [1, 2]
+    assert "--- Attempt 2, 5 (rejected 2x, guard -) ---\nE501 line too long" in after["rendered"]

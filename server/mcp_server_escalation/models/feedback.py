@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 from pydantic import Field
@@ -26,14 +25,16 @@ class Attempt(Record):
     at: str
 
 
-class RejectedAttempts(NamedTuple):
-    """A step's rejected attempts, oldest first, column by column: reconstruction reads
-    every one of them on each call (hundreds in a long step) and shows the few that fit."""
+class RetryEntry(NamedTuple):
+    """One entry of a step's retry history: rejected attempts with identical feedback (after
+    strip), collapsed as they arrive (migration 8). A plain tuple: read by the dozen per call."""
 
-    numbers: Sequence[int]
-    feedback: Sequence[str]
-    guards: Sequence[str | None]
-    at: Sequence[str]
+    feedback: str
+    attempts: str  # their attempt numbers, oldest first: "3, 7, 12"
+    attempt_count: int
+    first_attempt: int
+    guard: str | None  # the latest attempt's
+    at: str  # the latest attempt's time: entries are dropped oldest first by it
 
 
 class CycleFeedback(Record):

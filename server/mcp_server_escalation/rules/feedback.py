@@ -6,40 +6,16 @@ All wording comes from the prompt book passed in; these functions only order, gr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import heapq
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from ..models.feedback import Attempt, CycleFeedback, FindingEntry, HumanResponse, RejectedAttempts
+from ..models.feedback import Attempt, CycleFeedback, FindingEntry, HumanResponse, RetryEntry
 from ..prompts import PromptBook
 from .fingerprint import normalise_message
 
 APPROACH_CHARS = 300
-
-
-# A collapsed retry entry: the feedback (stripped) and the positions, in the step's
-# ``RejectedAttempts``, of the attempts that got it, oldest first. A plain tuple: a long step
-# has hundreds of them per call.
-RetryGroup = tuple[str, list[int]]
-
-
-def collapse_retries(rejected: RejectedAttempts) -> list[RetryGroup]:
-    """Identical feedback (after ``strip``) collapsed into one entry; entries in the order
-    of their first attempt."""
-    groups: dict[str, list[int]] = {}
-    for position, feedback in enumerate(rejected.feedback):
-        text = feedback.strip()
-        members = groups.get(text)
-        if members is None:
-            groups[text] = [position]
-        else:
-            members.append(position)
-    return list(groups.items())
-
-
-def attempt_numbers(rejected: RejectedAttempts, group: RetryGroup) -> list[int]:
-    """The attempt numbers collapsed into ``group``, oldest first."""
-    numbers = rejected.numbers
-    return [numbers[p] for p in group[1]]
 
 
 def failure_summary(prompts: PromptBook, step: str, cycle: int, rejected: list[Attempt]) -> str:
@@ -73,11 +49,16 @@ def failure_summary(prompts: PromptBook, step: str, cycle: int, rejected: list[A
     )
 
 
+# An entry in the order entries are dropped: (time, section, key within the section, the
+# entry). Oldest first; guidance has no time and goes last ("~" sorts after every ISO time).
+Keyed = tuple[str, int, int, Any]
+
+
 @dataclass(frozen=True, slots=True)
 class Budgeted:
     """The rendered feedback, how many entries were left out, and which were kept: per
-    section (escalations, retries, findings, responses, guidance) the indices of its entries
-    in the text, in their order there."""
+    section (escalations, retries, findings, responses, guidance) their keys, in the text's
+    order (the index in the section given, but a retry entry's first attempt number)."""
 
     text: str
     omitted: int
@@ -89,87 +70,79 @@ def render_sections(
     *,
     step: str,
     escalations: Sequence[CycleFeedback],
-    rejected: RejectedAttempts,
-    retries: Sequence[RetryGroup],
+    retries: Iterable[RetryEntry],
+    retry_count: int,
     findings: Sequence[FindingEntry],
     responses: Sequence[HumanResponse],
     guidance: Sequence[str],
     max_chars: int,
 ) -> Budgeted:
-    """The sections within ``max_chars``: the oldest entries (ties: earlier section first) are
-    left out until the text fits, and the text says how many.
+    """The sections within ``max_chars``: the oldest entries (ties: earlier section first,
+    then earlier entry) are left out until the text fits, and the text says how many.
 
     The budget is filled newest first and an entry is rendered only when it is reached, so a
-    long history costs the entries that fit (plus one), not every entry it has."""
+    long history costs the entries that fit (plus one), not every entry it has. ``retries``
+    (``retry_count`` of them) comes newest first (``store.feedback.newest_retry_entries``)
+    and is read only as far as the fill goes."""
     render = prompts.render
 
-    def escalation(e: CycleFeedback) -> str:
-        return render(
-            "feedback_escalation_entry",
-            cycle=e.cycle,
-            source_step=e.source_step,
-            source_cycle=e.source_cycle,
-            summary=e.summary,
-        )
-
-    def retry(r: RetryGroup) -> str:
-        text, members = r
-        return render(
-            "feedback_retry_entry",
-            attempts=", ".join(map(str, attempt_numbers(rejected, r))),
-            count=len(members),
-            feedback=text,
-            guard=rejected.guards[members[-1]] or "-",
-        )
-
-    def finding(f: FindingEntry) -> str:
-        return render(
-            "feedback_finding_entry",
-            stage=f.stage,
-            kind=f.kind,
-            status=f.status,
-            iteration=f.iteration,
-            failure_reason=f.failure_reason or "-",
-            response=f.response,
-        )
-
-    def response(h: HumanResponse) -> str:
-        return render(
-            "feedback_human_entry",
-            escalation_id=h.escalation_id,
-            type=h.type,
-            response_type=h.response_type,
-            content=h.content or "-",
-            responder=h.responder or "-",
-            at=h.at,
-        )
-
-    # Each entry's time decides when it is dropped. Guidance has none: it is already ranked
-    # and short, the newest and most specific advice, so it goes last ("~" sorts after
-    # every ISO time).
-    order: list[tuple[str, int, int]] = []
-    order.extend((e.at, 0, i) for i, e in enumerate(escalations))
-    last_at = rejected.at
-    order.extend((last_at[members[-1]], 1, i) for i, (_, members) in enumerate(retries))
-    order.extend((f.at, 2, i) for i, f in enumerate(findings))
-    order.extend((h.at, 3, i) for i, h in enumerate(responses))
-    order.extend(("~", 4, i) for i in range(len(guidance)))
-    order.sort()
-
-    def entry(section: int, index: int) -> str:
+    def text_of(section: int, entry: Any) -> str:
         if section == 0:
-            return escalation(escalations[index])
+            return render(
+                "feedback_escalation_entry",
+                cycle=entry.cycle,
+                source_step=entry.source_step,
+                source_cycle=entry.source_cycle,
+                summary=entry.summary,
+            )
         if section == 1:
-            return retry(retries[index])
+            return render(
+                "feedback_retry_entry",
+                attempts=entry.attempts,
+                count=entry.attempt_count,
+                feedback=entry.feedback,
+                guard=entry.guard or "-",
+            )
         if section == 2:
-            return finding(findings[index])
+            return render(
+                "feedback_finding_entry",
+                stage=entry.stage,
+                kind=entry.kind,
+                status=entry.status,
+                iteration=entry.iteration,
+                failure_reason=entry.failure_reason or "-",
+                response=entry.response,
+            )
         if section == 3:
-            return response(responses[index])
-        return guidance[index]
+            return render(
+                "feedback_human_entry",
+                escalation_id=entry.escalation_id,
+                type=entry.type,
+                response_type=entry.response_type,
+                content=entry.content or "-",
+                responder=entry.responder or "-",
+                at=entry.at,
+            )
+        return str(entry)
 
+    def newest_first(section: int, entries: Sequence[Any], times: Iterable[str]) -> list[Keyed]:
+        return sorted(
+            ((at, section, i, e) for i, (at, e) in enumerate(zip(times, entries, strict=True))), reverse=True
+        )
+
+    total = len(escalations) + retry_count + len(findings) + len(responses) + len(guidance)
+    newest: Iterator[Keyed] = heapq.merge(
+        newest_first(0, escalations, (e.at for e in escalations)),
+        ((r.at, 1, r.first_attempt, r) for r in retries),
+        newest_first(2, findings, (f.at for f in findings)),
+        newest_first(3, responses, (h.at for h in responses)),
+        newest_first(4, guidance, ("~" for _ in guidance)),
+        key=lambda keyed: keyed[:3],
+        reverse=True,
+    )
     headers = [
         render("feedback_escalation_header", step=step) if escalations else "",
-        render("feedback_retry_header", step=step) if retries else "",
+        render("feedback_retry_header", step=step) if retry_count else "",
         render("feedback_findings_header") if findings else "",
         render("feedback_human_header") if responses else "",
         render("feedback_guidance_header") if guidance else "",
@@ -181,17 +154,17 @@ def render_sections(
     # The text is [notice] + one part per non-empty section (its header, then its entries),
     # parts and entries separated by "\n\n"; its length is kept as running totals.
     separator = 2
-    texts: dict[tuple[int, int], str] = {}
+    kept: list[tuple[int, int, str]] = []  # (section, key, text), newest first
     in_section = [0] * len(headers)
     body = 0  # sum of (entry + separator) over the kept entries
     header_chars = 0
     parts = 0
-    kept_from = len(order)  # order[kept_from:] is kept
-    longest = len(notice(len(order))) if order else 0
-    shortest = len(notice(1)) if order else 0
-    for position in range(len(order) - 1, -1, -1):
-        _, section, index = order[position]
-        text = entry(section, index)
+    longest = len(notice(total)) if total else 0
+    shortest = len(notice(1)) if total else 0
+    overflowed: Keyed | None = None
+    for position, keyed in zip(range(total - 1, -1, -1), newest, strict=False):
+        _, section, key, entry = keyed
+        text = text_of(section, entry)
         new_section = in_section[section] == 0
         size = body + len(text) + separator + header_chars + parts * separator
         if new_section:
@@ -203,63 +176,71 @@ def render_sections(
             # shrinks as the count grows (so for every integer format below a million), so
             # it is rendered only where these bounds cannot decide.
             if size + shortest > max_chars:
+                overflowed = keyed
                 break
             size += len(notice(position))
         if size > max_chars:
+            overflowed = keyed
             break
-        texts[section, index] = text
+        kept.append((section, key, text))
         body += len(text) + separator
         if new_section:
             header_chars += len(headers[section])
             parts += 1
         in_section[section] += 1
-        kept_from = position
 
-    overflowed = kept_from - 1  # the entry whose size check failed (with the notice)
-    if overflowed > 0 and _everything_fits(order, overflowed, texts, entry, headers, notice, max_chars):
-        kept_from = 0
+    omitted = total - len(kept)
+    if overflowed is not None and omitted > 1:
+        older = _all_if_they_fit(overflowed, omitted - 1, newest, kept, text_of, headers, notice, max_chars)
+        if older is not None:
+            kept.extend(older)
+            omitted = 0
 
-    omitted = kept_from
-    kept: tuple[list[int], ...] = tuple([] for _ in headers)
-    for _, section, index in sorted(order[kept_from:], key=lambda key: (key[1], key[2])):
-        kept[section].append(index)
+    by_section: tuple[list[tuple[int, str]], ...] = tuple([] for _ in headers)
+    for section, key, text in kept:
+        by_section[section].append((key, text))
+    for entries in by_section:
+        entries.sort()
     section_parts = [
-        headers[section] + "\n\n" + "\n\n".join(texts[section, i] for i in indices)
-        for section, indices in enumerate(kept)
-        if indices
+        headers[section] + "\n\n" + "\n\n".join(text for _, text in entries)
+        for section, entries in enumerate(by_section)
+        if entries
     ]
     text = "\n\n".join([notice(omitted), *section_parts] if omitted else section_parts)
     if len(text) > max_chars:
         # Even what is left is too long (the notice alone): cut it, and say so.
         marker = render("feedback_truncated", max_chars=max_chars)
         text = text[: max(0, max_chars - len(marker))] + marker
-    return Budgeted(text, omitted, kept)
+    return Budgeted(text, omitted, tuple([key for key, _ in entries] for entries in by_section))
 
 
-def _everything_fits(
-    order: list[tuple[str, int, int]],
-    overflowed: int,
-    texts: dict[tuple[int, int], str],
-    entry: Callable[[int, int], str],
+def _all_if_they_fit(
+    overflowed: Keyed,
+    older_count: int,
+    older: Iterator[Keyed],
+    kept: list[tuple[int, int, str]],
+    text_of: Any,
     headers: list[str],
-    notice: Callable[[int], str],
+    notice: Any,
     max_chars: int,
-) -> bool:
-    """Whether the whole text, without the notice, fits after all: the one case the
-    newest-first fill cannot see from the entry that overflowed, possible only when the
-    entries older than it are together shorter than the notice. Fills ``texts`` if so."""
+) -> list[tuple[int, int, str]] | None:
+    """The entry that overflowed and every older one, if the whole text fits without the
+    notice after all: the one case the newest-first fill cannot see from the entry that
+    overflowed, possible only when the entries older than it are together shorter than
+    the notice. None otherwise (reading only until they outweigh it)."""
     separator = 2
-    allowance = len(notice(overflowed)) + separator
-    older = 0
-    for _, section, index in reversed(order[:overflowed]):
-        text = entry(section, index)
-        texts[section, index] = text
-        older += len(text) + separator
-        if older >= allowance:
-            return False  # they outweigh the notice: the whole is longer than what overflowed
-    _, section, index = order[overflowed]
-    texts[section, index] = entry(section, index)
-    used = {section for _, section, _ in order}
-    size = sum(len(text) + separator for text in texts.values())
+    _, section, key, entry = overflowed
+    rest = [(section, key, text_of(section, entry))]
+    allowance = len(notice(older_count)) + separator
+    weight = 0
+    for _, section, key, entry in older:
+        text = text_of(section, entry)
+        rest.append((section, key, text))
+        weight += len(text) + separator
+        if weight >= allowance:
+            return None  # they outweigh the notice: the whole is longer than what overflowed
+    everything = kept + rest
+    used = {section for section, _, _ in everything}
+    size = sum(len(text) + separator for _, _, text in everything)
     size += sum(len(headers[s]) for s in used) + separator * (len(used) - 1)
-    return size <= max_chars
+    return rest if size <= max_chars else None

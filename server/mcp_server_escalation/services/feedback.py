@@ -9,22 +9,18 @@ columns the text needs; only the entries that fit ``max_chars`` are rendered
 from __future__ import annotations
 
 from ..models.feedback import FeedbackResult
-from ..rules.feedback import attempt_numbers, collapse_retries, render_sections
+from ..rules.feedback import render_sections
 from ..store import feedback as feedback_store
 from ..store.db import Conn
 from .guidance import build_guidance
 from .runtime import Runtime
 from .tasks import load_task
 
-MAX_ATTEMPTS = 1000
-
 
 def build_feedback(rt: Runtime, conn: Conn, task_id: str, step: str, max_chars: int) -> FeedbackResult:
     """The feedback of ``step`` as it stands in the store now."""
     load_task(conn, task_id)
     escalations = feedback_store.cycle_feedback(conn, task_id, step)
-    rejected = feedback_store.rejected_attempts(conn, task_id, step, limit=MAX_ATTEMPTS)
-    retries = collapse_retries(rejected)
     findings = feedback_store.outstanding_entries(conn, task_id)
     responses = feedback_store.human_responses(conn, task_id)
     guidance = build_guidance(
@@ -34,8 +30,8 @@ def build_feedback(rt: Runtime, conn: Conn, task_id: str, step: str, max_chars: 
         rt.prompts,
         step=step,
         escalations=escalations,
-        rejected=rejected,
-        retries=retries,
+        retries=feedback_store.newest_retry_entries(conn, task_id, step),
+        retry_count=feedback_store.retry_entry_count(conn, task_id, step),
         findings=findings,
         responses=responses,
         guidance=[item.line for item in guidance],
@@ -50,7 +46,7 @@ def build_feedback(rt: Runtime, conn: Conn, task_id: str, step: str, max_chars: 
         # 1 + the stagnation cycles the step itself completed.
         cycle=1 + sum(1 for e in escalations if e.source_step == step),
         escalation_history=[escalations[i].cycle for i in cycles],
-        retry_history=[attempt_numbers(rejected, retries[i])[0] for i in retried],
+        retry_history=retried,
         review_findings=[findings[i].finding_id for i in found],
         human_responses=[responses[i].escalation_id for i in answered],
         guidance=[guidance[i].failure_id for i in advised],

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 
 from ..models.feedback import (
     Attempt,
     CycleFeedback,
     FindingEntry,
     HumanResponse,
-    RejectedAttempts,
+    RetryEntry,
     ReviewFinding,
 )
 from ..models.tasks import Task
@@ -104,16 +105,29 @@ def attempts(
     return [_attempt(row) for row in rows]
 
 
-def rejected_attempts(conn: Conn, task_id: str, step: str, *, limit: int) -> RejectedAttempts:
-    """The step's latest ``limit`` rejected attempts, oldest first."""
-    rows = conn.execute(
-        "SELECT attempt_number, feedback, guard, created_at FROM attempts"
-        " WHERE task_id = ? AND step = ? AND status = 'rejected' ORDER BY attempt_id DESC LIMIT ?",
-        (task_id, step, limit),
-    ).fetchall()
-    rows.reverse()
-    numbers, feedback, guards, at = zip(*rows, strict=True) if rows else ((), (), (), ())
-    return RejectedAttempts(numbers, feedback, guards, at)
+def retry_entry_count(conn: Conn, task_id: str, step: str) -> int:
+    """How many entries the step's retry history has."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM retry_entries WHERE task_id = ? AND step = ?", (task_id, step)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def newest_retry_entries(conn: Conn, task_id: str, step: str) -> Iterator[RetryEntry]:
+    """The step's retry entries, newest first (by their latest attempt; ties: the later
+    entry first), read one by one as the caller asks (the budget stops early)."""
+    cursor = conn.execute(
+        "SELECT feedback, attempts, attempt_count, first_attempt, last_guard, last_at"
+        " FROM retry_entries WHERE task_id = ? AND step = ?"
+        " ORDER BY last_at DESC, first_attempt DESC",
+        (task_id, step),
+    )
+    cursor.row_factory = None  # plain tuples
+    try:
+        for row in cursor:
+            yield RetryEntry._make(row)
+    finally:
+        cursor.close()  # also when the caller stops early, before its transaction ends
 
 
 def steps_with_rejected_latest(conn: Conn, task_id: str) -> list[str]:

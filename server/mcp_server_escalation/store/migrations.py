@@ -31,6 +31,27 @@ _FTS_COLUMNS = "message, error_type, tool_name, signal_type, recommended_adjustm
 _FTS_COLUMNS_7 = "message, error_type, tool_name, signal_type, recommended_adjustment"
 
 
+# Python's str.strip() removes exactly these characters (those with str.isspace()); as SQL
+# for trim(X, Y). Frozen here like every shipped migration; tests/test_feedback_memory.py
+# checks it against the running Python.
+WHITESPACE_CODES = (
+    9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 160, 5760,
+    8192, 8193, 8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202,
+    8232, 8233, 8239, 8287, 12288,
+)  # fmt: skip
+_STRIPPED_FEEDBACK = f"trim(new.feedback, char({', '.join(map(str, WHITESPACE_CODES))}))"
+_RETRY_ENTRY_UPSERT = f"""INSERT INTO retry_entries (task_id, step, feedback, attempts, attempt_count,
+        first_attempt, last_attempt, last_guard, last_at)
+    VALUES (new.task_id, new.step, {_STRIPPED_FEEDBACK}, CAST(new.attempt_number AS TEXT), 1,
+        new.attempt_number, new.attempt_number, new.guard, new.created_at)
+    ON CONFLICT (task_id, step, feedback) DO UPDATE SET
+        attempts = attempts || ', ' || excluded.attempts,
+        attempt_count = attempt_count + 1,
+        last_attempt = excluded.last_attempt,
+        last_guard = excluded.last_guard,
+        last_at = excluded.last_at"""
+
+
 def _new(alias: str, columns: str = _FTS_COLUMNS) -> str:
     return ", ".join(f"{alias}.{column.strip()}" for column in columns.split(","))
 
@@ -425,6 +446,50 @@ MIGRATIONS: tuple[Migration, ...] = (
             "DROP TRIGGER failures_fts_update",
             "DROP TABLE failures_fts",
             *_fts_index(_FTS_COLUMNS_7),
+        ),
+    ),
+    Migration(
+        8,
+        "feedback memory: rejected attempts kept collapsed as retry entries",
+        (
+            # get_feedback's retry history is the step's rejected attempts with identical
+            # feedback (after strip) collapsed into one entry. Kept collapsed as attempts
+            # arrive, it is read newest entry first and only as far as max_chars reaches:
+            # a 200-attempt step read and grouped every attempt on every call.
+            """CREATE TABLE retry_entries (
+                entry_id INTEGER PRIMARY KEY,
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                step TEXT NOT NULL,
+                feedback TEXT NOT NULL,
+                -- the attempt numbers, oldest first, as the entry lists them: '3, 7, 12'
+                attempts TEXT NOT NULL,
+                attempt_count INTEGER NOT NULL,
+                first_attempt INTEGER NOT NULL,
+                last_attempt INTEGER NOT NULL,
+                last_guard TEXT,
+                last_at TEXT NOT NULL,
+                UNIQUE (task_id, step, feedback)
+            )""",
+            # Entries are dropped oldest first by their latest attempt's time (ties: the
+            # earlier entry first).
+            "CREATE INDEX retry_entries_by_time ON retry_entries (task_id, step, last_at, first_attempt)",
+            # Every writer keeps them, whatever its version: attempts are only ever inserted.
+            f"""CREATE TRIGGER attempts_retry_entry AFTER INSERT ON attempts
+            WHEN new.status = 'rejected' BEGIN
+                {_RETRY_ENTRY_UPSERT};
+            END""",
+            # The attempts stored before, oldest first, as the trigger would have kept them.
+            f"""INSERT INTO retry_entries (task_id, step, feedback, attempts, attempt_count,
+                    first_attempt, last_attempt, last_guard, last_at)
+                SELECT new.task_id, new.step, {_STRIPPED_FEEDBACK}, CAST(new.attempt_number AS TEXT),
+                    1, new.attempt_number, new.attempt_number, new.guard, new.created_at
+                FROM attempts AS new WHERE new.status = 'rejected' ORDER BY new.attempt_id
+                ON CONFLICT (task_id, step, feedback) DO UPDATE SET
+                    attempts = attempts || ', ' || excluded.attempts,
+                    attempt_count = attempt_count + 1,
+                    last_attempt = excluded.last_attempt,
+                    last_guard = excluded.last_guard,
+                    last_at = excluded.last_at""",
         ),
     ),
 )
