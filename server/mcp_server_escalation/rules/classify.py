@@ -34,9 +34,11 @@ class Extractor:
     regex: re.Pattern[str]
 
 
-@dataclass(frozen=True)
+# eq=False: compared and hashed by identity. classify() is cached per book, and hashing
+# every pattern of the book on each call cost more than most cache hits save.
+@dataclass(frozen=True, eq=False)
 class PatternBook:
-    """The ordered patterns and extractors of the data file."""
+    """The ordered patterns and extractors of the data file (one per process)."""
 
     patterns: tuple[Pattern, ...]
     extractors: tuple[Extractor, ...] = field(default=())

@@ -131,13 +131,13 @@ def render_sections(
         )
 
     total = len(escalations) + retry_count + len(findings) + len(responses) + len(guidance)
+    # (time, section, key) is unique, so the tuples compare without reaching the entries.
     newest: Iterator[Keyed] = heapq.merge(
         newest_first(0, escalations, (e.at for e in escalations)),
         ((r.at, 1, r.first_attempt, r) for r in retries),
         newest_first(2, findings, (f.at for f in findings)),
         newest_first(3, responses, (h.at for h in responses)),
         newest_first(4, guidance, ("~" for _ in guidance)),
-        key=lambda keyed: keyed[:3],
         reverse=True,
     )
     headers = [
