@@ -46,6 +46,15 @@ def test_rendering_with_a_missing_value_is_an_error() -> None:
         book.render("directive_stop", task_id="t1")
 
 
+def test_a_filler_renders_like_render_and_is_bound_to_the_full_contract() -> None:
+    book = PromptBook.load(data_dir("prompts"))
+    values = {"attempts": "3, 7", "count": 2, "feedback": "E501 line too long", "guard": "ruff"}
+    fill = book.filler("feedback_retry_entry", *values)
+    assert fill(**values) == book.render("feedback_retry_entry", **values)
+    with pytest.raises(ConfigError, match="expected"):
+        book.filler("feedback_retry_entry", "attempts", "count", "feedback")
+
+
 def test_a_missing_template_fails_at_load(prompts_copy: Path) -> None:
     _edit(prompts_copy, "directives.toml", "[templates.directive_stop]", "[templates_unused]")
     with pytest.raises(ConfigError):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import string
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -303,6 +304,16 @@ class PromptBook:
                 f"template {name!r} rendered with {sorted(values)}, expected {sorted(expected)}"
             )
         return template.text.format_map(values)
+
+    def filler(self, name: str, *placeholders: str) -> Callable[..., str]:
+        """``render`` for one template in a loop: the placeholders the caller will supply are
+        checked here, once, and each call only formats (``fill(**values)``)."""
+        expected = TEMPLATES[name]
+        if set(placeholders) != expected:
+            raise ConfigError(
+                f"template {name!r} bound with {sorted(placeholders)}, expected {sorted(expected)}"
+            )
+        return self._templates[name].text.format
 
     def versions(self) -> dict[str, int]:
         """Template name -> version of the file it came from."""

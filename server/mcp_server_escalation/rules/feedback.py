@@ -85,27 +85,28 @@ def render_sections(
     (``retry_count`` of them) comes newest first (``store.feedback.newest_retry_entries``)
     and is read only as far as the fill goes."""
     render = prompts.render
+    # Bound once: a long history renders dozens of entries per call.
+    escalation_entry = prompts.filler(
+        "feedback_escalation_entry", "cycle", "source_step", "source_cycle", "summary"
+    )
+    retry_entry = prompts.filler("feedback_retry_entry", "attempts", "count", "feedback", "guard")
+    finding_entry = prompts.filler(
+        "feedback_finding_entry", "stage", "kind", "status", "iteration", "failure_reason", "response"
+    )
+    human_entry = prompts.filler(
+        "feedback_human_entry", "escalation_id", "type", "response_type", "content", "responder", "at"
+    )
 
     def text_of(section: int, entry: Any) -> str:
-        if section == 0:
-            return render(
-                "feedback_escalation_entry",
-                cycle=entry.cycle,
-                source_step=entry.source_step,
-                source_cycle=entry.source_cycle,
-                summary=entry.summary,
-            )
         if section == 1:
-            return render(
-                "feedback_retry_entry",
+            return retry_entry(
                 attempts=entry.attempts,
                 count=entry.attempt_count,
                 feedback=entry.feedback,
                 guard=entry.guard or "-",
             )
         if section == 2:
-            return render(
-                "feedback_finding_entry",
+            return finding_entry(
                 stage=entry.stage,
                 kind=entry.kind,
                 status=entry.status,
@@ -113,9 +114,15 @@ def render_sections(
                 failure_reason=entry.failure_reason or "-",
                 response=entry.response,
             )
+        if section == 0:
+            return escalation_entry(
+                cycle=entry.cycle,
+                source_step=entry.source_step,
+                source_cycle=entry.source_cycle,
+                summary=entry.summary,
+            )
         if section == 3:
-            return render(
-                "feedback_human_entry",
+            return human_entry(
                 escalation_id=entry.escalation_id,
                 type=entry.type,
                 response_type=entry.response_type,

@@ -14,12 +14,12 @@ from ..store import feedback as feedback_store
 from ..store.db import Conn
 from .guidance import build_guidance
 from .runtime import Runtime
-from .tasks import load_task
+from .tasks import load_project
 
 
 def build_feedback(rt: Runtime, conn: Conn, task_id: str, step: str, max_chars: int) -> FeedbackResult:
     """The feedback of ``step`` as it stands in the store now."""
-    load_task(conn, task_id)
+    load_project(conn, task_id)  # the task must exist; nothing else of it is shown
     escalations = feedback_store.cycle_feedback(conn, task_id, step)
     findings = feedback_store.outstanding_entries(conn, task_id)
     responses = feedback_store.human_responses(conn, task_id)
