@@ -19,12 +19,19 @@ from .tasks import load_project
 
 def build_feedback(rt: Runtime, conn: Conn, task_id: str, step: str, max_chars: int) -> FeedbackResult:
     """The feedback of ``step`` as it stands in the store now."""
-    load_project(conn, task_id)  # the task must exist; nothing else of it is shown
+    project = load_project(conn, task_id)  # the task must exist; guidance needs its project
     escalations = feedback_store.cycle_feedback(conn, task_id, step)
     findings = feedback_store.outstanding_entries(conn, task_id)
     responses = feedback_store.human_responses(conn, task_id)
     guidance = build_guidance(
-        rt, conn, task_id=task_id, query=None, step=step, k=rt.settings.guidance.k, scope="task"
+        rt,
+        conn,
+        task_id=task_id,
+        query=None,
+        step=step,
+        k=rt.settings.guidance.k,
+        scope="task",
+        project=project,
     ).items
     budget = render_sections(
         rt.prompts,

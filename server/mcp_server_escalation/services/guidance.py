@@ -124,9 +124,12 @@ def build_guidance(
     step: str | None,
     k: int,
     scope: str,
+    project: str | None = None,
 ) -> GuidanceResult:
-    """The top ``k`` active records of the scope for the query (or the step's latest failure)."""
-    project = load_project(conn, task_id)
+    """The top ``k`` active records of the scope for the query (or the step's latest failure).
+
+    ``project`` is the task's, when the caller has read it already."""
+    project = project if project is not None else load_project(conn, task_id)
     where = (
         guidance_store.Scope("task_id", task_id)
         if scope == "task"
