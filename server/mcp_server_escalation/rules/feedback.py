@@ -7,7 +7,7 @@ All wording comes from the prompt book passed in; these functions only order, gr
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,9 +226,9 @@ def _all_if_they_fit(
     older_count: int,
     older: Iterator[Keyed],
     kept: list[tuple[int, int, str]],
-    text_of: Any,
+    text_of: Callable[[int, Any], str],
     headers: list[str],
-    notice: Any,
+    notice: Callable[[int], str],
     max_chars: int,
 ) -> list[tuple[int, int, str]] | None:
     """The entry that overflowed and every older one, if the whole text fits without the
