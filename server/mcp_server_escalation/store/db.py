@@ -72,7 +72,11 @@ class Database:
 
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self._conn = conn
-        self._lock = anyio.Lock()
+        # Held across a whole transaction. On the fast path the transaction runs on the
+        # loop without awaiting, so the lock is free whenever a call arrives (unless one is
+        # waiting for another process in a worker thread): taking it need not yield to the
+        # loop, which cost each tool call a trip around the event loop.
+        self._lock = anyio.Lock(fast_acquire=True)
         self.path = path
 
     @classmethod
