@@ -7,6 +7,7 @@ scopes refuse (see shared/reference/mcp-sdk-v2.md section 9).
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -18,9 +19,29 @@ from mcp import Client
 
 from mcp_server_escalation.adapters.app import build_server
 from mcp_server_escalation.models.limits import Role
+from mcp_server_escalation.rules.fingerprint import message_key
 from mcp_server_escalation.settings import Settings
+from mcp_server_escalation.store.migrations import MIGRATIONS
 
 PROJECT = "/work/project"
+
+
+def migrate_by_hand(conn: sqlite3.Connection, upto: int | None = None) -> None:
+    """Migrations 1..``upto`` (all by default) applied and recorded as a server of that
+    version left its store: the upgrade tests start from such a store."""
+    # Registered on every connection by store.db; migration 6 uses it.
+    conn.create_function("escalation_message_key", 1, message_key, deterministic=True)
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
+        " name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    for migration in MIGRATIONS[:upto]:
+        for statement in migration.statements:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO schema_migrations VALUES (?, ?, '2026-11-01T00:00:00.000Z')",
+            (migration.version, migration.name),
+        )
 
 
 class ToolCallError(Exception):

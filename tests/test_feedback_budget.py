@@ -22,13 +22,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import migrate_by_hand
 from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.models.feedback import CycleFeedback, FindingEntry, HumanResponse, RetryEntry
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.rules.feedback import render_sections
-from mcp_server_escalation.rules.fingerprint import message_key
 from mcp_server_escalation.store.feedback import newest_retry_entries, retry_entry_count
-from mcp_server_escalation.store.migrations import MIGRATIONS, WHITESPACE_CODES
+from mcp_server_escalation.store.migrations import WHITESPACE_CODES
 
 STEP = "gen"
 TASKS = itertools.count(1)
@@ -47,12 +47,8 @@ class Rejected(NamedTuple):
 def store() -> sqlite3.Connection:
     """A migrated in-memory store: its trigger collapses the attempts a test records."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
-    # Registered on every connection by store.db; migration 6 uses it.
-    conn.create_function("escalation_message_key", 1, message_key, deterministic=True)
     conn.row_factory = sqlite3.Row
-    for migration in MIGRATIONS:
-        for statement in migration.statements:
-            conn.execute(statement)
+    migrate_by_hand(conn)
     return conn
 
 

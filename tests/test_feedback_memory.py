@@ -10,9 +10,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from conftest import Agent, FakeClock, connect
-from mcp_server_escalation.rules.fingerprint import message_key
-from mcp_server_escalation.store.migrations import MIGRATIONS
+from conftest import Agent, FakeClock, connect, migrate_by_hand
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 
@@ -246,15 +244,7 @@ async def test_a_store_from_before_migration_8_shows_its_retry_history_collapsed
     """Attempts recorded by a version-7 store are collapsed by the upgrade as the trigger
     collapses new ones, so the first get_feedback after the upgrade shows all of them."""
     conn = sqlite3.connect(db_path, isolation_level=None)
-    conn.create_function("escalation_message_key", 1, message_key, deterministic=True)
-    conn.execute(
-        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-        " applied_at TEXT NOT NULL)"
-    )
-    for migration in MIGRATIONS[:7]:
-        for statement in migration.statements:
-            conn.execute(statement)
-        conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 'x')", (migration.version, migration.name))
+    migrate_by_hand(conn, upto=7)
     conn.execute(
         "INSERT INTO tasks (task_id, title, project, agent_id, status, thresholds_json, created_at,"
         " updated_at) VALUES ('old', 't', '/p', 'a', 'active', '{}', 'x', 'x')"

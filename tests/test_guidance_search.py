@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PROJECT
+from conftest import PROJECT, migrate_by_hand
 from mcp_server_escalation.models.thresholds import ThresholdOverrides
 from mcp_server_escalation.rules import ranking
 from mcp_server_escalation.rules.fingerprint import message_key
@@ -102,17 +102,7 @@ def _word(n: int) -> str:
 def _store_at_version_5(path: str) -> None:
     """A store exactly as migrations 1-5 left it, with one task and one failure in it."""
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(
-        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-        " applied_at TEXT NOT NULL)"
-    )
-    for migration in MIGRATIONS[:5]:
-        for statement in migration.statements:
-            conn.execute(statement)
-        conn.execute(
-            "INSERT INTO schema_migrations VALUES (?, ?, '2026-11-01T00:00:00.000Z')",
-            (migration.version, migration.name),
-        )
+    migrate_by_hand(conn, upto=5)
     at = "2026-11-01T00:00:00.000Z"
     conn.execute(
         "INSERT INTO tasks (task_id, title, project, agent_id, status, thresholds_json, created_at,"

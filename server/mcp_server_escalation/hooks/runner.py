@@ -63,6 +63,25 @@ class Call(NamedTuple):
             create=create,
         )
 
+    async def first_delivery(self, task_id: str, stage: str, *, subject: str | None = None) -> bool:
+        """Record this delivery of the event; True when its tool call was not counted before.
+
+        A result (``stage="post"``) about ``subject`` (a path, else the command) is paired
+        with Cursor's after* event of the same call."""
+        event = self.event
+        post = stage == "post"
+        return await hook_service.claim_event(
+            self.rt,
+            host=event.host,
+            session_id=event.session_id,
+            event=event.name,
+            tool_name=event.tool_name,
+            task_id=task_id,
+            delivery_key=_delivery_key(event, stage),
+            call_base=_call_base(event, subject) if post else None,
+            call_source=event.source if post else None,
+        )
+
     def render(self, template: str, **values: object) -> str:
         """Wording from prompts/hooks.toml."""
         return self.rt.prompts.render(template, **values)
@@ -179,16 +198,7 @@ async def _pre_tool(call: Call) -> Answer:
         return Answer()
     if not gate or path is None:
         return Answer()
-    first = await hook_service.claim_event(
-        call.rt,
-        host=event.host,
-        session_id=event.session_id,
-        event=event.name,
-        tool_name=event.tool_name,
-        task_id=task.task_id,
-        delivery_key=_delivery_key(event, "pre"),
-    )
-    if not first:
+    if not await call.first_delivery(task.task_id, "pre"):
         return Answer()  # a duplicate delivery: the first one gates (deny wins at the host)
     checked = await progress.check_edit(call.rt, task_id=task.task_id, paths=[path])
     if checked.allowed:
@@ -213,18 +223,8 @@ async def _post_tool(call: Call) -> Answer:
     if task is None or task.status in ENDED_STATUSES:
         return Answer()
     path = plan.progress.files_modified[0] if plan.progress and plan.progress.files_modified else None
-    first = await hook_service.claim_event(
-        call.rt,
-        host=event.host,
-        session_id=event.session_id,
-        event=event.name,
-        tool_name=event.tool_name,
-        task_id=task.task_id,
-        delivery_key=_delivery_key(event, "post"),
-        call_base=_call_base(event, path or (plan.failure.file if plan.failure else None)),
-        call_source=event.source,
-    )
-    if not first:
+    subject = path or (plan.failure.file if plan.failure else None)
+    if not await call.first_delivery(task.task_id, "post", subject=subject):
         return Answer()
     fired = None
     message = ""

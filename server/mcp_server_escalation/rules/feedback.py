@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.feedback import Attempt, CycleFeedback, FindingEntry, HumanResponse, RetryEntry
+from ..models.feedback import Attempt, CycleFeedback, FindingEntry, HumanResponse, RetryEntry, ReviewFinding
 from ..prompts import PromptBook
 from .fingerprint import normalise_message
 
@@ -47,6 +47,18 @@ def failure_summary(prompts: PromptBook, step: str, cycle: int, rejected: list[A
         approaches="\n".join(approach_lines),
         latest=rejected[-1].feedback if rejected else "",
     )
+
+
+def finding_values(f: FindingEntry | ReviewFinding) -> dict[str, object]:
+    """The placeholders of ``feedback_finding_entry`` for one finding (feedback, MCP prompt)."""
+    return {
+        "stage": f.stage,
+        "kind": f.kind,
+        "status": f.status,
+        "iteration": f.iteration,
+        "failure_reason": f.failure_reason or "-",
+        "response": f.response,
+    }
 
 
 # An entry in the order entries are dropped: (time, section, key within the section, the
@@ -106,14 +118,7 @@ def render_sections(
                 guard=entry.guard or "-",
             )
         if section == 2:
-            return finding_entry(
-                stage=entry.stage,
-                kind=entry.kind,
-                status=entry.status,
-                iteration=entry.iteration,
-                failure_reason=entry.failure_reason or "-",
-                response=entry.response,
-            )
+            return finding_entry(**finding_values(entry))
         if section == 0:
             return escalation_entry(
                 cycle=entry.cycle,

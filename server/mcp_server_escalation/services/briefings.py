@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from ..rules.directives import decide
+from ..rules.feedback import finding_values
 from ..store import escalations as escalation_store
 from ..store import feedback as feedback_store
 from ..store.db import Conn
@@ -37,18 +38,7 @@ async def fix_review_findings(rt: Runtime, task_id: str) -> str:
         findings = feedback_store.outstanding_findings(conn, task_id)
         if not findings:
             return rt.prompts.render("prompt_no_findings", task_id=task_id)
-        entries = [
-            rt.prompts.render(
-                "feedback_finding_entry",
-                stage=f.stage,
-                kind=f.kind,
-                status=f.status,
-                iteration=f.iteration,
-                failure_reason=f.failure_reason or "-",
-                response=f.response,
-            )
-            for f in findings
-        ]
+        entries = [rt.prompts.render("feedback_finding_entry", **finding_values(f)) for f in findings]
         return rt.prompts.render("prompt_fix_review_findings", task_id=task_id, findings="\n\n".join(entries))
 
     return await rt.db.read(work)

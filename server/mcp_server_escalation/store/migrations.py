@@ -32,22 +32,23 @@ _FTS_COLUMNS_7 = "message, error_type, tool_name, signal_type, recommended_adjus
 
 
 # Python's str.strip() removes exactly these characters (those with str.isspace()); as SQL
-# for trim(X, Y). Frozen here like every shipped migration; tests/test_feedback_memory.py
+# for trim(X, Y). Frozen here like every shipped migration; tests/test_feedback_budget.py
 # checks it against the running Python.
 WHITESPACE_CODES = (
     9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 133, 160, 5760,
     8192, 8193, 8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202,
     8232, 8233, 8239, 8287, 12288,
 )  # fmt: skip
-_STRIPPED_FEEDBACK = f"trim(new.feedback, char({', '.join(map(str, WHITESPACE_CODES))}))"
-_RETRY_ENTRY_UPSERT = f"""INSERT INTO retry_entries (task_id, step, feedback, attempts, attempt_count,
-        first_attempt, last_attempt, last_guard, last_at)
-    VALUES (new.task_id, new.step, {_STRIPPED_FEEDBACK}, CAST(new.attempt_number AS TEXT), 1,
-        new.attempt_number, new.attempt_number, new.guard, new.created_at)
-    ON CONFLICT (task_id, step, feedback) DO UPDATE SET
+# One rejected attempt (the row ``new``) added to its retry entry: migration 8's trigger
+# and its backfill share it, so both collapse alike.
+_RETRY_ENTRY_COLUMNS = "task_id, step, feedback, attempts, attempt_count, first_attempt, last_guard, last_at"
+_RETRY_ENTRY_VALUES = (
+    f"new.task_id, new.step, trim(new.feedback, char({', '.join(map(str, WHITESPACE_CODES))})),"
+    " CAST(new.attempt_number AS TEXT), 1, new.attempt_number, new.guard, new.created_at"
+)
+_RETRY_ENTRY_CONFLICT = """ON CONFLICT (task_id, step, feedback) DO UPDATE SET
         attempts = attempts || ', ' || excluded.attempts,
         attempt_count = attempt_count + 1,
-        last_attempt = excluded.last_attempt,
         last_guard = excluded.last_guard,
         last_at = excluded.last_at"""
 
@@ -465,7 +466,6 @@ MIGRATIONS: tuple[Migration, ...] = (
                 attempts TEXT NOT NULL,
                 attempt_count INTEGER NOT NULL,
                 first_attempt INTEGER NOT NULL,
-                last_attempt INTEGER NOT NULL,
                 last_guard TEXT,
                 last_at TEXT NOT NULL,
                 UNIQUE (task_id, step, feedback)
@@ -476,20 +476,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             # Every writer keeps them, whatever its version: attempts are only ever inserted.
             f"""CREATE TRIGGER attempts_retry_entry AFTER INSERT ON attempts
             WHEN new.status = 'rejected' BEGIN
-                {_RETRY_ENTRY_UPSERT};
+                INSERT INTO retry_entries ({_RETRY_ENTRY_COLUMNS})
+                VALUES ({_RETRY_ENTRY_VALUES}) {_RETRY_ENTRY_CONFLICT};
             END""",
             # The attempts stored before, oldest first, as the trigger would have kept them.
-            f"""INSERT INTO retry_entries (task_id, step, feedback, attempts, attempt_count,
-                    first_attempt, last_attempt, last_guard, last_at)
-                SELECT new.task_id, new.step, {_STRIPPED_FEEDBACK}, CAST(new.attempt_number AS TEXT),
-                    1, new.attempt_number, new.attempt_number, new.guard, new.created_at
-                FROM attempts AS new WHERE new.status = 'rejected' ORDER BY new.attempt_id
-                ON CONFLICT (task_id, step, feedback) DO UPDATE SET
-                    attempts = attempts || ', ' || excluded.attempts,
-                    attempt_count = attempt_count + 1,
-                    last_attempt = excluded.last_attempt,
-                    last_guard = excluded.last_guard,
-                    last_at = excluded.last_at""",
+            f"""INSERT INTO retry_entries ({_RETRY_ENTRY_COLUMNS})
+                SELECT {_RETRY_ENTRY_VALUES} FROM attempts AS new
+                WHERE new.status = 'rejected' ORDER BY new.attempt_id {_RETRY_ENTRY_CONFLICT}""",
         ),
     ),
 )
