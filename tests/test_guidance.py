@@ -96,6 +96,58 @@ async def test_identical_failures_share_a_fingerprint_and_count_up(db_path: str)
     assert second["failure"]["occurrence_count"] == 2
 
 
+async def _record(agent: Agent, failure_id: str) -> dict[str, Any]:
+    view = await agent.client.read_resource(f"failure://{failure_id}")
+    return __import__("json").loads(view.contents[0].text)["failure"]  # type: ignore[union-attr,no-any-return]
+
+
+async def test_a_repeat_counts_on_the_record_and_keeps_what_it_learned(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        await _start(agent)
+        first = await _fail(
+            agent,
+            "Timeout after 30s calling tool X",
+            severity="high",
+            phase="plan",
+            recommended_adjustment="raise the timeout",
+            details={"endpoint": "https://api.example.com"},
+            context_refs={"query_id": "q-1"},
+        )
+        failure_id = first["failure"]["failure_id"]
+        # Later repeats: other wording, lower severity, no advice or facts of their own.
+        plain = await _fail(
+            agent, "Timeout after 45s calling tool X", severity="low", attempted_action="retry"
+        )
+        kept = await _record(agent, failure_id)
+        await agent.call("update_failure", failure_id=failure_id, status="resolved", note="fixed")
+        again = await _fail(
+            agent, "Timeout after 60s calling tool X", phase="verify", recommended_adjustment="page it"
+        )
+        reactivated = await _record(agent, failure_id)
+        other = (await _fail(agent, "a different failure altogether"))["failure"]["failure_id"]
+        await agent.call("update_failure", failure_id=failure_id, superseded_by=other)
+        await _fail(agent, "Timeout after 90s calling tool X")
+        superseded = await _record(agent, failure_id)
+
+    assert plain["failure"]["failure_id"] == failure_id
+    assert (plain["failure"]["occurrence_count"], plain["failure"]["severity"]) == (2, "high")
+    assert kept["message"] == "Timeout after 30s calling tool X"  # the first wording stays
+    assert (kept["phase"], kept["recommended_adjustment"]) == ("plan", "raise the timeout")
+    assert kept["attempted_action"] == "retry"
+    assert kept["details"]["endpoint"] == "https://api.example.com"
+    assert kept["context_refs"] == {"query_id": "q-1"}
+    assert kept["last_seen_at"] >= kept["created_at"]
+    # A resolved record that happens again is active again, with the newer advice.
+    assert again["failure"]["status"] == "active"
+    assert again["failure"]["occurrence_count"] == 3
+    assert reactivated["status"] == "active"
+    assert (reactivated["phase"], reactivated["recommended_adjustment"]) == ("verify", "page it")
+    assert reactivated["severity"] == "high"
+    # A superseded one stays superseded: its replacement holds the advice.
+    assert superseded["status"] == "superseded"
+    assert superseded["occurrence_count"] == 4
+
+
 async def test_guidance_includes_only_the_top_k(db_path: str) -> None:
     async with connect(db_path) as agent:
         await _start(agent)

@@ -5,12 +5,17 @@ Everything runs on a real store file; the word rules are also checked as pure fu
 
 from __future__ import annotations
 
+import functools
+import random
 import sqlite3
+import unicodedata
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import PROJECT, migrate_by_hand
 from mcp_server_escalation.models.thresholds import ThresholdOverrides
@@ -19,6 +24,7 @@ from mcp_server_escalation.rules.fingerprint import message_key
 from mcp_server_escalation.services import failures, guidance, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
+from mcp_server_escalation.store import guidance as guidance_store
 from mcp_server_escalation.store.migrations import MIGRATIONS
 
 BIG = ThresholdOverrides(same_error_repeated=100_000)
@@ -181,6 +187,18 @@ def test_search_words_keeps_the_rare_ones_rarest_first_and_else_the_least_common
     assert ranking.search_words(["b", "a"], [2.0, 2.0], 10, fallback=False) == ["b", "a"]
 
 
+# ASCII, accents (composed and combining), and letters whose lower case is ASCII or is not.
+TOKEN_CHARACTERS = "aZ9_ .:'-\u00e9\u00c9\u00f1\u0130\u0131\u017f\u00df\u0301\u212a\n"
+
+
+@given(st.text(alphabet=st.sampled_from(TOKEN_CHARACTERS), max_size=40))
+def test_query_tokens_take_the_ascii_shortcut_without_changing_a_token(text: str) -> None:
+    # The full rule: lower-case, decompose, drop combining marks (remove_diacritics).
+    plain = "".join(ch for ch in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(ch))
+    expected = dict.fromkeys(t for t in ranking._TOKEN.findall(plain) if not ranking._VOLATILE.match(t))
+    assert ranking.query_tokens(text) == list(expected)[: ranking.MAX_QUERY_TOKENS]
+
+
 def test_distinguishing_words_are_the_ones_normalisation_replaced() -> None:
     assert ranking.distinguishing_words("KeyError: 'next_url' while handling request") == ["next", "url"]
     assert ranking.distinguishing_words("line too long (120 > 100 characters)") == []
@@ -227,3 +245,88 @@ async def test_the_index_stays_whole_while_each_new_record_merges_it(db_path: st
     finally:
         conn.close()
     assert indexed == 301
+
+
+# --- one FTS5 query less, the same candidates -------------------------------------------------
+
+
+def _precise_then_broad(
+    conn: Any, where: Any, tokens: list[str], exact: Any, need: int
+) -> list[ranking.Candidate]:
+    """The plain definition of the rare-word search: the records with every rare word; and,
+    when they fall short of ``need``, the records with any of them too."""
+    stats = guidance_store.word_stats(conn, tokens, ranking.DF_SAMPLE)
+    frequencies = [
+        ranking.document_frequency(count, last, stats.records)
+        for count, last in zip(stats.counts, stats.last, strict=True)
+    ]
+    words = ranking.search_words(tokens, frequencies, stats.records, fallback=False)
+    precise = guidance_store.lexical(
+        conn, where, ranking.fts_query(words, all_of=True), newest=guidance.PRECISE_WINDOW, exact=exact
+    )
+    if len(precise) >= need or len(words) == 1:
+        return precise
+    broad = guidance_store.lexical(
+        conn, where, ranking.fts_query(words), newest=guidance.BROAD_WINDOW, exact=exact
+    )
+    return broad + precise
+
+
+def _both_ways(
+    conn: Any, *, where: guidance_store.Scope, tokens: list[str], need: int
+) -> tuple[list[ranking.Candidate], list[ranking.Candidate], guidance_store.WordStats]:
+    exact = guidance_store.Exact("message_key", "none")
+    return (
+        guidance._lexical(conn, where, tokens, exact, need),
+        _precise_then_broad(conn, where, tokens, exact, need),
+        guidance_store.word_stats(conn, tokens, ranking.DF_SAMPLE),
+    )
+
+
+async def test_the_word_sets_shortcut_finds_exactly_what_two_searches_find(db_path: str) -> None:
+    rng = random.Random(7)  # noqa: S311 (test data)
+    # Words of letters only: the fingerprint keeps them, so each message is its own record.
+    rare = ["".join(rng.choices("bcdfghjklmnpqrstvwz", k=6)) for _ in range(30)]
+    common = ["error", "module"]  # in every record: counted up to the sample, never read whole
+    queries = [" ".join(rng.sample(rare, rng.randint(2, 5))) for _ in range(40)]
+    scopes = (guidance_store.Scope("task_id", "s1"), guidance_store.Scope("project", PROJECT))
+    shortcut = 0
+    async with _runtime(db_path) as rt:
+        for task_id in ("s1", "s2"):
+            await tasks.start_task(rt, title="t", task_id=task_id, thresholds=BIG)
+        for size in (25, 260):  # a small store, then one where the common words pass the sample
+            while (await _records(rt)) < size:
+                words = [*rng.sample(rare, rng.randint(1, 4)), *common]
+                await _fail(rt, " ".join(words), task_id=rng.choice(("s1", "s2")))
+            for query in queries:
+                for where in scopes:
+                    tokens = ranking.query_tokens(f"{query} error module")
+                    got, expected, stats = await rt.db.read(
+                        functools.partial(_both_ways, where=where, tokens=tokens, need=rng.randint(0, 12))
+                    )
+                    assert {c.seq: c for c in got} == {c.seq: c for c in expected}, query
+                    shortcut += max(stats.counts) < ranking.DF_SAMPLE
+    assert 0 < shortcut < 160  # both ways were taken
+
+
+async def _records(rt: Runtime) -> int:
+    return int(await rt.db.read(lambda conn: conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0]))
+
+
+async def test_the_word_sets_shortcut_is_not_taken_where_the_broad_limit_would_cut(db_path: str) -> None:
+    # 120 short records say "qaz" or "wsx" five times: bm25 puts each above the one long
+    # record (400 other words) with both words once. The broad search keeps its best 100 (CANDIDATES), so only
+    # the search for every word finds that record; and that one record is all a k of 1 needs.
+    rng = random.Random(3)  # noqa: S311 (test data)
+
+    def filler(n: int) -> str:
+        return " ".join("".join(rng.choices("bcdfghjklmnp", k=7)) for _ in range(n))
+
+    async with _runtime(db_path) as rt:
+        await tasks.start_task(rt, title="t", task_id="s1", thresholds=BIG)
+        for n in range(120):
+            await _fail(rt, f"{' '.join(['qaz' if n % 2 else 'wsx'] * 5)} {filler(1)}")
+        both = await _fail(rt, f"qaz {filler(400)} wsx")
+        mine = guidance_store.Scope("task_id", "s1")
+        got = await rt.db.read(lambda conn: guidance._lexical(conn, mine, ["qaz", "wsx"], None, 1))
+    assert [c.seq for c in got] == [int(both.removeprefix("F-"))]

@@ -125,7 +125,13 @@ def query_tokens(text: str) -> list[str]:
     """Lower-cased, accent-free word tokens as FTS5's unicode61 tokenizer sees them, without
     the volatile ones the fingerprint also ignores (numbers, hex ids): "expected 3 got 4"
     must find "expected 5 got 6"."""
-    plain = "".join(ch for ch in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(ch))
+    lowered = text.lower()
+    # ASCII has no decomposition and no combining marks: most error text skips the walk.
+    plain = (
+        lowered
+        if lowered.isascii()
+        else "".join(ch for ch in unicodedata.normalize("NFKD", lowered) if not unicodedata.combining(ch))
+    )
     seen: dict[str, None] = {}
     for token in _TOKEN.findall(plain):
         if _VOLATILE.match(token):

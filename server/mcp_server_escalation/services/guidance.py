@@ -36,45 +36,59 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _item(rt: Runtime, row: guidance_store.GuidanceRow, score: float, exact: bool) -> GuidanceItem:
-    kind = row.error_type or row.tool_name or "-"
-    failure_id = failure_store.failure_id(row.seq)
-    summary = rt.prompts.render(
-        "guidance_signature",
-        signal_type=row.signal_type,
-        kind=kind,
-        message=_clip(row.message, SIGNATURE_CHARS),
-    )
-    adjustment = row.recommended_adjustment
-    line = rt.prompts.render(
-        "guidance_line",
-        severity=row.severity,
-        signature=summary,
-        adjustment=_clip(adjustment, ADJUSTMENT_CHARS)
-        if adjustment
-        else rt.prompts.render("guidance_no_adjustment"),
-        count=row.occurrence_count,
-        last_seen=row.last_seen_at[:10],
-        helpful=row.helpful_count,
-        harmful=row.harmful_count,
-        failure_id=failure_id,
-    )
-    return GuidanceItem(
-        failure_id=failure_id,
-        severity=row.severity,
-        signal_type=row.signal_type,
-        summary=summary,
-        recommended_adjustment=adjustment,
-        occurrence_count=row.occurrence_count,
-        last_seen_at=row.last_seen_at,
-        helpful_count=row.helpful_count,
-        harmful_count=row.harmful_count,
-        score=score,
-        exact_match=exact,
-        task_id=row.task_id,
-        step=row.step,
-        line=_clip(line, LINE_CHARS),
-    )
+class _Items:
+    """Guidance items from records, with the line templates bound once per answer."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.signature = rt.prompts.filler("guidance_signature", "signal_type", "kind", "message")
+        self.line = rt.prompts.filler(
+            "guidance_line",
+            "severity",
+            "signature",
+            "adjustment",
+            "count",
+            "last_seen",
+            "helpful",
+            "harmful",
+            "failure_id",
+        )
+        self.no_adjustment = rt.prompts.render("guidance_no_adjustment")
+
+    def item(self, row: guidance_store.GuidanceRow, score: float, exact: bool) -> GuidanceItem:
+        failure_id = failure_store.failure_id(row.seq)
+        summary = self.signature(
+            signal_type=row.signal_type,
+            kind=row.error_type or row.tool_name or "-",
+            message=_clip(row.message, SIGNATURE_CHARS),
+        )
+        adjustment = row.recommended_adjustment
+        line = self.line(
+            severity=row.severity,
+            signature=summary,
+            adjustment=_clip(adjustment, ADJUSTMENT_CHARS) if adjustment else self.no_adjustment,
+            count=row.occurrence_count,
+            last_seen=row.last_seen_at[:10],
+            helpful=row.helpful_count,
+            harmful=row.harmful_count,
+            failure_id=failure_id,
+        )
+        # Every value is a stored record's, typed by the store's schema: not validated again.
+        return GuidanceItem.model_construct(
+            failure_id=failure_id,
+            severity=row.severity,
+            signal_type=row.signal_type,
+            summary=summary,
+            recommended_adjustment=adjustment,
+            occurrence_count=row.occurrence_count,
+            last_seen_at=row.last_seen_at,
+            helpful_count=row.helpful_count,
+            harmful_count=row.harmful_count,
+            score=score,
+            exact_match=exact,
+            task_id=row.task_id,
+            step=row.step,
+            line=_clip(line, LINE_CHARS),
+        )
 
 
 def _kept(pool: dict[int, ranking.Candidate]) -> int:
@@ -106,12 +120,23 @@ def _lexical(
         match = ranking.fts_query(stand_in)
         return guidance_store.lexical(conn, where, match, newest=BROAD_WINDOW, exact=exact, scored=False)
     # Quoted tokens only: no input can raise an FTS syntax error.
+    broad_query = ranking.fts_query(words)
+    held = stats.records_of(words, tokens, ranking.DF_SAMPLE) if len(words) > 1 else None
+    if held is not None and len(set().union(*held)) < min(BROAD_WINDOW, guidance_store.CANDIDATES):
+        # Every record holding any of the words is known, too few to reach a limit of the
+        # broad search: it returns them all, and the precise matches among them are the
+        # records holding every word, with the same bm25 (the same terms, summed alike).
+        # One FTS5 query instead of two, the same candidates.
+        broad = guidance_store.lexical(conn, where, broad_query, newest=BROAD_WINDOW, exact=exact)
+        every = set.intersection(*held)
+        precise = [c for c in broad if c.seq in every]
+        return precise if len(precise) >= need else broad + precise
     precise = guidance_store.lexical(
         conn, where, ranking.fts_query(words, all_of=True), newest=PRECISE_WINDOW, exact=exact
     )
     if len(precise) >= need or len(words) == 1:
         return precise
-    broad = guidance_store.lexical(conn, where, ranking.fts_query(words), newest=BROAD_WINDOW, exact=exact)
+    broad = guidance_store.lexical(conn, where, broad_query, newest=BROAD_WINDOW, exact=exact)
     return broad + precise
 
 
@@ -159,7 +184,8 @@ def build_guidance(
     candidates = [pool[seq] for seq in sorted(pool)]
     ranked = ranking.rank(candidates, now=rt.clock(), k=k, parse=parse_iso)
     rows = guidance_store.guidance_rows(conn, [c.seq for c, _ in ranked])
-    items = [_item(rt, rows[c.seq], s, c.exact) for c, s in ranked]
+    make = _Items(rt).item
+    items = [make(rows[c.seq], s, c.exact) for c, s in ranked]
     return GuidanceResult(
         items=items,
         rendered="\n".join(i.line for i in items),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sqlite3
@@ -87,7 +88,75 @@ class NewFailure:
     line: int | None
 
 
-def record_occurrence(conn: Conn, new: NewFailure, now: str) -> FailureRecord:
+# A repeat of a record, in place. Only the columns a repeat changes are assigned: SQLite
+# rewrites the index entries of every assigned column, changed or not, and each rewritten
+# index page is one more page the commit writes. So the status (indexed) is set apart, in the
+# rare case that a resolved record happens again, and the advice (indexed for search) only
+# when new advice is given. Updating first, not an upsert, also leaves the AUTOINCREMENT
+# counter alone, which an upsert rewrites on every repeat.
+_REPEAT = """UPDATE failures SET
+               occurrence_count = occurrence_count + 1,
+               last_seen_at = ?,
+               phase = COALESCE(?, phase),
+               attempted_action = COALESCE(?, attempted_action),
+               observed_outcome = COALESCE(?, observed_outcome),{advice}
+               context_refs_json = CASE WHEN ? = '{{}}' THEN context_refs_json ELSE ? END,
+               details_json = CASE WHEN ? = '{{}}' THEN details_json ELSE ? END,
+               severity = CASE
+                   WHEN instr('lowmediumhighcritical', ?) > instr('lowmediumhighcritical', severity)
+                   THEN ? ELSE severity END
+           WHERE task_id = ? AND fingerprint = ?
+           RETURNING seq, severity, occurrence_count, status"""
+_REPEAT_KEEPING_ADVICE = _REPEAT.format(advice="")
+_REPEAT_WITH_ADVICE = _REPEAT.format(advice="\n               recommended_adjustment = ?,")
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """The record an occurrence was counted on, as ``record_failure`` answers with it."""
+
+    seq: int
+    severity: str
+    occurrence_count: int
+    status: str
+
+    @property
+    def failure_id(self) -> str:
+        return failure_id(self.seq)
+
+
+def _repeat(conn: Conn, new: NewFailure, now: str, refs: str, details: str) -> Counted | None:
+    """Count one more occurrence of an existing record; None when there is none yet."""
+    advice = (new.recommended_adjustment,) if new.recommended_adjustment is not None else ()
+    row = conn.execute(
+        _REPEAT_WITH_ADVICE if advice else _REPEAT_KEEPING_ADVICE,
+        (
+            now,
+            new.phase,
+            new.attempted_action,
+            new.observed_outcome,
+            *advice,
+            refs,
+            refs,
+            details,
+            details,
+            new.severity,
+            new.severity,
+            new.task_id,
+            new.fingerprint,
+        ),
+    ).fetchone()
+    if row is None:
+        return None
+    counted = Counted(*row)
+    if counted.status == "resolved":
+        # It happened again: not resolved after all.
+        conn.execute("UPDATE failures SET status = 'active' WHERE seq = ?", (counted.seq,))
+        counted = dataclasses.replace(counted, status="active")
+    return counted
+
+
+def record_occurrence(conn: Conn, new: NewFailure, now: str) -> Counted:
     """Insert the record or count one more occurrence of it; keep the occurrence itself.
 
     A repeat keeps the record's first wording (each occurrence keeps its own message, and an
@@ -95,56 +164,41 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> FailureRecord:
     the advice when new advice is given, reactivates a resolved record (it happened again),
     and keeps the highest severity seen.
     """
-    row = conn.execute(
-        """INSERT INTO failures (task_id, project, step, phase, signal_type, classified_by,
-               severity, fingerprint, message, message_key, error_type, tool_name, error_code,
-               attempted_action, observed_outcome, recommended_adjustment,
-               context_refs_json, details_json, created_at, last_seen_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (task_id, fingerprint) DO UPDATE SET
-               occurrence_count = occurrence_count + 1,
-               last_seen_at = excluded.last_seen_at,
-               phase = COALESCE(excluded.phase, phase),
-               attempted_action = COALESCE(excluded.attempted_action, attempted_action),
-               observed_outcome = COALESCE(excluded.observed_outcome, observed_outcome),
-               recommended_adjustment =
-                   COALESCE(excluded.recommended_adjustment, recommended_adjustment),
-               context_refs_json = CASE WHEN excluded.context_refs_json = '{}'
-                   THEN context_refs_json ELSE excluded.context_refs_json END,
-               details_json = CASE WHEN excluded.details_json = '{}'
-                   THEN details_json ELSE excluded.details_json END,
-               severity = CASE
-                   WHEN instr('lowmediumhighcritical', excluded.severity)
-                      > instr('lowmediumhighcritical', severity)
-                   THEN excluded.severity ELSE severity END,
-               status = CASE WHEN status = 'resolved' THEN 'active' ELSE status END
-           RETURNING *""",
-        (
-            new.task_id,
-            new.project,
-            new.step,
-            new.phase,
-            new.signal_type,
-            new.classified_by,
-            new.severity,
-            new.fingerprint,
-            new.message,
-            message_key(new.message),
-            new.error_type,
-            new.tool_name,
-            new.error_code,
-            new.attempted_action,
-            new.observed_outcome,
-            new.recommended_adjustment,
-            json.dumps(new.context_refs, sort_keys=True),
-            json.dumps(new.details, sort_keys=True),
-            now,
-            now,
-        ),
-    ).fetchone()
-    if row is None:
-        raise RuntimeError("failure record vanished inside its own transaction")
-    if row["occurrence_count"] == 1:
+    refs = json.dumps(new.context_refs, sort_keys=True)
+    details = json.dumps(new.details, sort_keys=True)
+    counted = _repeat(conn, new, now, refs, details)
+    if counted is None:
+        row = conn.execute(
+            """INSERT INTO failures (task_id, project, step, phase, signal_type, classified_by,
+                   severity, fingerprint, message, message_key, error_type, tool_name, error_code,
+                   attempted_action, observed_outcome, recommended_adjustment,
+                   context_refs_json, details_json, created_at, last_seen_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+               RETURNING seq""",
+            (
+                new.task_id,
+                new.project,
+                new.step,
+                new.phase,
+                new.signal_type,
+                new.classified_by,
+                new.severity,
+                new.fingerprint,
+                new.message,
+                message_key(new.message),
+                new.error_type,
+                new.tool_name,
+                new.error_code,
+                new.attempted_action,
+                new.observed_outcome,
+                new.recommended_adjustment,
+                refs,
+                details,
+                now,
+                now,
+            ),
+        ).fetchone()
+        counted = Counted(row[0], new.severity, 1, "active")
         # A new record added a segment to the FTS5 index. Merge a few pages toward one
         # segment now: every query opens each segment once per word, and an index left to
         # FTS5's own merging (segments on many levels) made guidance twice as slow.
@@ -154,7 +208,7 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> FailureRecord:
                message, file, line, attempted_action, details_json, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (
-            row["seq"],
+            counted.seq,
             new.task_id,
             new.generation,
             new.agent_id,
@@ -163,11 +217,11 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> FailureRecord:
             new.file,
             new.line,
             new.attempted_action,
-            json.dumps(new.details, sort_keys=True),
+            details,
             now,
         ),
     )
-    return record_from_row(row)
+    return counted
 
 
 def get(conn: Conn, seq: int) -> FailureRecord | None:

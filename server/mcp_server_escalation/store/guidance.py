@@ -140,17 +140,31 @@ class WordStats:
     records: int  # the highest record id: the number of records (none is ever deleted)
     counts: list[int]  # per word: records holding it, counted up to the sample size
     last: list[int | None]  # per word: the highest record id among those counted
+    ids: list[str | None]  # per word: those record ids, comma-separated (see ``records_of``)
+
+    def records_of(self, words: Sequence[str], tokens: Sequence[str], sample: int) -> list[set[int]] | None:
+        """The records holding each of ``words`` (taken from ``tokens``, the words counted),
+        when every count is below ``sample`` and so read whole; else None."""
+        position = {token: i for i, token in enumerate(tokens)}
+        held: list[set[int]] = []
+        for word in words:
+            i = position[word]
+            ids = self.ids[i]
+            if self.counts[i] >= sample or ids is None:
+                return None
+            held.append({int(seq) for seq in ids.split(",")})
+        return held
 
 
 def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
-    """Per word, its first ``sample`` records in the FTS5 index: how many, and how far they
-    reach. One statement; each word reads at most ``sample`` entries of its doclist, so a
-    word in every record costs no more than a rare one."""
+    """Per word, its first ``sample`` records in the FTS5 index: how many, how far they
+    reach, and which. One statement; each word reads at most ``sample`` entries of its
+    doclist, so a word in every record costs no more than a rare one."""
     records = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM failures").fetchone()[0]
     if not words:
-        return WordStats(records, [], [])
+        return WordStats(records, [], [], [])
     probe = (
-        "SELECT {i}, count(*), max(rowid) FROM (SELECT rowid FROM failures_fts"
+        "SELECT {i}, count(*), max(rowid), group_concat(rowid) FROM (SELECT rowid FROM failures_fts"
         " WHERE failures_fts MATCH ?{n} ORDER BY rowid LIMIT {sample})"
     )
     sql = " UNION ALL ".join(probe.format(i=i, n=i + 1, sample=int(sample)) for i in range(len(words)))
@@ -160,7 +174,9 @@ def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
         # Each word is a quoted token: this is a bug, not bad input.
         raise RuntimeError(f"FTS5 rejected one of {list(words)!r}: {exc}") from exc
     by_word = sorted(rows, key=lambda row: int(row[0]))
-    return WordStats(records, [row[1] for row in by_word], [row[2] for row in by_word])
+    return WordStats(
+        records, [row[1] for row in by_word], [row[2] for row in by_word], [row[3] for row in by_word]
+    )
 
 
 def lexical(
@@ -200,7 +216,9 @@ def guidance_rows(conn: Conn, seqs: Sequence[int]) -> dict[int, GuidanceRow]:
     if not seqs:
         return {}
     marks = ", ".join("?" * len(seqs))
-    rows = conn.execute(
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples, unpacked into the row type
+    rows = cursor.execute(
         "SELECT seq, task_id, step, signal_type, severity, message, error_type,"  # noqa: S608 (placeholders only)
         " tool_name, recommended_adjustment, occurrence_count, last_seen_at, helpful_count,"
         f" harmful_count FROM failures WHERE seq IN ({marks})",

@@ -485,4 +485,17 @@ MIGRATIONS: tuple[Migration, ...] = (
                 WHERE new.status = 'rejected' ORDER BY new.attempt_id {_RETRY_ENTRY_CONFLICT}""",
         ),
     ),
+    Migration(
+        9,
+        "engine: no index rewritten by every tool call that no query reads",
+        (
+            # Every index page a write touches is one more page its commit writes (a WAL
+            # frame, ~4 us). Nothing reads occurrences by task (they are read per record),
+            # and the project's tasks are looked up by status, few at a time, so the time of
+            # their last change needs no index entry: each counter update rewrote one.
+            "DROP INDEX occurrences_by_task",
+            "DROP INDEX tasks_by_project",
+            "CREATE INDEX tasks_by_project ON tasks (project, status)",
+        ),
+    ),
 )
