@@ -36,8 +36,7 @@ def pattern_book() -> PatternBook:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
         patterns = tuple(
-            Pattern(p["name"], p["signal_type"], re.compile(p["regex"], re.IGNORECASE), p["example"])
-            for p in raw["pattern"]
+            Pattern.compile(p["name"], p["signal_type"], p["regex"], p["example"]) for p in raw["pattern"]
         )
         extractors = tuple(
             Extractor(e["signal_type"], re.compile(e["regex"], re.IGNORECASE))
