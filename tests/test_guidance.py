@@ -433,3 +433,37 @@ def test_guidance_never_errors_is_bounded_and_is_deterministic(
         assert len(first.items) <= len(set(messages)) or not messages
 
     anyio.run(run)
+
+
+_CANDIDATES = st.builds(
+    ranking.Candidate,
+    seq=st.integers(1, 10_000),
+    severity=st.sampled_from(["low", "medium", "high", "critical"]),
+    last_seen_at=st.datetimes(
+        min_value=datetime(2025, 1, 1),  # naive bounds; the values are UTC
+        max_value=datetime(2026, 11, 21, 12),
+        timezones=st.just(UTC),
+    ).map(lambda moment: moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")),
+    occurrence_count=st.integers(1, 500),
+    helpful_count=st.integers(0, 8),
+    harmful_count=st.integers(0, 8),
+    exact=st.booleans(),
+    bm25=st.none() | st.floats(-30.0, -1e-6),
+)
+
+
+@given(st.lists(_CANDIDATES, max_size=40, unique_by=lambda c: c.seq), st.integers(1, 20))
+@settings(max_examples=300, deadline=None)
+def test_rank_orders_by_the_documented_score(candidates: list[ranking.Candidate], k: int) -> None:
+    kept = [c for c in candidates if not ranking.clearly_harmful(c.helpful_count, c.harmful_count)]
+    best = max((-c.bm25 for c in kept if c.bm25 is not None), default=0.0)
+
+    def documented(c: ranking.Candidate) -> tuple[bool, float, float, int]:
+        seen = parse_iso(c.last_seen_at)
+        s = ranking.score(c, now=NOW, best_relevance=best, last_seen=seen)
+        return (not c.exact, -s, -seen.timestamp(), c.seq)
+
+    expected = sorted(kept, key=documented)[:k]
+    got = ranking.rank(candidates, now=NOW, k=k, parse=parse_iso)
+    assert [c for c, _ in got] == expected
+    assert [s for _, s in got] == [-documented(c)[1] for c in expected]

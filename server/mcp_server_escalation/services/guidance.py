@@ -72,8 +72,7 @@ class _Items:
             harmful=row.harmful_count,
             failure_id=failure_id,
         )
-        # Every value is a stored record's, typed by the store's schema: not validated again.
-        return GuidanceItem.model_construct(
+        return GuidanceItem(
             failure_id=failure_id,
             severity=row.severity,
             signal_type=row.signal_type,
