@@ -160,22 +160,25 @@ def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
     """Per word, its first ``sample`` records in the FTS5 index: how many, how far they
     reach, and which. One statement; each word reads at most ``sample`` entries of its
     doclist, so a word in every record costs no more than a rare one."""
-    records = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM failures").fetchone()[0]
-    if not words:
-        return WordStats(records, [], [], [])
+    # The record count rides along as row -1: one statement either way.
     probe = (
         "SELECT {i}, count(*), max(rowid), group_concat(rowid) FROM (SELECT rowid FROM failures_fts"
         " WHERE failures_fts MATCH ?{n} ORDER BY rowid LIMIT {sample})"
     )
-    sql = " UNION ALL ".join(probe.format(i=i, n=i + 1, sample=int(sample)) for i in range(len(words)))
+    sql = " UNION ALL ".join(
+        [
+            "SELECT -1, COALESCE(MAX(seq), 0), NULL, NULL FROM failures",
+            *(probe.format(i=i, n=i + 1, sample=int(sample)) for i in range(len(words))),
+        ]
+    )
     try:
         rows = conn.execute(sql, [fts_query([w]) for w in words]).fetchall()
     except sqlite3.OperationalError as exc:
         # Each word is a quoted token: this is a bug, not bad input.
         raise RuntimeError(f"FTS5 rejected one of {list(words)!r}: {exc}") from exc
-    by_word = sorted(rows, key=lambda row: int(row[0]))
+    total, *by_word = sorted(rows, key=lambda row: int(row[0]))
     return WordStats(
-        records, [row[1] for row in by_word], [row[2] for row in by_word], [row[3] for row in by_word]
+        total[1], [row[1] for row in by_word], [row[2] for row in by_word], [row[3] for row in by_word]
     )
 
 
