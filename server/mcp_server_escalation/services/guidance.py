@@ -36,58 +36,45 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class _Items:
-    """Guidance items from records, with the line templates bound once per answer."""
-
-    def __init__(self, rt: Runtime) -> None:
-        self.signature = rt.prompts.filler("guidance_signature", "signal_type", "kind", "message")
-        self.line = rt.prompts.filler(
-            "guidance_line",
-            "severity",
-            "signature",
-            "adjustment",
-            "count",
-            "last_seen",
-            "helpful",
-            "harmful",
-            "failure_id",
-        )
-        self.no_adjustment = rt.prompts.render("guidance_no_adjustment")
-
-    def item(self, row: guidance_store.GuidanceRow, score: float, exact: bool) -> GuidanceItem:
-        failure_id = failure_store.failure_id(row.seq)
-        summary = self.signature(
-            signal_type=row.signal_type,
-            kind=row.error_type or row.tool_name or "-",
-            message=_clip(row.message, SIGNATURE_CHARS),
-        )
-        adjustment = row.recommended_adjustment
-        line = self.line(
-            severity=row.severity,
-            signature=summary,
-            adjustment=_clip(adjustment, ADJUSTMENT_CHARS) if adjustment else self.no_adjustment,
-            count=row.occurrence_count,
-            last_seen=row.last_seen_at[:10],
-            helpful=row.helpful_count,
-            harmful=row.harmful_count,
-            failure_id=failure_id,
-        )
-        return GuidanceItem(
-            failure_id=failure_id,
-            severity=row.severity,
-            signal_type=row.signal_type,
-            summary=summary,
-            recommended_adjustment=adjustment,
-            occurrence_count=row.occurrence_count,
-            last_seen_at=row.last_seen_at,
-            helpful_count=row.helpful_count,
-            harmful_count=row.harmful_count,
-            score=score,
-            exact_match=exact,
-            task_id=row.task_id,
-            step=row.step,
-            line=_clip(line, LINE_CHARS),
-        )
+def _item(rt: Runtime, row: guidance_store.GuidanceRow, score: float, exact: bool) -> GuidanceItem:
+    kind = row.error_type or row.tool_name or "-"
+    failure_id = failure_store.failure_id(row.seq)
+    summary = rt.prompts.render(
+        "guidance_signature",
+        signal_type=row.signal_type,
+        kind=kind,
+        message=_clip(row.message, SIGNATURE_CHARS),
+    )
+    adjustment = row.recommended_adjustment
+    line = rt.prompts.render(
+        "guidance_line",
+        severity=row.severity,
+        signature=summary,
+        adjustment=_clip(adjustment, ADJUSTMENT_CHARS)
+        if adjustment
+        else rt.prompts.render("guidance_no_adjustment"),
+        count=row.occurrence_count,
+        last_seen=row.last_seen_at[:10],
+        helpful=row.helpful_count,
+        harmful=row.harmful_count,
+        failure_id=failure_id,
+    )
+    return GuidanceItem(
+        failure_id=failure_id,
+        severity=row.severity,
+        signal_type=row.signal_type,
+        summary=summary,
+        recommended_adjustment=adjustment,
+        occurrence_count=row.occurrence_count,
+        last_seen_at=row.last_seen_at,
+        helpful_count=row.helpful_count,
+        harmful_count=row.harmful_count,
+        score=score,
+        exact_match=exact,
+        task_id=row.task_id,
+        step=row.step,
+        line=_clip(line, LINE_CHARS),
+    )
 
 
 def _kept(pool: dict[int, ranking.Candidate]) -> int:
@@ -183,8 +170,7 @@ def build_guidance(
     candidates = [pool[seq] for seq in sorted(pool)]
     ranked = ranking.rank(candidates, now=rt.clock(), k=k, parse=parse_iso)
     rows = guidance_store.guidance_rows(conn, [c.seq for c, _ in ranked])
-    make = _Items(rt).item
-    items = [make(rows[c.seq], s, c.exact) for c, s in ranked]
+    items = [_item(rt, rows[c.seq], s, c.exact) for c, s in ranked]
     return GuidanceResult(
         items=items,
         rendered="\n".join(i.line for i in items),
