@@ -104,18 +104,16 @@ def rank(
     kept = [c for c in candidates if not clearly_harmful(c.helpful_count, c.harmful_count)]
     best = max((-c.bm25 for c in kept if c.bm25 is not None), default=0.0)
     order = []
-    log1p, severity_points = math.log1p, SEVERITY.get
-    for c in kept:  # score(), inlined term by term in the same order: it runs for every candidate
+    for c in kept:  # score(), unrolled: this runs for every candidate
         seen = parse(c.last_seen_at)
         days = (now - seen).days
-        bm25, helpful = c.bm25, c.helpful_count
-        s = round(
-            _W_LEXICAL * (-bm25 / best if bm25 is not None and best > 0 else 0.0)
-            + _W_SEVERITY * severity_points(c.severity, 0.5)
-            + _W_RECENCY * (1 / (1 + (days if days > 0 else 0)))
-            + _W_OCCURRENCES * min(1.0, log1p(c.occurrence_count) / _OCCURRENCE_SCALE)
-            + _W_HELPFULNESS * ((helpful + 1) / (helpful + c.harmful_count + 2)),
-            4,
+        s = _points(
+            _lexical(c.bm25, best),
+            c.severity,
+            days if days > 0 else 0,
+            c.occurrence_count,
+            c.helpful_count,
+            c.harmful_count,
         )
         order.append((not c.exact, -s, -seen.timestamp(), c.seq, s, c))
     # Exact first, then score, then most recent, then oldest record; seq is unique, so the

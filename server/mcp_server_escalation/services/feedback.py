@@ -50,8 +50,7 @@ def build_feedback(rt: Runtime, conn: Conn, task_id: str, step: str, max_chars: 
     return FeedbackResult.model_construct(
         task_id=task_id,
         step=step,
-        # 1 + the stagnation cycles the step itself completed.
-        cycle=1 + sum(1 for e in escalations if e.source_step == step),
+        cycle=feedback_store.current_cycle(conn, task_id, step),
         escalation_history=[escalations[i].cycle for i in cycles],
         retry_history=retried,
         review_findings=[findings[i].finding_id for i in found],

@@ -107,7 +107,7 @@ def _lexical(
         return guidance_store.lexical(conn, where, match, newest=BROAD_WINDOW, exact=exact, scored=False)
     # Quoted tokens only: no input can raise an FTS syntax error.
     broad_query = ranking.fts_query(words)
-    held = stats.records_of(words, tokens, ranking.DF_SAMPLE) if len(words) > 1 else None
+    held = stats.records_of(words) if len(words) > 1 else None
     if held is not None and len(set().union(*held)) < min(BROAD_WINDOW, guidance_store.CANDIDATES):
         # Every record holding any of the words is known, too few to reach a limit of the
         # broad search: it returns them all, and the precise matches among them are the

@@ -137,20 +137,22 @@ def recent(conn: Conn, scope: Scope) -> list[Candidate]:
 class WordStats:
     """How often the index holds each word, from bounded reads of its first entries."""
 
+    words: Sequence[str]  # the words counted, in the order of the lists below
+    sample: int  # the most entries read per word
     records: int  # the highest record id: the number of records (none is ever deleted)
     counts: list[int]  # per word: records holding it, counted up to the sample size
     last: list[int | None]  # per word: the highest record id among those counted
     ids: list[str | None]  # per word: those record ids, comma-separated (see ``records_of``)
 
-    def records_of(self, words: Sequence[str], tokens: Sequence[str], sample: int) -> list[set[int]] | None:
-        """The records holding each of ``words`` (taken from ``tokens``, the words counted),
-        when every count is below ``sample`` and so read whole; else None."""
-        position = {token: i for i, token in enumerate(tokens)}
+    def records_of(self, chosen: Sequence[str]) -> list[set[int]] | None:
+        """The records holding each of the ``chosen`` words, when every one was read whole
+        (fewer than the sample); else None."""
+        position = {word: i for i, word in enumerate(self.words)}
         held: list[set[int]] = []
-        for word in words:
+        for word in chosen:
             i = position[word]
             ids = self.ids[i]
-            if self.counts[i] >= sample or ids is None:
+            if self.counts[i] >= self.sample or ids is None:
                 return None
             held.append({int(seq) for seq in ids.split(",")})
         return held
@@ -178,7 +180,12 @@ def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
         raise RuntimeError(f"FTS5 rejected one of {list(words)!r}: {exc}") from exc
     total, *by_word = sorted(rows, key=lambda row: int(row[0]))
     return WordStats(
-        total[1], [row[1] for row in by_word], [row[2] for row in by_word], [row[3] for row in by_word]
+        words,
+        sample,
+        total[1],
+        [row[1] for row in by_word],
+        [row[2] for row in by_word],
+        [row[3] for row in by_word],
     )
 
 
