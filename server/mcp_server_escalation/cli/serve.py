@@ -18,6 +18,7 @@ def serve(args: argparse.Namespace) -> int:
         server = build_server(settings, http=(args.host, args.port), hook_relay=True)
         server.run("streamable-http", host=args.host, port=args.port)
         return 0
-    server = build_server(settings, hook_relay=True)
-    server.run()
+    from ..adapters.stdio import run_stdio  # noqa: PLC0415
+
+    run_stdio(build_server(settings, hook_relay=True))
     return 0
