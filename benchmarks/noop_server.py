@@ -4,7 +4,11 @@ The benchmarks compare ``mcp-server-escalation`` against this server, run by the
 interpreter and the same SDK, so the ratios measure what our code adds on top of the SDK
 (imports, tool wiring, the store), not the SDK or the machine.
 
-    python benchmarks/noop_server.py
+With ``--loop-transport`` the same server is served by our stdio transport
+(``adapters/stdio.py``) instead of the SDK's: ``bench_stdio.py`` runs it as a second
+baseline, so its tables also show what our tools cost on the same transport.
+
+    python benchmarks/noop_server.py [--loop-transport]
 """
 
 from __future__ import annotations
@@ -29,4 +33,11 @@ async def noop(text: str = "") -> NoopResult:
 
 
 if __name__ == "__main__":
-    mcp.run()
+    import sys
+
+    if "--loop-transport" in sys.argv[1:]:
+        from mcp_server_escalation.adapters.stdio import run_stdio
+
+        run_stdio(mcp)
+    else:
+        mcp.run()

@@ -8,8 +8,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from pydantic import ValidationError
 
 from mcp_server_escalation.adapters.schemas import generate
+from mcp_server_escalation.adapters.tools import build_tools
+from mcp_server_escalation.datafiles import data_dir
+from mcp_server_escalation.prompts import PromptBook
+from mcp_server_escalation.settings import Settings
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
@@ -63,3 +68,16 @@ def test_feedback_id_lists_state_their_item_type_in_words_only() -> None:
     for name, field in lists.items():
         assert "items" not in field, name
         assert field["description"].endswith(("(each an integer)", "(each a string)")), name
+
+
+def test_a_tools_argument_model_is_built_at_its_first_call_only() -> None:
+    # Cold start (SPEC 8): serving builds no argument model; the published schemas describe them.
+    tools = {t.name: t for t in build_tools(Settings(), PromptBook.load(data_dir("prompts")))}
+    assert {t.fn_metadata.arg_model.__name__ for t in tools.values()} == {"_NotBuiltYet"}
+    # The first call builds its model, and a list sent as a JSON string is still unpacked.
+    validated = tools["check_edit"].fn_metadata.validate_arguments({"task_id": "t-1", "paths": '["a.py"]'})
+    assert validated == {"task_id": "t-1", "paths": ["a.py"]}
+    assert tools["check_edit"].fn_metadata.arg_model.__name__ == "check_editArguments"
+    assert tools["record_failure"].fn_metadata.arg_model.__name__ == "_NotBuiltYet"
+    with pytest.raises(ValidationError, match="task_id"):
+        tools["record_failure"].fn_metadata.validate_arguments({"task_id": "bad id!", "message": "m"})

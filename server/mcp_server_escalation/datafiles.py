@@ -18,6 +18,7 @@ from .rules.classify import Extractor, Pattern, PatternBook
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+@cache
 def data_dir(name: str) -> Path:
     """The packaged ``prompts`` or ``schemas`` folder (installed wheel or source checkout)."""
     installed = _PACKAGE_DIR / "_data" / name

@@ -10,18 +10,16 @@ Descriptions then come from ``prompts/tools.toml``, strictly: every tool and arg
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 import types
 from collections.abc import Awaitable, Callable
-from functools import cache
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..datafiles import data_dir
 from ..errors import ConfigError
@@ -34,11 +32,8 @@ COMPACT = (",", ":")  # json.dumps separators without spaces
 
 
 class LazyArguments(ArgModelBase):
-    """The SDK's argument base, built at a tool's first call instead of at start-up.
-
-    Sixteen argument models cost ~5 ms of cold start to build eagerly (SPEC 8: within 1.15x
-    of a minimal server); a tool never called never pays.
-    """
+    """The SDK's argument base, for models created and built at a tool's first call
+    (``ArgumentMetadata``), not at start-up."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
@@ -47,9 +42,17 @@ class LazyArguments(ArgModelBase):
         return dict(self)
 
 
+class _NotBuiltYet(LazyArguments):
+    """Stands in for a tool's argument model until its first call builds the real one."""
+
+
 class ArgumentMetadata(FuncMetadata):
-    """The SDK's ``FuncMetadata``, unpacking JSON sent inside a string only where the
-    argument cannot be a string.
+    """The SDK's ``FuncMetadata``, with the argument model built at the tool's first call,
+    and JSON sent inside a string unpacked only where the argument cannot be a string.
+
+    Building sixteen argument models (evaluating every annotation, creating the classes)
+    cost ~7 ms of cold start (SPEC 8: within 1.15x of a minimal server) although the
+    published input schemas already describe them; now a tool never called never pays.
 
     Some hosts send a list or an object as a JSON string, and the SDK parses every string
     argument whose type is not exactly ``str`` to undo that. That also parsed an optional
@@ -58,9 +61,21 @@ class ArgumentMetadata(FuncMetadata):
     models) are parsed, by the SDK's rule; the rest are checked as sent.
     """
 
+    fn: Any = Field(default=None, exclude=True)
     json_arguments: frozenset[str] = frozenset()
 
+    def arguments_model(self) -> type[ArgModelBase]:
+        """The argument model, built on first use (``arg_model`` holds it from then on)."""
+        if self.arg_model is _NotBuiltYet:
+            self.arg_model, self.json_arguments = _argument_model(self.fn)
+        return self.arg_model
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        model = self.arguments_model()
+        return model.model_validate(self.pre_parse_json(arguments_to_validate)).model_dump_one_level()
+
     def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        self.arguments_model()  # json_arguments is known once the model is
         parsed = data
         for name in self.json_arguments.intersection(data):
             value = data[name]
@@ -88,11 +103,16 @@ def admits_text(annotation: Any) -> bool:
 
 
 def argument_metadata(fn: ToolFunction) -> ArgumentMetadata:
-    """What the SDK's ``func_metadata`` builds for our tools: one model of the arguments.
+    """What the SDK's ``func_metadata`` builds for our tools, its model built when first needed."""
+    return ArgumentMetadata(arg_model=_NotBuiltYet, fn=fn)
 
-    The same model (field per parameter, its annotation and default, the context parameter
-    left out), on a base that defers building; ``tests/test_schemas.py`` checks its schema
-    against the published one, and the bad-input tests its errors.
+
+def _argument_model(fn: ToolFunction) -> tuple[type[LazyArguments], frozenset[str]]:
+    """One model of the arguments, and the arguments that admit no string.
+
+    The same model as the SDK's (field per parameter, its annotation and default, the
+    context parameter left out), on a base that defers building; ``tests/test_schemas.py``
+    checks its schema against the published one, and the bad-input tests its errors.
     """
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn, eval_str=True).parameters.values():
@@ -108,11 +128,12 @@ def argument_metadata(fn: ToolFunction) -> ArgumentMetadata:
     json_arguments = frozenset(
         name for name, field in model.model_fields.items() if not admits_text(field.annotation)
     )
-    return ArgumentMetadata(arg_model=model, json_arguments=json_arguments)
+    return model, json_arguments
 
 
-@cache
 def _published(name: str) -> dict[str, Any] | None:
+    # Read afresh for each Tool (once per process when serving): describe_tools writes the
+    # descriptions into it, so a shared copy would need copying anyway.
     path = data_dir("schemas") / "tools" / name
     if not path.is_file():
         return None
@@ -161,7 +182,7 @@ def structured_tool(
         fn=tool_result(fn, text),
         name=name,
         description=fn.__doc__ or name,
-        parameters=copy.deepcopy(parameters or metadata.arg_model.model_json_schema(by_alias=True)),
+        parameters=parameters or metadata.arguments_model().model_json_schema(by_alias=True),
         fn_metadata=metadata,
         is_async=True,
         context_kwarg=context,
