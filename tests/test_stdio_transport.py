@@ -396,3 +396,29 @@ def test_a_regular_file_as_stdin_is_served_by_the_sdk_transport(db_path: str, tm
     assert done.returncode == 0, done.stderr.decode()
     by_id = {m["id"]: m for m in map(json.loads, done.stdout.splitlines()) if "id" in m}
     assert by_id[2]["result"]["structuredContent"]["task_id"] == "from-a-file"
+
+
+def test_the_console_script_serves_socket_pairs_like_node_hosts_give(db_path: str) -> None:
+    # libuv hands a child one socket pair per standard stream; the loop transport serves them.
+    stdin_ours, stdin_theirs = socket.socketpair()
+    stdout_ours, stdout_theirs = socket.socketpair()
+    with stdin_ours, stdin_theirs, stdout_ours, stdout_theirs:
+        process = subprocess.Popen(
+            [str(SCRIPT), "--db", db_path], stdin=stdin_theirs, stdout=stdout_theirs, stderr=subprocess.PIPE
+        )
+        stdin_theirs.close()
+        stdout_theirs.close()
+        stdin_ours.sendall(lines_of(INITIALIZE, INITIALIZED, start_task_request(2, "over-sockets")))
+        stdout_ours.settimeout(60)
+        received = b""
+        while b'"id":2' not in received:
+            chunk = stdout_ours.recv(1 << 16)
+            assert chunk, "the server closed stdout before answering"
+            received += chunk
+        stdin_ours.shutdown(socket.SHUT_WR)  # EOF on the server's stdin
+        _, stderr_bytes = process.communicate(timeout=60)
+    stderr = stderr_bytes.decode()
+    assert process.returncode == 0, stderr
+    by_id = {m["id"]: m for m in map(json.loads, received.splitlines()) if "id" in m}
+    assert by_id[2]["result"]["structuredContent"]["task_id"] == "over-sockets"
+    assert "Traceback" not in stderr
