@@ -43,7 +43,7 @@ from .models.thresholds import ThresholdOverrides, Thresholds
 class NotifyConfig(BaseModel):
     """Operator notifiers (the ``[notify]`` table)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     command: str | None = None
     webhook_url: Annotated[str | None, Field(pattern=r"^https?://")] = None
@@ -66,7 +66,7 @@ class ElicitationConfig(BaseModel):
     waits in ``get_escalation``; ``on`` also asks over HTTP; ``off`` never asks.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     mode: Literal["auto", "on", "off"] = "auto"
 
@@ -74,24 +74,28 @@ class ElicitationConfig(BaseModel):
 class GuidanceConfig(BaseModel):
     """Guidance defaults (the ``[guidance]`` table)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     k: Annotated[int, Field(ge=1, le=20)] = 5
 
 
+# The config models build their validators when a config file is validated, not at
+# import, and their defaults are taken as written (``model_construct``): building them all
+# was ~10 ms of every start (SPEC 8 cold start), and the defaults are valid by construction
+# (tests/test_settings_defaults.py holds them to what validation gives).
 class ConfigFile(BaseModel):
     """The whole config file; unknown tables or keys are errors, not silently ignored."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     prompts_dir: str | None = Field(
         None, description="A folder of prompt templates replacing the packaged prompts/"
     )
-    thresholds: ThresholdOverrides = Field(default_factory=ThresholdOverrides)
-    notify: NotifyConfig = Field(default_factory=NotifyConfig)
-    guidance: GuidanceConfig = Field(default_factory=GuidanceConfig)
-    elicitation: ElicitationConfig = Field(default_factory=ElicitationConfig)
-    hooks: HooksConfig = Field(default_factory=HooksConfig)
+    thresholds: ThresholdOverrides = Field(default_factory=ThresholdOverrides.model_construct)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig.model_construct)
+    guidance: GuidanceConfig = Field(default_factory=GuidanceConfig.model_construct)
+    elicitation: ElicitationConfig = Field(default_factory=ElicitationConfig.model_construct)
+    hooks: HooksConfig = Field(default_factory=HooksConfig.model_construct)
 
 
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:
@@ -109,7 +113,7 @@ def load_config(path: str | None, env: Mapping[str, str] | None = None, cwd: str
     """The config file at ``path`` (or ``ESCALATION_CONFIG``), or the defaults."""
     chosen = path or (os.environ if env is None else env).get("ESCALATION_CONFIG")
     if not chosen:
-        return ConfigFile()
+        return ConfigFile.model_construct()
     try:
         raw = tomllib.loads((Path(cwd or ".") / Path(chosen).expanduser()).read_text(encoding="utf-8"))
         return ConfigFile.model_validate(raw)
@@ -125,11 +129,11 @@ class Settings:
     role: Role = "agent"
     prompts_dir: Path | None = None
     project_root: str = field(default_factory=os.getcwd)
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    notify: NotifyConfig = field(default_factory=NotifyConfig)
-    guidance: GuidanceConfig = field(default_factory=GuidanceConfig)
-    elicitation: ElicitationConfig = field(default_factory=ElicitationConfig)
-    hooks: HooksConfig = field(default_factory=HooksConfig)
+    thresholds: Thresholds = field(default_factory=Thresholds.model_construct)
+    notify: NotifyConfig = field(default_factory=NotifyConfig.model_construct)
+    guidance: GuidanceConfig = field(default_factory=GuidanceConfig.model_construct)
+    elicitation: ElicitationConfig = field(default_factory=ElicitationConfig.model_construct)
+    hooks: HooksConfig = field(default_factory=HooksConfig.model_construct)
 
     @classmethod
     def from_sources(
@@ -158,7 +162,7 @@ class Settings:
             role=role,
             prompts_dir=(Path(cwd or ".") / Path(prompts_dir).expanduser()) if prompts_dir else None,
             project_root=cwd or str(Path.cwd()),
-            thresholds=Thresholds().merged(loaded.thresholds),
+            thresholds=Thresholds.model_construct().merged(loaded.thresholds),
             notify=loaded.notify,
             guidance=loaded.guidance,
             elicitation=loaded.elicitation,

@@ -23,7 +23,8 @@ def _default_attempts() -> list[AttemptKind]:
 class HooksConfig(BaseModel):
     """Host hooks (``mcp-server-escalation hook claude-code|cursor``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Built when a config's [hooks] table is validated, not at import (see settings.py).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     gate_edits: bool = Field(True, description="Run the check_edit rules before every edit tool call")
     pause: bool = Field(

@@ -13,7 +13,9 @@ Similarity = Annotated[float, Field(gt=0.0, le=1.0)]
 class Thresholds(BaseModel):
     """The effective thresholds of a task. Every trigger reads its limit from here."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built at first validation (a task's first read or start_task), not at import: cold
+    # start (SPEC 8). The defaults are valid as written, so they are used unvalidated.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     same_error_repeated: PositiveLimit = 3
     total_verification_attempts: PositiveLimit = 10
@@ -29,14 +31,15 @@ class Thresholds(BaseModel):
         """These thresholds with every field the overrides set replaced."""
         if overrides is None:
             return self
-        changes = overrides.model_dump(exclude_none=True)
+        # Iterating reads the field values without building the model's serializer.
+        changes = {name: value for name, value in overrides if value is not None}
         return self.model_copy(update=changes) if changes else self
 
 
 class ThresholdOverrides(BaseModel):
     """Per-task (or config) changes to the defaults; unset fields keep the default."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     same_error_repeated: PositiveLimit | None = None
     total_verification_attempts: PositiveLimit | None = None
