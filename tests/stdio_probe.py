@@ -1,8 +1,8 @@
 """A tiny server served through ``adapters.stdio.serve_stdio``, for tests/test_stdio_transport.py.
 
 It reports which transport its start-up chose, and its ``stray`` tool writes to stdout
-three ways while serving (``print``, a raw write to fd 1, a child process), all of which
-must miss the protocol.
+four ways while serving (``print`` flushed and not, a raw write to fd 1, a child process),
+all of which must miss the protocol.
 
     python tests/stdio_probe.py
 """
@@ -36,8 +36,9 @@ def main() -> None:
 
     @server.tool()
     async def stray(text: str) -> Probe:
-        """Write ``text`` to stdout three ways, then answer."""
+        """Write ``text`` to stdout four ways, then answer."""
         print(f"print {text}", flush=True)  # noqa: T201 (the stray output under test)
+        print(f"buffered {text}")  # noqa: T201 (flushed only at exit, unless we flush it)
         os.write(1, f"fd1 {text}\n".encode())
         await anyio.run_process([sys.executable, "-c", f"print('child {text}')"], stdout=None)
         return Probe(refusal=refusal, echo=text)

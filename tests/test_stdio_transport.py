@@ -333,6 +333,58 @@ async def test_the_read_stream_ends_after_the_settle_time_when_an_answer_never_c
     assert unanswered.ids == {7}
 
 
+async def test_a_cancelled_request_is_not_waited_for() -> None:
+    # The SDK never answers a request its client cancelled.
+    unanswered = Unanswered(settle_seconds=30)
+    client_send, server_receive = anyio.create_memory_object_stream[SessionMessage | Exception](10)
+    reading = unanswered.reading(server_receive)
+    cancel = JSONRPCNotification(
+        jsonrpc="2.0", method="notifications/cancelled", params={"requestId": 3, "reason": "gave up"}
+    )
+    for item in (request(3), SessionMessage(cancel)):
+        await client_send.send(item)
+    await client_send.aclose()
+    with anyio.fail_after(5):
+        async with reading:
+            assert [await reading.receive() for _ in range(2)]
+            with pytest.raises(anyio.EndOfStream):
+                await reading.receive()
+    assert unanswered.ids == set()
+
+
+async def test_once_answers_cannot_be_written_nothing_is_waited_for() -> None:
+    unanswered = Unanswered(settle_seconds=30)
+    client_send, server_receive = anyio.create_memory_object_stream[SessionMessage | Exception](10)
+    server_send, client_receive = anyio.create_memory_object_stream[SessionMessage](10)
+    reading, writing = unanswered.reading(server_receive), unanswered.writing(server_send)
+    await client_send.send(request(4))
+    await client_send.aclose()
+    await client_receive.aclose()  # the SDK's stdout writer has ended
+    with anyio.fail_after(5):
+        async with reading, writing:
+            await reading.receive()
+            with pytest.raises(anyio.BrokenResourceError):
+                await writing.send(answer(4))
+            with pytest.raises(anyio.EndOfStream):
+                await reading.receive()
+
+
+async def test_a_writer_stuck_on_a_reader_that_stopped_gives_up_when_told() -> None:
+    read_end, write_end = os.pipe()
+    writer = await LineWriter.connect(write_end)
+    try:
+        await writer.write("w" * 1_000_000)
+        writer.give_up_after(0.1)
+        with anyio.fail_after(10):
+            await writer.flush()  # nobody reads: only giving up ends this wait
+        with pytest.raises(anyio.ClosedResourceError):
+            await writer.write("more")
+        await writer.aclose()
+    finally:
+        os.close(write_end)
+        os.close(read_end)
+
+
 async def wait_for(condition: Any) -> None:
     while not condition():
         await anyio.sleep(0.01)
@@ -360,8 +412,9 @@ async def test_stray_stdout_output_never_reaches_the_protocol(
     assert probed.structured_content == {"refusal": refusal, "echo": "which"}
     assert strayed.structured_content == {"refusal": refusal, "echo": "marker"}
     assert after.structured_content == {"refusal": refusal, "echo": "still answering"}
-    # Each stray line went to stderr instead (a corrupt protocol line would have failed a call).
-    for line in ("print marker", "fd1 marker", "child marker"):
+    # Each stray line went to stderr instead (a corrupt protocol line would have failed a call);
+    # the unflushed one too, although Python flushes it only at exit, when fd 1 is the wire again.
+    for line in ("print marker", "buffered marker", "fd1 marker", "child marker"):
         assert line in logged
 
 
@@ -384,6 +437,59 @@ async def test_the_console_script_answers_garbage_then_a_request_then_exits_at_e
     by_id = {m["id"]: m for m in messages if "id" in m}
     assert returncode == 0
     assert by_id[2]["result"]["structuredContent"]["task_id"] == "after-garbage"
+
+
+def read_until_answered(stdout: Any, request_id: int) -> bytes:
+    received = b""
+    while f'"id":{request_id}'.encode() not in received:
+        chunk = os.read(stdout.fileno(), 1 << 16)
+        assert chunk, "the server closed stdout before answering"
+        received += chunk
+    return received
+
+
+def test_sigterm_ends_serving_cleanly_and_gives_the_pipe_back_blocking(db_path: str) -> None:
+    # The test keeps the server's stdin pipe open on its side too, so it sees the pipe's
+    # O_NONBLOCK flag, which the loop transport sets while serving.
+    read_end, write_end = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [str(SCRIPT), "--db", db_path], stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        os.write(write_end, lines_of(INITIALIZE, INITIALIZED, start_task_request(2, "before-sigterm")))
+        answered = read_until_answered(process.stdout, 2)
+        assert os.get_blocking(read_end) is False  # the loop transport serves this pipe
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+        blocking_after = os.get_blocking(read_end)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert process.returncode == 0, stderr.decode()
+    assert b"before-sigterm" in answered
+    assert blocking_after is True
+    assert b"Traceback" not in stderr
+
+
+def test_a_client_that_hangs_up_stdout_ends_the_server(db_path: str) -> None:
+    process = subprocess.Popen(
+        [str(SCRIPT), "--db", db_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    process.stdin.write(lines_of(INITIALIZE, INITIALIZED))
+    process.stdin.flush()
+    read_until_answered(process.stdout, 1)
+    process.stdout.close()  # stdin stays open: only the hang-up can end the server
+    try:
+        returncode = process.wait(timeout=30)
+    finally:
+        process.stdin.close()
+        stderr = process.stderr.read() if process.stderr else b""
+        if process.stderr:
+            process.stderr.close()
+    assert returncode == 0, stderr.decode()
+    assert b"Traceback" not in stderr
 
 
 def test_a_regular_file_as_stdin_is_served_by_the_sdk_transport(db_path: str, tmp_path: Path) -> None:

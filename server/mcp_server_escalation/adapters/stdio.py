@@ -15,7 +15,11 @@ a non-asyncio loop, ``ESCALATION_STDIO=threads``) is served by the SDK's transpo
 
 Like the SDK's transport, while serving, fd 0 reads the null device and fd 1 writes to
 stderr, so a stray ``print()`` or a child process never writes into the protocol; both are
-restored on exit.
+restored on exit. Beyond it:
+- requests read before stdin ends are answered before serving stops (``Unanswered``);
+- a client that hangs up its end of stdout ends serving as the end of stdin does, and one
+  that stops reading cannot keep the server from exiting (``DRAIN_SECONDS``);
+- SIGTERM ends serving cleanly (store closed, pipes restored to their blocking mode).
 """
 
 from __future__ import annotations
@@ -23,17 +27,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import stat
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse, RequestId
+from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 
 if TYPE_CHECKING:
     # The stream protocols of Server.run's signature (the SDK exports them from nowhere else).
@@ -49,8 +54,9 @@ TRANSPORT_ENV = "ESCALATION_STDIO"
 LINE_LIMIT = 64 * 1024 * 1024
 # At exit, how long the client gets to read responses the pipe has not taken yet.
 DRAIN_SECONDS = 5.0
-# At the end of stdin, how long requests already read get to finish (Unanswered).
-SETTLE_SECONDS = 5.0
+# At the end of stdin, how long requests already read get to finish (Unanswered). Below
+# the 2 s the SDK's client waits for a server to exit after closing stdin before SIGTERM.
+SETTLE_SECONDS = 1.0
 
 
 def loop_transport_refusal(
@@ -138,13 +144,14 @@ class LineReader:
 class _FlowControl(asyncio.Protocol):
     """Tells a writer when the pipe's transport buffers too much, and when it is gone."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_lost: Callable[[], None]) -> None:
         # asyncio's own event: the transport calls back outside any task, where anyio's
         # primitives cannot tell which loop they belong to; and a waiter's cancellation
         # cancels only its own wait.
         self.writable = asyncio.Event()
         self.writable.set()
         self.lost = False
+        self._on_lost = on_lost
 
     def pause_writing(self) -> None:
         self.writable.clear()
@@ -153,8 +160,12 @@ class _FlowControl(asyncio.Protocol):
         self.writable.set()
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002 (gone is gone)
+        self.gone()
+        self._on_lost()
+
+    def gone(self) -> None:
         self.lost = True
-        self.writable.set()
+        self.writable.set()  # nobody waits for a pipe that is gone
 
 
 class LineWriter:
@@ -162,18 +173,20 @@ class LineWriter:
 
     ``write`` hands the bytes to the pipe at once (asyncio buffers only what the pipe does
     not take); ``flush`` waits while that buffer is over its high-water mark, so a reader
-    that stops reading slows the server down instead of growing its memory.
+    that stops reading slows the server down instead of growing its memory. When the
+    reader hangs up, ``on_lost`` is called and writing fails as the SDK's writer expects.
     """
 
     def __init__(self, transport: asyncio.WriteTransport, flow: _FlowControl) -> None:
         self._transport = transport
         self._flow = flow
+        self._deadline: asyncio.TimerHandle | None = None
 
     @classmethod
-    async def connect(cls, fd: int) -> LineWriter:
+    async def connect(cls, fd: int, on_lost: Callable[[], None] = lambda: None) -> LineWriter:
         loop = asyncio.get_running_loop()
         pipe = os.fdopen(fd, "wb", buffering=0, closefd=False)
-        transport, flow = await loop.connect_write_pipe(_FlowControl, pipe)
+        transport, flow = await loop.connect_write_pipe(lambda: _FlowControl(on_lost), pipe)
         return cls(transport, flow)
 
     async def write(self, text: str) -> None:
@@ -185,16 +198,30 @@ class LineWriter:
     async def flush(self) -> None:
         await self._flow.writable.wait()
 
+    def give_up_after(self, seconds: float) -> None:
+        """From now on the client has ``seconds`` to take what is left, then the pipe is
+        dropped: a client that stopped reading cannot keep the server from exiting."""
+        if self._deadline is None:
+            self._deadline = asyncio.get_running_loop().call_later(seconds, self.abort)
+
     async def aclose(self, drain_seconds: float = DRAIN_SECONDS) -> None:
-        """Let the pipe take what is still buffered (for a while), then let go of it."""
-        with anyio.move_on_after(drain_seconds):
+        """Let the pipe take what is still buffered (within the give-up time), then let go."""
+        self.give_up_after(drain_seconds)
+        if not self._flow.lost:
             # A high-water mark of 0 pauses the writer until the buffer is empty.
             self._transport.set_write_buffer_limits(high=0)
             await self.flush()
-        # abort, not close: close would go on writing after the descriptor is restored.
-        # (A transport already gone must not be aborted: asyncio's fails on that.)
-        if not self._flow.lost:
+        self.abort()
+
+    def abort(self) -> None:
+        """Drop the pipe and whatever it has not taken (abort: close would go on writing
+        after the descriptor is restored)."""
+        if self._deadline is not None:
+            self._deadline.cancel()
+        # A transport already closing must not be aborted again: asyncio's fails on that.
+        if not self._transport.is_closing():
             self._transport.abort()
+        self._flow.gone()  # at once: connection_lost arrives a loop iteration later
 
 
 class Unanswered:
@@ -210,6 +237,7 @@ class Unanswered:
         self.ids: set[RequestId] = set()
         self._settle_seconds = settle_seconds
         self._answered: anyio.Event | None = None
+        self._unanswerable = False
 
     def reading(self, stream: ReadStream[SessionMessage | Exception]) -> _RequestsRead:
         return _RequestsRead(stream, self)
@@ -218,19 +246,33 @@ class Unanswered:
         return _AnswersWritten(stream, self)
 
     def read(self, item: SessionMessage | Exception) -> None:
-        if isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCRequest):
-            self.ids.add(item.message.id)
+        if not isinstance(item, SessionMessage):
+            return
+        message = item.message
+        if isinstance(message, JSONRPCRequest):
+            self.ids.add(message.id)
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            # The SDK never answers a request its client cancelled: nothing to wait for.
+            self._settled((message.params or {}).get("requestId"))
 
     def written(self, item: SessionMessage) -> None:
         message = item.message
-        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id in self.ids:
-            self.ids.discard(message.id)
-            if self._answered is not None:
-                self._answered.set()
+        if isinstance(message, JSONRPCResponse | JSONRPCError):
+            self._settled(message.id)
+
+    def unanswerable(self) -> None:
+        """The client can no longer read answers: stop waiting for them."""
+        self._unanswerable = True
+        self._settled(None)
+
+    def _settled(self, request_id: RequestId | None) -> None:
+        self.ids.discard(request_id)
+        if self._answered is not None:
+            self._answered.set()
 
     async def settle(self) -> None:
         with anyio.move_on_after(self._settle_seconds):
-            while self.ids:
+            while self.ids and not self._unanswerable:
                 self._answered = anyio.Event()
                 await self._answered.wait()
         self._answered = None
@@ -284,7 +326,11 @@ class _AnswersWritten:
         self._unanswered = unanswered
 
     async def send(self, item: SessionMessage, /) -> None:
-        await self._inner.send(item)
+        try:
+            await self._inner.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._unanswered.unanswerable()  # the SDK's stdout writer has ended
+            raise
         self._unanswered.written(item)
 
     async def aclose(self) -> None:
@@ -304,6 +350,8 @@ async def _claimed_std_fds() -> AsyncIterator[tuple[int, int]]:
 
     read_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     write_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    # The transports set O_NONBLOCK, a flag of the pipe that other processes may share.
+    blocking = {read_fd: os.get_blocking(read_fd), write_fd: os.get_blocking(write_fd)}
     null = os.open(os.devnull, os.O_RDONLY)
     try:
         os.dup2(null, 0)
@@ -313,34 +361,71 @@ async def _claimed_std_fds() -> AsyncIterator[tuple[int, int]]:
     try:
         yield read_fd, write_fd
     finally:
+        flush_stray_stdout()
         for fd, private in ((0, read_fd), (1, write_fd)):
             with suppress(OSError):
-                os.set_blocking(private, True)
+                os.set_blocking(private, blocking[private])
                 os.dup2(private, fd)
             os.close(private)
+
+
+def flush_stray_stdout() -> None:
+    """Flush what Python's ``sys.stdout`` still buffers while fd 1 leads to stderr: at
+    exit it would be flushed into the protocol's pipe."""
+    if sys.stdout is not None:
+        with suppress(OSError, ValueError):
+            sys.stdout.flush()
 
 
 @asynccontextmanager
 async def open_stdio() -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's ``stdio_server()`` streams, on the loop transport where it can serve."""
     refusal = loop_transport_refusal() or _not_on_asyncio()
-    if refusal is None:
-        async with _claimed_std_fds() as (read_fd, write_fd):
-            stdin = await LineReader.connect(read_fd)
-            stdout = await LineWriter.connect(write_fd)
-            try:
-                # The SDK's transport with our line streams (typed as anyio files there).
-                async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
-                    unanswered = Unanswered()
-                    yield unanswered.reading(read_stream), unanswered.writing(write_stream)
-            finally:
-                stdin.close()
-                with anyio.CancelScope(shield=True):
-                    await stdout.aclose()
+    if refusal is not None:
+        log.debug("stdio served by the SDK's threaded transport: %s", refusal)
+        async with stdio_server() as (read_stream, write_stream):
+            unanswered = Unanswered()  # its loop, too, would drop what is running at EOF
+            yield unanswered.reading(read_stream), unanswered.writing(write_stream)
         return
-    log.debug("stdio served by the SDK's threaded transport: %s", refusal)
-    async with stdio_server() as streams:
-        yield streams
+    async with _claimed_std_fds() as (read_fd, write_fd):
+        unanswered = Unanswered()
+        stdin = await LineReader.connect(read_fd)
+
+        def client_gone() -> None:
+            # Nobody reads the answers any more: end as if stdin had ended, at once.
+            unanswered.unanswerable()
+            stdin.close()
+
+        stdout = await LineWriter.connect(write_fd, on_lost=client_gone)
+        try:
+            # The SDK's transport with our line streams (typed as anyio files there).
+            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+                try:
+                    with _stopped_by_sigterm():
+                        yield unanswered.reading(read_stream), unanswered.writing(write_stream)
+                finally:
+                    # Serving is over (also when cancelled, with stdin still open): read no
+                    # more, and give the client DRAIN_SECONDS in all to read the rest.
+                    stdin.close()
+                    stdout.give_up_after(DRAIN_SECONDS)
+        finally:
+            stdin.close()
+            with anyio.CancelScope(shield=True):
+                await stdout.aclose()
+
+
+@contextmanager
+def _stopped_by_sigterm() -> Iterator[None]:
+    """SIGTERM (what hosts send a server that does not exit) ends serving like the end of
+    stdin does: the store is closed and fds 0 and 1 and their pipes are restored. Only
+    here: the SDK's transport can wait in a thread that no cancellation reaches."""
+    loop = asyncio.get_running_loop()
+    with anyio.CancelScope() as serving:
+        loop.add_signal_handler(signal.SIGTERM, serving.cancel)
+        try:
+            yield
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
 
 
 def _not_on_asyncio() -> str | None:
@@ -357,7 +442,10 @@ async def serve_stdio(server: MCPServer[Any]) -> None:
     # same attribute, and tests/test_stdio.py serves every stdio test through here.
     lowlevel = server._lowlevel_server
     async with open_stdio() as (read_stream, write_stream):
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        try:
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        finally:
+            flush_stray_stdout()  # also on the SDK's transport, before it restores fd 1
 
 
 def run_stdio(server: MCPServer[Any]) -> None:
