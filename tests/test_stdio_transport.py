@@ -25,13 +25,9 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
-from mcp_server_escalation.adapters.stdio import (
-    TRANSPORT_ENV,
-    LineReader,
-    LineWriter,
-    Unanswered,
-    loop_transport_refusal,
-)
+from mcp_server_escalation.adapters.stdio import TRANSPORT_ENV, loop_transport_refusal
+from mcp_server_escalation.adapters.stdio_answers import Unanswered
+from mcp_server_escalation.adapters.stdio_pipes import LineReader, LineWriter
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 PROBE = Path(__file__).with_name("stdio_probe.py")

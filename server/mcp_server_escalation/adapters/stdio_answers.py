@@ -1,0 +1,140 @@
+"""Requests read but not answered yet, so that the end of stdin does not drop them.
+
+Wrappers of the SDK's stdio streams (either transport, ``stdio.py``), which the serving
+loop reads and writes as it would the SDK's own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp.shared.message import SessionMessage
+from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
+
+if TYPE_CHECKING:
+    # The stream protocols of Server.run's signature (the SDK exports them from nowhere else).
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
+
+# At the end of stdin, how long requests already read get to finish. Below the 2 s the
+# SDK's client waits for a server to exit after closing stdin before it sends SIGTERM.
+SETTLE_SECONDS = 1.0
+
+
+class Unanswered:
+    """The requests read but not answered yet, so that the end of stdin does not drop them.
+
+    The SDK's serving loop cancels what is still running when its read stream ends. A client
+    that writes its last request and closes stdin at once (``cat calls.jsonl | server``)
+    would lose that answer; so the read stream ends only when every request read has been
+    answered, or after ``settle_seconds`` (a host closing stdin wants the server gone).
+    """
+
+    def __init__(self, settle_seconds: float = SETTLE_SECONDS) -> None:
+        self.ids: set[RequestId] = set()
+        self._settle_seconds = settle_seconds
+        self._answered: anyio.Event | None = None
+        self._unanswerable = False
+
+    def reading(self, stream: ReadStream[SessionMessage | Exception]) -> _RequestsRead:
+        return _RequestsRead(stream, self)
+
+    def writing(self, stream: WriteStream[SessionMessage]) -> _AnswersWritten:
+        return _AnswersWritten(stream, self)
+
+    def read(self, item: SessionMessage | Exception) -> None:
+        if not isinstance(item, SessionMessage):
+            return
+        message = item.message
+        if isinstance(message, JSONRPCRequest):
+            self.ids.add(message.id)
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            # The SDK never answers a request its client cancelled: nothing to wait for.
+            self._settled((message.params or {}).get("requestId"))
+
+    def written(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, JSONRPCResponse | JSONRPCError):
+            self._settled(message.id)
+
+    def unanswerable(self) -> None:
+        """The client can no longer read answers: stop waiting for them."""
+        self._unanswerable = True
+        self._settled(None)
+
+    def _settled(self, request_id: RequestId | None) -> None:
+        self.ids.discard(request_id)
+        if self._answered is not None:
+            self._answered.set()
+
+    async def settle(self) -> None:
+        with anyio.move_on_after(self._settle_seconds):
+            while self.ids and not self._unanswerable:
+                self._answered = anyio.Event()
+                await self._answered.wait()
+        self._answered = None
+
+
+class _RequestsRead:
+    """The SDK's read stream, noting each request and ending only once they are answered."""
+
+    def __init__(self, inner: ReadStream[SessionMessage | Exception], unanswered: Unanswered) -> None:
+        self._inner = inner
+        self._unanswered = unanswered
+
+    @property
+    def last_context(self) -> Any:
+        # The serving loop reads the sender's context from here (ReadStream's contract).
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item = await self._inner.receive()
+        except anyio.EndOfStream:
+            await self._unanswered.settle()
+            raise
+        self._unanswered.read(item)
+        return item
+
+    def __aiter__(self) -> _RequestsRead:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _RequestsRead:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class _AnswersWritten:
+    """The SDK's write stream, noting each answer."""
+
+    def __init__(self, inner: WriteStream[SessionMessage], unanswered: Unanswered) -> None:
+        self._inner = inner
+        self._unanswered = unanswered
+
+    async def send(self, item: SessionMessage, /) -> None:
+        try:
+            await self._inner.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._unanswered.unanswerable()  # the SDK's stdout writer has ended
+            raise
+        self._unanswered.written(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _AnswersWritten:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
