@@ -382,3 +382,41 @@ async def test_a_file_that_is_not_a_store_is_a_one_line_error(tmp_path: Path, ho
     assert run.returncode == 1
     assert run.stderr.strip() == f"error: store {garbage}: file is not a database"
     assert run.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--db", "/tmp/x.db"],
+        ["--db=/tmp/x.db", "--config", "c.toml", "--prompts=p"],
+        ["--db", "serve"],  # a value that happens to be a command name
+        ["--db", ""],
+    ],
+)
+def test_a_launch_line_of_serve_options_parses_as_the_whole_parser_parses_it(argv: list[str]) -> None:
+    # The server's start skips building every subcommand's parser (cold start, SPEC 8).
+    from mcp_server_escalation.cli import build_parser, serve_options_only, top_parser
+
+    assert serve_options_only(argv)
+    whole = vars(build_parser().parse_args(argv))
+    alone = vars(top_parser().parse_args(argv))
+    assert whole == {**alone, "command": None}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve"],
+        ["--db", "x", "serve"],
+        ["--help"],
+        ["--version"],
+        ["--db"],
+        ["--pro", "p"],
+        ["tasks", "list"],
+    ],
+)
+def test_anything_else_goes_to_the_whole_parser(argv: list[str]) -> None:
+    from mcp_server_escalation.cli import serve_options_only
+
+    assert not serve_options_only(argv)
