@@ -25,6 +25,28 @@ from mcp_server_escalation.store.migrations import MIGRATIONS
 
 PROJECT = "/work/project"
 
+# Raw JSON-RPC for the tests that speak to the console script without the SDK client.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-test", "version": "0"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def start_task_request(request_id: int, task_id: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "start_task", "arguments": {"title": task_id, "task_id": task_id}},
+    }
+
 
 def migrate_by_hand(conn: sqlite3.Connection, upto: int | None = None) -> None:
     """Migrations 1..``upto`` (all by default) applied and recorded as a server of that

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from conftest import Agent
+from conftest import INITIALIZE, INITIALIZED, Agent, start_task_request
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 
@@ -223,28 +223,7 @@ async def test_stdout_carries_protocol_messages_only(db_path: str) -> None:
         # Closed stdin: the server starts, opens the store, and leaves without a word on stdout.
         idle = await anyio.run_process([str(SCRIPT), "--db", db_path], stdin=subprocess.DEVNULL, check=False)
         # A raw handshake-era session: every stdout line must be a JSON-RPC message.
-        requests = [
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw-test", "version": "0"},
-                },
-            },
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "tools/call",
-                "params": {
-                    "name": "start_task",
-                    "arguments": {"title": "Raw", "task_id": "raw"},
-                },
-            },
-        ]
+        requests = [INITIALIZE, INITIALIZED, start_task_request(2, "raw")]
         lines: list[bytes] = []
         # stderr goes to the test's own stderr (captured by pytest), never into this pipe.
         async with await anyio.open_process([str(SCRIPT), "--db", db_path], stderr=None) as process:

@@ -25,33 +25,13 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
+from conftest import INITIALIZE, INITIALIZED, start_task_request
 from mcp_server_escalation.adapters.stdio import TRANSPORT_ENV, loop_transport_refusal
 from mcp_server_escalation.adapters.stdio_answers import Unanswered
 from mcp_server_escalation.adapters.stdio_pipes import LineReader, LineWriter
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 PROBE = Path(__file__).with_name("stdio_probe.py")
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-test", "version": "0"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-
-def start_task_request(request_id: int, task_id: str) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"name": "start_task", "arguments": {"title": task_id, "task_id": task_id}},
-    }
 
 
 def lines_of(*messages: dict[str, Any]) -> bytes:
