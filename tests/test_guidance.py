@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -98,7 +99,7 @@ async def test_identical_failures_share_a_fingerprint_and_count_up(db_path: str)
 
 async def _record(agent: Agent, failure_id: str) -> dict[str, Any]:
     view = await agent.client.read_resource(f"failure://{failure_id}")
-    return __import__("json").loads(view.contents[0].text)["failure"]  # type: ignore[union-attr,no-any-return]
+    return json.loads(view.contents[0].text)["failure"]  # type: ignore[union-attr,no-any-return]
 
 
 async def test_a_repeat_counts_on_the_record_and_keeps_what_it_learned(db_path: str) -> None:

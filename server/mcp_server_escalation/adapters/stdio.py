@@ -93,7 +93,6 @@ async def _claimed_std_fds() -> AsyncIterator[tuple[int, int]]:
     try:
         yield read_fd, write_fd
     finally:
-        flush_stray_stdout()
         for fd, private in ((0, read_fd), (1, write_fd)):
             with suppress(OSError):
                 os.set_blocking(private, blocking[private])
@@ -101,7 +100,7 @@ async def _claimed_std_fds() -> AsyncIterator[tuple[int, int]]:
             os.close(private)
 
 
-def flush_stray_stdout() -> None:
+def _flush_stray_stdout() -> None:
     """Flush what Python's ``sys.stdout`` still buffers while fd 1 leads to stderr: at
     exit it would be flushed into the protocol's pipe."""
     if sys.stdout is not None:
@@ -177,7 +176,7 @@ async def serve_stdio(server: MCPServer[Any]) -> None:
         try:
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
         finally:
-            flush_stray_stdout()  # also on the SDK's transport, before it restores fd 1
+            _flush_stray_stdout()  # on either transport, before it restores fd 1
 
 
 def run_stdio(server: MCPServer[Any]) -> None:

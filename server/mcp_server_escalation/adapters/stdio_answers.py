@@ -50,20 +50,21 @@ class Unanswered:
             self.ids.add(message.id)
         elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
             # The SDK never answers a request its client cancelled: nothing to wait for.
-            self._settled((message.params or {}).get("requestId"))
+            self.ids.discard((message.params or {}).get("requestId"))
+            self._wake()
 
     def written(self, item: SessionMessage) -> None:
         message = item.message
         if isinstance(message, JSONRPCResponse | JSONRPCError):
-            self._settled(message.id)
+            self.ids.discard(message.id)
+            self._wake()
 
     def unanswerable(self) -> None:
         """The client can no longer read answers: stop waiting for them."""
         self._unanswerable = True
-        self._settled(None)
+        self._wake()
 
-    def _settled(self, request_id: RequestId | None) -> None:
-        self.ids.discard(request_id)
+    def _wake(self) -> None:
         if self._answered is not None:
             self._answered.set()
 
