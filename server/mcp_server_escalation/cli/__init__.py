@@ -62,7 +62,12 @@ def top_parser() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line."""
     from .hook import add_parser as add_hook_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
-    from .monitor_args import add_backup_parser, add_stats_parser, add_watch_parser  # noqa: PLC0415
+    from .monitor_args import (  # noqa: PLC0415
+        add_backup_parser,
+        add_check_parser,
+        add_stats_parser,
+        add_watch_parser,
+    )
 
     parser = top_parser()
     sub = parser.add_subparsers(dest="command")
@@ -132,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (("path", "print the store path"), ("migrate", "apply pending migrations")):
         _common(db_sub.add_parser(name, help=text))
     add_backup_parser(db_sub, _common)
+    add_check_parser(db_sub, _common)
     return parser
 
 

@@ -158,7 +158,7 @@ async def _main(args: argparse.Namespace) -> int:
         return await monitor.with_delivery(rt, _dispatch(rt, args))
 
 
-_MONITOR_COMMANDS = {("escalations", "watch"), ("stats", None), ("db", "backup")}
+_MONITOR_COMMANDS = {("escalations", "watch"), ("stats", None), ("db", "backup"), ("db", "check")}
 
 
 async def _dispatch(rt: Runtime, args: argparse.Namespace) -> int:
