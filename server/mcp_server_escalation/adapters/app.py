@@ -77,6 +77,7 @@ def build_server(
         subscriptions=side.bus,
         **auth,
     )
+    side.clients.install(server)
     register_resources(server, prompts, live)
     register_prompts(server, prompts)
     return server

@@ -67,7 +67,7 @@ class FailureSummary(Record):
 
 
 class RecordFailureResult(Directed):
-    failure: FailureSummary
+    failure: FailureSummary | None = Field(description="Null when nothing was recorded (the task ended)")
     escalation: Escalation | None
 
 
@@ -93,6 +93,10 @@ class CheckEditResult(Directed):
 
 class EscalationResult(Directed):
     escalation: Escalation
+
+
+class RaiseEscalationResult(Directed):
+    escalation: Escalation | None = Field(description="Null when nothing was raised (the task ended)")
 
 
 class AcknowledgeResult(Directed):
