@@ -67,7 +67,7 @@ class Phase:
         self.times.append(time.perf_counter() - start)
         self.sizes.append(len(result.model_dump_json(by_alias=True, exclude_none=True).encode()))
         if result.is_error:
-            raise SystemExit(f"{self.name}: {tool} failed: {result.content}")
+            raise SystemExit(f"{self.name}: {tool} failed: {str(result.content)[:500]}")
         self.last = result.structured_content or {}
         return self.last
 
@@ -100,7 +100,7 @@ async def _run(db_path: str, repeats: int, polls: int, distinct: int) -> dict[st
             repeats, lambda i: stuck.call(client, "record_failure", {**failure, "line": 10 + i % 50})
         )
         if stuck.last.get("directive") != "pause":
-            raise SystemExit(f"the stuck loop did not end paused: {stuck.last}")
+            raise SystemExit(f"the stuck loop did not end paused: {str(stuck.last)[:500]}")
         named = (stuck.last.get("escalation") or {}).get("escalation_id")
         pending = await client.call_tool("list_escalations", {"task_id": "stuck", "status": "pending"})
         escalation_id = (pending.structured_content or {})["escalations"][0]["escalation_id"]
@@ -116,8 +116,9 @@ async def _run(db_path: str, repeats: int, polls: int, distinct: int) -> dict[st
                 client, "get_escalation", {"escalation_id": escalation_id, "wait_seconds": 0}
             ),
         )
-        if waits.last.get("status") != "pending":
-            raise SystemExit(f"the escalation was answered during the polls: {waits.last}")
+        status = waits.last.get("status") or (waits.last.get("escalation") or {}).get("status")
+        if status != "pending":
+            raise SystemExit(f"the last poll did not find the escalation pending: {str(waits.last)[:500]}")
 
         await client.call_tool("start_task", {"title": "big", "task_id": "big", "thresholds": NO_ESCALATION})
         await _repeat(
