@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import sqlite3
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,6 +239,96 @@ async def test_a_config_path_given_but_missing_is_an_error_naming_it(
         assert done.returncode == 1
         assert done.stdout == ""
         assert done.stderr.strip() == f"error: config {missing}: no such file (given by {origin})"
+
+
+def hook_commands(settings_file: Path) -> set[str]:
+    """Every command line in a Claude Code settings file."""
+    hooks = json.loads(settings_file.read_text(encoding="utf-8"))["hooks"]
+    return {h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]}
+
+
+async def test_hook_install_writes_the_absolute_script_with_the_store_and_config_it_was_given(
+    tmp_path: Path, home: Path
+) -> None:
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    write(tmp_path / "team.toml", "[guidance]\nk = 4\n")
+    installed = await run(
+        "hook", "install", "claude-code", "--project-dir", str(project),
+        "--db", "stores/agents.db", "--config", "team.toml", home=home, cwd=tmp_path,
+    )  # fmt: skip
+    store = tmp_path / "stores" / "agents.db"
+    line = (
+        f"{shlex.quote(str(SCRIPT))} --db {shlex.quote(str(store))} "
+        f"--config {shlex.quote(str(tmp_path / 'team.toml'))} hook claude-code"
+    )
+
+    assert installed.returncode == 0, installed.stderr
+    assert hook_commands(project / ".claude" / "settings.json") == {line}
+    assert f"note: no store at {store} yet" in installed.stdout
+
+    # The host runs the line through a shell of its own: no virtualenv on PATH, no variables.
+    edit = {
+        "session_id": "s1",
+        "cwd": str(project),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(project / "src" / "app.py"), "content": "x = 1\n"},
+        "tool_response": {"filePath": str(project / "src" / "app.py"), "success": True},
+        "tool_use_id": "toolu_install",
+    }
+    host_env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "ESCALATION_HOOK_RELAY": "off"}
+    with anyio.fail_after(60):
+        ran = await anyio.run_process(
+            ["/bin/sh", "-c", line], input=json.dumps(edit).encode(), env=host_env, cwd=project, check=False
+        )
+    assert (ran.returncode, ran.stderr) == (0, b"")
+    with sqlite3.connect(store) as conn:
+        tasks = conn.execute("SELECT task_id FROM tasks").fetchall()
+    assert tasks == [("claude-code-s1",)]
+
+
+async def test_installing_again_with_another_store_replaces_our_lines_and_keeps_the_rest(
+    tmp_path: Path, home: Path
+) -> None:
+    project = tmp_path / "project"
+    settings = write(
+        project / ".claude" / "settings.json",
+        json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "./notify.sh"}]}]}}),
+    )
+    first = await run("hook", "install", "claude-code", "--project-dir", str(project), home=home)
+    second = await run(
+        "hook", "install", "claude-code", "--project-dir", str(project), "--db", str(tmp_path / "b.db"),
+        home=home,
+    )  # fmt: skip
+    third = await run(
+        "hook", "install", "claude-code", "--project-dir", str(project), home=home,
+        ESCALATION_DB=str(tmp_path / "b.db"),
+    )  # fmt: skip
+
+    assert first.returncode == second.returncode == third.returncode == 0
+    assert first.stdout.count(" added ") == 5
+    assert second.stdout.count(" replaced ") == 5
+    assert " added " not in second.stdout
+    assert "already installed" in third.stdout  # the same store, chosen by the variable
+    ours = f"{shlex.quote(str(SCRIPT))} --db {shlex.quote(str(tmp_path / 'b.db'))} hook claude-code"
+    assert hook_commands(settings) == {"./notify.sh", ours}
+
+
+async def test_a_command_that_does_not_run_here_is_refused_and_nothing_is_written(
+    tmp_path: Path, home: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    done = await run(
+        "hook", "install", "cursor", "--project-dir", str(project), "--command", "mcp-server-escalaton",
+        home=home,
+    )  # fmt: skip
+
+    assert done.returncode == 1
+    assert "mcp-server-escalaton" in done.stderr
+    assert "nothing was changed" in done.stderr
+    assert not (project / ".cursor").exists()
 
 
 async def test_the_demo_ignores_the_per_user_config(tmp_path: Path, home: Path) -> None:
