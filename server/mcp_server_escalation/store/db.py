@@ -63,16 +63,23 @@ def _is_busy_error(exc: sqlite3.DatabaseError) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)
 
 
-def _connect(path: str) -> sqlite3.Connection:
+def _connect(path: str, *, create: bool) -> sqlite3.Connection:
     if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
         raise StoreError(
             f"store {path}: this Python's SQLite is {sqlite3.sqlite_version}; the store needs"
             f" {'.'.join(map(str, MINIMUM_SQLITE))} or newer"
         )
     try:
-        if path != ":memory:":
+        if path == ":memory:":
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        elif create:
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        else:
+            # mode=rw: SQLite itself refuses to create the file, whatever happened to it since
+            # the caller looked.
+            uri = f"{Path(path).expanduser().absolute().as_uri()}?mode=rw"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"store {path}: {exc}") from exc
     conn.row_factory = sqlite3.Row
@@ -94,11 +101,11 @@ class Database:
         self.path = path
 
     @classmethod
-    async def open(cls, path: str) -> Database:
-        """Open (creating if needed) and migrate the store at ``path``."""
+    async def open(cls, path: str, *, create: bool = True) -> Database:
+        """Open and migrate the store at ``path``; create it (and its folders) only if ``create``."""
         # Opening is quick local work done once before the first request, so it runs on the
         # loop; a thread hop here would only add start-up time (SPEC 8 cold start).
-        conn = _connect(path)
+        conn = _connect(path, create=create)
         db = cls(conn, path)
         try:
             db._configure()
