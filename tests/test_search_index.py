@@ -185,3 +185,11 @@ async def test_db_check_finds_a_damaged_index_changes_nothing_and_repair_rebuild
     assert code == 0
     assert "rebuilt from the failure records" in out
     assert _both_checks(db_path) == (["ok"], "ok")
+
+
+async def test_db_check_refuses_a_store_that_does_not_exist_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder" / "escalations.db"
+    code, _out, err = await run_cli("db", "check", "--db", str(missing), home=tmp_path)
+    assert code == 1
+    assert str(missing) in err
+    assert not missing.parent.exists()
