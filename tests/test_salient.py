@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hooks_support import CARGO_FAIL, GO_FAIL, JEST_FAIL, MOCHA_FAIL, PYTEST_FAIL, VITEST_FAIL
@@ -413,6 +413,7 @@ _FRAGMENTS = st.sampled_from(
     parts=st.lists(st.one_of(_FRAGMENTS, st.text(max_size=40)), max_size=40),
     limit=st.integers(min_value=0, max_value=300),
 )
+@example(parts=["\n", "\x1b"], limit=0)  # a last line of control characters only: no line
 def test_any_input_gives_one_bounded_line(parts: list[str], limit: int) -> None:
     text = "".join(parts)
     found = find(text, limit)
@@ -420,6 +421,6 @@ def test_any_input_gives_one_bounded_line(parts: list[str], limit: int) -> None:
     assert len(found.headline.splitlines()) <= 1
     assert not any(ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for ch in found.headline)
     assert len(found.lines) <= SALIENT_LINES
-    assert all(len(line) <= LINE_CHARS and len(line.splitlines()) == 1 for line in found.lines)
+    assert all(0 < len(line) <= LINE_CHARS and len(line.splitlines()) == 1 for line in found.lines)
     # A headline summarised again stays what it is (a summary of a summary is the same).
     assert find(found.headline, limit).headline == found.headline

@@ -176,11 +176,10 @@ _PY_ERROR_NAME = r"^(?:[A-Za-z_]\w*\.)*_*[A-Z]\w*(?:Error|Exception|Exit|Interru
 def _python(text: str) -> Salient | None:
     if 'File "' not in text:
         return None
-    innermost = None
-    for innermost in _rx(_PY_FRAME).finditer(text):  # noqa: B007 (the last one is wanted)
-        pass
-    if innermost is None:
+    frames = list(_rx(_PY_FRAME).finditer(text))
+    if not frames:
         return None
+    innermost = frames[-1]
     found = _rx(_PY_EXCEPTION).search(text, innermost.end(), innermost.end() + _EXCEPTION_WITHIN)
     if found is None:
         return None
@@ -380,10 +379,10 @@ def find(text: str, limit: int = HEADLINE_CHARS) -> Salient:
     for finder in _FINDERS:
         found = finder(body)
         if found is not None:
-            lines = tuple(one_line(line, LINE_CHARS) for line in found.lines)
+            lines = tuple(flat for line in found.lines if (flat := one_line(line, LINE_CHARS)))
             return Salient(found.kind, one_line(found.headline, limit), lines)
-    last = next((line for line in reversed(body.split("\n")) if line.strip()), "")
-    return Salient("text", one_line(last, limit), (one_line(last, LINE_CHARS),) if last else ())
+    last = next((flat for line in reversed(body.split("\n")) if (flat := one_line(line, LINE_CHARS))), "")
+    return Salient("text", one_line(last, limit), (last,) if last else ())
 
 
 def headline(text: str, limit: int = HEADLINE_CHARS) -> str:
