@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server_escalation.rules.fingerprint import fingerprint, normalise_message
+from mcp_server_escalation.rules.fingerprint import fingerprint, fingerprinted_text, normalise_message
 
 
 @pytest.mark.parametrize(
@@ -70,3 +70,67 @@ def test_different_messages_have_different_fingerprints() -> None:
 
 def test_structured_fields_are_case_and_space_insensitive() -> None:
     assert _fp("boom", error_type="TypeError") == _fp("boom", error_type=" typeerror ")
+
+
+# The same failure as a tool prints it twice: another debug print, another temp dir in the
+# frames, a traceback one frame shorter, another count of passing tests.
+_RUN_ONE = """\
+DEBUG: cart has 3 items
+Traceback (most recent call last):
+  File "/tmp/run-1/reproduce.py", line 12, in <module>
+    main()
+  File "/app/shop/cart.py", line 41, in main
+    total = price(item)
+  File "/app/shop/cart.py", line 18, in price
+    return PRICES[item.currency]
+KeyError: 'EUR'
+"""
+_RUN_TWO = """\
+DEBUG: cart has 4 items
+DEBUG: currency is EUR
+Traceback (most recent call last):
+  File "/tmp/run-2/reproduce.py", line 15, in <module>
+    price(item)
+  File "/app/shop/cart.py", line 19, in price
+    return PRICES[item.currency]
+KeyError: 'EUR'
+"""
+
+
+def test_the_same_failure_printed_with_other_noise_has_one_fingerprint() -> None:
+    assert _fp(_RUN_ONE) == _fp(_RUN_TWO)
+    # ... and is the same error as the bare exception line an agent would record itself.
+    assert _fp(_RUN_ONE) == _fp("KeyError: 'EUR'")
+    first = (
+        "..F.\nE       assert 3 == 4\n\ntests/test_calc.py:9: AssertionError\n1 failed, 3 passed in 0.13s\n"
+    )
+    again = (
+        ".F...\nE       assert 3 == 4\n\ntests/test_calc.py:9: AssertionError\n1 failed, 4 passed in 0.2s\n"
+    )
+    assert _fp(first) == _fp(again)
+
+
+def test_different_errors_under_the_same_noise_keep_different_fingerprints() -> None:
+    assert _fp(_RUN_ONE) != _fp(_RUN_ONE.replace("KeyError: 'EUR'", "TypeError: price() needs a currency"))
+    assert _fp(_RUN_ONE) != _fp(_RUN_ONE.replace("KeyError", "AttributeError"))
+
+
+def test_an_output_with_no_recognised_error_is_fingerprinted_whole() -> None:
+    assert fingerprinted_text("step 1 of 3\nstep 2 of 3\nstopped") == "step 1 of 3\nstep 2 of 3\nstopped"
+    assert _fp("cart: 3 items\nstopped") != _fp("queue: 3 jobs\nstopped")
+
+
+def test_a_one_line_message_keeps_the_fingerprint_it_had_before_issue_14() -> None:
+    # Computed with the fingerprint of the release before: stored records of one-line
+    # messages (what agents record through the tool) keep matching new occurrences.
+    assert (
+        fingerprint(
+            signal_type="runtime_error",
+            step="main",
+            message="KeyError: 'next_url' at line 3",
+            tool_name="Bash",
+            error_code="exit 1",
+        )
+        == "fp-2edd6b4386cbada7"
+    )
+    assert _fp("TypeError: undefined is not a function") == "fp-5b374c518e563599"

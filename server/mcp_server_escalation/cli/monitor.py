@@ -17,6 +17,7 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
+from ..rules.salient import one_line
 from ..services import reports
 from ..services.background import deliver_pending, operator_side
 from ..services.changes import describe
@@ -103,7 +104,7 @@ def _watch_line(line: WatchLine) -> str:
     s = line.escalation
     return (
         f"{line.at}  {line.event:<12} #{s.escalation_id:<5} {s.status:<26} {s.type:<19} "
-        f"{s.priority:<6} {s.task_id}  {s.headline[:100]}"
+        f"{s.priority:<6} {s.task_id}  {one_line(s.headline, 100)}"
     )
 
 

@@ -23,6 +23,8 @@ from pydantic import BaseModel
 from ..errors import StoreError
 from ..locations import store_origin
 from ..models.escalations import Escalation
+from ..rules.announce import HEADLINE_CHARS
+from ..rules.salient import headline, one_line
 from ..services import escalations, reports
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, default_db_path, resolve_db_path
@@ -69,7 +71,7 @@ def print_escalation(e: Escalation, db_path: str | None = None) -> None:
             _out(f"  option {i}: {option}")
     _out("Triggers")
     for t in e.triggers:
-        _out(f"  - {t.type}: {t.summary}")
+        _out(f"  - {t.type}: {headline(t.summary, HEADLINE_CHARS)}")
         _out(
             f"    criteria {json.dumps(t.criteria, sort_keys=True)}  observed "
             f"{json.dumps(t.observed, sort_keys=True)}  at {t.at}"
@@ -114,7 +116,7 @@ async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
         for s in result.escalations:
             _out(
                 f"{s.escalation_id:>5}  {s.status:<26} {s.type:<19} {s.priority:<6} "
-                f"{s.task_id[:24]:<24} {s.headline[:80]}"
+                f"{s.task_id[:24]:<24} {one_line(s.headline, 80)}"
             )
         _out(f"({len(result.escalations)} of {result.total})")
         return 0

@@ -26,6 +26,8 @@ from ..models.escalations import Escalation
 from ..models.hook_config import HooksConfig
 from ..models.limits import ENDED_STATUSES
 from ..models.tasks import Task
+from ..rules.announce import HEADLINE_CHARS
+from ..rules.salient import headline
 from ..services import escalations, failures, progress
 from ..services import hooks as hook_service
 from ..services.runtime import Runtime
@@ -265,7 +267,7 @@ async def _post_tool(call: Call) -> Answer:
             task_id=task.task_id,
             escalation_id=fired.escalation_id,
             type=fired.type,
-            summary=fired.triggers[-1].summary if fired.triggers else "",
+            summary=headline(fired.triggers[-1].summary, HEADLINE_CHARS) if fired.triggers else "",
             message=message,
         )
     )

@@ -11,6 +11,7 @@ from typing import Any
 from ..clock import parse_iso
 from ..models.escalations import Escalation
 from ..prompts import PromptBook
+from .salient import headline as salient_headline
 
 HEADLINE_CHARS = 500
 # Elicitation offers what a human may answer; withdrawing is the agent's own move.
@@ -23,9 +24,13 @@ def minutes_pending(created_at: str, now: datetime) -> int:
 
 
 def headline(escalation: Escalation) -> str:
-    """One line: the first trigger's summary, or the agent's reason."""
+    """One line: the first trigger's summary, or the agent's reason.
+
+    Summaries are one line when written; one stored before that, or an agent's reason, may
+    be a whole tool output: then its salient error line, never its banner or a newline.
+    """
     text = escalation.triggers[0].summary if escalation.triggers else (escalation.reason or "")
-    return text[:HEADLINE_CHARS]
+    return salient_headline(text, HEADLINE_CHARS)
 
 
 def _values(escalation: Escalation) -> dict[str, Any]:

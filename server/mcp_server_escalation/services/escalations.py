@@ -24,6 +24,8 @@ from ..models.results import (
     ResolveResult,
 )
 from ..models.tasks import Task
+from ..rules.announce import HEADLINE_CHARS
+from ..rules.salient import headline, one_line
 from ..rules.triggers import COUNTER_RESET_ON_ACK, response_options
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
@@ -90,7 +92,10 @@ async def raise_escalation(
                     "follow_up_of",
                     f"escalation {follow_up_of} belongs to task {earlier.task_id!r}, not {task_id!r}",
                 )
-        summary = rt.prompts.render(f"trigger_{kind}", reason=reason)
+        # A summary is one line; the whole reason stays in ``reason`` and the trigger's
+        # ``observed``. A system error's reason is often a pasted tool output: its error line.
+        pick = headline if kind == "system_error" else one_line
+        summary = rt.prompts.render(f"trigger_{kind}", reason=pick(reason, HEADLINE_CHARS))
         trigger = Trigger(
             type=kind,
             criteria={"raised_by": "agent"},

@@ -12,6 +12,7 @@ from ..rules.classify import classify, extract_details
 from ..rules.fingerprint import fingerprint
 from ..rules.paths import normalise_path
 from ..rules.pointers import pointer_problem
+from ..rules.salient import headline
 from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
@@ -41,7 +42,7 @@ def blocker_subject(signal_type: str, details: dict[str, Any], message: str) -> 
     if details.get("endpoint") or details.get("status_code"):
         status = f" HTTP {details['status_code']}" if details.get("status_code") else ""
         return f"{details.get('endpoint', '')}{status}".strip()
-    return message[:300]
+    return headline(message)
 
 
 async def record_failure(
@@ -174,7 +175,7 @@ async def record_failure(
                     "trigger_repeated_error",
                     count=counters.consecutive_same_error,
                     threshold=task.thresholds.same_error_repeated,
-                    message=message[:300],
+                    message=headline(message),
                 )
             fired.append(
                 Evidence(

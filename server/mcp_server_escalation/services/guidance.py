@@ -15,6 +15,7 @@ from ..models.failures import FailureRecord
 from ..models.guidance import FailureView, GuidanceItem, GuidanceResult
 from ..rules import ranking
 from ..rules.fingerprint import message_key
+from ..rules.salient import headline
 from ..store import failures as failure_store
 from ..store import guidance as guidance_store
 from ..store.db import Conn
@@ -43,7 +44,8 @@ def _item(rt: Runtime, row: guidance_store.GuidanceRow, score: float, exact: boo
         "guidance_signature",
         signal_type=row.signal_type,
         kind=kind,
-        message=_clip(row.message, SIGNATURE_CHARS),
+        # A recorded tool output is summarised by its error line, not by its banner.
+        message=headline(row.message, SIGNATURE_CHARS),
     )
     adjustment = row.recommended_adjustment
     line = rt.prompts.render(

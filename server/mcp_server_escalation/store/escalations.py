@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..models.escalations import Escalation, EscalationResponse, EscalationSummary, Trigger
+from ..rules.announce import headline
 from .db import Conn
 
 RESOLVED_STATUSES = (
@@ -217,7 +218,6 @@ def list_escalations(
 
 def summary(escalation: Escalation) -> EscalationSummary:
     """The list row of an escalation."""
-    headline = escalation.triggers[0].summary if escalation.triggers else (escalation.reason or "")
     return EscalationSummary(
         escalation_id=escalation.escalation_id,
         task_id=escalation.task_id,
@@ -227,7 +227,7 @@ def summary(escalation: Escalation) -> EscalationSummary:
         priority=escalation.priority,
         blocking=escalation.blocking,
         status=escalation.status,
-        headline=headline,
+        headline=headline(escalation),
         created_at=escalation.created_at,
         updated_at=escalation.updated_at,
     )
