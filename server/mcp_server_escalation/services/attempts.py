@@ -5,7 +5,8 @@ rejected attempts of its current cycle, pairwise similar (``rules.similarity``).
 failure summary is stored as escalation feedback for the step and every upstream step
 named, and the step's cycle goes up; all of it in the store, so the next agent (any
 process) reconstructs it. Past ``max_escalation_cycles`` a human gets a ``stagnation``
-escalation carrying every cycle's summary.
+escalation carrying the cycles' summaries (those that fired it and the latest since, as
+``rules/evidence.py`` bounds a run; ``get_feedback`` shows every one).
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from ..errors import TaskEnded
 from ..models.feedback import Attempt, AttemptResult, Stagnation
 from ..models.limits import ENDED_STATUSES
 from ..rules import triggers
+from ..rules.evidence import RUN_READ, TEST_RUNS_SHOWN, latest_only
 from ..rules.feedback import failure_summary
 from ..rules.similarity import similar_run
 from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, current_task, direct, fire, publish_fired
+from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -51,7 +53,7 @@ async def record_attempt(
     """Store a verdict; a rejected one may start an escalation cycle or reach a human."""
     now = rt.now()
 
-    def work(conn: Conn) -> AttemptResult:
+    def work(conn: Conn) -> tuple[AttemptResult, Fired | None]:
         task = load_task(conn, task_id)
         if task.status in ENDED_STATUSES:
             raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
@@ -105,13 +107,17 @@ async def record_attempt(
                                 cycles=cycle,
                                 max_cycles=t.max_escalation_cycles,
                             ),
-                            {"step": step, "cycle_summaries": [c.model_dump() for c in cycles]},
+                            {"step": step},
                             key=f"stagnation:{step}",
+                            run=Run(
+                                "cycle_summaries", [c.model_dump() for c in cycles[-RUN_READ:]], len(cycles)
+                            ),
                         )
                     )
         limit = triggers.verification_limit(counters, t)
         if limit is not None:
-            history = feedback_store.attempts(conn, task_id, step, limit=HISTORY)
+            history = feedback_store.attempts(conn, task_id, step, limit=RUN_READ)
+            runs = progress_store.list_test_runs(conn, task_id, TEST_RUNS_SHOWN)
             fired.append(
                 Evidence(
                     limit,
@@ -121,13 +127,15 @@ async def record_attempt(
                         threshold=t.total_verification_attempts,
                     ),
                     {
-                        "attempts": [a.model_dump(exclude={"artifact"}) for a in history],
-                        "test_runs": [r.model_dump() for r in progress_store.list_test_runs(conn, task_id)],
+                        "attempts": latest_only(
+                            [a.model_dump(exclude={"artifact"}) for a in history], RUN_READ
+                        ),
+                        "test_runs": [r.model_dump() for r in runs],
                     },
                 )
             )
-        escalation = fire(rt, conn, task, fired)
-        task = current_task(conn, task, escalation, counters=counters)
+        changed = fire(rt, conn, task, fired)
+        task = current_task(conn, task, changed, counters=counters)
         if stagnation is not None and not stagnation.human_escalation:
             template, values = (
                 "message_stagnation_cycle",
@@ -158,16 +166,17 @@ async def record_attempt(
                 },
             )
         directed = direct(rt, conn, task, template, **values)
-        return AttemptResult(
+        result = AttemptResult(
             attempt_number=number,
             cycle=cycle,
             stagnation=stagnation,
-            escalation=escalation,
+            escalation=changed.shown if changed else None,
             **directed.model_dump(),
         )
+        return result, changed
 
-    result = await rt.db.write(work)
-    await publish_fired(rt, result.escalation)
+    result, changed = await rt.db.write(work)
+    await publish_fired(rt, changed)
     return result
 
 

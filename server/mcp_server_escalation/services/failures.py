@@ -9,6 +9,7 @@ from ..models.limits import BLOCKER_SIGNALS, ENDED_STATUSES
 from ..models.results import FailureSummary, RecordFailureResult
 from ..rules import triggers
 from ..rules.classify import classify, extract_details
+from ..rules.evidence import RUN_READ, clip_texts
 from ..rules.fingerprint import fingerprint
 from ..rules.paths import normalise_path
 from ..rules.pointers import pointer_problem
@@ -16,7 +17,7 @@ from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, current_task, direct, fire, publish_fired
+from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -87,7 +88,7 @@ async def record_failure(
     )
     now = rt.now()
 
-    def work(conn: Conn) -> RecordFailureResult:
+    def work(conn: Conn) -> tuple[RecordFailureResult, Fired | None]:
         task = load_task(conn, task_id)
         if task.status in ENDED_STATUSES:
             raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
@@ -144,24 +145,23 @@ async def record_failure(
                         signal_type=signal,
                         subject=blocker_subject(signal, found, message),
                     ),
-                    {
-                        "signal_type": signal,
-                        "details": found,
-                        "message": message,
-                        "file": where,
-                        "line": line,
-                        "attempted_action": attempted_action,
-                        "at": now,
-                        "failure_id": record.failure_id,
-                    },
+                    clip_texts(
+                        {
+                            "signal_type": signal,
+                            "details": found,
+                            "message": message,
+                            "file": where,
+                            "line": line,
+                            "attempted_action": attempted_action,
+                            "at": now,
+                            "failure_id": record.failure_id,
+                        }
+                    ),
                     key=f"external_blocker:{print_}",
                 )
             )
         repeated = triggers.repeated_error(counters, task.thresholds, transient=signal == "network_transient")
         if repeated is not None:
-            occurrences = failure_store.recent_occurrences(
-                conn, record.failure_id, counters.consecutive_same_error
-            )
             if repeated.type == "external_blocker":
                 summary = rt.prompts.render(
                     "trigger_external_blocker",
@@ -176,19 +176,12 @@ async def record_failure(
                     message=message[:300],
                 )
             fired.append(
-                Evidence(
-                    repeated,
-                    summary,
-                    {
-                        "failure_id": record.failure_id,
-                        "fingerprint": print_,
-                        "occurrences": [o.model_dump() for o in occurrences],
-                    },
-                    key=f"{repeated.type}:{print_}",
+                _repeat_evidence(
+                    conn, repeated, summary, record, print_, counters.consecutive_same_error, now
                 )
             )
-        escalation = fire(rt, conn, task, fired)
-        task = current_task(conn, task, escalation, counters=counters)
+        changed = fire(rt, conn, task, fired)
+        task = current_task(conn, task, changed, counters=counters)
         directed = direct(
             rt,
             conn,
@@ -200,7 +193,7 @@ async def record_failure(
             threshold=task.thresholds.same_error_repeated,
             occurrences=record.occurrence_count,
         )
-        return RecordFailureResult(
+        result = RecordFailureResult(
             failure=FailureSummary(
                 failure_id=record.failure_id,
                 fingerprint=print_,
@@ -212,10 +205,42 @@ async def record_failure(
                 status=record.status,
                 details=found,
             ),
-            escalation=escalation,
+            escalation=changed.shown if changed else None,
             **directed.model_dump(),
         )
+        return result, changed
 
-    result = await rt.db.write(work)
-    await publish_fired(rt, result.escalation)
+    result, changed = await rt.db.write(work)
+    await publish_fired(rt, changed)
     return result
+
+
+def _repeat_evidence(
+    conn: Conn,
+    repeated: triggers.Firing,
+    summary: str,
+    record: failure_store.Counted,
+    print_: str,
+    consecutive: int,
+    now: str,
+) -> Evidence:
+    """The evidence of an error repeated in a row: bounded, however long the run.
+
+    Only the latest few occurrences are read (``RUN_READ``); the ones that fired the trigger
+    stay on the escalation from its first firing, and ``failure://`` shows the rest.
+    """
+    latest = failure_store.recent_occurrences(conn, record.failure_id, min(consecutive, RUN_READ))
+    return Evidence(
+        repeated,
+        summary,
+        {
+            "failure_id": record.failure_id,
+            "fingerprint": print_,
+            "occurrence_count": record.occurrence_count,
+            "first_seen_at": failure_store.first_seen_at(conn, record.seq),
+            "last_seen_at": now,
+            "all_occurrences": f"failure://{record.failure_id}",
+        },
+        key=f"{repeated.type}:{print_}",
+        run=Run("occurrences", [o.model_dump() for o in latest], consecutive),
+    )
