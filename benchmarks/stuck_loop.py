@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -41,27 +42,60 @@ MESSAGE = (
 )
 
 
+def server_cpu_seconds() -> float | None:
+    """CPU seconds used so far by the server this process spawned (Linux ``/proc``; else None).
+
+    On a machine shared with other work the wall-clock medians move with its load; the
+    server's own CPU time per call does not, so it is reported next to them.
+    """
+    me = str(os.getpid())
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me and b"mcp-server-escalation" in cmdline:
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return None
+
+
 @dataclass
 class Calls:
-    """What one kind of call cost: seconds and result bytes, in call order."""
+    """What one kind of call cost: seconds, result bytes and the server's CPU, in call order."""
 
     seconds: list[float] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    # The server's CPU seconds after each call (None where /proc is not there).
+    cpu: list[float | None] = field(default_factory=list)
 
-    def add(self, seconds: float, size: int) -> None:
+    def add(self, seconds: float, size: int, cpu: float | None) -> None:
         self.seconds.append(seconds)
         self.sizes.append(size)
+        self.cpu.append(cpu)
 
-    def figures(self, early: slice) -> dict[str, float]:
-        """Early vs late median (ms), their ratio, and the largest result (bytes)."""
+    def _cpu_ms(self, window: slice) -> float | None:
+        """The server's CPU per call over ``window`` (from the call before it to its last)."""
+        start, stop, _ = window.indices(len(self.cpu))
+        before, after = self.cpu[max(start - 1, 0)], self.cpu[stop - 1]
+        if before is None or after is None or stop - start < 2:
+            return None
+        return (after - before) / (stop - max(start - 1, 0) - 1) * 1000
+
+    def figures(self, early: slice) -> dict[str, float | None]:
+        """Early vs late median (ms) and the server's CPU per call, ratios, the largest result."""
         late = slice(-min(100, len(self.seconds)), None)
         early_ms = statistics.median(self.seconds[early]) * 1000
         late_ms = statistics.median(self.seconds[late]) * 1000
+        early_cpu, late_cpu = self._cpu_ms(early), self._cpu_ms(late)
         return {
             "calls": len(self.seconds),
             "early_median_ms": round(early_ms, 3),
             "late_median_ms": round(late_ms, 3),
             "late_over_early": round(late_ms / early_ms, 3),
+            "early_server_cpu_ms": None if early_cpu is None else round(early_cpu, 3),
+            "late_server_cpu_ms": None if late_cpu is None else round(late_cpu, 3),
+            "cpu_late_over_early": round(late_cpu / early_cpu, 3) if early_cpu and late_cpu else None,
             "largest_result_bytes": max(self.sizes),
             "first_result_bytes": self.sizes[0],
             "last_result_bytes": self.sizes[-1],
@@ -75,7 +109,8 @@ async def _call(client: Client, calls: Calls, tool: str, arguments: dict[str, An
     if result.is_error or result.structured_content is None:
         raise RuntimeError(f"{tool} failed: {result.content}")
     structured = result.structured_content
-    calls.add(elapsed, len(json.dumps(structured, ensure_ascii=False, separators=COMPACT).encode()))
+    size = len(json.dumps(structured, ensure_ascii=False, separators=COMPACT).encode())
+    calls.add(elapsed, size, server_cpu_seconds())
     return structured
 
 
@@ -120,7 +155,7 @@ async def stuck_loop(
     return measured
 
 
-def report(measured: dict[str, Calls]) -> dict[str, dict[str, float]]:
+def report(measured: dict[str, Calls]) -> dict[str, dict[str, float | None]]:
     """Figures per tool; record_failure's early window is calls 10-110, as issue 14 sets it."""
     return {
         tool: calls.figures(slice(10, 110) if tool == "record_failure" else slice(1, 101))
@@ -128,7 +163,7 @@ def report(measured: dict[str, Calls]) -> dict[str, dict[str, float]]:
     }
 
 
-async def _main(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+async def _main(args: argparse.Namespace) -> dict[str, dict[str, float | None]]:
     with tempfile.TemporaryDirectory() as folder:
         params = StdioServerParameters(
             command=str(SERVER_SCRIPT), args=["--db", str(Path(folder) / "stuck.db")], cwd=folder
