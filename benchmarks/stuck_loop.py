@@ -1,6 +1,6 @@
 """A stuck agent over stdio: the same error again and again, then edits and polls while paused.
 
-Issue 14 section 2 and 3: a task paused by a ``repeated_error`` escalation, the agent keeps
+SPEC 9 (bounded results): a task paused by a ``repeated_error`` escalation whose agent keeps
 calling. This module drives that loop through the real SDK ``Client`` over the installed
 console script and measures every call: its time and the size of the result the model reads
 (the compact JSON of the structured result, as ``tool_result`` sends it).
@@ -136,7 +136,7 @@ async def stuck_loop(
             },
         )
         # ``holding`` names the escalation that pauses the task; a build without it (before
-        # issue 14) is measured by the escalation it returned.
+        # bounded results) is measured by the escalation it returned.
         holding = result.get("holding") or result.get("escalation")
         escalation_id = holding["escalation_id"] if holding else escalation_id
     if escalation_id is None:
@@ -156,7 +156,7 @@ async def stuck_loop(
 
 
 def report(measured: dict[str, Calls]) -> dict[str, dict[str, float | None]]:
-    """Figures per tool; record_failure's early window is calls 10-110, as issue 14 sets it."""
+    """Figures per tool; record_failure's early window is calls 10-110 (SPEC 9)."""
     return {
         tool: calls.figures(slice(10, 110) if tool == "record_failure" else slice(1, 101))
         for tool, calls in measured.items()

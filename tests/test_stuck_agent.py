@@ -1,4 +1,4 @@
-"""A stuck agent over a long run (issue 14): it repeats one error a thousand times, edits and
+"""A stuck agent over a long run: it repeats one error a thousand times, edits and
 polls while paused. Every result stays small, evidence appears once, a repeat costs the same
 at the thousandth time as at the hundredth, and waiting for a human costs little context."""
 

@@ -17,7 +17,7 @@ LIST_MAX = 500
 PATH_MAX = 4096
 TASK_ID_PATTERN = r"^[A-Za-z0-9._:/@-]{1,128}$"
 # What one agent-facing result may cost the model's context, whatever the history behind it
-# (issue 14: a stuck agent's results grew with every repeat), and what a get_escalation poll
+# (a stuck agent's results once grew with every repeat), and what a get_escalation poll
 # that finds nothing new may cost. Measured as the compact JSON the tools send.
 RESULT_MAX_BYTES = 16 * 1024
 POLL_MAX_BYTES = 4 * 1024

@@ -1,4 +1,4 @@
-"""Bounded evidence: what an escalation shows of a history that keeps growing (issue 14).
+"""Bounded evidence: what an escalation shows of a history that keeps growing.
 
 A trigger keeps firing while its counter keeps rising: a stuck agent repeats its error
 hundreds of times, and every repeat refreshes the trigger on the open escalation. Its

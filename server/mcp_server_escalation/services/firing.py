@@ -25,7 +25,7 @@ from .runtime import Runtime
 
 # The latest actions an escalation shows, their texts clipped; the task's history keeps them
 # all, whole. Ten is what `escalations show` prints; twenty identical record_failure entries
-# were most of a stuck agent's escalation (issue 14).
+# were most of a stuck agent's escalation.
 RECENT_ACTIONS = 10
 ACTION_TEXT_SHOWN = 160
 

@@ -29,7 +29,7 @@ SIGNATURE_CHARS = 120
 QUERY_CHARS = 200
 ADJUSTMENT_CHARS = 140
 # What failure://{id} shows of a record's history, and what update_failure answers with:
-# the agent that updates a record needs its state, not its history (issue 14: results stay
+# the agent that updates a record needs its state, not its history (results stay
 # small whatever the history; the resource shows more).
 RECENT_OCCURRENCES = 20
 UPDATED_SHOWN = 3
