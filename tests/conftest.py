@@ -7,8 +7,9 @@ scopes refuse (see shared/reference/mcp-sdk-v2.md section 9).
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -102,6 +103,27 @@ class FakeClock:
 
     def advance(self, **delta: float) -> None:
         self.now += timedelta(**delta)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A home and config folder of the session's own, for this process and its children.
+
+    Every process reads a per-user config file by default (``~/.config/...``); servers that
+    the SDK starts get ``HOME`` but not ``XDG_CONFIG_HOME``. No test may read the real one.
+    """
+    home = tmp_path_factory.mktemp("home")
+    saved = {name: os.environ.get(name) for name in ("HOME", "XDG_CONFIG_HOME")}
+    os.environ["HOME"] = str(home)
+    os.environ["XDG_CONFIG_HOME"] = str(home / ".config")
+    try:
+        yield home
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture

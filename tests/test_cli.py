@@ -294,13 +294,15 @@ async def test_db_option_is_accepted_before_and_after_the_subcommand(db_path: st
     made = await populate(db_path)
     before = await cli("--db", db_path, "escalations", "list", "--json", home=home)
     after = await cli("escalations", "list", "--json", "--db", db_path, home=home)
-    # Without --db the CLI reads the (empty) per-user store under XDG_DATA_HOME instead.
+    # Without --db the CLI would read the per-user store under XDG_DATA_HOME: there is none.
     default = await cli("escalations", "list", "--json", home=home)
 
-    assert before.returncode == after.returncode == default.returncode == 0
+    assert before.returncode == after.returncode == 0
     assert before.json()["total"] == 2
     assert after.json() == before.json()
-    assert default.json() == {"escalations": [], "total": 0}
+    assert default.returncode == 1
+    assert default.stdout == ""
+    assert f"no store at {home / 'mcp-server-escalation' / 'escalations.db'}" in default.stderr
     assert made["repeated"]["escalation_id"] in [e["escalation_id"] for e in after.json()["escalations"]]
 
 
@@ -319,13 +321,15 @@ async def test_db_path_honours_flag_environment_and_xdg_default(tmp_path: Path, 
     assert flag_beats_env.stdout.strip() == flag_path
     assert by_xdg.stdout.strip() == str(home / "mcp-server-escalation" / "escalations.db")
     for run in (by_flag, by_flag_first, by_env, flag_beats_env, by_xdg):
-        assert run.returncode == 0, run.stderr
+        assert run.returncode == 1  # no store there yet (tests/test_store_and_config.py)
     assert not (tmp_path / "flag.db").exists()  # printing the path creates nothing
 
 
-async def test_db_migrate_creates_the_store_and_prints_the_schema_version(tmp_path: Path, home: Path) -> None:
+async def test_db_init_creates_the_store_and_both_print_the_schema_version(
+    tmp_path: Path, home: Path
+) -> None:
     store = tmp_path / "nested" / "fresh.db"
-    first = await cli("db", "migrate", "--db", str(store), home=home)
+    first = await cli("db", "init", "--db", str(store), home=home)
     again = await cli("--db", str(store), "db", "migrate", home=home)
 
     latest = max(m.version for m in MIGRATIONS)

@@ -1,9 +1,10 @@
 """Client notifications (SPEC 6): a connected client hears about its escalations' changes.
 
-Handshake-era clients (what Claude Code and the Inspector speak) get an unsolicited
-``notifications/resources/updated`` for ``escalation://{id}`` and a log message; a
-2026-07-28 client gets the same resource update on a ``subscriptions/listen`` stream. The
-operator answers from the real CLI in another process.
+Handshake-era clients (what Claude Code and the Inspector speak) get a log message about
+the escalations of the tasks they work on, and ``notifications/resources/updated`` for
+``escalation://{id}`` once they subscribed to it; a 2026-07-28 client gets the same resource
+update on a ``subscriptions/listen`` stream. The operator answers from the real CLI in
+another process. (tests/test_protocol_capabilities.py covers levels and subscriptions.)
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ async def test_a_legacy_client_hears_an_answer_given_in_another_process(db_path:
             )
         escalation_id = result.structured_content["escalation"]["escalation_id"]  # type: ignore[index]
         uri = f"escalation://{escalation_id}"
-        await eventually(lambda: uri in heard.updated and heard.about(escalation_id), 5, "created")
+        await client.subscribe_resource(uri)
+        await eventually(lambda: heard.about(escalation_id), 5, "created")
         before = len(heard.updated)
 
         code, _, err = await run_cli(
@@ -89,7 +91,7 @@ async def test_a_client_is_not_told_about_escalations_of_tasks_it_never_touched(
             theirs = await other.call("raise_escalation", task_id="c-theirs", reason="Which DB?")
             mine = await other.call("raise_escalation", task_id="c-mine", reason="Which port?")
         mine_id = mine["escalation"]["escalation_id"]
-        await eventually(lambda: f"escalation://{mine_id}" in heard.updated, 5, "its own task's escalation")
+        await eventually(lambda: heard.about(mine_id), 5, "its own task's escalation")
 
     assert f"escalation://{theirs['escalation']['escalation_id']}" not in heard.updated
     assert heard.about(theirs["escalation"]["escalation_id"]) == []
@@ -139,6 +141,7 @@ async def test_over_real_stdio_the_answer_from_the_cli_reaches_the_client_as_not
         await client.call_tool("start_task", {"title": "Wire the API", "task_id": "c-stdio"})
         raised = await client.call_tool("raise_escalation", {"task_id": "c-stdio", "reason": "Which scheme?"})
         escalation_id = raised.structured_content["escalation"]["escalation_id"]  # type: ignore[index]
+        await client.subscribe_resource(f"escalation://{escalation_id}")
         answer = ["escalations", "respond", str(escalation_id), "--guidance", "OAuth"]
         code, _, err = await run_cli("--db", db_path, *answer, home=home)
         await eventually(

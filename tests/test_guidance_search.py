@@ -228,10 +228,10 @@ async def test_migration_7_indexes_the_error_and_its_advice_not_the_attempted_ac
     assert "recommended_adjustment" in columns
 
 
-async def test_the_index_stays_whole_while_each_new_record_merges_it(db_path: str) -> None:
+async def test_the_index_stays_whole_as_records_arrive_one_by_one(db_path: str) -> None:
     async with _runtime(db_path) as rt:
         await tasks.start_task(rt, title="t", task_id="s8", thresholds=BIG)
-        for n in range(300):  # every one a new record: each adds a segment and merges a little
+        for n in range(300):  # every one a new record: each adds a segment to the index
             await _fail(rt, f"module {_word(n)} failed to import {_word(n + 1)}", task_id="s8")
         last = await _fail(rt, "module zzz failed to import qqq", task_id="s8")
         got = await guidance.get_guidance(rt, task_id="s8", query="zzz qqq import")

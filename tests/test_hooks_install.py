@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
-from hooks_support import run_cli
+from hooks_support import SCRIPT, run_cli
+
+# What the installer writes by default: this very script, by absolute path.
+HOOK_SCRIPT = shlex.quote(str(SCRIPT))
 
 
 async def test_claude_code_hooks_are_merged_into_existing_project_settings(tmp_path: Path) -> None:
@@ -27,7 +32,7 @@ async def test_claude_code_hooks_are_merged_into_existing_project_settings(tmp_p
     assert pre[0] == existing["hooks"]["PreToolUse"][0]  # theirs first, untouched
     assert pre[1] == {
         "matcher": "*",
-        "hooks": [{"type": "command", "command": "mcp-server-escalation hook claude-code", "timeout": 15}],
+        "hooks": [{"type": "command", "command": f"{HOOK_SCRIPT} hook claude-code", "timeout": 15}],
     }
     assert set(written["hooks"]) == {
         "PreToolUse",
@@ -52,7 +57,7 @@ async def test_a_dry_run_prints_the_result_and_writes_nothing(tmp_path: Path) ->
     assert not (project / ".cursor").exists()
     shown = json.loads(run.stdout[run.stdout.index("{") :])
     assert shown["version"] == 1
-    assert shown["hooks"]["preToolUse"] == [{"command": "mcp-server-escalation hook cursor", "timeout": 15}]
+    assert shown["hooks"]["preToolUse"] == [{"command": f"{HOOK_SCRIPT} hook cursor", "timeout": 15}]
     assert sorted(shown["hooks"]) == sorted(
         ["preToolUse", "postToolUse", "postToolUseFailure", "stop", "sessionStart"]
     )
@@ -62,15 +67,13 @@ async def test_a_dry_run_prints_the_result_and_writes_nothing(tmp_path: Path) ->
 async def test_user_install_writes_to_the_home_folder_with_the_given_command(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
+    given = f"{sys.executable} -m mcp_server_escalation"
     run = await run_cli(
-        "hook", "install", "cursor", "--user", "--command", "/opt/bin/mcp-server-escalation", tmp=tmp_path,
-        HOME=str(home),
+        "hook", "install", "cursor", "--user", "--command", given, tmp=tmp_path, HOME=str(home),
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     written = json.loads((home / ".cursor" / "hooks.json").read_text(encoding="utf-8"))
-    assert written["hooks"]["stop"] == [
-        {"command": "/opt/bin/mcp-server-escalation hook cursor", "timeout": 15}
-    ]
+    assert written["hooks"]["stop"] == [{"command": f"{given} hook cursor", "timeout": 15}]
 
 
 async def test_an_unreadable_settings_file_is_left_alone(tmp_path: Path) -> None:

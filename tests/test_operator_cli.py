@@ -58,6 +58,9 @@ class Watcher:
 
 
 async def _watch(db_path: str, home: Path, *args: str) -> Watcher:
+    # Operator commands open only an existing store: the watch starts before any agent.
+    code, _, err = await run_cli("--db", db_path, "db", "init", home=home)
+    assert code == 0, err
     process = await anyio.open_process(
         [str(SCRIPT), "--db", db_path, "escalations", "watch", *args], env=cli_env(home)
     )
@@ -124,6 +127,7 @@ async def test_watch_follows_one_task_until_interrupted_and_shows_a_cli_answer(
 async def test_watch_once_without_any_change_ends_after_the_timeout_with_status_1(
     db_path: str, home: Path
 ) -> None:
+    await run_cli("--db", db_path, "db", "init", home=home)
     code, out, err = await run_cli(
         "--db", db_path, "escalations", "watch", "--once", "--timeout", "0.5", home=home
     )

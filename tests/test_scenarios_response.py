@@ -386,8 +386,9 @@ async def test_human_termination_stops_the_agent_and_refuses_further_work_on_the
             ("raise_escalation", {"reason": "may I continue?"}),
             ("end_task", {"outcome": "completed"}),
         ]:
-            text = await agent.error(tool, task_id="t1", **args)
-            assert "terminated_by_human" in text, (tool, text)
+            refused = await agent.call(tool, task_id="t1", **args)
+            assert refused["directive"] == "stop", (tool, refused)
+            assert "terminated_by_human" in refused["message"], (tool, refused)
         gate = await agent.call("check_edit", task_id="t1", paths=["src/sync_client.js"])
         assert gate["allowed"] is False
         assert gate["directive"] == "stop"

@@ -65,10 +65,20 @@ async def _three_identical_failures(agent: Agent, task_id: str) -> list[dict[str
     return results
 
 
-async def test_console_script_lists_every_tool_with_an_output_schema(db_path: str) -> None:
+async def test_console_script_declares_its_notifications_and_lists_every_tool_with_an_output_schema(
+    db_path: str,
+) -> None:
     with anyio.fail_after(30):
         async with stdio_agent(db_path, mode="legacy") as agent:
             listed = await agent.client.list_tools()
+            capabilities = agent.client.server_capabilities
+            await agent.client.set_logging_level("notice")
+            await agent.client.subscribe_resource("escalation://pending")
+    # It sends log messages and resource updates, so it declares both (and serves them).
+    assert capabilities is not None
+    assert capabilities.logging is not None
+    assert capabilities.resources is not None
+    assert capabilities.resources.subscribe is True
     tools = {tool.name: tool for tool in listed.tools}
     assert set(tools) >= AGENT_TOOLS, f"missing tools: {AGENT_TOOLS - set(tools)}"
     for name in AGENT_TOOLS:

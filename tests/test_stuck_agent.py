@@ -185,7 +185,7 @@ async def test_a_known_revision_the_escalation_never_had_is_refused_by_name(db_p
         text = await agent.error("get_escalation", escalation_id=escalation_id, known_revision=99)
     assert "known_revision" in text
     assert "99" in text
-    assert f"revision {raised['revision']}" in text
+    assert f"revision {raised['escalation']['revision']}" in text
 
 
 async def test_every_result_that_pauses_names_the_escalation_holding_the_task(db_path: str) -> None:

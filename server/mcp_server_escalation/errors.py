@@ -8,7 +8,8 @@ a non-zero exit. Anything else is a bug and is reported as such.
     ├── InvalidInput          a field's value breaks a documented limit or format
     ├── NotFound              an id names nothing in the store
     ├── Conflict              the call is valid but the current state forbids it
-    │   └── TaskEnded         the task is terminated, completed or abandoned
+    │   └── TaskEnded         an answer to an escalation of a task that ended (an agent's
+    │                         write on such a task is no error: its result says stop)
     ├── Forbidden             the server's role may not do this
     ├── ConfigError           a config file, prompt template or data file is unusable
     └── StoreError            the store file cannot be opened (not a database, no access)

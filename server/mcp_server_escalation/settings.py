@@ -1,6 +1,10 @@
 """Settings, read once at start-up (CLI flags > environment > config file > defaults).
 
-Config file (TOML, ``--config PATH`` or ``ESCALATION_CONFIG``)::
+Config file (TOML): ``--config PATH``, else ``ESCALATION_CONFIG``, else the per-user file
+``${XDG_CONFIG_HOME:-~/.config}/mcp-server-escalation/config.toml`` when it exists. Every
+process reads the same file the same way (the server a host launches without our variables,
+the operator CLI, each hook run), so notifiers and thresholds set once apply everywhere. A
+path given explicitly must exist: a mistyped one is an error naming it, never the defaults::
 
     prompts_dir = "~/my-prompts"   # replaces the packaged prompts/ (all templates required)
 
@@ -34,7 +38,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
-from .locations import chosen_store, default_store
+from .locations import chosen_store, default_config, default_store
 from .models.hook_config import HooksConfig
 from .models.limits import Role
 from .models.thresholds import ThresholdOverrides, Thresholds
@@ -109,16 +113,30 @@ def resolve_db_path(flag: str | None, env: Mapping[str, str] | None = None) -> s
     return chosen if chosen == ":memory:" else str(Path(chosen).expanduser())
 
 
-def load_config(path: str | None, env: Mapping[str, str] | None = None, cwd: str | None = None) -> ConfigFile:
-    """The config file at ``path`` (or ``ESCALATION_CONFIG``), or the defaults."""
-    chosen = path or (os.environ if env is None else env).get("ESCALATION_CONFIG")
+def config_path(
+    path: str | None, env: Mapping[str, str] | None = None, cwd: str | None = None
+) -> Path | None:
+    """The config file to read: ``path``, else ``ESCALATION_CONFIG``, else the per-user file
+    if it exists; None when there is none. An explicit path that does not exist is an error."""
+    env = os.environ if env is None else env
+    chosen = path or env.get("ESCALATION_CONFIG")
     if not chosen:
-        return ConfigFile.model_construct()
+        default = Path(default_config(env))
+        return default if default.exists() else None
+    resolved = Path(cwd or ".") / Path(chosen).expanduser()
+    if not resolved.exists():
+        origin = "--config" if path else "ESCALATION_CONFIG"
+        shown = chosen if Path(chosen).is_absolute() else f"{chosen} ({resolved.absolute()})"
+        raise ConfigError(f"config {shown}: no such file (given by {origin})")
+    return resolved
+
+
+def read_config(path: Path) -> ConfigFile:
+    """One config file, validated whole."""
     try:
-        raw = tomllib.loads((Path(cwd or ".") / Path(chosen).expanduser()).read_text(encoding="utf-8"))
-        return ConfigFile.model_validate(raw)
-    except (OSError, tomllib.TOMLDecodeError, ValidationError) as exc:
-        raise ConfigError(f"config {chosen}: {exc}") from exc
+        return ConfigFile.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise ConfigError(f"config {path}: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -127,6 +145,7 @@ class Settings:
 
     db_path: str = ":memory:"
     role: Role = "agent"
+    config_path: str | None = None  # the config file read, if any (for logs and ``hook install``)
     prompts_dir: Path | None = None
     project_root: str = field(default_factory=os.getcwd)
     thresholds: Thresholds = field(default_factory=Thresholds.model_construct)
@@ -152,7 +171,8 @@ class Settings:
         process's, so a relayed event is decided exactly as the hook itself would decide it.
         """
         env = os.environ if env is None else env
-        loaded = load_config(config, env, cwd)
+        chosen = config_path(config, env, cwd)
+        loaded = ConfigFile.model_construct() if chosen is None else read_config(chosen)
         prompts_dir = prompts or env.get("ESCALATION_PROMPTS") or loaded.prompts_dir
         db_path = resolve_db_path(db, env)
         if cwd is not None and db_path != ":memory:":
@@ -160,6 +180,7 @@ class Settings:
         return cls(
             db_path=db_path,
             role=role,
+            config_path=None if chosen is None else str(chosen.absolute()),
             prompts_dir=(Path(cwd or ".") / Path(prompts_dir).expanduser()) if prompts_dir else None,
             project_root=cwd or str(Path.cwd()),
             thresholds=Thresholds.model_construct().merged(loaded.thresholds),

@@ -50,7 +50,14 @@ def build_server(
     @asynccontextmanager
     async def lifespan(_server: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
         async with open_runtime(settings, clock, prompts) as runtime:
-            log.info("store %s open (role %s)", settings.db_path, settings.role)
+            # Which store and config a host-launched server took, in its log: a server without
+            # the config its operator meant would otherwise notify nobody without a word.
+            log.info(
+                "store %s open (role %s); config %s",
+                settings.db_path,
+                settings.role,
+                settings.config_path or "none (no --config, ESCALATION_CONFIG or per-user file)",
+            )
             live.open.append(runtime)
             try:
                 async with side.running(runtime), _hook_relay(runtime, enabled=hook_relay):
@@ -77,6 +84,7 @@ def build_server(
         subscriptions=side.bus,
         **auth,
     )
+    side.clients.install(server)
     register_resources(server, prompts, live)
     register_prompts(server, prompts)
     return server

@@ -1,18 +1,25 @@
 """Telling connected MCP clients that one of their escalations changed (SPEC 6).
 
-When an escalation of a task a client works on is created, updated, answered or closed,
-by this process or by any other one (the operator's CLI, another server), the client gets
-``notifications/resources/updated`` for ``escalation://{id}`` and a log message worded from
-prompts/operator.toml. Changes arrive from the store's change feed (services/changes.py),
-never from the tool call itself, so the tool call pays nothing for them.
+When an escalation is created, updated, answered or closed, by this process or by any other
+one (the operator's CLI, another server), clients hear of it: a log message worded from
+prompts/operator.toml, and ``notifications/resources/updated`` for ``escalation://{id}``
+(and ``escalation://pending`` when the pending list changed). Changes arrive from the
+store's change feed (services/changes.py), never from the tool call itself, so the tool call
+pays nothing for them.
 
-Protocol eras (reference section 6):
-- Handshake era (Claude Code, Cursor, the Inspector): the connection's standalone channel
-  carries both notifications, unsolicited, as those clients expect. A middleware remembers,
-  per connection, the tasks it touched (tool arguments and results, resources it read).
+Protocol eras (reference section 6). The server declares what it sends and serves what it
+declares:
+- Handshake era (Claude Code, Cursor, the Inspector): ``logging`` is declared and
+  ``logging/setLevel`` honoured per connection: the log message goes to the connections that
+  worked on the task (a middleware remembers the tasks each one touched: tool arguments and
+  results, resources it read), at or above the level each set (every level until it sets
+  one). ``resources.subscribe`` is declared: an update goes to the connections subscribed
+  (``resources/subscribe``) to that URI, and only to them, as the protocol says; a client
+  that never subscribes learns of its escalations from the log message alone.
 - 2026-07-28: unsolicited notifications are not allowed. The change is published on the
   server's subscription bus instead, and reaches clients that opened a
-  ``subscriptions/listen`` stream for the URI (``escalation://{id}``, ``escalation://pending``).
+  ``subscriptions/listen`` stream for the URI. No log message is sent in this era, so
+  ``logging`` is not declared to it.
 
 The SDK hands a middleware a per-request ``ServerSession``; the connection behind it has no
 public handle in mcp 2.3, so connections are told apart by that session's private
@@ -25,14 +32,27 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import anyio
+from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import ResourceUpdated, SubscriptionBus
-from mcp.types import LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParams
+from mcp.types import (
+    INVALID_PARAMS,
+    DiscoverResult,
+    EmptyResult,
+    LoggingLevel,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
+    SetLevelRequestParams,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 from ..errors import NotFound
 from ..models.escalations import Escalation
@@ -46,7 +66,11 @@ from .app_context import AppContext
 log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 256
+MAX_SUBSCRIPTIONS = 256  # per connection: an escalation id per subscription at most
 LOGGER_NAME = "escalation"
+PENDING_URI = "escalation://pending"
+# RFC 5424 severities in ascending order: the order of the protocol's LoggingLevel literal.
+_SEVERITY: tuple[LoggingLevel, ...] = get_args(LoggingLevel)
 _LEVELS: dict[str, LoggingLevel] = {
     "created": "warning",
     "updated": "info",
@@ -62,6 +86,15 @@ def connection_key(session: ServerSession) -> int:
     return id(getattr(session, "_connection", session))
 
 
+def subscription_problem(uri: str) -> str | None:
+    """Why ``uri`` cannot be subscribed to (no update is ever sent for it), or None."""
+    if uri == PENDING_URI or (
+        uri.startswith("escalation://") and uri.removeprefix("escalation://").isdigit()
+    ):
+        return None
+    return f"uri: {uri!r} never sends updates; subscribe to {PENDING_URI} or escalation://{{escalation_id}}"
+
+
 @dataclass
 class Client:
     """One handshake-era connection and what it is interested in."""
@@ -69,10 +102,16 @@ class Client:
     session: ServerSession
     tasks: set[str] = field(default_factory=set)
     escalations: set[int] = field(default_factory=set)
+    subscriptions: set[str] = field(default_factory=set)
+    log_level: LoggingLevel | None = None  # None until logging/setLevel: every level
 
     def wants(self, change: EscalationChange) -> bool:
         """Is this change about a task or escalation this client has worked on?"""
         return change.task_id in self.tasks or change.escalation_id in self.escalations
+
+    def hears(self, level: LoggingLevel) -> bool:
+        """Is ``level`` at or above the level this client asked for?"""
+        return self.log_level is None or _SEVERITY.index(level) >= _SEVERITY.index(self.log_level)
 
 
 class ConnectedClients:
@@ -90,6 +129,63 @@ class ConnectedClients:
     def forget(self, rt: Runtime) -> None:
         """The runtime's lifespan ended: drop its connections."""
         self._by_runtime.pop(id(rt), None)
+
+    def install(self, server: MCPServer[AppContext]) -> None:
+        """Serve logging/setLevel and resources/(un)subscribe, which declares both capabilities.
+
+        The SDK has no public hook for these handshake-era methods; its documented way is the
+        low-level server's ``add_request_handler``. The 2026-07-28 era never routes them here.
+        """
+        lowlevel = server._lowlevel_server  # private, as the docstring says
+        lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, self.set_level)
+        lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self.subscribe)
+        lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self.unsubscribe)
+        discover = lowlevel.get_request_handler("server/discover")
+        if discover is not None:
+            sdk_discover = discover.handler
+
+            async def without_logging(
+                ctx: ServerRequestContext[Any, Any], params: BaseModel
+            ) -> BaseModel | dict[str, Any] | None:
+                # Only handshake-era connections get log messages (module docstring).
+                found = await sdk_discover(ctx, params)
+                if not isinstance(found, DiscoverResult):
+                    return found
+                capabilities = found.capabilities.model_copy(update={"logging": None})
+                return found.model_copy(update={"capabilities": capabilities})
+
+            lowlevel.add_request_handler("server/discover", discover.params_type, without_logging)
+
+    async def set_level(
+        self, ctx: ServerRequestContext[AppContext, Any], params: SetLevelRequestParams
+    ) -> EmptyResult:
+        """logging/setLevel: this connection hears log messages at ``params.level`` and above."""
+        self._client(ctx.lifespan_context.runtime, ctx.session).log_level = params.level
+        return EmptyResult()
+
+    async def subscribe(
+        self, ctx: ServerRequestContext[AppContext, Any], params: SubscribeRequestParams
+    ) -> EmptyResult:
+        """resources/subscribe: updates of ``params.uri`` go to this connection."""
+        problem = subscription_problem(params.uri)
+        if problem is not None:
+            raise MCPError(code=INVALID_PARAMS, message=problem)
+        client = self._client(ctx.lifespan_context.runtime, ctx.session)
+        if params.uri not in client.subscriptions and len(client.subscriptions) >= MAX_SUBSCRIPTIONS:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"uri: a connection holds at most {MAX_SUBSCRIPTIONS} subscriptions; "
+                "unsubscribe from one first",
+            )
+        client.subscriptions.add(params.uri)
+        return EmptyResult()
+
+    async def unsubscribe(
+        self, ctx: ServerRequestContext[AppContext, Any], params: UnsubscribeRequestParams
+    ) -> EmptyResult:
+        """resources/unsubscribe: no more updates of ``params.uri`` to this connection."""
+        self._client(ctx.lifespan_context.runtime, ctx.session).subscriptions.discard(params.uri)
+        return EmptyResult()
 
     async def middleware(
         self, ctx: ServerRequestContext[AppContext, Any], call_next: CallNext
@@ -132,19 +228,24 @@ class ConnectedClients:
         """Resource-updated notifications and log messages for a batch of changes."""
         loaded: dict[int, Escalation | None] = {}
         for change in batch:
-            uri = f"escalation://{change.escalation_id}"
-            await self.bus.publish(ResourceUpdated(uri=uri))
+            uris = [f"escalation://{change.escalation_id}"]
             if change.event in _PENDING_LIST_EVENTS:
-                await self.bus.publish(ResourceUpdated(uri="escalation://pending"))
-            targets = [c for c in self.clients(rt) if c.wants(change)]
-            if not targets:
-                continue
-            if change.escalation_id not in loaded:
-                loaded[change.escalation_id] = await _load(rt, change.escalation_id)
-            escalation = loaded[change.escalation_id]
-            message = client_message(self.prompts, escalation, change.event) if escalation else None
-            for client in targets:
-                await _send(client.session, uri, change.event, message)
+                uris.append(PENDING_URI)
+            for uri in uris:
+                await self.bus.publish(ResourceUpdated(uri=uri))
+            level = _LEVELS.get(change.event, "info")
+            for client in self.clients(rt):
+                updated = [uri for uri in uris if uri in client.subscriptions]
+                told = client.wants(change) and client.hears(level)
+                if not (updated or told):
+                    continue
+                message = None
+                if told:
+                    if change.escalation_id not in loaded:
+                        loaded[change.escalation_id] = await _load(rt, change.escalation_id)
+                    escalation = loaded[change.escalation_id]
+                    message = client_message(self.prompts, escalation, change.event) if escalation else None
+                await _send(client.session, updated, level, message)
 
 
 async def _load(rt: Runtime, escalation_id: int) -> Escalation | None:
@@ -154,23 +255,22 @@ async def _load(rt: Runtime, escalation_id: int) -> Escalation | None:
         return None
 
 
-async def _send(session: ServerSession, uri: str, event: str, message: str | None) -> None:
+async def _send(session: ServerSession, uris: list[str], level: LoggingLevel, message: str | None) -> None:
     # Best effort, like every server-initiated notification: a client that went away is
     # simply not told. The SDK already drops (and debug-logs) sends on a closed channel.
     try:
-        await session.send_resource_updated(uri)
+        for uri in uris:
+            await session.send_resource_updated(uri)
         if message is not None:
             # The typed notification, not send_log_message: that helper is deprecated for the
             # 2026-07-28 era, and only handshake-era sessions ever get here.
             await session.send_notification(
                 LoggingMessageNotification(
-                    params=LoggingMessageNotificationParams(
-                        level=_LEVELS.get(event, "info"), logger=LOGGER_NAME, data=message
-                    )
+                    params=LoggingMessageNotificationParams(level=level, logger=LOGGER_NAME, data=message)
                 )
             )
     except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-        log.debug("client notification for %s not sent: %s", uri, exc)
+        log.debug("client notification for %s not sent: %s", uris, exc)
 
 
 def _interests(params: Mapping[str, Any], result: HandlerResult) -> tuple[set[str], set[int]]:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from ..datafiles import data_dir
 from ..errors import ConfigError
 from ..prompts import PromptBook
-from .output_schemas import flat_schema
+from .flat_schemas import flat_schema, input_schema
 
 ToolFunction = Callable[..., Awaitable[BaseModel]]
 CONTEXT_PARAMETER = "ctx"  # every tool takes its request context under this name
@@ -182,7 +182,7 @@ def structured_tool(
         fn=tool_result(fn, text),
         name=name,
         description=fn.__doc__ or name,
-        parameters=parameters or metadata.arguments_model().model_json_schema(by_alias=True),
+        parameters=parameters or input_schema(metadata.arguments_model()),
         fn_metadata=metadata,
         is_async=True,
         context_kwarg=context,
@@ -191,7 +191,8 @@ def structured_tool(
 
 
 def describe_tools(tools: list[Tool], prompts: PromptBook) -> None:
-    """Put the descriptions from prompts/ on every tool and argument (all, or fail)."""
+    """Put the descriptions from prompts/ on every tool and argument (all, or fail; an
+    argument's empty text is listed on purpose and shows no description)."""
     by_name = {tool.name: tool for tool in tools}
     unknown = sorted(set(prompts.tools) - set(by_name))
     if unknown:
@@ -210,4 +211,7 @@ def describe_tools(tools: list[Tool], prompts: PromptBook) -> None:
             )
         tool.description = text.description
         for argument, description in text.arguments.items():
-            properties[argument]["description"] = description
+            if description:
+                properties[argument]["description"] = description
+            else:  # described as nothing: its name, type and limits say it all
+                properties[argument].pop("description", None)

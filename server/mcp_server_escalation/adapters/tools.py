@@ -43,6 +43,7 @@ from ..models.results import (
     EscalationResult,
     ListEscalationsResult,
     ProgressResult,
+    RaiseEscalationResult,
     RecordFailureResult,
     ResolveResult,
     StartTaskResult,
@@ -239,7 +240,7 @@ def build_tools(
         options: Annotated[list[Annotated[str, Field(max_length=TEXT_MAX)]], Field(max_length=LIST_MAX)] = [],  # noqa: B006
         blocking: bool = True,
         follow_up_of: EscalationId | None = None,
-    ) -> EscalationResult:
+    ) -> RaiseEscalationResult:
         """Ask a human (or report an unrecoverable error); blocking questions pause the task."""
         with tool_errors():
             return await escalations.raise_escalation(

@@ -28,7 +28,11 @@ def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     parser.add_argument(
         "--db", default=default, help="store path (default: $ESCALATION_DB or the per-user store)"
     )
-    parser.add_argument("--config", default=default, help="TOML config file (default: $ESCALATION_CONFIG)")
+    parser.add_argument(
+        "--config",
+        default=default,
+        help="TOML config file (default: $ESCALATION_CONFIG, else the per-user config.toml if it exists)",
+    )
     parser.add_argument(
         "--prompts", default=default, help="folder of prompt templates overriding the defaults"
     )
@@ -62,7 +66,12 @@ def top_parser() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line."""
     from .hook import add_parser as add_hook_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
-    from .monitor_args import add_backup_parser, add_stats_parser, add_watch_parser  # noqa: PLC0415
+    from .monitor_args import (  # noqa: PLC0415
+        add_backup_parser,
+        add_check_parser,
+        add_stats_parser,
+        add_watch_parser,
+    )
 
     parser = top_parser()
     sub = parser.add_subparsers(dest="command")
@@ -129,9 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     db = sub.add_parser("db", help="the store file")
     db_sub = db.add_subparsers(dest="action", required=True)
-    for name, text in (("path", "print the store path"), ("migrate", "apply pending migrations")):
+    for name, text in (
+        ("path", "print the store path (exit 1 when no store is there)"),
+        ("init", "create the store (and its folders) if it does not exist, and migrate it"),
+        ("migrate", "apply pending migrations to an existing store"),
+    ):
         _common(db_sub.add_parser(name, help=text))
     add_backup_parser(db_sub, _common)
+    add_check_parser(db_sub, _common)
     return parser
 
 

@@ -38,9 +38,11 @@ demo prints it verbatim. The error texts and the operator's guidance are the dem
 data (what an agent and a human would type), also kept at the top of this module.
 
 The store the demo uses is its own: ``ESCALATION_DB``, ``ESCALATION_CONFIG`` and
-``ESCALATION_PROMPTS`` from the environment are not passed on, so a first run behaves the
-same everywhere. An explicit ``--config`` or ``--prompts`` is passed on to every process,
-and the demo then checks that configuration against its script.
+``ESCALATION_PROMPTS`` from the environment are not passed on, and neither is the per-user
+config file read (its processes get the empty ``os.devnull`` as ``ESCALATION_CONFIG``), so a
+first run behaves the same everywhere and never notifies anyone. An explicit ``--config``
+or ``--prompts`` is passed on to every process (a flag beats the variable), and the demo
+then checks that configuration against its script.
 """
 
 from __future__ import annotations
@@ -140,6 +142,8 @@ SERVER = "mcp-server-escalation"
 AGENT = "demo-agent"
 # The store belongs to the demo, never to whatever the environment points at.
 STORE_ENV = ("ESCALATION_DB", "ESCALATION_CONFIG", "ESCALATION_PROMPTS")
+# An empty config instead of the per-user file (module docstring).
+NO_CONFIG = {"ESCALATION_CONFIG": os.devnull}
 
 
 # The closing lines: where the store is, and how to add the server to an agent host.
@@ -250,9 +254,11 @@ class Demo:
         command = server_command()
         # The SDK gives the server a minimal environment (as hosts do); PYTHONPATH is passed on
         # so that the ``python -m`` fallback imports the same package this demo runs from.
-        path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
+        path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
         params = StdioServerParameters(
-            command=command[0], args=[*command[1:], "--db", self.db_path, *self.extra_args], env=path
+            command=command[0],
+            args=[*command[1:], "--db", self.db_path, *self.extra_args],
+            env={**path, **NO_CONFIG},
         )
         # The server logs to stderr: into a file, out of the demo's output (shown on failure).
         transport = stdio_client(params, errlog=self.server_log)
@@ -261,7 +267,7 @@ class Demo:
 
     async def operator(self, *args: str) -> str:
         """The operator CLI as another process on the same store; its stdout."""
-        env = {k: v for k, v in os.environ.items() if k not in STORE_ENV}
+        env = {**{k: v for k, v in os.environ.items() if k not in STORE_ENV}, **NO_CONFIG}
         command = [*server_command(), "--db", self.db_path, *self.extra_args, *args]
         done = await anyio.run_process(command, check=False, env=env)
         if done.returncode != 0:

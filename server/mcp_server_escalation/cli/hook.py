@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 
 from ..hooks.relay import HOSTS
 
+SCRIPT_NAMES = ("mcp-server-escalation", "mcp-server-escalation.exe")
+
 if TYPE_CHECKING:
     from ..hooks.events import HookEvent
     from ..settings import Settings
@@ -53,8 +55,7 @@ def add_parser(
     install.add_argument(
         "--command",
         dest="hook_command",
-        default="mcp-server-escalation",
-        help="the script as the host should run it (default: mcp-server-escalation on PATH)",
+        help="the script as the host should run it (default: this script by absolute path)",
     )
     install.add_argument(
         "--project-dir", help="the project (default: $CLAUDE_PROJECT_DIR, else the current directory)"
@@ -140,21 +141,79 @@ def run_relay(args: argparse.Namespace) -> int:
     return anyio.run(serve)
 
 
-def run(args: argparse.Namespace) -> int:
-    """``hook <host>`` or ``hook install <host>``."""
-    if args.action == "relay":
-        return run_relay(args)
-    if args.action != "install":
-        return run_hook(args.action, args)
-    from ..hooks.install import install  # noqa: PLC0415
+def this_script() -> str:
+    """This console script as a shell word, by absolute path (else ``python -m``)."""
+    import shlex  # noqa: PLC0415
 
-    project = args.project_dir or os.environ.get("CLAUDE_PROJECT_DIR") or Path.cwd()
+    launched = Path(sys.argv[0])
+    if launched.name in SCRIPT_NAMES and launched.is_file():
+        return shlex.quote(str(launched.absolute()))  # a symlink (pipx) stays one: upgrades keep it
+    beside = Path(sys.executable).parent / SCRIPT_NAMES[0]
+    if beside.is_file():
+        return shlex.quote(str(beside))
+    return f"{shlex.quote(sys.executable)} -m mcp_server_escalation"
+
+
+def _given_command(command: str) -> str:
+    """``--command`` as given, once its program is known to run here."""
+    import shlex  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
+
+    from ..errors import ConfigError  # noqa: PLC0415
+
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:  # an unclosed quote
+        raise ConfigError(f"--command {command!r}: {exc} (nothing was changed)") from exc
+    if not words or shutil.which(words[0]) is None:
+        raise ConfigError(
+            f"--command {command!r}: {words[0] if words else 'nothing'} is neither an executable file "
+            "nor on PATH; hosts run the hook exactly as written (nothing was changed)"
+        )
+    return command
+
+
+def install_hooks(args: argparse.Namespace) -> int:
+    """``hook install <host>``: the hook command line with the store and config given here."""
+    from ..errors import ConfigError  # noqa: PLC0415
+    from ..hooks.install import command_line, install  # noqa: PLC0415
+    from ..settings import Settings  # noqa: PLC0415
+
+    env = os.environ
+    # Validates the config (an explicit path that does not exist is an error) and resolves
+    # the store; only what was chosen explicitly is written, by absolute path: the hosts'
+    # environment may lack the installer's variables, and their working directory differs.
+    settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
+    if settings.db_path == ":memory:":
+        raise ConfigError("--db: a hook needs a store file that outlives its run, not :memory:")
+    store = Path(settings.db_path).absolute()
+    explicit_db = args.db or env.get("ESCALATION_DB")
+    explicit_config = args.config or env.get("ESCALATION_CONFIG")
+    explicit_prompts = args.prompts or env.get("ESCALATION_PROMPTS")
+    command = command_line(
+        _given_command(args.hook_command) if args.hook_command else this_script(),
+        db=str(store) if explicit_db else None,
+        config=settings.config_path if explicit_config else None,
+        prompts=str(Path(explicit_prompts).expanduser().absolute()) if explicit_prompts else None,
+    )
+    if not store.exists():
+        print(f"note: no store at {store} yet; the first hook run or server start creates it")
+    project = args.project_dir or env.get("CLAUDE_PROJECT_DIR") or Path.cwd()
     return install(
         args.host,
         user=bool(args.user),
         project_dir=Path(project).expanduser(),
         home=Path.home(),
-        command=args.hook_command,
+        command=command,
         dry_run=bool(args.dry_run),
         out=print,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    """``hook <host>``, ``hook relay`` or ``hook install <host>``."""
+    if args.action == "relay":
+        return run_relay(args)
+    if args.action != "install":
+        return run_hook(args.action, args)
+    return install_hooks(args)

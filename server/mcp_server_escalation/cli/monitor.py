@@ -1,4 +1,4 @@
-"""Operator commands that watch and measure: ``escalations watch``, ``stats``, ``db backup``.
+"""Operator commands that watch and measure: ``escalations watch``, ``stats``, ``db backup``, ``db check``.
 
 Same services and store as the tools. Tables on a terminal, ``--json`` for scripts (one JSON
 object per line for ``watch``). Exit codes: 0 done; 1 an error (stderr says which), or
@@ -57,11 +57,13 @@ async def with_delivery(rt: Runtime, work: Awaitable[int]) -> int:
 
 
 async def run(rt: Runtime, args: argparse.Namespace) -> int:
-    """Dispatch ``watch``, ``stats`` and ``db backup``."""
+    """Dispatch ``watch``, ``stats``, ``db backup`` and ``db check``."""
     if args.command == "escalations":
         return await watch(rt, args)
     if args.command == "stats":
         return await with_delivery(rt, _stats(rt, args))
+    if args.action == "check":
+        return await _check(rt, args)
     return await with_delivery(rt, _backup(rt, args))
 
 
@@ -197,3 +199,21 @@ async def _backup(rt: Runtime, args: argparse.Namespace) -> int:
         f"(integrity {report.integrity})"
     )
     return 0
+
+
+async def _check(rt: Runtime, args: argparse.Namespace) -> int:
+    report = await reports.check_store(rt, repair=args.repair)
+    if args.json:
+        out(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True))
+        return 0 if report.ok else 1
+    out(f"{report.path}: {report.failure_records} failure records")
+    out(f"  file (PRAGMA integrity_check): {'; '.join(report.integrity)}")
+    index = {
+        "ok": "ok",
+        "damaged": f"DAMAGED ({report.search_index_problem}); run again with --repair to rebuild it",
+        "rebuilt": f"was damaged ({report.search_index_problem}); rebuilt from the failure records",
+    }[report.search_index]
+    out(f"  search index (FTS5 integrity-check): {index}")
+    if report.integrity != ["ok"]:
+        out("  the file itself is damaged: restore a backup (db backup makes one); --repair cannot fix it")
+    return 0 if report.ok else 1

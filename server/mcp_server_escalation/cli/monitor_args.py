@@ -1,4 +1,4 @@
-"""The command lines of ``escalations watch``, ``stats`` and ``db backup`` (argparse only).
+"""The command lines of ``escalations watch``, ``stats``, ``db backup`` and ``db check`` (argparse only).
 
 Kept apart from their implementation (``monitor``) so that building the parser, which every
 run of the console script does (the MCP server included), loads nothing else.
@@ -41,3 +41,15 @@ def add_backup_parser(db_commands: Any, common: AddCommon) -> None:
     backup.add_argument("path", metavar="PATH")
     backup.add_argument("--force", action="store_true", help="replace PATH if it exists")
     backup.add_argument("--json", action="store_true")
+
+
+def add_check_parser(db_commands: Any, common: AddCommon) -> None:
+    """``db check [--repair]``."""
+    check = db_commands.add_parser(
+        "check", help="integrity of the store file and of its search index; --repair rebuilds the index"
+    )
+    common(check)
+    check.add_argument(
+        "--repair", action="store_true", help="rebuild a damaged search index from the failure records"
+    )
+    check.add_argument("--json", action="store_true")

@@ -1,17 +1,27 @@
-"""Operator commands: escalations, tasks, db. Same services, same store as the tools."""
+"""Operator commands: escalations, tasks, db. Same services, same store as the tools.
+
+They open only a store that exists. A mistyped ``--db`` or ``ESCALATION_DB`` used to create
+an empty store (folders included) and answer "no pending escalations" while the agents
+waited on another one; now it is an error naming the path and how to create a store.
+Creating one is explicit (``db init``), or done by the server an agent's host launches.
+"""
 
 from __future__ import annotations
 
 import argparse
 import getpass
 import json
+import os
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
 from pydantic import BaseModel
 
+from ..errors import StoreError
+from ..locations import store_origin
 from ..models.escalations import Escalation
 from ..services import escalations, reports
 from ..services.runtime import Runtime, open_runtime
@@ -149,16 +159,15 @@ def _response(args: argparse.Namespace) -> tuple[str, str]:
     return "approve", ""
 
 
-async def _main(args: argparse.Namespace) -> int:
-    settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts, role="operator")
-    async with open_runtime(settings) as rt:
+async def _main(settings: Settings, args: argparse.Namespace) -> int:
+    async with open_runtime(settings, create=False) as rt:
         if (args.command, getattr(args, "action", None)) in _MONITOR_COMMANDS:
             return await monitor.run(rt, args)
         # Every command that opens the store also sends announcements left undelivered.
         return await monitor.with_delivery(rt, _dispatch(rt, args))
 
 
-_MONITOR_COMMANDS = {("escalations", "watch"), ("stats", None), ("db", "backup")}
+_MONITOR_COMMANDS = {("escalations", "watch"), ("stats", None), ("db", "backup"), ("db", "check")}
 
 
 async def _dispatch(rt: Runtime, args: argparse.Namespace) -> int:
@@ -173,9 +182,42 @@ async def _dispatch(rt: Runtime, args: argparse.Namespace) -> int:
     return 2
 
 
+async def _init(settings: Settings, existed: bool) -> int:
+    async with open_runtime(settings) as rt:
+        version = await rt.db.schema_version()
+    _out(f"{rt.db.path}: {'a store already' if existed else 'created'}, schema version {version}")
+    return 0
+
+
+def missing_store(path: str, flag: str | None) -> str | None:
+    """Why the operator's commands refuse ``path`` (None when a store is there)."""
+    if path == ":memory:" or Path(path).exists():
+        return None
+    origin = store_origin(flag, os.environ)
+    if origin == "default":
+        given = (
+            "the per-user default, which no agent's server has used yet; --db or ESCALATION_DB choose another"
+        )
+        create = "mcp-server-escalation db init"
+    else:
+        given = f"given by {origin}"
+        create = f"mcp-server-escalation --db {shlex.quote(path)} db init"
+    return f"no store at {path} ({given}); nothing was created. Check the path, or create the store: {create}"
+
+
 def run(args: argparse.Namespace) -> int:
     """Run one operator command."""
     if args.command == "db" and args.action == "path":
-        _out(resolve_db_path(args.db))
-        return 0
-    return anyio.run(_main, args)
+        path = resolve_db_path(args.db)
+        _out(path)  # printed either way, so that a script sees which path was meant
+        problem = missing_store(path, args.db)
+        if problem:
+            sys.stderr.write(f"error: {problem}\n")
+        return 1 if problem else 0
+    settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts, role="operator")
+    problem = missing_store(settings.db_path, args.db)
+    if args.command == "db" and args.action == "init":
+        return anyio.run(_init, settings, problem is None)
+    if problem:
+        raise StoreError(problem)
+    return anyio.run(_main, settings, args)

@@ -1,8 +1,15 @@
 """``hook install claude-code|cursor``: merge our hooks into the host's settings file.
 
 Existing hooks and every other setting are kept as they are; an event that already runs
-our hook command is left alone, so installing twice changes nothing. The file is written
-whole and atomically (a temporary file renamed over it), or not at all.
+our hook command is left alone, so installing twice changes nothing, and one that runs it
+with another command line (another store, config or script) gets the new line, so a later
+``--db`` is never silently ignored. The file is written whole and atomically (a temporary
+file renamed over it), or not at all.
+
+The command line is the script by absolute path with the store, config and prompts the
+installer was given (``cli/hook.py``): hosts launch hooks with their own ``PATH`` and
+environment, where a bare ``mcp-server-escalation`` or an ``ESCALATION_DB`` of the
+installer's shell may not exist.
 
 Claude Code (``.claude/settings.json`` or ``~/.claude/settings.json``): ``PreToolUse`` on
 every tool (the pause must be able to hold any tool, not only edits), ``PostToolUse`` on
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +40,12 @@ CLAUDE_EVENTS: tuple[tuple[str, str | None], ...] = (
     ("SessionStart", None),
 )
 CURSOR_EVENTS: tuple[str, ...] = ("preToolUse", "postToolUse", "postToolUseFailure", "stop", "sessionStart")
+
+
+def command_line(script: str, *, db: str | None, config: str | None, prompts: str | None) -> str:
+    """``script`` (already a shell word or words) with the options the hooks must run with."""
+    options = (("--db", db), ("--config", config), ("--prompts", prompts))
+    return " ".join([script, *(f"{name} {shlex.quote(value)}" for name, value in options if value)])
 
 
 def settings_path(host: str, *, user: bool, project_dir: Path, home: Path) -> Path:
@@ -58,39 +72,61 @@ def _list(container: dict[str, Any], key: str, where: str) -> list[Any]:
     return value
 
 
-def merge_claude(settings: dict[str, Any], command: str) -> list[str]:
+# What changed: ("add" | "replace", what, for the report).
+Change = tuple[str, str]
+
+
+def _update(handlers: list[Any], host: str, line: str, where: str) -> list[Change] | None:
+    """Give our handlers among ``handlers`` the command ``line``; None when there are none."""
+    ours = [h for h in handlers if _ours(h, host)]
+    if not ours:
+        return None
+    changes: list[Change] = []
+    for handler in ours:
+        if handler.get("command") != line:
+            changes.append(("replace", f"{where}: {handler.get('command')} with {line}"))
+            handler["command"] = line
+    return changes
+
+
+def merge_claude(settings: dict[str, Any], command: str) -> list[Change]:
     """Add our Claude Code hooks to ``settings`` in place; returns what changed."""
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError("'hooks' is not an object; fix it by hand first")
     line = f"{command} hook claude-code"
-    changes: list[str] = []
+    changes: list[Change] = []
     for event, matcher in CLAUDE_EVENTS:
+        where = f"{event}{f' [{matcher}]' if matcher else ''}"
         groups = _list(hooks, event, "hooks")
         handlers = [h for g in groups if isinstance(g, dict) for h in _handlers(g)]
-        if any(_ours(h, "claude-code") for h in handlers):
+        updated = _update(handlers, "claude-code", line, where)
+        if updated is not None:
+            changes += updated
             continue
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
         group["hooks"] = [{"type": "command", "command": line, "timeout": TIMEOUT_SECONDS}]
         groups.append(group)
-        changes.append(f"{event}{f' [{matcher}]' if matcher else ''}: {line}")
+        changes.append(("add", f"{where}: {line}"))
     return changes
 
 
-def merge_cursor(config: dict[str, Any], command: str) -> list[str]:
+def merge_cursor(config: dict[str, Any], command: str) -> list[Change]:
     """Add our Cursor hooks to ``config`` in place; returns what changed."""
     config.setdefault("version", 1)
     hooks = config.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError("'hooks' is not an object; fix it by hand first")
     line = f"{command} hook cursor"
-    changes: list[str] = []
+    changes: list[Change] = []
     for event in CURSOR_EVENTS:
         handlers = _list(hooks, event, "hooks")
-        if any(_ours(h, "cursor") for h in handlers):
+        updated = _update(handlers, "cursor", line, event)
+        if updated is not None:
+            changes += updated
             continue
         handlers.append({"command": line, "timeout": TIMEOUT_SECONDS})
-        changes.append(f"{event}: {line}")
+        changes.append(("add", f"{event}: {line}"))
     return changes
 
 
@@ -136,11 +172,11 @@ def install(
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}; nothing was changed") from exc
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    verb = "would add" if dry_run else "added"
+    verbs = {"add": "added", "replace": "replaced"}
     if not changes:
         out(f"{path}: the {host} hooks are already installed; nothing to change")
-    for change in changes:
-        out(f"{path}: {verb} {change}")
+    for action, what in changes:
+        out(f"{path}: {f'would {action}' if dry_run else verbs[action]} {what}")
     if dry_run:
         out(text.rstrip("\n"))
     elif changes:

@@ -96,13 +96,13 @@ class Stagnation(Record):
 
 
 class AttemptResult(Directed):
-    attempt_number: int
+    attempt_number: int | None = Field(description="Null when nothing was recorded (the task ended)")
     cycle: int
     stagnation: Stagnation | None
     escalation: Escalation | None = Field(description=FIRED_ESCALATION)
 
 
-class ReviewResult(Record):
+class ReviewResult(Directed):
     finding: ReviewFinding | None
     cleared: int = Field(description="Findings of this stage resolved by this call")
     outstanding: list[ReviewFinding] = Field(description="Every outstanding finding of the task")

@@ -73,3 +73,14 @@ class BackupReport(Record):
     escalations: int
     tasks: int
     integrity: str = Field(description="PRAGMA integrity_check of the copy ('ok')")
+
+
+class StoreCheck(Record):
+    """``mcp-server-escalation db check [--repair]``."""
+
+    path: str
+    integrity: list[str] = Field(description="PRAGMA integrity_check: ['ok'] or the problems found")
+    search_index: Literal["ok", "damaged", "rebuilt"]
+    search_index_problem: str | None = Field(description="what the index check found, if anything")
+    failure_records: int
+    ok: bool = Field(description="the file is whole and the search index is (or is now) whole")

@@ -77,7 +77,7 @@ FIRED_ESCALATION = "The escalation this call created or added a trigger to (whol
 
 
 class RecordFailureResult(Directed):
-    failure: FailureSummary
+    failure: FailureSummary | None = Field(description="Null when nothing was recorded (the task ended)")
     escalation: Escalation | None = Field(description=FIRED_ESCALATION)
 
 
@@ -109,6 +109,10 @@ class EscalationResult(Directed):
     status: EscalationStatus
     revision: int = Field(description="Pass it as known_revision to be told only of changes")
     unchanged: bool = Field(description="True when the record was left out: you have this revision")
+
+
+class RaiseEscalationResult(Directed):
+    escalation: Escalation | None = Field(description="Null when nothing was raised (the task ended)")
 
 
 class AcknowledgeResult(Directed):

@@ -11,9 +11,7 @@ escalation carrying the cycles' summaries (those that fired it and the latest si
 
 from __future__ import annotations
 
-from ..errors import TaskEnded
 from ..models.feedback import Attempt, AttemptResult, Stagnation
-from ..models.limits import ENDED_STATUSES
 from ..rules import triggers
 from ..rules.evidence import RUN_READ, TEST_RUNS_SHOWN, latest_only
 from ..rules.feedback import failure_summary
@@ -22,7 +20,7 @@ from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired
+from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -55,10 +53,14 @@ async def record_attempt(
 
     def work(conn: Conn) -> tuple[AttemptResult, Fired | None]:
         task = load_task(conn, task_id)
-        if task.status in ENDED_STATUSES:
-            raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
-        t = task.thresholds
         cycle = feedback_store.current_cycle(conn, task_id, step)
+        stop = stop_if_ended(rt, conn, task)
+        if stop is not None:
+            ended = AttemptResult(
+                attempt_number=None, cycle=cycle, stagnation=None, escalation=None, **stop.model_dump()
+            )
+            return ended, None
+        t = task.thresholds
         number = feedback_store.insert_attempt(
             conn,
             task,

@@ -47,6 +47,8 @@ async def operator_side(rt: Runtime, on_changes: ChangeHandler | None = None) ->
     await feed.start()
     if outbox is not None:
         log.info("notifiers: %s", ", ".join(n.key for n in outbox.notifiers))
+    else:
+        log.info("notifiers: none (no [notify] table in the config)")
 
     async def handle(batch: list[EscalationChange]) -> None:
         if outbox is not None and any(c.event == "created" for c in batch):

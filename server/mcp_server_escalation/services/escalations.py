@@ -20,6 +20,7 @@ from ..models.results import (
     AcknowledgeResult,
     EscalationResult,
     ListEscalationsResult,
+    RaiseEscalationResult,
     ResolveResult,
 )
 from ..models.tasks import Task
@@ -28,7 +29,7 @@ from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import direct, escalation_context, sync_pause
+from .firing import direct, escalation_context, stop_if_ended, sync_pause
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -69,14 +70,15 @@ async def raise_escalation(
     options: list[str] | None = None,
     blocking: bool = True,
     follow_up_of: int | None = None,
-) -> EscalationResult:
+) -> RaiseEscalationResult:
     """The agent asks a human (or reports an unrecoverable error) on its own initiative."""
     now = rt.now()
 
-    def work(conn: Conn) -> EscalationResult:
+    def work(conn: Conn) -> RaiseEscalationResult:
         task = load_task(conn, task_id)
-        if task.status in ENDED_STATUSES:
-            raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
+        stop = stop_if_ended(rt, conn, task)
+        if stop is not None:
+            return RaiseEscalationResult(escalation=None, **stop.model_dump())
         if follow_up_of is not None:
             earlier = escalation_store.get(conn, follow_up_of)
             if earlier is None:
@@ -128,7 +130,7 @@ async def raise_escalation(
             task_id=task_id,
             escalation_id=escalation_id,
         )
-        return _whole(escalation, directed.directive, directed.message, directed.holding)
+        return RaiseEscalationResult(escalation=escalation, **directed.model_dump())
 
     result = await rt.db.write(work)
     if result.escalation is not None:
@@ -278,6 +280,13 @@ async def acknowledge_response(
         escalation = load_escalation(conn, escalation_id)
         response = escalation.response
         if response is None:
+            # Ending the task closed this question unanswered: nothing is left to acknowledge.
+            task = load_task(conn, escalation.task_id)
+            stop = stop_if_ended(rt, conn, task)
+            if stop is not None:
+                return AcknowledgeResult(
+                    escalation=escalation, task_status=task.status, task=task, **stop.model_dump()
+                )
             raise Conflict(
                 f"escalation_id: escalation {escalation_id} has no response yet (status "
                 f"{escalation.status}); wait for it with get_escalation({escalation_id}, wait_seconds=30)."
@@ -323,7 +332,8 @@ async def acknowledge_response(
         )
 
     result = await rt.db.write(work)
-    await rt.publish(result.escalation, "acknowledged")
+    if result.escalation.response is not None:  # else nothing changed (an ended task's question)
+        await rt.publish(result.escalation, "acknowledged")
     return result
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidInput, TaskEnded
-from ..models.limits import BLOCKER_SIGNALS, ENDED_STATUSES
+from ..errors import InvalidInput
+from ..models.limits import BLOCKER_SIGNALS
 from ..models.results import FailureSummary, RecordFailureResult
 from ..rules import triggers
 from ..rules.classify import classify, extract_details
@@ -17,7 +17,7 @@ from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired
+from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -90,8 +90,9 @@ async def record_failure(
 
     def work(conn: Conn) -> tuple[RecordFailureResult, Fired | None]:
         task = load_task(conn, task_id)
-        if task.status in ENDED_STATUSES:
-            raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
+        stop = stop_if_ended(rt, conn, task)
+        if stop is not None:
+            return RecordFailureResult(failure=None, escalation=None, **stop.model_dump()), None
         where = normalise_path(file, task.project).path if file else None
         record = failure_store.record_occurrence(
             conn,

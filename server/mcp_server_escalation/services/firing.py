@@ -280,6 +280,17 @@ def direct(
     )
 
 
+def stop_if_ended(rt: Runtime, conn: Conn, task: Task) -> Directed | None:
+    """The ``stop`` directive of a task that ended, else None.
+
+    A write on an ended task returns this in a normal result and stores nothing: a model
+    reads an error as a call to retry differently, and this one must not be retried at all.
+    """
+    if task.status not in ENDED_STATUSES:
+        return None
+    return direct(rt, conn, task)
+
+
 async def publish_fired(rt: Runtime, fired: Fired | None) -> None:
     """Announce an escalation a trigger created (revision 1) or changed, after the commit."""
     if fired is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import InvalidInput, TaskEnded
+from ..errors import InvalidInput
 from ..models.limits import ENDED_STATUSES
 from ..models.results import CheckEditResult, PathVerdict, ProgressResult
 from ..models.tasks import Task, TestRun
@@ -13,7 +13,7 @@ from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired
+from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -114,8 +114,12 @@ async def report_progress(
 
     def work(conn: Conn) -> tuple[ProgressResult, Fired | None]:
         task = load_task(conn, task_id)
-        if task.status in ENDED_STATUSES:
-            raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
+        stop = stop_if_ended(rt, conn, task)
+        if stop is not None:
+            ended = ProgressResult(
+                counters=task.counters, test_run=None, escalation=None, **stop.model_dump()
+            )
+            return ended, None
         normalised = _normalise_all(task, files)
         paths = sorted({n.path for n in normalised})
         outside = sorted({n.path for n in normalised if not in_scope(n, task.scope)})

@@ -1,16 +1,18 @@
-"""Operator reports: escalation statistics (SC-010), notification delivery, store backups."""
+"""Operator reports: escalation statistics (SC-010), notification delivery, store backups, checks."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import anyio.to_thread
 
 from ..errors import Conflict, InvalidInput
-from ..models.reports import BackupReport, Delivery, StatsReport
+from ..models.reports import BackupReport, Delivery, StatsReport, StoreCheck
 from ..rules import stats as stats_rules
 from ..store import outbox as outbox_store
 from ..store import reports as report_store
+from ..store import search_index
 from ..store.db import Conn
 from .runtime import Runtime
 
@@ -60,3 +62,33 @@ def _backup(source: str, destination: str, overwrite: bool) -> BackupReport:
     if not target.parent.is_dir():
         raise InvalidInput("PATH", f"the folder {target.parent} does not exist")
     return report_store.backup(source, str(target))
+
+
+async def check_store(rt: Runtime, *, repair: bool = False) -> StoreCheck:
+    """Both integrity checks of the store: the whole file, and the search index against its
+    records; with ``repair``, a damaged index is rebuilt (it is derived data).
+
+    It runs in one write transaction, so it sees one state of the store and a repair
+    replaces exactly what it checked; writers in other processes wait for it.
+    """
+
+    def check(conn: Conn) -> StoreCheck:
+        problems = search_index.file_problems(conn)
+        found = search_index.damage(conn)
+        state: Literal["ok", "damaged", "rebuilt"] = "ok"
+        if found is not None:
+            state = "damaged"
+            if repair:
+                search_index.rebuild(conn)
+                state = "rebuilt" if search_index.damage(conn) is None else "damaged"
+        records = search_index.indexed_records(conn)
+        return StoreCheck(
+            path=rt.db.path,
+            integrity=problems or ["ok"],
+            search_index=state,
+            search_index_problem=found,
+            failure_records=records,
+            ok=not problems and state != "damaged",
+        )
+
+    return await rt.db.write(check)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from ..errors import TaskEnded
 from ..models.feedback import ReviewFinding, ReviewResult
-from ..models.limits import ENDED_STATUSES
 from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store.db import Conn
+from .firing import direct, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -27,8 +26,10 @@ async def report_review(
 
     def work(conn: Conn) -> ReviewResult:
         task = load_task(conn, task_id)
-        if task.status in ENDED_STATUSES:
-            raise TaskEnded(f"task_id: task {task_id!r} is {task.status}; stop all work on it.")
+        stop = stop_if_ended(rt, conn, task)
+        if stop is not None:
+            outstanding = feedback_store.outstanding_findings(conn, task_id)
+            return ReviewResult(finding=None, cleared=0, outstanding=outstanding, **stop.model_dump())
         finding: ReviewFinding | None = None
         cleared = 0
         if status == "success":
@@ -55,6 +56,7 @@ async def report_review(
             finding=finding,
             cleared=cleared,
             outstanding=feedback_store.outstanding_findings(conn, task_id),
+            **direct(rt, conn, task).model_dump(),
         )
 
     return await rt.db.write(work)

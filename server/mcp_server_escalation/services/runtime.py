@@ -61,11 +61,14 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings, clock: Clock = utc_now, prompts: PromptBook | None = None
+    settings: Settings, clock: Clock = utc_now, prompts: PromptBook | None = None, *, create: bool = True
 ) -> AsyncIterator[Runtime]:
-    """Store, prompts and patterns for one process; closes the store on exit."""
+    """Store, prompts and patterns for one process; closes the store on exit.
+
+    ``create=False`` (the operator's commands) opens only a store that exists.
+    """
     prompts = prompts or PromptBook.load(settings.prompts_dir or data_dir("prompts"))
-    db = await Database.open(settings.db_path)
+    db = await Database.open(settings.db_path, create=create)
     try:
         yield Runtime(db=db, prompts=prompts, settings=settings, clock=clock)
     finally:

@@ -18,7 +18,7 @@ from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import direct, sync_pause
+from .firing import direct, stop_if_ended, sync_pause
 from .runtime import Runtime
 
 TEST_HISTORY = 50
@@ -150,8 +150,16 @@ async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None 
 
     def end(conn: Conn) -> tuple[EndTaskResult, list[Escalation]]:
         task = load_task(conn, task_id)
-        if task.status in ENDED_STATUSES:
-            raise Conflict(f"task_id: task {task_id!r} is already {task.status}; it cannot end again.")
+        stop = stop_if_ended(rt, conn, task)
+        if stop is not None:
+            ended = EndTaskResult(
+                task_id=task_id,
+                status=task.status,
+                note=task.end_note,
+                closed_escalations=[],
+                **stop.model_dump(),
+            )
+            return ended, []
         if outcome == "completed":
             _check_double_entry(conn, task)
         closed: list[int] = []

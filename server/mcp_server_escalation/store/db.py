@@ -33,6 +33,7 @@ import anyio.to_thread
 
 from ..errors import StoreError
 from ..rules.fingerprint import message_key
+from . import search_index
 from .migrations import MIGRATIONS, Migration
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,10 @@ log = logging.getLogger(__name__)
 # The handle repositories take; services pass it through without touching SQL.
 Conn = sqlite3.Connection
 T = TypeVar("T")
+
+# The oldest SQLite the store runs on: every write answers with RETURNING (3.35.0). The
+# suite runs on the SQLite of the machine it runs on (3.40.1 on Debian 12).
+MINIMUM_SQLITE = (3, 35, 0)
 
 BUSY_TIMEOUT_MS = 30_000
 # How long a new store may take to switch to WAL while other processes create it too.
@@ -54,11 +59,27 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-def _connect(path: str) -> sqlite3.Connection:
+def _is_busy_error(exc: sqlite3.DatabaseError) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)
+
+
+def _connect(path: str, *, create: bool) -> sqlite3.Connection:
+    if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
+        raise StoreError(
+            f"store {path}: this Python's SQLite is {sqlite3.sqlite_version}; the store needs"
+            f" {'.'.join(map(str, MINIMUM_SQLITE))} or newer"
+        )
     try:
-        if path != ":memory:":
+        if path == ":memory:":
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        elif create:
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        else:
+            # mode=rw: SQLite itself refuses to create the file, whatever happened to it since
+            # the caller looked.
+            uri = f"{Path(path).expanduser().absolute().as_uri()}?mode=rw"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"store {path}: {exc}") from exc
     conn.row_factory = sqlite3.Row
@@ -80,11 +101,11 @@ class Database:
         self.path = path
 
     @classmethod
-    async def open(cls, path: str) -> Database:
-        """Open (creating if needed) and migrate the store at ``path``."""
+    async def open(cls, path: str, *, create: bool = True) -> Database:
+        """Open and migrate the store at ``path``; create it (and its folders) only if ``create``."""
         # Opening is quick local work done once before the first request, so it runs on the
         # loop; a thread hop here would only add start-up time (SPEC 8 cold start).
-        conn = _connect(path)
+        conn = _connect(path, create=create)
         db = cls(conn, path)
         try:
             db._configure()
@@ -163,13 +184,52 @@ class Database:
     async def _transact(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
         async with self._lock:
             try:
-                # Fast path: the lock is free (busy_timeout is 0 here), run on the loop.
-                return self._run(begin, fn, commit=commit)
-            except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or self._conn.in_transaction:
+                return await self._attempt(begin, fn, commit=commit)
+            except sqlite3.DatabaseError as exc:
+                # A damaged index shows itself as "malformed", "vtable constructor failed", or
+                # even a failed constraint of its own tables: any store error is checked for it.
+                if _is_busy_error(exc) or not await self._repair_search_index(exc):
                     raise
-            # Another process holds the lock: wait for it off the event loop.
-            return await anyio.to_thread.run_sync(lambda: self._run_waiting(begin, fn, commit=commit))
+            # The damage was the search index's, and it is rebuilt: the same work again.
+            return await self._attempt(begin, fn, commit=commit)
+
+    async def _attempt(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+        try:
+            # Fast path: the lock is free (busy_timeout is 0 here), run on the loop.
+            return self._run(begin, fn, commit=commit)
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or self._conn.in_transaction:
+                raise
+        # Another process holds the lock: wait for it off the event loop.
+        return await anyio.to_thread.run_sync(lambda: self._run_waiting(begin, fn, commit=commit))
+
+    async def _repair_search_index(self, error: sqlite3.DatabaseError) -> bool:
+        """Rebuild the search index if it is what SQLite found damaged; was it?
+
+        The index is derived from the failure records, so a damaged one costs a rebuild (a
+        second or two for 100,000 records, off the event loop), never a failed tool call.
+        Damage anywhere else is not ours to repair: the caller raises it.
+        """
+        try:
+            repair = await anyio.to_thread.run_sync(
+                lambda: self._run_waiting("BEGIN IMMEDIATE", search_index.repair_if_damaged, commit=True)
+            )
+        except sqlite3.Error as check_error:
+            # No index to check (a store still being migrated) or a store too damaged to
+            # check: the original error is the one to report.
+            log.debug("store %s: the search index could not be checked: %s", self.path, check_error)
+            return False
+        if repair.damage is None:
+            if search_index.is_corruption(error):
+                log.error("store %s is damaged outside the search index: %s", self.path, error)
+            return False
+        log.warning(
+            "store %s: the search index was damaged (%s); rebuilt from the failure records in %.2f s",
+            self.path,
+            repair.damage,
+            repair.seconds,
+        )
+        return True
 
     async def write(self, fn: Callable[[Conn], T]) -> T:
         """Run ``fn`` in a write transaction (``BEGIN IMMEDIATE``); commit, or roll back on error."""

@@ -14,9 +14,6 @@ from ..rules.fingerprint import message_key
 from .db import Conn
 
 _ID = re.compile(r"^F-(\d{1,18})$")
-# Pages of FTS5 merge work per new record; negative: segments of every level count, as in
-# 'optimize', but bounded, so a write never pays for the whole index.
-FTS_MERGE_PAGES = -4
 
 
 def failure_id(seq: int) -> str:
@@ -199,10 +196,6 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> Counted:
             ),
         ).fetchone()
         counted = Counted(row[0], new.severity, 1, "active")
-        # A new record added a segment to the FTS5 index. Merge a few pages toward one
-        # segment now: every query opens each segment once per word, and an index left to
-        # FTS5's own merging (segments on many levels) made guidance twice as slow.
-        conn.execute("INSERT INTO failures_fts (failures_fts, rank) VALUES ('merge', ?)", (FTS_MERGE_PAGES,))
     conn.execute(
         """INSERT INTO failure_occurrences (failure_seq, task_id, generation, agent_id, step,
                message, file, line, attempted_action, details_json, created_at)
