@@ -146,3 +146,11 @@ async def connect(
     server = build_server(settings, clock) if clock else build_server(settings)
     async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
         yield Agent(client)
+
+
+def evidence_of(escalation: dict[str, Any], trigger_type: str) -> dict[str, Any]:
+    """The facts behind the escalation's (one) trigger of ``trigger_type``: they are held once,
+    in ``context.evidence`` under the trigger's key."""
+    [trigger] = [t for t in escalation["triggers"] if t["type"] == trigger_type]
+    facts: dict[str, Any] = escalation["context"]["evidence"][trigger["key"]]
+    return facts

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 
-from conftest import connect
+from conftest import connect, evidence_of
 from mcp_server_escalation.cli.demo import GUIDANCE, IN_SCOPE, OUT_OF_SCOPE, SCOPE
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
@@ -151,7 +151,7 @@ async def test_demo_plays_the_whole_loop_and_leaves_the_records_it_claims(tmp_pa
     assert first["response"]["responder"].startswith("cli")
     assert first["delivered_at"] is not None
     assert first["acknowledged_at"] is not None
-    occurrences = first["context"]["evidence"]["repeated_error"]["occurrences"]
+    occurrences = evidence_of(first, "repeated_error")["occurrences"]["at_firing"]
     assert [(o["file"], o["line"]) for o in occurrences] == [(IN_SCOPE, 12), (IN_SCOPE, 19), (IN_SCOPE, 27)]
     assert second["type"] == "scope_deviation"
     assert second["status"] == "pending"
@@ -160,7 +160,7 @@ async def test_demo_plays_the_whole_loop_and_leaves_the_records_it_claims(tmp_pa
 
     # The one failure record, as the guidance surface reports it.
     [record] = guidance["items"]
-    assert record["failure_id"] == first["context"]["evidence"]["repeated_error"]["failure_id"]
+    assert record["failure_id"] == evidence_of(first, "repeated_error")["failure_id"]
     assert record["occurrence_count"] == 3
 
 

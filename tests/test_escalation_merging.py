@@ -18,12 +18,13 @@ async def test_two_different_repeating_errors_keep_their_own_evidence(db_path: s
     assert escalation["escalation_id"] == first["escalation"]["escalation_id"]
     repeated = [t for t in escalation["triggers"] if t["type"] == "repeated_error"]
     assert len(repeated) == 2
-    lines = [[o["line"] for o in t["evidence"]["occurrences"]] for t in repeated]
+    facts = [escalation["context"]["evidence"][t["key"]] for t in repeated]
+    lines = [[o["line"] for o in f["occurrences"]["at_firing"]] for f in facts]
     assert lines == [[1, 2, 3], [7, 8, 9]]
-    assert {t["evidence"]["fingerprint"] for t in repeated} == {
+    assert [f["fingerprint"] for f in facts] == [
         first["failure"]["fingerprint"],
         second["failure"]["fingerprint"],
-    }
+    ]
 
 
 async def test_the_same_error_repeating_again_refreshes_its_trigger(db_path: str) -> None:
@@ -31,9 +32,29 @@ async def test_the_same_error_repeating_again_refreshes_its_trigger(db_path: str
         await agent.call("start_task", title="t", task_id="m2")
         for line in (1, 2, 3, 4):
             result = await agent.call("record_failure", task_id="m2", message="boom", line=line)
-    (trigger,) = result["escalation"]["triggers"]
+        read = await agent.call("get_escalation", escalation_id=result["holding"]["escalation_id"])
+    escalation = read["escalation"]
+    (trigger,) = escalation["triggers"]
     assert trigger["fired_count"] == 2
-    assert [o["line"] for o in trigger["evidence"]["occurrences"]] == [1, 2, 3, 4]
+    occurrences = escalation["context"]["evidence"][trigger["key"]]["occurrences"]
+    assert [o["line"] for o in occurrences["at_firing"]] == [1, 2, 3]
+    assert [o["line"] for o in occurrences["latest"]] == [4]
+
+
+async def test_a_new_run_of_the_same_error_starts_its_evidence_afresh(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="t", task_id="m4")
+        for line in (1, 2, 3, 4):
+            await agent.call("record_failure", task_id="m4", message="boom", line=line)
+        await agent.call("record_failure", task_id="m4", message="another error")
+        for line in (11, 12, 13):
+            result = await agent.call("record_failure", task_id="m4", message="boom", line=line)
+        read = await agent.call("get_escalation", escalation_id=result["holding"]["escalation_id"])
+    escalation = read["escalation"]
+    (trigger,) = escalation["triggers"]
+    occurrences = escalation["context"]["evidence"][trigger["key"]]["occurrences"]
+    assert (occurrences["count"], occurrences["count_at_firing"], occurrences["omitted"]) == (3, 3, 0)
+    assert [o["line"] for o in occurrences["at_firing"]] == [11, 12, 13]
 
 
 async def test_every_path_of_a_refused_edit_is_part_of_the_file_limit_proposal(db_path: str) -> None:

@@ -145,12 +145,17 @@ async def test_stagnation_beyond_max_cycles_creates_exactly_one_human_escalation
     assert listed["total"] == 1
     (summary,) = listed["escalations"]
     assert summary["type"] == "stagnation"
-    escalation = results[-1]["escalation"]
-    (trigger,) = escalation["triggers"]
+    # The later firings refreshed the escalation the second cycle created.
+    assert results[-1]["escalation"] is None
+    escalation = next(r["escalation"] for r in results if r["escalation"])
+    assert results[-1]["holding"]["escalation_id"] == escalation["escalation_id"]
+    async with connect(db_path) as agent:
+        read = await agent.call("get_escalation", escalation_id=escalation["escalation_id"])
+    (trigger,) = read["escalation"]["triggers"]
     assert trigger["fired_count"] == 3
     assert trigger["criteria"]["max_escalation_cycles"] == 1
-    summaries = trigger["evidence"]["cycle_summaries"]
-    assert [s["source_cycle"] for s in summaries] == [1, 2, 3, 4]
+    summaries = read["escalation"]["context"]["evidence"][trigger["key"]]["cycle_summaries"]
+    assert [s["source_cycle"] for s in summaries["at_firing"] + summaries["latest"]] == [1, 2, 3, 4]
     assert results[-1]["directive"] == "pause"
 
 

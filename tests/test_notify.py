@@ -132,7 +132,7 @@ async def test_notifiers_that_always_fail_never_block_or_fail_the_tool_call(db_p
                     "record_failure", task_id="n-fail", message="TypeError: bad operand", line=line
                 )
                 calls.append(time.monotonic() - started)
-            escalation_id = result["escalation"]["escalation_id"]
+            escalation_id = result["holding"]["escalation_id"]
 
             async def both_failed_repeatedly() -> bool:
                 records = {d.notifier.split(":")[0]: d for d in await deliveries(db_path, escalation_id)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import Agent, connect
+from conftest import Agent, connect, evidence_of
 
 TYPE_ERROR = "TypeError: undefined is not a function"
 REFERENCE_ERROR = "ReferenceError: x is not defined"
@@ -97,7 +97,7 @@ async def test_agent_escalates_after_third_identical_error(db_path: str) -> None
         [trigger] = escalation["triggers"]
         assert trigger["criteria"] == {"same_error_repeated": 3}
         assert trigger["observed"]["consecutive_same_error"] == 3
-        occurrences = escalation["context"]["evidence"]["repeated_error"]["occurrences"]
+        occurrences = evidence_of(escalation, "repeated_error")["occurrences"]["at_firing"]
         assert [(o["message"], o["file"], o["line"], o["attempted_action"]) for o in occurrences] == [
             (TYPE_ERROR, file, line, action) for file, line, action in locations
         ]
@@ -167,9 +167,9 @@ async def test_agent_escalates_after_fifth_attempt_without_file_changes(db_path:
         assert escalation["type"] == "no_file_progress"
         assert trigger_types(escalation) == ["no_file_progress"]
         assert escalation["triggers"][0]["criteria"] == {"no_file_changes_after_attempts": 5}
-        evidence = escalation["context"]["evidence"]["no_file_progress"]
-        assert [a["note"] for a in evidence["attempts"]] == notes
-        assert all(a["files"] == [] for a in evidence["attempts"])
+        attempts = escalation["context"]["evidence"]["no_file_progress"]["attempts"]
+        assert [a["note"] for a in attempts["at_firing"]] == notes
+        assert all(a["files"] == [] for a in attempts["at_firing"])
         context_task = escalation["context"]["task"]
         assert context_task["title"] == "Speed up the report page"
         assert context_task["specification"] == "The report page renders in under 1 s"
@@ -277,7 +277,8 @@ async def test_agent_escalates_before_modifying_a_21st_file(db_path: str) -> Non
         again = await agent.call("check_edit", task_id=task_id, paths=[proposed])
         assert again["allowed"] is False
         assert again["directive"] == "pause"
-        assert again["escalation"]["escalation_id"] == escalation["escalation_id"]
+        assert again["escalation"] is None
+        assert again["holding"]["escalation_id"] == escalation["escalation_id"]
         await assert_operator_sees(agent, task_id, escalation)
 
 
@@ -411,11 +412,15 @@ async def test_trigger_while_an_escalation_is_pending_is_appended_to_it(db_path:
         escalation_id = third["escalation"]["escalation_id"]
 
         fourth = await fail(agent, task_id)
-        assert fourth["escalation"]["escalation_id"] == escalation_id
-        [repeated] = fourth["escalation"]["triggers"]
+        # A repeat refreshes the trigger; the result names the escalation instead of repeating it.
+        assert fourth["escalation"] is None
+        assert fourth["holding"]["escalation_id"] == escalation_id
+        refreshed = (await agent.call("get_escalation", escalation_id=escalation_id))["escalation"]
+        [repeated] = refreshed["triggers"]
         assert repeated["fired_count"] == 2
         assert repeated["observed"]["consecutive_same_error"] == 4
-        assert len(fourth["escalation"]["context"]["evidence"]["repeated_error"]["occurrences"]) == 4
+        occurrences = evidence_of(refreshed, "repeated_error")["occurrences"]
+        assert (occurrences["count"], len(occurrences["at_firing"]), len(occurrences["latest"])) == (4, 3, 1)
 
         for _ in range(5):
             idle = await progress(agent, task_id, note="waiting for a human")
@@ -424,7 +429,7 @@ async def test_trigger_while_an_escalation_is_pending_is_appended_to_it(db_path:
         assert escalation["escalation_id"] == escalation_id
         assert trigger_types(escalation) == ["repeated_error", "no_file_progress"]
         assert escalation["type"] == "repeated_error"
-        assert set(escalation["context"]["evidence"]) == {"repeated_error", "no_file_progress"}
+        assert set(escalation["context"]["evidence"]) == {t["key"] for t in escalation["triggers"]}
         assert [e["escalation_id"] for e in await all_escalations(agent, task_id)] == [escalation_id]
         [queued] = await pending(agent, task_id)
         assert queued["trigger_types"] == ["repeated_error", "no_file_progress"]

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import Agent, FakeClock, connect
+from conftest import Agent, FakeClock, connect, evidence_of
 from mcp_server_escalation.clock import iso
 
 TIMEOUT = 20  # seconds; a bound on every test that waits, never a sleep
@@ -94,7 +94,7 @@ async def test_missing_dependency_escalates_at_once_with_name_version_and_requir
         assert escalation["type"] == "external_blocker"
         assert escalation["priority"] == "high"
         assert escalation["status"] == "pending"
-        facts = escalation["context"]["evidence"]["external_blocker"]
+        facts = evidence_of(escalation, "external_blocker")
         assert facts["details"]["dependency"] == "lodash"
         assert facts["details"]["version"] == "4.17.21"
         assert facts["file"] == "src/utils/format.js"
@@ -149,7 +149,7 @@ async def test_permission_denied_escalates_at_once_with_resource_and_operation(
         assert escalation is not None
         assert escalation["type"] == "external_blocker"
         assert escalation["priority"] == "high"
-        details = escalation["context"]["evidence"]["external_blocker"]["details"]
+        details = evidence_of(escalation, "external_blocker")["details"]
         assert details["resource"] == "/etc/secrets/api-key"
         assert details["operation"] == operation
         assert escalation["triggers"][0]["observed"]["resource"] == "/etc/secrets/api-key"
@@ -195,7 +195,7 @@ async def test_api_unavailability_escalates_at_once_with_endpoint_status_and_tim
         assert escalation is not None
         assert escalation["type"] == "external_blocker"
         assert escalation["priority"] == "high"
-        facts = escalation["context"]["evidence"]["external_blocker"]
+        facts = evidence_of(escalation, "external_blocker")
         assert facts["details"]["endpoint"] == "https://api.github.com/repos"
         assert facts["details"]["status_code"] == 503
         assert facts["at"] == failed_at
@@ -266,7 +266,7 @@ async def test_human_sees_type_criteria_task_context_history_and_response_option
         kinds = [a["kind"] for a in seen["context"]["recent_actions"]]
         assert "report_progress" in kinds
         assert kinds.count("record_failure") == 3
-        occurrences = seen["context"]["evidence"]["repeated_error"]["occurrences"]
+        occurrences = evidence_of(seen, "repeated_error")["occurrences"]["at_firing"]
         assert sorted((o["file"], o["line"]) for o in occurrences) == [
             ("src/sync_client.js", 41),
             ("src/sync_client.js", 57),

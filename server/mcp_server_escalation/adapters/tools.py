@@ -259,8 +259,9 @@ def build_tools(
         escalation_id: EscalationId,
         ctx: Ctx,
         wait_seconds: float = 0,
+        known_revision: Annotated[int, Field(ge=1)] | None = None,
     ) -> EscalationResult:
-        """The full escalation; waits for a human's answer and marks it delivered."""
+        """The escalation (whole unless known_revision is current); waits for an answer and delivers it."""
         with tool_errors():
             return await escalations.get_escalation(
                 _rt(ctx),
@@ -268,6 +269,7 @@ def build_tools(
                 wait_seconds=wait_seconds,
                 # Only the agent receives an answer; an operator looking at it delivers nothing.
                 deliver=caller_role() == "agent",
+                known_revision=known_revision,
             )
 
     @tool(_IDEMPOTENT_WRITE)

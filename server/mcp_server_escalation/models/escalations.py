@@ -19,10 +19,21 @@ class Trigger(Record):
     summary: str = Field(description="One line for the operator")
     at: str
     fired_count: int = Field(1, description="How often it fired while the escalation was open")
-    key: str = Field("", description="Identity within the escalation: type, plus fingerprint for errors")
-    evidence: dict[str, Any] = Field(
-        default_factory=dict, description="The facts behind this trigger (latest firing)"
+    key: str = Field(
+        "",
+        description="Identity within the escalation (type, plus fingerprint for errors); "
+        "its facts are context.evidence[key]",
     )
+
+
+class EscalationRef(Record):
+    """An escalation named in a few fields: which one holds a task, and whether it changed."""
+
+    escalation_id: int
+    type: EscalationType
+    status: EscalationStatus
+    revision: int = Field(description="Goes up with every change; get_escalation's known_revision")
+    response_type: ResponseType | None = Field(description="The answer's type, once answered")
 
 
 class EscalationResponse(Record):

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from .base import Record
 from .escalations import Escalation
-from .results import Directed
+from .results import FIRED_ESCALATION, Directed
 
 
 class Attempt(Record):
@@ -99,7 +99,7 @@ class AttemptResult(Directed):
     attempt_number: int | None = Field(description="Null when nothing was recorded (the task ended)")
     cycle: int
     stagnation: Stagnation | None
-    escalation: Escalation | None
+    escalation: Escalation | None = Field(description=FIRED_ESCALATION)
 
 
 class ReviewResult(Directed):

@@ -47,8 +47,12 @@ class Revision(Record):
 
 
 class FailureView(Record):
-    """A failure record with its latest occurrences and its revision history."""
+    """A failure record with its latest occurrences and its latest revisions."""
 
     failure: FailureRecord
-    occurrences: list[Occurrence]
-    revisions: list[Revision]
+    occurrences: list[Occurrence] = Field(description="The latest occurrences, oldest first")
+    occurrences_omitted: int = Field(
+        description="Older occurrences not shown (failure.occurrence_count counts them all)"
+    )
+    revisions: list[Revision] = Field(description="The latest audited changes, oldest first")
+    revisions_omitted: int = Field(description="Older changes not shown")

@@ -16,6 +16,11 @@ LARGE_TEXT_MAX = 1024 * 1024
 LIST_MAX = 500
 PATH_MAX = 4096
 TASK_ID_PATTERN = r"^[A-Za-z0-9._:/@-]{1,128}$"
+# What one agent-facing result may cost the model's context, whatever the history behind it
+# (a stuck agent's results once grew with every repeat), and what a get_escalation poll
+# that finds nothing new may cost. Measured as the compact JSON the tools send.
+RESULT_MAX_BYTES = 16 * 1024
+POLL_MAX_BYTES = 4 * 1024
 
 TaskId = Annotated[str, Field(pattern=TASK_ID_PATTERN, min_length=1, max_length=128)]
 ShortText = Annotated[str, Field(max_length=TEXT_MAX)]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from .base import Record
-from .escalations import Escalation, EscalationSummary
-from .limits import Directive, Severity, TaskStatus
+from .escalations import Escalation, EscalationRef, EscalationSummary
+from .limits import Directive, EscalationStatus, Severity, TaskStatus
 from .tasks import Counters, Task, TestRun
 from .thresholds import Thresholds
 
@@ -20,6 +20,9 @@ class Directed(Record):
 
     directive: Directive = Field(description="proceed | pause | stop")
     message: str = Field(description="One sentence: what to do next")
+    holding: EscalationRef | None = Field(
+        None, description="The escalation that holds the task; set whenever the directive is pause"
+    )
 
 
 class StartTaskResult(Directed):
@@ -46,8 +49,9 @@ class TaskView(Directed):
     thresholds: Thresholds
     modified_files: list[str]
     test_history: list[TestRun]
-    pending_escalation: Escalation | None = Field(
-        description="The escalation holding the task (pending, or answered and unacknowledged)"
+    pending_escalation: EscalationRef | None = Field(
+        description="The escalation holding the task (pending, or answered and unacknowledged); "
+        "get_escalation shows it whole"
     )
     escalation_ids: list[int]
     failure_records: int
@@ -66,15 +70,21 @@ class FailureSummary(Record):
     details: dict[str, object]
 
 
+# The whole escalation travels with a result only when the call made something new of it:
+# created it or added a trigger. A repeat that refreshed a trigger, or a call refused while
+# the task is held, names it in ``holding`` instead.
+FIRED_ESCALATION = "The escalation this call created or added a trigger to (whole); else null"
+
+
 class RecordFailureResult(Directed):
     failure: FailureSummary | None = Field(description="Null when nothing was recorded (the task ended)")
-    escalation: Escalation | None
+    escalation: Escalation | None = Field(description=FIRED_ESCALATION)
 
 
 class ProgressResult(Directed):
     counters: Counters
     test_run: TestRun | None
-    escalation: Escalation | None
+    escalation: Escalation | None = Field(description=FIRED_ESCALATION)
 
 
 class PathVerdict(Record):
@@ -88,11 +98,17 @@ class CheckEditResult(Directed):
     allowed: bool
     reasons: list[str]
     paths: list[PathVerdict]
-    escalation: Escalation | None
+    escalation: Escalation | None = Field(description=FIRED_ESCALATION)
 
 
 class EscalationResult(Directed):
-    escalation: Escalation
+    escalation: Escalation | None = Field(
+        description="The whole record; null when known_revision is its current revision (nothing new)"
+    )
+    escalation_id: int
+    status: EscalationStatus
+    revision: int = Field(description="Pass it as known_revision to be told only of changes")
+    unchanged: bool = Field(description="True when the record was left out: you have this revision")
 
 
 class RaiseEscalationResult(Directed):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.escalations import Escalation
+from ..models.escalations import EscalationRef
 from ..models.limits import ENDED_STATUSES, Directive
 from ..models.tasks import Task
 
@@ -19,7 +19,7 @@ class DirectiveDecision:
     values: dict[str, Any]
 
 
-def decide(task: Task, holding: Escalation | None) -> DirectiveDecision:
+def decide(task: Task, holding: EscalationRef | None) -> DirectiveDecision:
     """stop once the task ended; pause while a blocking escalation holds it; else proceed."""
     if task.status in ENDED_STATUSES:
         return DirectiveDecision("stop", "directive_stop", {"task_id": task.task_id, "status": task.status})
@@ -34,7 +34,7 @@ def decide(task: Task, holding: Escalation | None) -> DirectiveDecision:
                     "type": holding.type,
                 },
             )
-        response_type = holding.response.response_type if holding.response else holding.status
+        response_type = holding.response_type or holding.status
         return DirectiveDecision(
             "pause",
             "directive_pause_unacknowledged",

@@ -5,20 +5,22 @@ rejected attempts of its current cycle, pairwise similar (``rules.similarity``).
 failure summary is stored as escalation feedback for the step and every upstream step
 named, and the step's cycle goes up; all of it in the store, so the next agent (any
 process) reconstructs it. Past ``max_escalation_cycles`` a human gets a ``stagnation``
-escalation carrying every cycle's summary.
+escalation carrying the cycles' summaries (those that fired it and the latest since, as
+``rules/evidence.py`` bounds a run; ``get_feedback`` shows every one).
 """
 
 from __future__ import annotations
 
 from ..models.feedback import Attempt, AttemptResult, Stagnation
 from ..rules import triggers
+from ..rules.evidence import RUN_READ, TEST_RUNS_SHOWN, latest_only
 from ..rules.feedback import failure_summary
 from ..rules.similarity import similar_run
 from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, current_task, direct, fire, publish_fired, stop_if_ended
+from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -49,14 +51,15 @@ async def record_attempt(
     """Store a verdict; a rejected one may start an escalation cycle or reach a human."""
     now = rt.now()
 
-    def work(conn: Conn) -> AttemptResult:
+    def work(conn: Conn) -> tuple[AttemptResult, Fired | None]:
         task = load_task(conn, task_id)
         cycle = feedback_store.current_cycle(conn, task_id, step)
         stop = stop_if_ended(rt, conn, task)
         if stop is not None:
-            return AttemptResult(
+            ended = AttemptResult(
                 attempt_number=None, cycle=cycle, stagnation=None, escalation=None, **stop.model_dump()
             )
+            return ended, None
         t = task.thresholds
         number = feedback_store.insert_attempt(
             conn,
@@ -106,13 +109,17 @@ async def record_attempt(
                                 cycles=cycle,
                                 max_cycles=t.max_escalation_cycles,
                             ),
-                            {"step": step, "cycle_summaries": [c.model_dump() for c in cycles]},
+                            {"step": step},
                             key=f"stagnation:{step}",
+                            run=Run(
+                                "cycle_summaries", [c.model_dump() for c in cycles[-RUN_READ:]], len(cycles)
+                            ),
                         )
                     )
         limit = triggers.verification_limit(counters, t)
         if limit is not None:
-            history = feedback_store.attempts(conn, task_id, step, limit=HISTORY)
+            history = feedback_store.attempts(conn, task_id, step, limit=RUN_READ)
+            runs = progress_store.list_test_runs(conn, task_id, TEST_RUNS_SHOWN)
             fired.append(
                 Evidence(
                     limit,
@@ -122,13 +129,15 @@ async def record_attempt(
                         threshold=t.total_verification_attempts,
                     ),
                     {
-                        "attempts": [a.model_dump(exclude={"artifact"}) for a in history],
-                        "test_runs": [r.model_dump() for r in progress_store.list_test_runs(conn, task_id)],
+                        "attempts": latest_only(
+                            [a.model_dump(exclude={"artifact"}) for a in history], RUN_READ
+                        ),
+                        "test_runs": [r.model_dump() for r in runs],
                     },
                 )
             )
-        escalation = fire(rt, conn, task, fired)
-        task = current_task(conn, task, escalation, counters=counters)
+        changed = fire(rt, conn, task, fired)
+        task = current_task(conn, task, changed, counters=counters)
         if stagnation is not None and not stagnation.human_escalation:
             template, values = (
                 "message_stagnation_cycle",
@@ -159,16 +168,17 @@ async def record_attempt(
                 },
             )
         directed = direct(rt, conn, task, template, **values)
-        return AttemptResult(
+        result = AttemptResult(
             attempt_number=number,
             cycle=cycle,
             stagnation=stagnation,
-            escalation=escalation,
+            escalation=changed.shown if changed else None,
             **directed.model_dump(),
         )
+        return result, changed
 
-    result = await rt.db.write(work)
-    await publish_fired(rt, result.escalation)
+    result, changed = await rt.db.write(work)
+    await publish_fired(rt, changed)
     return result
 
 

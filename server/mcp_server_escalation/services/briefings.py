@@ -92,7 +92,7 @@ async def resume_after_response(rt: Runtime, escalation_id: int) -> str:
                 status=e.status,
             )
         task = load_task(conn, e.task_id)
-        directive = decide(task, escalation_store.blocking_open(conn, e.task_id)).directive
+        directive = decide(task, escalation_store.holding(conn, e.task_id)).directive
         return rt.prompts.render(
             "prompt_resume_after_response",
             escalation_id=escalation_id,

@@ -14,8 +14,8 @@ import json
 import anyio
 
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound, TaskEnded
-from ..models.escalations import Escalation, Trigger
-from ..models.limits import ENDED_STATUSES, Role
+from ..models.escalations import Escalation, EscalationRef, Trigger
+from ..models.limits import ENDED_STATUSES, Directive, Role
 from ..models.results import (
     AcknowledgeResult,
     EscalationResult,
@@ -31,7 +31,7 @@ from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import direct, stop_if_ended, sync_pause, task_context
+from .firing import direct, escalation_context, stop_if_ended, sync_pause
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -102,8 +102,9 @@ async def raise_escalation(
             observed={"reason": reason},
             summary=summary,
             at=now,
+            key=kind,
         )
-        actions = progress_store.recent_actions(conn, task_id, 20)
+        evidence = {kind: {"reason": reason, "question": question, "options": options or []}}
         escalation_id = escalation_store.insert(
             conn,
             task_id=task_id,
@@ -114,12 +115,7 @@ async def raise_escalation(
             blocking=blocking,
             triggers=[trigger],
             response_options=response_options([kind]),
-            context={
-                "task": task_context(task),
-                "counters": task.counters.model_dump(),
-                "recent_actions": [a.model_dump() for a in actions],
-                "evidence": {kind: {"reason": reason, "question": question, "options": options or []}},
-            },
+            context=escalation_context(conn, task, evidence),
             reason=reason,
             question=question,
             options=options or [],
@@ -163,15 +159,38 @@ async def _wait_for_change(rt: Runtime, escalation_id: int, wait_seconds: float)
 
 
 async def get_escalation(
-    rt: Runtime, *, escalation_id: int, wait_seconds: float = 0, deliver: bool = True
+    rt: Runtime,
+    *,
+    escalation_id: int,
+    wait_seconds: float = 0,
+    deliver: bool = True,
+    known_revision: int | None = None,
 ) -> EscalationResult:
-    """The escalation, waiting up to ``wait_seconds`` (0-60) for an answer; ``deliver`` marks it delivered."""
-    await rt.db.read(lambda conn: load_escalation(conn, escalation_id))
+    """The escalation, waiting up to ``wait_seconds`` (0-60) for an answer; ``deliver`` marks it delivered.
+
+    ``known_revision``: the revision the caller last received whole. While the escalation is
+    still at that revision the answer leaves the record out (a waiting agent polls it every
+    30 s, and each whole record went into its context again); any change sends it whole.
+    """
+    current = await rt.db.read(lambda conn: escalation_store.get_ref(conn, escalation_id))
+    if current is None:
+        raise NotFound("escalation_id", escalation_id, "list_escalations shows the ids.")
+    if known_revision is not None and known_revision > current.revision:
+        raise InvalidInput(
+            "known_revision",
+            f"{known_revision} is above escalation {escalation_id}'s revision {current.revision}; "
+            "pass the revision of the last answer that held the record, or leave it out",
+        )
     if wait_seconds > 0:
         await _wait_for_change(rt, escalation_id, wait_seconds)
     now = rt.now()
 
     def work(conn: Conn) -> EscalationResult:
+        named = escalation_store.get_ref(conn, escalation_id)
+        if named is None:
+            raise NotFound("escalation_id", escalation_id, "list_escalations shows the ids.")
+        if named.revision == known_revision:
+            return _unchanged(rt, conn, named)
         escalation = load_escalation(conn, escalation_id)
         if deliver and escalation.response is not None and escalation.delivered_at is None:
             escalation_store.update(conn, escalation_id, now, delivered_at=now)
@@ -179,9 +198,51 @@ async def get_escalation(
         task = load_task(conn, escalation.task_id)
         directed = direct(rt, conn, task)
         message = _escalation_message(rt, escalation, task, directed.message)
-        return EscalationResult(escalation=escalation, directive=directed.directive, message=message)
+        return _whole(escalation, directed.directive, message, directed.holding)
 
     return await rt.db.write(work)
+
+
+def _whole(
+    escalation: Escalation, directive: Directive, message: str, holding: EscalationRef | None
+) -> EscalationResult:
+    return EscalationResult(
+        escalation=escalation,
+        escalation_id=escalation.escalation_id,
+        status=escalation.status,
+        revision=escalation.revision,
+        unchanged=False,
+        directive=directive,
+        message=message,
+        holding=holding,
+    )
+
+
+def _unchanged(rt: Runtime, conn: Conn, named: EscalationRef) -> EscalationResult:
+    """The compact answer of a poll that finds nothing new: status, revision, what to do."""
+    escalation_id = named.escalation_id
+    task_id = escalation_store.task_of(conn, escalation_id)
+    task = load_task(conn, task_id)
+    directed = direct(rt, conn, task)
+    message = directed.message
+    if named.status == "pending" and task.status not in ENDED_STATUSES:
+        message = rt.prompts.render(
+            "message_escalation_unchanged",
+            task_id=task_id,
+            escalation_id=escalation_id,
+            type=named.type,
+            revision=named.revision,
+        )
+    return EscalationResult(
+        escalation=None,
+        escalation_id=escalation_id,
+        status=named.status,
+        revision=named.revision,
+        unchanged=True,
+        directive=directed.directive,
+        message=message,
+        holding=directed.holding,
+    )
 
 
 def _escalation_message(rt: Runtime, escalation: Escalation, task: Task, fallback: str) -> str:
@@ -193,6 +254,7 @@ def _escalation_message(rt: Runtime, escalation: Escalation, task: Task, fallbac
             task_id=task.task_id,
             escalation_id=escalation.escalation_id,
             type=escalation.type,
+            revision=escalation.revision,
         )
     response = escalation.response
     if response is not None and response.response_type != "withdraw" and escalation.acknowledged_at is None:

@@ -9,6 +9,7 @@ from ..models.limits import BLOCKER_SIGNALS
 from ..models.results import FailureSummary, RecordFailureResult
 from ..rules import triggers
 from ..rules.classify import classify, extract_details
+from ..rules.evidence import RUN_READ, clip_texts
 from ..rules.fingerprint import fingerprint
 from ..rules.paths import normalise_path
 from ..rules.pointers import pointer_problem
@@ -17,7 +18,7 @@ from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, current_task, direct, fire, publish_fired, stop_if_ended
+from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -88,11 +89,11 @@ async def record_failure(
     )
     now = rt.now()
 
-    def work(conn: Conn) -> RecordFailureResult:
+    def work(conn: Conn) -> tuple[RecordFailureResult, Fired | None]:
         task = load_task(conn, task_id)
         stop = stop_if_ended(rt, conn, task)
         if stop is not None:
-            return RecordFailureResult(failure=None, escalation=None, **stop.model_dump())
+            return RecordFailureResult(failure=None, escalation=None, **stop.model_dump()), None
         where = normalise_path(file, task.project).path if file else None
         record = failure_store.record_occurrence(
             conn,
@@ -146,24 +147,23 @@ async def record_failure(
                         signal_type=signal,
                         subject=blocker_subject(signal, found, message),
                     ),
-                    {
-                        "signal_type": signal,
-                        "details": found,
-                        "message": message,
-                        "file": where,
-                        "line": line,
-                        "attempted_action": attempted_action,
-                        "at": now,
-                        "failure_id": record.failure_id,
-                    },
+                    clip_texts(
+                        {
+                            "signal_type": signal,
+                            "details": found,
+                            "message": message,
+                            "file": where,
+                            "line": line,
+                            "attempted_action": attempted_action,
+                            "at": now,
+                            "failure_id": record.failure_id,
+                        }
+                    ),
                     key=f"external_blocker:{print_}",
                 )
             )
         repeated = triggers.repeated_error(counters, task.thresholds, transient=signal == "network_transient")
         if repeated is not None:
-            occurrences = failure_store.recent_occurrences(
-                conn, record.failure_id, counters.consecutive_same_error
-            )
             if repeated.type == "external_blocker":
                 summary = rt.prompts.render(
                     "trigger_external_blocker",
@@ -178,19 +178,12 @@ async def record_failure(
                     message=headline(message),
                 )
             fired.append(
-                Evidence(
-                    repeated,
-                    summary,
-                    {
-                        "failure_id": record.failure_id,
-                        "fingerprint": print_,
-                        "occurrences": [o.model_dump() for o in occurrences],
-                    },
-                    key=f"{repeated.type}:{print_}",
+                _repeat_evidence(
+                    conn, repeated, summary, record, print_, counters.consecutive_same_error, now
                 )
             )
-        escalation = fire(rt, conn, task, fired)
-        task = current_task(conn, task, escalation, counters=counters)
+        changed = fire(rt, conn, task, fired)
+        task = current_task(conn, task, changed, counters=counters)
         directed = direct(
             rt,
             conn,
@@ -202,7 +195,7 @@ async def record_failure(
             threshold=task.thresholds.same_error_repeated,
             occurrences=record.occurrence_count,
         )
-        return RecordFailureResult(
+        result = RecordFailureResult(
             failure=FailureSummary(
                 failure_id=record.failure_id,
                 fingerprint=print_,
@@ -214,10 +207,42 @@ async def record_failure(
                 status=record.status,
                 details=found,
             ),
-            escalation=escalation,
+            escalation=changed.shown if changed else None,
             **directed.model_dump(),
         )
+        return result, changed
 
-    result = await rt.db.write(work)
-    await publish_fired(rt, result.escalation)
+    result, changed = await rt.db.write(work)
+    await publish_fired(rt, changed)
     return result
+
+
+def _repeat_evidence(
+    conn: Conn,
+    repeated: triggers.Firing,
+    summary: str,
+    record: failure_store.Counted,
+    print_: str,
+    consecutive: int,
+    now: str,
+) -> Evidence:
+    """The evidence of an error repeated in a row: bounded, however long the run.
+
+    Only the latest few occurrences are read (``RUN_READ``); the ones that fired the trigger
+    stay on the escalation from its first firing, and ``failure://`` shows the rest.
+    """
+    latest = failure_store.recent_occurrences(conn, record.failure_id, min(consecutive, RUN_READ))
+    return Evidence(
+        repeated,
+        summary,
+        {
+            "failure_id": record.failure_id,
+            "fingerprint": print_,
+            "occurrence_count": record.occurrence_count,
+            "first_seen_at": failure_store.first_seen_at(conn, record.seq),
+            "last_seen_at": now,
+            "all_occurrences": f"failure://{record.failure_id}",
+        },
+        key=f"{repeated.type}:{print_}",
+        run=Run("occurrences", [o.model_dump() for o in latest], consecutive),
+    )

@@ -15,6 +15,7 @@ from ..models.limits import ENDED_STATUSES
 from ..models.results import Directed
 from ..models.tasks import Task
 from ..rules.directives import decide
+from ..rules.evidence import clip_texts, refreshed_run
 from ..rules.triggers import Firing, response_options
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
@@ -22,7 +23,21 @@ from ..store import tasks as task_store
 from ..store.db import Conn
 from .runtime import Runtime
 
-RECENT_ACTIONS = 20
+# The latest actions an escalation shows, their texts clipped; the task's history keeps them
+# all, whole. Ten is what `escalations show` prints; twenty identical record_failure entries
+# were most of a stuck agent's escalation.
+RECENT_ACTIONS = 10
+ACTION_TEXT_SHOWN = 160
+
+
+@dataclass(frozen=True)
+class Run:
+    """The growing history behind a trigger (occurrences of an error, attempts without a
+    change): the field of the evidence that shows it, its latest items, and its count."""
+
+    field: str
+    latest: list[dict[str, Any]]
+    count: int
 
 
 @dataclass(frozen=True)
@@ -30,18 +45,29 @@ class Evidence:
     """A fired trigger with the facts an operator needs to judge it.
 
     ``key`` tells triggers of one type apart: two different errors that each repeat are two
-    triggers with their own occurrences, never one overwriting the other.
+    triggers with their own occurrences, never one overwriting the other. It is also where
+    the facts live: ``context.evidence[key]``, once per trigger (the trigger itself refers
+    to them by its key). ``run``, when the trigger measures a run that keeps growing, is
+    folded into bounded evidence (``rules/evidence.py``).
     """
 
     firing: Firing
     summary: str
     facts: dict[str, Any]
     key: str = ""
+    run: Run | None = None
 
     @property
     def identity(self) -> str:
         """The trigger's identity within an escalation."""
         return self.key or self.firing.type
+
+    def facts_after(self, previous: dict[str, Any] | None) -> dict[str, Any]:
+        """The facts to store, given this trigger's facts already on the open escalation."""
+        if self.run is None:
+            return self.facts
+        before = (previous or {}).get(self.run.field)
+        return {**self.facts, self.run.field: refreshed_run(before, self.run.latest, self.run.count)}
 
     def trigger(self, now: str) -> Trigger:
         """A new trigger record for this firing."""
@@ -52,8 +78,24 @@ class Evidence:
             summary=self.summary,
             at=now,
             key=self.identity,
-            evidence=self.facts,
         )
+
+
+@dataclass(frozen=True)
+class Fired:
+    """What a call's triggers did to the task's open escalation.
+
+    ``news``: the call created the escalation or added a trigger to it, so the agent should
+    read it whole; a repeat that only refreshed a trigger is no news.
+    """
+
+    escalation: Escalation
+    news: bool
+
+    @property
+    def shown(self) -> Escalation | None:
+        """The escalation as the call's result carries it: whole when it is news, else null."""
+        return self.escalation if self.news else None
 
 
 def task_context(task: Task) -> dict[str, Any]:
@@ -71,31 +113,38 @@ def task_context(task: Task) -> dict[str, Any]:
     }
 
 
-def _context(conn: Conn, task: Task, evidence: dict[str, Any]) -> dict[str, Any]:
-    actions = progress_store.recent_actions(conn, task.task_id, RECENT_ACTIONS)
+def recent_actions(conn: Conn, task_id: str) -> list[dict[str, Any]]:
+    """The task's latest actions as an escalation shows them (texts clipped)."""
+    actions = progress_store.recent_actions(conn, task_id, RECENT_ACTIONS)
+    return [clip_texts(a.model_dump(), ACTION_TEXT_SHOWN) for a in actions]
+
+
+def escalation_context(conn: Conn, task: Task, evidence: dict[str, Any]) -> dict[str, Any]:
+    """An escalation's context: the task, its counters, its latest actions and the evidence."""
     return {
         "task": task_context(task),
         "counters": task.counters.model_dump(),
-        "recent_actions": [a.model_dump() for a in actions],
+        "recent_actions": recent_actions(conn, task.task_id),
         "evidence": evidence,
     }
 
 
-def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Escalation | None:
+def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Fired | None:
     """One escalation for every trigger of this call, or the additions to the open one.
 
-    A trigger already on the open escalation (same type and key) refreshes its measurement
-    and evidence and counts ``fired_count`` instead of piling up duplicates; any other trigger
-    is appended with its own evidence. ``context.evidence`` shows the latest facts per type.
+    A trigger already on the open escalation (same key) refreshes its measurement and
+    evidence and counts ``fired_count`` instead of piling up duplicates; any other trigger
+    is appended with its own evidence. Each trigger's facts are ``context.evidence[key]``.
     """
     if not fired:
         return None
     now = rt.now()
     task = task_store.get(conn, task.task_id) or task
     open_escalation = escalation_store.open_triggered(conn, task.task_id)
+    news = open_escalation is None
     if open_escalation is None:
         triggers = [e.trigger(now) for e in _unique(fired)]
-        evidence: dict[str, Any] = {e.firing.type: e.facts for e in fired}
+        evidence: dict[str, Any] = {e.identity: e.facts_after(None) for e in _unique(fired)}
         escalation_id = escalation_store.insert(
             conn,
             task_id=task.task_id,
@@ -106,7 +155,7 @@ def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Escalati
             blocking=True,
             triggers=triggers,
             response_options=response_options([t.type for t in triggers]),
-            context=_context(conn, task, evidence),
+            context=escalation_context(conn, task, evidence),
             reason=None,
             question=None,
             options=[],
@@ -123,11 +172,15 @@ def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Escalati
     else:
         escalation_id = open_escalation.escalation_id
         triggers = list(open_escalation.triggers)
-        evidence = dict(open_escalation.context.get("evidence", {}))
+        # Facts under a key no trigger has are dropped: an escalation stored before evidence
+        # was bounded and keyed by trigger held it per type, and grew with every repeat.
+        keys = {t.key or t.type for t in triggers}
+        evidence = {k: v for k, v in open_escalation.context.get("evidence", {}).items() if k in keys}
         for e in _unique(fired):
             index = next((i for i, t in enumerate(triggers) if (t.key or t.type) == e.identity), None)
             if index is None:
                 triggers.append(e.trigger(now))
+                news = True
             else:
                 old = triggers[index]
                 triggers[index] = old.model_copy(
@@ -135,11 +188,10 @@ def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Escalati
                         "observed": e.firing.observed,
                         "summary": e.summary,
                         "at": now,
-                        "evidence": e.facts,
                         "fired_count": old.fired_count + 1,
                     }
                 )
-            evidence[e.firing.type] = e.facts
+            evidence[e.identity] = e.facts_after(evidence.get(e.identity))
         priority = "high" if open_escalation.priority == "high" else _priority(fired)
         escalation_store.update(
             conn,
@@ -147,11 +199,14 @@ def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Escalati
             now,
             triggers_json=_dump(triggers),
             priority=priority,
-            context_json=_json(_context(conn, task, evidence)),
+            context_json=_json(escalation_context(conn, task, evidence)),
             response_options_json=_json(response_options([t.type for t in triggers])),
         )
     sync_pause(rt, conn, task.task_id)
-    return escalation_store.get(conn, escalation_id)
+    escalation = escalation_store.get(conn, escalation_id)
+    if escalation is None:
+        raise RuntimeError(f"escalation {escalation_id} vanished inside its own transaction")
+    return Fired(escalation, news)
 
 
 def _unique(fired: list[Evidence]) -> list[Evidence]:
@@ -176,10 +231,10 @@ def _dump(triggers: list[Trigger]) -> str:
     return _json([t.model_dump() for t in triggers])
 
 
-def current_task(conn: Conn, task: Task, escalation: Escalation | None, **changes: Any) -> Task:
+def current_task(conn: Conn, task: Task, fired: Fired | None, **changes: Any) -> Task:
     """The task after this call: reloaded when an escalation changed it, else ``task`` with
     the ``changes`` this call made (saves a read on the hot path of every tool call)."""
-    if escalation is None:
+    if fired is None:
         return task.model_copy(update=changes) if changes else task
     fresh = task_store.get(conn, task.task_id)
     if fresh is None:
@@ -194,7 +249,7 @@ def sync_pause(rt: Runtime, conn: Conn, task_id: str) -> Task:
         raise RuntimeError(f"task {task_id} vanished inside its own transaction")
     if task.status in ENDED_STATUSES:
         return task
-    holding = escalation_store.blocking_open(conn, task_id)
+    holding = escalation_store.holding(conn, task_id)
     wanted = "paused" if holding is not None else "active"
     if task.status != wanted:
         task_store.update(conn, task_id, rt.now(), status=wanted)
@@ -214,13 +269,14 @@ def direct(
     When the task may proceed and the caller has a more specific message (``proceed_template``
     with its ``values``), that message is used instead of the generic one.
     """
-    holding = escalation_store.blocking_open(conn, task.task_id)
+    holding = escalation_store.holding(conn, task.task_id)
     decision = decide(task, holding)
     if decision.directive == "proceed" and proceed_template is not None:
         return Directed(directive="proceed", message=rt.prompts.render(proceed_template, **values))
     return Directed(
         directive=decision.directive,
         message=rt.prompts.render(decision.template, **decision.values),
+        holding=holding if decision.directive == "pause" else None,
     )
 
 
@@ -235,7 +291,8 @@ def stop_if_ended(rt: Runtime, conn: Conn, task: Task) -> Directed | None:
     return direct(rt, conn, task)
 
 
-async def publish_fired(rt: Runtime, escalation: Escalation | None) -> None:
-    """Announce an escalation a trigger created (revision 1) or added to, after the commit."""
-    if escalation is not None:
+async def publish_fired(rt: Runtime, fired: Fired | None) -> None:
+    """Announce an escalation a trigger created (revision 1) or changed, after the commit."""
+    if fired is not None:
+        escalation = fired.escalation
         await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")

@@ -29,7 +29,11 @@ BROAD_WINDOW = 300
 SIGNATURE_CHARS = 120
 QUERY_CHARS = 200
 ADJUSTMENT_CHARS = 140
+# What failure://{id} shows of a record's history, and what update_failure answers with:
+# the agent that updates a record needs its state, not its history (results stay
+# small whatever the history; the resource shows more).
 RECENT_OCCURRENCES = 20
+UPDATED_SHOWN = 3
 
 
 def _clip(text: str, limit: int) -> str:
@@ -212,13 +216,17 @@ def _load(conn: Conn, field: str, failure_id: str) -> FailureRecord:
     return record
 
 
-def failure_view(conn: Conn, failure_id: str) -> FailureView:
-    """A record with its latest occurrences and its revision history."""
+def failure_view(conn: Conn, failure_id: str, shown: int = RECENT_OCCURRENCES) -> FailureView:
+    """A record with its latest ``shown`` occurrences and revisions, and how many are left out."""
     record = _load(conn, "failure_id", failure_id)
+    occurrences = failure_store.recent_occurrences(conn, record.failure_id, shown)
+    revisions, revision_count = guidance_store.revisions(conn, _seq(record), shown)
     return FailureView(
         failure=record,
-        occurrences=failure_store.recent_occurrences(conn, record.failure_id, RECENT_OCCURRENCES),
-        revisions=guidance_store.revisions(conn, _seq(record)),
+        occurrences=occurrences,
+        occurrences_omitted=record.occurrence_count - len(occurrences),
+        revisions=revisions,
+        revisions_omitted=revision_count - len(revisions),
     )
 
 
@@ -279,6 +287,6 @@ async def update_failure(
             conn, _seq(record), status=new_status, superseded_by=replacement, helpful=helpful, harmful=harmful
         )
         guidance_store.add_revision(conn, _seq(record), changes, note, now)
-        return failure_view(conn, failure_id)
+        return failure_view(conn, failure_id, UPDATED_SHOWN)
 
     return await rt.db.write(work)

@@ -7,12 +7,13 @@ from ..models.limits import ENDED_STATUSES
 from ..models.results import CheckEditResult, PathVerdict, ProgressResult
 from ..models.tasks import Task, TestRun
 from ..rules import triggers
+from ..rules.evidence import PATHS_SHOWN, RUN_READ, TEST_RUNS_SHOWN, clip_texts
 from ..rules.paths import NormalisedPath, in_scope, normalise_path
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import Evidence, current_task, direct, fire, publish_fired, stop_if_ended
+from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -42,7 +43,7 @@ def _file_limit_evidence(
     firing = triggers.file_limit(count_after, task.thresholds, proposed)
     if firing is None:
         return None
-    already = task_store.modified_files(conn, task)
+    already = [p for p in task_store.modified_files(conn, task) if p not in proposed]
     summary = rt.prompts.render(
         "trigger_file_limit",
         count=count_after,
@@ -53,7 +54,9 @@ def _file_limit_evidence(
         firing,
         summary,
         {
-            "modified_files": [p for p in already if p not in proposed],
+            # The latest few; an approved limit can let the list grow far.
+            "modified_files": already[-PATHS_SHOWN:],
+            "modified_count": len(already),
             "proposed_files": proposed,
             "limit": task.thresholds.files_modified_exceeds,
         },
@@ -61,7 +64,7 @@ def _file_limit_evidence(
 
 
 def _pass_rates(conn: Conn, task: Task) -> dict[str, object]:
-    """The baseline and the test-run history: the evidence of a stall or a limit."""
+    """The baseline and the latest test runs: the evidence of a stall or a limit."""
     return {
         "baseline_pass_rate": task.baseline_pass_rate,
         "history": [
@@ -72,7 +75,7 @@ def _pass_rates(conn: Conn, task: Task) -> dict[str, object]:
                 "failed": r.failed,
                 "improved": r.improved,
             }
-            for r in progress_store.list_test_runs(conn, task.task_id)
+            for r in progress_store.list_test_runs(conn, task.task_id, TEST_RUNS_SHOWN)
         ],
     }
 
@@ -109,11 +112,14 @@ async def report_progress(
         )
     now = rt.now()
 
-    def work(conn: Conn) -> ProgressResult:
+    def work(conn: Conn) -> tuple[ProgressResult, Fired | None]:
         task = load_task(conn, task_id)
         stop = stop_if_ended(rt, conn, task)
         if stop is not None:
-            return ProgressResult(counters=task.counters, test_run=None, escalation=None, **stop.model_dump())
+            ended = ProgressResult(
+                counters=task.counters, test_run=None, escalation=None, **stop.model_dump()
+            )
+            return ended, None
         normalised = _normalise_all(task, files)
         paths = sorted({n.path for n in normalised})
         outside = sorted({n.path for n in normalised if not in_scope(n, task.scope)})
@@ -175,19 +181,18 @@ async def report_progress(
         if not paths and attempt:
             stalled = triggers.no_file_progress(counters, t)
             if stalled is not None:
-                reports = progress_store.recent_reports(conn, task, counters.attempts_without_file_change)
+                count = counters.attempts_without_file_change
+                reports = progress_store.recent_reports(conn, task, min(count, RUN_READ))
                 fired.append(
                     Evidence(
                         stalled,
                         rt.prompts.render(
                             "trigger_no_file_progress",
-                            count=counters.attempts_without_file_change,
+                            count=count,
                             threshold=t.no_file_changes_after_attempts,
                         ),
-                        {
-                            "attempts": [r.model_dump() for r in reports],
-                            "task": {"title": task.title, "specification": task.specification},
-                        },
+                        {"task": clip_texts({"title": task.title, "specification": task.specification})},
+                        run=Run("attempts", [r.model_dump() for r in reports], count),
                     )
                 )
         if test_run is not None:
@@ -227,18 +232,22 @@ async def report_progress(
             over = _file_limit_evidence(rt, conn, task, count_after, new_paths)
             if over is not None:
                 fired.append(over)
-        escalation = fire(rt, conn, task, fired)
+        changed = fire(rt, conn, task, fired)
         counters = counters.model_copy(
             update={"files_modified": task.counters.files_modified + len(new_paths)}
         )
-        task = current_task(conn, task, escalation, counters=counters, best_pass_rate=best)
+        task = current_task(conn, task, changed, counters=counters, best_pass_rate=best)
         directed = direct(rt, conn, task, "message_progress_recorded", task_id=task_id)
-        return ProgressResult(
-            counters=task.counters, test_run=test_run, escalation=escalation, **directed.model_dump()
+        result = ProgressResult(
+            counters=task.counters,
+            test_run=test_run,
+            escalation=changed.shown if changed else None,
+            **directed.model_dump(),
         )
+        return result, changed
 
-    result = await rt.db.write(work)
-    await publish_fired(rt, result.escalation)
+    result, changed = await rt.db.write(work)
+    await publish_fired(rt, changed)
     return result
 
 
@@ -246,10 +255,10 @@ async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEdi
     """The gate before a change: scope and file limit. Refused edits escalate and pause."""
     now = rt.now()
 
-    def work(conn: Conn) -> CheckEditResult:
+    def work(conn: Conn) -> tuple[CheckEditResult, Fired | None]:
         task = load_task(conn, task_id)
         normalised = _normalise_all(task, paths)
-        holding = escalation_store.blocking_open(conn, task_id)
+        holding = escalation_store.holding(conn, task_id)
         verdicts: list[PathVerdict] = []
         if task.status in ENDED_STATUSES or holding is not None:
             reason = rt.prompts.render(
@@ -262,13 +271,11 @@ async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEdi
                 for p, n in zip(paths, normalised, strict=True)
             ]
             directed = direct(rt, conn, task)
-            return CheckEditResult(
-                allowed=False,
-                reasons=[reason],
-                paths=verdicts,
-                escalation=holding,
-                **directed.model_dump(),
+            # The holding escalation is named in ``holding``: nothing about it is new here.
+            refused = CheckEditResult(
+                allowed=False, reasons=[reason], paths=verdicts, escalation=None, **directed.model_dump()
             )
+            return refused, None
 
         known = task_store.already_modified(conn, task, [n.path for n in normalised])
         count = task.counters.files_modified
@@ -315,18 +322,19 @@ async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEdi
             {"paths": [v.normalised for v in verdicts], "allowed": allowed},
             now,
         )
-        escalation = fire(rt, conn, task, fired)
-        task = current_task(conn, task, escalation)
+        changed = fire(rt, conn, task, fired)
+        task = current_task(conn, task, changed)
         directed = direct(rt, conn, task, "message_edit_allowed", task_id=task_id, count=len(paths))
         reasons = [v.reason for v in verdicts if v.reason]
-        return CheckEditResult(
+        result = CheckEditResult(
             allowed=allowed,
             reasons=reasons,
             paths=verdicts,
-            escalation=escalation,
+            escalation=changed.shown if changed else None,
             **directed.model_dump(),
         )
+        return result, changed
 
-    result = await rt.db.write(work)
-    await publish_fired(rt, result.escalation)
+    result, changed = await rt.db.write(work)
+    await publish_fired(rt, changed)
     return result

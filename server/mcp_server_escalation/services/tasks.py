@@ -118,7 +118,7 @@ async def start_task(
 def task_view(rt: Runtime, conn: Conn, task_id: str) -> TaskView:
     """Everything about a task: counters, limits, files, tests, what holds it."""
     task = load_task(conn, task_id)
-    holding = escalation_store.blocking_open(conn, task_id)
+    holding = escalation_store.holding(conn, task_id)
     records, occurrences = failure_store.count_for_task(conn, task_id)
     return TaskView(
         task=task,
@@ -127,7 +127,7 @@ def task_view(rt: Runtime, conn: Conn, task_id: str) -> TaskView:
         modified_files=task_store.modified_files(conn, task),
         test_history=progress_store.list_test_runs(conn, task_id, TEST_HISTORY),
         pending_escalation=holding,
-        escalation_ids=[e.escalation_id for e in escalation_store.for_task(conn, task_id)],
+        escalation_ids=escalation_store.ids_for_task(conn, task_id),
         failure_records=records,
         failure_occurrences=occurrences,
         **direct(rt, conn, task).model_dump(),

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..models.escalations import Escalation, EscalationResponse, EscalationSummary, Trigger
+from ..models.escalations import Escalation, EscalationRef, EscalationResponse, EscalationSummary, Trigger
 from ..rules.announce import headline
 from .db import Conn
 
@@ -157,19 +157,57 @@ def open_triggered(conn: Conn, task_id: str) -> Escalation | None:
     return _escalation(row) if row else None
 
 
-def blocking_open(conn: Conn, task_id: str) -> Escalation | None:
-    """The escalation that holds the task: blocking and pending, or answered but unacknowledged.
+# The escalation that holds a task: blocking and pending, or answered but unacknowledged.
+# Pending ones come first (the agent must wait), then the oldest unacknowledged answer.
+_HOLDING = (
+    " FROM escalations WHERE task_id = ? AND blocking = 1 AND ("
+    "   status = 'pending' OR (response_type IS NOT NULL AND response_type != 'withdraw'"
+    "   AND acknowledged_at IS NULL AND status != 'agent_terminated'))"
+    " ORDER BY status != 'pending', escalation_id LIMIT 1"
+)
+_REF_COLUMNS = "escalation_id, type, status, revision, response_type"
 
-    Pending ones come first (the agent must wait), then the oldest unacknowledged answer.
-    """
-    row = conn.execute(
-        "SELECT * FROM escalations WHERE task_id = ? AND blocking = 1 AND ("
-        "   status = 'pending' OR (response_type IS NOT NULL AND response_type != 'withdraw'"
-        "   AND acknowledged_at IS NULL AND status != 'agent_terminated'))"
-        " ORDER BY status != 'pending', escalation_id LIMIT 1",
-        (task_id,),
-    ).fetchone()
+
+def blocking_open(conn: Conn, task_id: str) -> Escalation | None:
+    """The escalation that holds the task, whole."""
+    row = conn.execute(f"SELECT *{_HOLDING}", (task_id,)).fetchone()
     return _escalation(row) if row else None
+
+
+def _ref(row: sqlite3.Row) -> EscalationRef:
+    return EscalationRef(
+        escalation_id=row["escalation_id"],
+        type=row["type"],
+        status=row["status"],
+        revision=row["revision"],
+        response_type=row["response_type"],
+    )
+
+
+def holding(conn: Conn, task_id: str) -> EscalationRef | None:
+    """The escalation that holds the task, named (its record is not read: every call asks)."""
+    row = conn.execute(f"SELECT {_REF_COLUMNS}{_HOLDING}", (task_id,)).fetchone()
+    return _ref(row) if row else None
+
+
+def get_ref(conn: Conn, escalation_id: int) -> EscalationRef | None:
+    """The escalation named, or None (an unchanged poll reads no more)."""
+    row = conn.execute(
+        f"SELECT {_REF_COLUMNS} FROM escalations WHERE escalation_id = ?",  # noqa: S608 (constant)
+        (escalation_id,),
+    ).fetchone()
+    return _ref(row) if row else None
+
+
+def ref(escalation: Escalation) -> EscalationRef:
+    """The escalation named in a few fields."""
+    return EscalationRef(
+        escalation_id=escalation.escalation_id,
+        type=escalation.type,
+        status=escalation.status,
+        revision=escalation.revision,
+        response_type=escalation.response.response_type if escalation.response else None,
+    )
 
 
 def pending_for_task(conn: Conn, task_id: str) -> list[Escalation]:
@@ -181,14 +219,12 @@ def pending_for_task(conn: Conn, task_id: str) -> list[Escalation]:
     return [_escalation(row) for row in rows]
 
 
-def for_task(conn: Conn, task_id: str) -> list[Escalation]:
-    """Every escalation of the task, oldest first."""
-    return [
-        _escalation(row)
-        for row in conn.execute(
-            "SELECT * FROM escalations WHERE task_id = ? ORDER BY escalation_id", (task_id,)
-        ).fetchall()
-    ]
+def ids_for_task(conn: Conn, task_id: str) -> list[int]:
+    """The ids of every escalation of the task, oldest first (no record is read)."""
+    rows = conn.execute(
+        "SELECT escalation_id FROM escalations WHERE task_id = ? ORDER BY escalation_id", (task_id,)
+    ).fetchall()
+    return [int(row[0]) for row in rows]
 
 
 def _status_filter(status: str) -> tuple[str, tuple[str, ...]]:
@@ -239,3 +275,11 @@ def response_state(conn: Conn, escalation_id: int) -> tuple[str, int] | None:
         "SELECT status, revision FROM escalations WHERE escalation_id = ?", (escalation_id,)
     ).fetchone()
     return (row[0], row[1]) if row else None
+
+
+def task_of(conn: Conn, escalation_id: int) -> str:
+    """The task an escalation belongs to (the escalation exists)."""
+    row = conn.execute("SELECT task_id FROM escalations WHERE escalation_id = ?", (escalation_id,)).fetchone()
+    if row is None:
+        raise LookupError(f"escalation {escalation_id} vanished")
+    return str(row[0])

@@ -253,3 +253,9 @@ def count_for_task(conn: Conn, task_id: str) -> tuple[int, int]:
         (task_id,),
     ).fetchone()
     return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def first_seen_at(conn: Conn, seq: int) -> str | None:
+    """When the record's first occurrence happened."""
+    row = conn.execute("SELECT created_at FROM failures WHERE seq = ?", (seq,)).fetchone()
+    return row[0] if row else None

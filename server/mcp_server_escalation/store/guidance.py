@@ -245,15 +245,19 @@ def add_revision(conn: Conn, seq: int, changes: dict[str, object], note: str | N
     )
 
 
-def revisions(conn: Conn, seq: int) -> list[Revision]:
-    """The record's change history, oldest first."""
+def revisions(conn: Conn, seq: int, limit: int) -> tuple[list[Revision], int]:
+    """The record's latest ``limit`` changes, oldest first, and how many there are in all."""
     rows = conn.execute(
-        "SELECT * FROM failure_revisions WHERE failure_seq = ? ORDER BY revision_id", (seq,)
+        "SELECT * FROM (SELECT * FROM failure_revisions WHERE failure_seq = ?"
+        " ORDER BY revision_id DESC LIMIT ?) ORDER BY revision_id",
+        (seq, limit),
     ).fetchall()
-    return [
+    counted = conn.execute("SELECT COUNT(*) FROM failure_revisions WHERE failure_seq = ?", (seq,)).fetchone()
+    latest = [
         Revision(at=row["created_at"], changes=json.loads(row["changes_json"]), note=row["note"])
         for row in rows
     ]
+    return latest, int(counted[0]) if counted else len(latest)
 
 
 def update_record(

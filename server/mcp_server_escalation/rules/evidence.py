@@ -1,0 +1,91 @@
+"""Bounded evidence: what an escalation shows of a history that keeps growing.
+
+A trigger keeps firing while its counter keeps rising: a stuck agent repeats its error
+hundreds of times, and every repeat refreshes the trigger on the open escalation. Its
+evidence keeps the items that fired it, the latest few since, and counts; everything else
+stays in the store, where the resources show it (``failure://{id}``). So the escalation, and
+every result that carries it, is as large after a thousand repeats as after four, and
+refreshing it reads and writes a fixed amount.
+
+A run's evidence, as stored in the escalation's ``context.evidence``::
+
+    {"count": 1000,          # items of the run so far (the counter that fired)
+     "count_at_firing": 3,   # the count when the trigger joined the escalation
+     "at_firing": [...],     # the items that fired it (the latest FIRING_SHOWN of them)
+     "latest": [...],        # the latest items since (at most LATEST_SHOWN)
+     "omitted": 994}         # items of the run in neither list
+
+Texts are clipped to ``TEXT_SHOWN`` characters, keeping head and tail: an error's last line
+is as often the one that matters as its first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FIRING_SHOWN = 5
+LATEST_SHOWN = 3
+TEXT_SHOWN = 400
+# Lists that are not runs: the latest test runs of a stall, the files already modified.
+TEST_RUNS_SHOWN = 10
+PATHS_SHOWN = 50
+# Items read per refresh: enough for either list, never the run.
+RUN_READ = max(FIRING_SHOWN, LATEST_SHOWN)
+_CLIP_MARK = " […{omitted} characters omitted…] "
+
+
+def clip(text: str, limit: int = TEXT_SHOWN) -> str:
+    """``text`` in at most about ``limit`` characters: head and tail, and how much is left out."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    tail = limit - head
+    return text[:head] + _CLIP_MARK.format(omitted=len(text) - head - tail) + text[-tail:]
+
+
+def clip_texts(value: Any, limit: int = TEXT_SHOWN) -> Any:
+    """``value`` (JSON-like) with every string clipped (``clip``)."""
+    if isinstance(value, str):
+        return clip(value, limit)
+    if isinstance(value, dict):
+        return {key: clip_texts(item, limit) for key, item in value.items()}
+    if isinstance(value, list):
+        return [clip_texts(item, limit) for item in value]
+    return value
+
+
+def fired_run(latest: list[dict[str, Any]], count: int) -> dict[str, Any]:
+    """A run's evidence when its trigger fires: ``latest`` holds the run's latest items."""
+    at_firing = latest_only(latest, min(FIRING_SHOWN, count))
+    return {
+        "count": count,
+        "count_at_firing": count,
+        "at_firing": at_firing,
+        "latest": [],
+        "omitted": count - len(at_firing),
+    }
+
+
+def refreshed_run(
+    previous: dict[str, Any] | None, latest: list[dict[str, Any]], count: int
+) -> dict[str, Any]:
+    """The run's evidence after one more firing: what fired it stays, the latest few follow.
+
+    A count that did not grow means a new run (the counter was reset in between): it is
+    evidence of its own firing, not a continuation of the old one.
+    """
+    if not previous or count <= previous.get("count", 0) or "count_at_firing" not in previous:
+        return fired_run(latest, count)
+    since = count - previous["count_at_firing"]
+    shown = latest_only(latest, min(LATEST_SHOWN, since))
+    return {
+        **previous,
+        "count": count,
+        "latest": shown,
+        "omitted": count - len(previous["at_firing"]) - len(shown),
+    }
+
+
+def latest_only(items: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The latest ``limit`` of ``items`` (oldest first), their texts clipped."""
+    return [clip_texts(item) for item in items[-limit:]] if limit > 0 else []
