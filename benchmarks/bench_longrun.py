@@ -7,7 +7,8 @@ console script with the real SDK client, as a host does, through a whole stuck s
    thresholds: the third opens a ``repeated_error`` escalation and pauses the task; the
    agent keeps calling, as stuck agents do;
 2. 300 ``check_edit`` while paused;
-3. 300 unanswered ``get_escalation`` polls (``wait_seconds=0``) of the escalation holding it;
+3. 300 unanswered ``get_escalation`` polls (``wait_seconds=0``, each with the ``known_revision``
+   of the last answer, as the agent is told) of the escalation holding it;
 4. **big store**: 3,000 distinct failures recorded one by one (another task, no trigger),
    then ``db check`` (``PRAGMA integrity_check`` and the FTS5 ``integrity-check``, run by
    the console script on the same store) and one ``get_guidance``.
@@ -42,7 +43,16 @@ SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 RESULT_LIMIT = 16 * 1024
 POLL_LIMIT = 4 * 1024
 GROWTH_LIMIT = 1.5
-ERROR = "TypeError: unsupported operand type(s) for +: 'int' and 'str'"
+# The error a stuck agent keeps hitting: a pytest failure with its traceback tail.
+ERROR = (
+    "FAILED tests/test_checkout.py::test_total_includes_tax - AssertionError: assert 107.0 == 107.5\n"
+    "    def test_total_includes_tax():\n"
+    "        cart = Cart(items=[Item('book', 100.0)], region='DE')\n"
+    ">       assert cart.total() == 107.5\n"
+    "E       AssertionError: assert 107.0 == 107.5\n"
+    "E        +  where 107.0 = <bound method Cart.total of Cart(items=1)>()\n"
+    "tests/test_checkout.py:42: AssertionError"
+)
 NO_ESCALATION = {
     "same_error_repeated": 1_000_000,
     "total_verification_attempts": 1_000_000,
@@ -95,13 +105,13 @@ async def _run(db_path: str, repeats: int, polls: int, distinct: int) -> dict[st
     stuck, edits, waits, store = Phase("stuck loop"), Phase("check_edit"), Phase("polls"), Phase("big store")
     async with Client(server, mode="legacy") as client:  # type: ignore[arg-type]
         await client.call_tool("start_task", {"title": "stuck", "task_id": "stuck", "scope": ["src/calc/**"]})
-        failure = {"task_id": "stuck", "message": ERROR, "file": "src/calc/ops.py"}
+        failure = {"task_id": "stuck", "message": ERROR, "file": "tests/test_checkout.py"}
         await _repeat(
             repeats, lambda i: stuck.call(client, "record_failure", {**failure, "line": 10 + i % 50})
         )
         if stuck.last.get("directive") != "pause":
             raise SystemExit(f"the stuck loop did not end paused: {str(stuck.last)[:500]}")
-        named = (stuck.last.get("escalation") or {}).get("escalation_id")
+        named = (stuck.last.get("holding") or {}).get("escalation_id")
         pending = await client.call_tool("list_escalations", {"task_id": "stuck", "status": "pending"})
         escalation_id = (pending.structured_content or {})["escalations"][0]["escalation_id"]
         await _repeat(
@@ -110,12 +120,17 @@ async def _run(db_path: str, repeats: int, polls: int, distinct: int) -> dict[st
                 client, "check_edit", {"task_id": "stuck", "paths": [f"src/calc/m{i % 9}.py"]}
             ),
         )
-        await _repeat(
-            polls,
-            lambda _i: waits.call(
-                client, "get_escalation", {"escalation_id": escalation_id, "wait_seconds": 0}
-            ),
-        )
+        # As the agent is told: each poll passes the revision of the record it last read,
+        # so a poll that finds nothing new is answered in a few hundred bytes.
+        known: dict[str, int] = {}
+
+        async def poll(_i: int) -> None:
+            seen = await waits.call(
+                client, "get_escalation", {"escalation_id": escalation_id, "wait_seconds": 0, **known}
+            )
+            known["known_revision"] = seen["revision"]
+
+        await _repeat(polls, poll)
         status = waits.last.get("status") or (waits.last.get("escalation") or {}).get("status")
         if status != "pending":
             raise SystemExit(f"the last poll did not find the escalation pending: {str(waits.last)[:500]}")
