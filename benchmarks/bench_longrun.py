@@ -13,8 +13,9 @@ console script with the real SDK client, as a host does, through a whole stuck s
    then ``db check`` (``PRAGMA integrity_check`` and the FTS5 ``integrity-check``, run by
    the console script on the same store) and one ``get_guidance``.
 
-For each phase it reports the largest result (the whole ``CallToolResult`` as JSON: what a
-host receives and a model may read) and the median time of early calls (10-110) against
+For each phase it reports the largest result a model reads (its text content: the result as
+compact JSON, or the rendered text; a host receives it twice, with the structured content,
+and that size is reported too) and the median time of early calls (10-110) against
 the last 100. Targets: every result under 16 KB; an unanswered poll after the first under
 4 KB; late median within 1.5x of early; both integrity checks ok. Exit status 1 when one
 is missed.
@@ -69,13 +70,17 @@ class Phase:
         self.name = name
         self.times: list[float] = []
         self.sizes: list[int] = []
+        self.wire: list[int] = []
         self.last: dict[str, Any] = {}
 
     async def call(self, client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()
         result = await client.call_tool(tool, arguments)
         self.times.append(time.perf_counter() - start)
-        self.sizes.append(len(result.model_dump_json(by_alias=True, exclude_none=True).encode()))
+        # What a model reads: the text content (the result as compact JSON, or the rendered
+        # text); a host receives it twice over, as text and as structured content.
+        self.sizes.append(sum(len(getattr(part, "text", "").encode()) for part in result.content))
+        self.wire.append(len(result.model_dump_json(by_alias=True, exclude_none=True).encode()))
         if result.is_error:
             raise SystemExit(f"{self.name}: {tool} failed: {str(result.content)[:500]}")
         self.last = result.structured_content or {}
@@ -92,6 +97,7 @@ class Phase:
             "largest_result_bytes": max(self.sizes),
             "first_result_bytes": self.sizes[0],
             "largest_after_first_bytes": max(self.sizes[1:]),
+            "largest_on_the_wire_bytes": max(self.wire),
         }
 
 
@@ -152,7 +158,7 @@ async def _run(db_path: str, repeats: int, polls: int, distinct: int) -> dict[st
             "get_guidance", {"task_id": "big", "query": f"module {_word(distinct - 1)} import"}
         )
         guidance_ms = (time.perf_counter() - start) * 1000
-        guidance_bytes = len(found.model_dump_json(by_alias=True, exclude_none=True).encode())
+        guidance_bytes = sum(len(getattr(part, "text", "").encode()) for part in found.content)
         if found.is_error or not (found.structured_content or {}).get("items"):
             raise SystemExit(f"get_guidance found nothing on the big store: {found.content}")
     # The console script's own check, after the server has exited.
@@ -240,7 +246,8 @@ def main() -> int:
         print(
             f"{name:<18} {f['calls']:>5} calls  early {f['early_median_ms']:>6} ms"
             f"  late {f['late_median_ms']:>6} ms  ({f['growth']}x)"
-            f"  largest {f['largest_result_bytes']:>7,} B  first {f['first_result_bytes']:>7,} B"
+            f"  largest {f['largest_result_bytes']:>6,} B  first {f['first_result_bytes']:>6,} B"
+            f"  (wire {f['largest_on_the_wire_bytes']:,} B)"
         )
     print(
         f"get_guidance on {figures['failure_records']:,} records: {figures['get_guidance_ms']} ms,"
