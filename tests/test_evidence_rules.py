@@ -79,3 +79,22 @@ def test_a_count_that_did_not_grow_is_a_new_run_with_its_own_firing() -> None:
 def test_the_items_of_a_run_are_clipped() -> None:
     run = fired_run([{"message": "m" * 5000}], 1)
     assert len(run["at_firing"][0]["message"]) < TEXT_SHOWN + 40
+
+
+def test_an_occurrence_repeating_the_message_before_it_shows_it_once() -> None:
+    same = "E       AssertionError: assert 107.0 == 107.5"
+    shown = fired_run(
+        [
+            {"line": 10, "message": same},
+            {"line": 11, "message": same},
+            {"line": 12, "message": "E       AssertionError: assert 107.0 == 108.0"},
+            {"line": 13, "message": "E       AssertionError: assert 107.0 == 108.0"},
+        ],
+        4,
+    )["at_firing"]
+    assert shown == [
+        {"line": 10, "message": same},
+        {"line": 11},
+        {"line": 12, "message": "E       AssertionError: assert 107.0 == 108.0"},
+        {"line": 13},
+    ]

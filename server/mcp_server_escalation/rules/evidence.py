@@ -16,7 +16,8 @@ A run's evidence, as stored in the escalation's ``context.evidence``::
      "omitted": 994}         # items of the run in neither list
 
 Texts are clipped to ``TEXT_SHOWN`` characters, keeping head and tail: an error's last line
-is as often the one that matters as its first.
+is as often the one that matters as its first. Within a list, an item without ``message``
+has the message of the item before it.
 """
 
 from __future__ import annotations
@@ -87,5 +88,21 @@ def refreshed_run(
 
 
 def latest_only(items: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """The latest ``limit`` of ``items`` (oldest first), their texts clipped."""
-    return [clip_texts(item) for item in items[-limit:]] if limit > 0 else []
+    """The latest ``limit`` of ``items`` (oldest first), their texts clipped.
+
+    An item whose ``message`` is the one of the item before it leaves it out: the
+    occurrences of a repeated error mostly carry the same text, and a model would read it
+    once per occurrence (a pytest failure is hundreds of characters).
+    """
+    if limit <= 0:
+        return []
+    shown: list[dict[str, Any]] = []
+    before: Any = None
+    for item in items[-limit:]:
+        clipped = clip_texts(item)
+        message = clipped.get("message")
+        if message is not None and message == before:
+            clipped = {key: value for key, value in clipped.items() if key != "message"}
+        before = message
+        shown.append(clipped)
+    return shown
