@@ -273,3 +273,29 @@ async def test_an_escalation_stored_before_the_bound_sheds_its_unbounded_evidenc
     assert "evidence" not in trigger
     assert list(read["escalation"]["context"]["evidence"]) == [trigger["key"]]
     assert size(read) < RESULT_MAX_BYTES
+
+
+async def test_results_stay_small_when_every_text_is_at_its_limit(db_path: str) -> None:
+    # The longest title, specification and scope a task takes, and errors, actions and
+    # files at their limits: the escalation shows each clipped, and says how much is left.
+    # (get_task shows the task's own title, specification and scope whole.)
+    huge = "x" * (64 * 1024)
+    scope = [f"src/{n:03d}/" + "d" * 180 + "/**" for n in range(500)]
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="t" * 1024, task_id="big", specification=huge, scope=scope)
+        answers = []
+        for i in range(5):
+            answers.append(
+                await agent.call(
+                    "record_failure",
+                    task_id="big",
+                    message="E" * (64 * 1024),
+                    file="src/000/" + "f" * 4000,
+                    line=i + 1,
+                    attempted_action="a" * (64 * 1024),
+                )
+            )
+        holding = answers[-1]["holding"]
+        answers.append(await agent.call("get_escalation", escalation_id=holding["escalation_id"]))
+    for n, answer in enumerate(answers):
+        assert size(answer) < RESULT_MAX_BYTES, f"answer {n}: {size(answer)} bytes"

@@ -15,7 +15,7 @@ from ..models.limits import ENDED_STATUSES
 from ..models.results import Directed
 from ..models.tasks import Task
 from ..rules.directives import decide
-from ..rules.evidence import clip_texts, refreshed_run
+from ..rules.evidence import clip, clip_texts, refreshed_run
 from ..rules.triggers import Firing, response_options
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
@@ -28,6 +28,9 @@ from .runtime import Runtime
 # were most of a stuck agent's escalation.
 RECENT_ACTIONS = 10
 ACTION_TEXT_SHOWN = 160
+# The task as an escalation shows it: the first globs of its scope, and how many it has.
+SCOPE_SHOWN = 20
+GLOB_TEXT_SHOWN = 160
 
 
 @dataclass(frozen=True)
@@ -99,12 +102,15 @@ class Fired:
 
 
 def task_context(task: Task) -> dict[str, Any]:
-    """The task as an escalation shows it."""
+    """The task as an escalation shows it: its texts clipped and the first globs of its
+    scope, so a task at its input limits (a 64 KB specification, 500 globs) still makes an
+    escalation a model can read; ``task://{task_id}`` shows it whole."""
     return {
         "task_id": task.task_id,
-        "title": task.title,
-        "specification": task.specification,
-        "scope": task.scope,
+        "title": clip(task.title),
+        "specification": clip(task.specification),
+        "scope": [clip(glob, GLOB_TEXT_SHOWN) for glob in task.scope[:SCOPE_SHOWN]],
+        "scope_count": len(task.scope),
         "project": task.project,
         "agent_id": task.agent_id,
         "status": task.status,
