@@ -18,8 +18,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import FakeClock, connect
-from mcp_server_escalation.services import escalations, tasks
-from mcp_server_escalation.services.notifiers import configured
+from mcp_server_escalation.services import escalations, notifiers, tasks
+from mcp_server_escalation.services.notifiers import DeliveryFailed, configured
 from mcp_server_escalation.services.notify import Outbox
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import NotifyConfig, Settings
@@ -159,6 +159,15 @@ async def test_notifiers_that_always_fail_never_block_or_fail_the_tool_call(db_p
     assert records["webhook"].delivered_at is None
     assert records["webhook"].last_error == "no answer within 3 s"
     assert hook.delivered() == []
+
+
+async def test_a_webhook_whose_socket_times_out_first_reads_no_answer_as_well() -> None:
+    # The socket's timeout and the caller's limit are the same number of seconds, so which
+    # one ends the wait is a race; here the socket's alone can (the caller's limit is far
+    # above it), and the operator must read the same words as when the limit ends it.
+    with receiver(hold=True) as hook, pytest.raises(DeliveryFailed) as failed:
+        await anyio.to_thread.run_sync(notifiers._post, hook.url, b"{}", 0.5)
+    assert str(failed.value) == "no answer within 0.5 s"
 
 
 async def _rpc(process: Any, message: dict[str, Any]) -> dict[str, Any] | None:

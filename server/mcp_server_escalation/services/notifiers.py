@@ -176,6 +176,10 @@ def _post(url: str, body: bytes, timeout: float) -> None:
         raise DeliveryFailed(f"HTTP {exc.code} {exc.reason}") from exc
     except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
         reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            # The socket's own timeout and the caller's limit are the same number of seconds,
+            # and either may end the wait first: the operator reads the same words for both.
+            raise DeliveryFailed(f"no answer within {timeout:g} s") from exc
         raise DeliveryFailed(f"POST failed: {reason}") from exc
     if not 200 <= status < 300:
         raise DeliveryFailed(f"HTTP {status}")
