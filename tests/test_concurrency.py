@@ -163,9 +163,11 @@ async def test_four_server_processes_lose_no_write_on_one_store(db_path: str) ->
     assert shared["counters"]["verification_attempts"] == total
     assert shared["counters"]["files_modified"] == total
     assert shared["counters"]["attempts_without_file_change"] == 0
-    assert sorted(shared["modified_files"]) == sorted(
-        f"src/w{w}/f{i}.py" for w in range(WORKERS) for i in range(CALLS)
-    )
+    # Every path is kept (the view lists the latest 50 of them and counts them all).
+    everything = {f"src/w{w}/f{i}.py" for w in range(WORKERS) for i in range(CALLS)}
+    assert shared["modified_count"] == len(everything)
+    assert set(shared["modified_files"]) <= everything
+    assert len(shared["modified_files"]) == min(50, len(everything))
 
     for worker in workers:
         own = views[worker.task_id]

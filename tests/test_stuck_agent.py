@@ -299,3 +299,32 @@ async def test_results_stay_small_when_every_text_is_at_its_limit(db_path: str) 
         answers.append(await agent.call("get_escalation", escalation_id=holding["escalation_id"]))
     for n, answer in enumerate(answers):
         assert size(answer) < RESULT_MAX_BYTES, f"answer {n}: {size(answer)} bytes"
+
+
+async def test_a_long_tasks_view_lists_the_latest_files_and_escalations_and_counts_the_rest(
+    db_path: str,
+) -> None:
+    never = 1_000_000
+    thresholds = {
+        "same_error_repeated": never,
+        "total_verification_attempts": never,
+        "no_file_changes_after_attempts": never,
+        "no_test_improvement_after": never,
+        "files_modified_exceeds": never,
+    }
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="long", task_id="long", thresholds=thresholds)
+        for i in range(600):
+            await agent.call(
+                "report_progress", task_id="long", files_modified=[f"src/pkg/module_{i:04d}.py"]
+            )
+        for _ in range(25):  # questions the agent asks and takes back
+            asked = await agent.call("raise_escalation", task_id="long", reason="Which one?", blocking=False)
+            asked_id = asked["escalation"]["escalation_id"]
+            await agent.call("resolve_escalation", escalation_id=asked_id, response_type="withdraw")
+        view = await agent.call("get_task", task_id="long")
+    assert size(view) < RESULT_MAX_BYTES
+    assert view["modified_count"] == 600
+    assert view["modified_files"] == [f"src/pkg/module_{i:04d}.py" for i in range(550, 600)]
+    assert view["escalation_count"] == 25
+    assert view["escalation_ids"] == list(range(6, 26))

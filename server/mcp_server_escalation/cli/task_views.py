@@ -93,7 +93,9 @@ def show_lines(view: TaskView, history: list[EscalationSummary]) -> list[str]:
     lines.append(f"Other thresholds: {others}")
     if t.counters.last_fingerprint:
         lines.append(f"Last error fingerprint: {t.counters.last_fingerprint}")
-    lines += ["", f"Modified files ({len(view.modified_files)})"]
+    listed = len(view.modified_files)
+    latest = "" if view.modified_count == listed else f"; the latest {listed}"
+    lines += ["", f"Modified files ({view.modified_count}{latest})"]
     lines += [f"  {path}" for path in view.modified_files] or ["  -"]
     lines += ["", f"Test history ({len(view.test_history)} runs; baseline {_rate(t.baseline_pass_rate)})"]
     if view.test_history:

@@ -47,13 +47,15 @@ class TaskView(Directed):
     task: Task
     counters: Counters
     thresholds: Thresholds
-    modified_files: list[str]
+    modified_files: list[str] = Field(description="The latest 50 distinct modified paths, oldest first")
+    modified_count: int = Field(description="How many distinct paths the task modified")
     test_history: list[TestRun]
     pending_escalation: EscalationRef | None = Field(
         description="The escalation holding the task (pending, or answered and unacknowledged); "
         "get_escalation shows it whole"
     )
-    escalation_ids: list[int]
+    escalation_ids: list[int] = Field(description="The latest 20 escalations of the task, oldest first")
+    escalation_count: int
     failure_records: int
     failure_occurrences: int
 

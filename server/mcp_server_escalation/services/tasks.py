@@ -22,6 +22,11 @@ from .firing import direct, stop_if_ended, sync_pause
 from .runtime import Runtime
 
 TEST_HISTORY = 50
+# A task's view lists the latest of what its history keeps adding, and counts the rest: a
+# long task's files and escalations made get_task grow with every attempt (31 KB after
+# 1,000 files). Every path and every escalation stays in the store.
+MODIFIED_FILES_SHOWN = 50
+ESCALATION_IDS_SHOWN = 20
 
 
 def project_root(rt: Runtime, project: str | None) -> str:
@@ -120,14 +125,18 @@ def task_view(rt: Runtime, conn: Conn, task_id: str) -> TaskView:
     task = load_task(conn, task_id)
     holding = escalation_store.holding(conn, task_id)
     records, occurrences = failure_store.count_for_task(conn, task_id)
+    files, files_count = task_store.latest_modified_files(conn, task, MODIFIED_FILES_SHOWN)
+    escalations, escalation_count = escalation_store.latest_ids_for_task(conn, task_id, ESCALATION_IDS_SHOWN)
     return TaskView(
         task=task,
         counters=task.counters,
         thresholds=task.thresholds,
-        modified_files=task_store.modified_files(conn, task),
+        modified_files=files,
+        modified_count=files_count,
         test_history=progress_store.list_test_runs(conn, task_id, TEST_HISTORY),
         pending_escalation=holding,
-        escalation_ids=escalation_store.ids_for_task(conn, task_id),
+        escalation_ids=escalations,
+        escalation_count=escalation_count,
         failure_records=records,
         failure_occurrences=occurrences,
         **direct(rt, conn, task).model_dump(),

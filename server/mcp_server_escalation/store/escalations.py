@@ -219,12 +219,14 @@ def pending_for_task(conn: Conn, task_id: str) -> list[Escalation]:
     return [_escalation(row) for row in rows]
 
 
-def ids_for_task(conn: Conn, task_id: str) -> list[int]:
-    """The ids of every escalation of the task, oldest first (no record is read)."""
+def latest_ids_for_task(conn: Conn, task_id: str, limit: int) -> tuple[list[int], int]:
+    """The ids of the task's latest ``limit`` escalations, oldest first, and how many it has."""
     rows = conn.execute(
-        "SELECT escalation_id FROM escalations WHERE task_id = ? ORDER BY escalation_id", (task_id,)
+        "SELECT escalation_id, count(*) OVER () FROM escalations WHERE task_id = ?"
+        " ORDER BY escalation_id DESC LIMIT ?",
+        (task_id, limit),
     ).fetchall()
-    return [int(row[0]) for row in rows]
+    return [int(row[0]) for row in reversed(rows)], int(rows[0][1]) if rows else 0
 
 
 def _status_filter(status: str) -> tuple[str, tuple[str, ...]]:

@@ -183,6 +183,16 @@ def modified_files(conn: Conn, task: Task) -> list[str]:
     ]
 
 
+def latest_modified_files(conn: Conn, task: Task, limit: int) -> tuple[list[str], int]:
+    """The latest ``limit`` of those paths (in order), and how many there are."""
+    rows = conn.execute(
+        "SELECT path, count(*) OVER () FROM modified_files WHERE task_id = ? AND generation = ?"
+        " ORDER BY first_at DESC, path DESC LIMIT ?",
+        (task.task_id, task.generation, limit),
+    ).fetchall()
+    return [row[0] for row in reversed(rows)], int(rows[0][1]) if rows else 0
+
+
 def already_modified(conn: Conn, task: Task, paths: list[str]) -> set[str]:
     """Those of ``paths`` already in the task's modified set (one indexed lookup each)."""
     if not paths:
