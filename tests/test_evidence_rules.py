@@ -12,6 +12,8 @@ from mcp_server_escalation.rules.evidence import (
     clip_texts,
     fired_run,
     refreshed_run,
+    scope_named,
+    scope_shown,
 )
 
 
@@ -98,3 +100,11 @@ def test_an_occurrence_repeating_the_message_before_it_shows_it_once() -> None:
         {"line": 12, "message": "E       AssertionError: assert 107.0 == 108.0"},
         {"line": 13},
     ]
+
+
+def test_a_short_scope_is_named_whole_and_a_long_one_by_its_first_globs_and_a_count() -> None:
+    assert scope_named(["src/**", "tests/**"]) == ["src/**", "tests/**"]
+    long = [f"src/m{n}/**" for n in range(500)]
+    assert scope_named(long) == [*long[:5], "(+495 more)"]
+    assert scope_shown(long) == long[:20]
+    assert len(scope_shown(["s" * 4000])[0]) < 200

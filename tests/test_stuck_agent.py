@@ -328,3 +328,14 @@ async def test_a_long_tasks_view_lists_the_latest_files_and_escalations_and_coun
     assert view["modified_files"] == [f"src/pkg/module_{i:04d}.py" for i in range(550, 600)]
     assert view["escalation_count"] == 25
     assert view["escalation_ids"] == list(range(6, 26))
+
+
+async def test_an_out_of_scope_edit_of_a_task_at_its_input_limits_escalates_in_a_small_result(
+    db_path: str,
+) -> None:
+    scope = [f"src/{n:03d}/" + "d" * 180 + "/**" for n in range(500)]
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="big", task_id="big", specification="x" * 65536, scope=scope)
+        refused = await agent.call("check_edit", task_id="big", paths=["docs/readme.md"])
+    assert refused["escalation"]["type"] == "scope_deviation"
+    assert size(refused) < RESULT_MAX_BYTES, f"{size(refused)} bytes"

@@ -30,6 +30,11 @@ TEXT_SHOWN = 400
 # Lists that are not runs: the latest test runs of a stall, the files already modified.
 TEST_RUNS_SHOWN = 10
 PATHS_SHOWN = 50
+# A task's scope as escalations show it (the task keeps it whole): the first globs, clipped;
+# messages that name the scope show fewer and say how many more there are.
+SCOPE_SHOWN = 20
+SCOPE_NAMED = 5
+GLOB_TEXT_SHOWN = 160
 # Items read per refresh: enough for either list, never the run.
 RUN_READ = max(FIRING_SHOWN, LATEST_SHOWN)
 _CLIP_MARK = " […{omitted} characters omitted…] "
@@ -106,3 +111,16 @@ def latest_only(items: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]
         before = message
         shown.append(clipped)
     return shown
+
+
+def scope_shown(scope: list[str]) -> list[str]:
+    """The first ``SCOPE_SHOWN`` globs of a scope, clipped: how an escalation shows it."""
+    return [clip(glob, GLOB_TEXT_SHOWN) for glob in scope[:SCOPE_SHOWN]]
+
+
+def scope_named(scope: list[str]) -> list[str]:
+    """A scope as a message names it: the first ``SCOPE_NAMED`` globs, clipped, and a last
+    item saying how many more there are (a short scope is named whole)."""
+    named = [clip(glob, GLOB_TEXT_SHOWN) for glob in scope[:SCOPE_NAMED]]
+    rest = len(scope) - len(named)
+    return [*named, f"(+{rest} more)"] if rest else named

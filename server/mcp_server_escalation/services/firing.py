@@ -15,7 +15,7 @@ from ..models.limits import ENDED_STATUSES
 from ..models.results import Directed
 from ..models.tasks import Task
 from ..rules.directives import decide
-from ..rules.evidence import clip, clip_texts, refreshed_run
+from ..rules.evidence import clip, clip_texts, refreshed_run, scope_shown
 from ..rules.triggers import Firing, response_options
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
@@ -28,9 +28,6 @@ from .runtime import Runtime
 # were most of a stuck agent's escalation.
 RECENT_ACTIONS = 10
 ACTION_TEXT_SHOWN = 160
-# The task as an escalation shows it: the first globs of its scope, and how many it has.
-SCOPE_SHOWN = 20
-GLOB_TEXT_SHOWN = 160
 
 
 @dataclass(frozen=True)
@@ -109,7 +106,7 @@ def task_context(task: Task) -> dict[str, Any]:
         "task_id": task.task_id,
         "title": clip(task.title),
         "specification": clip(task.specification),
-        "scope": [clip(glob, GLOB_TEXT_SHOWN) for glob in task.scope[:SCOPE_SHOWN]],
+        "scope": scope_shown(task.scope),
         "scope_count": len(task.scope),
         "project": task.project,
         "agent_id": task.agent_id,

@@ -7,7 +7,14 @@ from ..models.limits import ENDED_STATUSES
 from ..models.results import CheckEditResult, PathVerdict, ProgressResult
 from ..models.tasks import Task, TestRun
 from ..rules import triggers
-from ..rules.evidence import PATHS_SHOWN, RUN_READ, TEST_RUNS_SHOWN, clip_texts
+from ..rules.evidence import (
+    PATHS_SHOWN,
+    RUN_READ,
+    TEST_RUNS_SHOWN,
+    clip,
+    clip_texts,
+    scope_named,
+)
 from ..rules.paths import NormalisedPath, in_scope, normalise_path
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
@@ -19,18 +26,21 @@ from .tasks import load_task
 
 
 def _scope_evidence(rt: Runtime, task: Task, outside: list[str]) -> Evidence | None:
-    firing = triggers.scope_deviation(outside, task.scope, task.thresholds)
+    # The criteria and the evidence name the scope as messages do: the escalation's task
+    # shows more of it (``context.task``), and the task keeps it whole.
+    named = scope_named(task.scope)
+    firing = triggers.scope_deviation(outside, named, task.thresholds)
     if firing is None:
         return None
     summary = rt.prompts.render(
-        "trigger_scope_deviation", paths=", ".join(outside), scope=task.scope or ["(any)"]
+        "trigger_scope_deviation", paths=", ".join(outside), scope=named or ["(any)"]
     )
     return Evidence(
         firing,
         summary,
         {
-            "scope": task.scope,
-            "specification": task.specification,
+            "scope": named,
+            "specification": clip(task.specification),
             "project": task.project,
             "out_of_scope_paths": outside,
         },
@@ -289,7 +299,7 @@ async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEdi
                 refusal = rt.prompts.render("reason_outside_root", path=given)
                 outside.append(n.path)
             elif task.thresholds.spec_deviation_detected and not in_scope(n, task.scope):
-                refusal = rt.prompts.render("reason_out_of_scope", path=n.path, scope=task.scope)
+                refusal = rt.prompts.render("reason_out_of_scope", path=n.path, scope=scope_named(task.scope))
                 outside.append(n.path)
             elif n.path not in known and n.path not in counted:
                 counted.add(n.path)

@@ -199,17 +199,6 @@ def get_ref(conn: Conn, escalation_id: int) -> EscalationRef | None:
     return _ref(row) if row else None
 
 
-def ref(escalation: Escalation) -> EscalationRef:
-    """The escalation named in a few fields."""
-    return EscalationRef(
-        escalation_id=escalation.escalation_id,
-        type=escalation.type,
-        status=escalation.status,
-        revision=escalation.revision,
-        response_type=escalation.response.response_type if escalation.response else None,
-    )
-
-
 def pending_for_task(conn: Conn, task_id: str) -> list[Escalation]:
     """Every pending escalation of the task, oldest first."""
     rows = conn.execute(
