@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp import types
 
 from mcp_server_escalation.models.reports import Delivery
 from mcp_server_escalation.services.runtime import open_runtime
@@ -147,3 +148,25 @@ def write_config(path: Path, **notify: object) -> Path:
         lines.append(f"{key} = {json.dumps(value)}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+class Heard:
+    """What one client's message handler received, in order."""
+
+    def __init__(self) -> None:
+        self.updated: list[str] = []
+        self.logs: list[types.LoggingMessageNotificationParams] = []
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.updated.append(message.params.uri)
+        elif isinstance(message, types.LoggingMessageNotification):
+            self.logs.append(message.params)
+
+    def about(self, escalation_id: int) -> list[str]:
+        """The log messages about one escalation."""
+        return [str(p.data) for p in self.logs if f"Escalation {escalation_id} " in str(p.data)]
+
+    def said(self, text: str) -> bool:
+        """Did any log message hold ``text``?"""
+        return any(text in str(p.data) for p in self.logs)

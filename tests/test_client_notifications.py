@@ -13,28 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client, StdioServerParameters, types
+from mcp import Client, StdioServerParameters
 
 from conftest import connect, make_settings
 from mcp_server_escalation.adapters.app import build_server
-from operator_support import SCRIPT, eventually, run_cli
-
-
-class Heard:
-    """What a client's message handler received."""
-
-    def __init__(self) -> None:
-        self.updated: list[str] = []
-        self.logs: list[types.LoggingMessageNotificationParams] = []
-
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            self.updated.append(message.params.uri)
-        elif isinstance(message, types.LoggingMessageNotification):
-            self.logs.append(message.params)
-
-    def about(self, escalation_id: int) -> list[str]:
-        return [str(p.data) for p in self.logs if f"Escalation {escalation_id} " in str(p.data)]
+from operator_support import SCRIPT, Heard, eventually, run_cli
 
 
 async def test_a_legacy_client_hears_an_answer_given_in_another_process(db_path: str, tmp_path: Path) -> None:

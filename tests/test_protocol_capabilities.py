@@ -13,33 +13,14 @@ feed hands changes over in order, so once the later one is here the earlier was 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from mcp import Client, MCPError, types
 
 from conftest import connect, make_settings
 from mcp_server_escalation.adapters.app import build_server
-from operator_support import eventually
+from operator_support import Heard, eventually
 
 WAIT = 10  # seconds; a bound on every wait, never a sleep
-
-
-class Heard:
-    """What one client's message handler received, in order."""
-
-    def __init__(self) -> None:
-        self.updated: list[str] = []
-        self.logs: list[types.LoggingMessageNotificationParams] = []
-
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            self.updated.append(message.params.uri)
-        elif isinstance(message, types.LoggingMessageNotification):
-            self.logs.append(message.params)
-
-    def said(self, text: str) -> bool:
-        return any(text in str(p.data) for p in self.logs)
 
 
 def _legacy(db_path: str, heard: Heard) -> Client:
