@@ -159,7 +159,9 @@ async def test_stagnation_beyond_max_cycles_creates_exactly_one_human_escalation
     assert results[-1]["directive"] == "pause"
 
 
-async def test_attempt_verdicts_count_as_verification_attempts(db_path: str) -> None:
+async def test_rejected_verdicts_count_as_verification_attempts_and_accepted_ones_do_not(
+    db_path: str,
+) -> None:
     async with connect(db_path) as agent:
         await agent.call(
             "start_task",
@@ -169,8 +171,9 @@ async def test_attempt_verdicts_count_as_verification_attempts(db_path: str) -> 
         )
         for n in range(3):
             await agent.call("record_attempt", task_id="f8", step="s", status="accepted")
+            await agent.call("record_attempt", task_id="f8", step="s", status="rejected", feedback=f"no {n}")
             assert (await agent.call("get_task", task_id="f8"))["counters"]["verification_attempts"] == n + 1
-        fourth = await agent.call("record_attempt", task_id="f8", step="s", status="accepted")
+        fourth = await agent.call("record_attempt", task_id="f8", step="s", status="rejected", feedback="no")
     assert fourth["escalation"]["type"] == "verification_limit"
 
 

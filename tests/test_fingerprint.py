@@ -122,15 +122,33 @@ def test_an_output_with_no_recognised_error_is_fingerprinted_whole() -> None:
 
 def test_a_one_line_message_keeps_the_fingerprint_it_had_before_issue_14() -> None:
     # Computed with the fingerprint of the release before: stored records of one-line
-    # messages (what agents record through the tool) keep matching new occurrences.
-    assert (
-        fingerprint(
-            signal_type="runtime_error",
-            step="main",
-            message="KeyError: 'next_url' at line 3",
-            tool_name="Bash",
-            error_code="exit 1",
-        )
-        == "fp-2edd6b4386cbada7"
+    # messages (what agents record through the tool) keep matching new occurrences. Only a
+    # quoted name changed it since (issue 15: it names what failed).
+    assert fingerprint(
+        signal_type="runtime_error",
+        step="main",
+        message="KeyError: '/srv/next url' at line 3",
+        tool_name="Bash",
+        error_code="exit 1",
+    ) == fingerprint(
+        signal_type="runtime_error",
+        step="main",
+        message="KeyError: '/srv/other url' at line 9",
+        tool_name="Bash",
+        error_code="exit 1",
     )
     assert _fp("TypeError: undefined is not a function") == "fp-5b374c518e563599"
+
+
+def test_errors_about_different_quoted_names_are_different_errors() -> None:
+    # Seen in a real run: three different missing attributes in a row were one "repeated"
+    # error while every quoted text was replaced.
+    first = _fp("AttributeError: Mock object has no attribute 'srcdir'")
+    assert first != _fp("AttributeError: Mock object has no attribute 'events'")
+    assert first == _fp("AttributeError: Mock object has no attribute 'srcdir'")
+
+
+def test_a_fingerprint_keeps_quoted_names_and_drops_other_quoted_text() -> None:
+    assert normalise_message("No module named 'lodash'", keep_names=True) == "no module named 'lodash'"
+    assert normalise_message("KeyError: 'user_42'", keep_names=True) == "keyerror: 'user_<n>'"
+    assert normalise_message("cannot read '/srv/app/x.py'", keep_names=True) == "cannot read <str>"

@@ -42,6 +42,10 @@ def stores(tmp_path: Path) -> tuple[str, str]:
     return str(tmp_path / "hook.db"), str(tmp_path / "tools.db")
 
 
+# A blocker read off the output pauses at its first occurrence (the default waits for a repeat).
+AT_ONCE = {"blocker_repeated": 1}
+
+
 async def start(*dbs: str, **extra: Any) -> None:
     """The same task, started through the MCP tool, in each store."""
     for db in dbs:
@@ -101,7 +105,7 @@ async def test_a_failed_bash_command_is_recorded_like_record_failure(
     stores: tuple[str, str], tmp_path: Path
 ) -> None:
     hooked, tooled = stores
-    await start(hooked, tooled)
+    await start(hooked, tooled, thresholds=AT_ONCE)
     event = bash_failure("npm test", "Error: Cannot find module 'express'")
     run = await hook("claude-code", event, db=hooked, tmp=tmp_path)
     [recorded] = await tools(
@@ -118,7 +122,8 @@ async def test_a_failed_bash_command_is_recorded_like_record_failure(
         ),
     )
     assert snapshot(hooked) == snapshot(tooled)
-    # A missing dependency is an external blocker: the model hears at once.
+    # A missing dependency is an external blocker: the model hears at once (by default only
+    # once it repeats: test_scenarios_response.py).
     context = run.json()["hookSpecificOutput"]
     assert context["hookEventName"] == "PostToolUseFailure"
     assert "escalation 1 (external_blocker)" in context["additionalContext"]
@@ -202,28 +207,45 @@ async def test_a_successful_command_is_a_successful_operation_and_counts_when_co
     assert snapshot(hooked) == snapshot(tooled)
 
 
-async def test_by_default_a_successful_command_ends_an_error_run_without_counting_an_attempt(
+async def test_only_the_failing_command_succeeding_ends_an_error_run_and_no_success_counts_an_attempt(
     stores: tuple[str, str], tmp_path: Path
 ) -> None:
     hooked, _ = stores
     await start(hooked)
     for n in (1, 2):
         await hook(
-            "claude-code", bash_failure("npm test", PYTEST_FAIL, f"toolu_f{n}"), db=hooked, tmp=tmp_path
+            "claude-code", bash_failure("npm run lint", PYTEST_FAIL, f"toolu_f{n}"), db=hooked, tmp=tmp_path
         )
     before = snapshot(hooked)["tasks"][0]
-    assert (before["consecutive_same_error"], before["attempts_without_file_change"]) == (2, 2)
-    for n in range(6):  # more than no_file_changes_after_attempts (5)
+    assert before["consecutive_same_error"] == 2
+    for n in range(6):  # other commands: an agent edits and looks around between its tries
         await hook("claude-code", post_bash("npm run build", "ok", f"toolu_b{n}"), db=hooked, tmp=tmp_path)
+    between = snapshot(hooked)["tasks"][0]
+    # The failing command again, with what does not change what it runs (cd, 2>&1, | tail).
+    await hook(
+        "claude-code",
+        post_bash("cd /work && npm run lint 2>&1 | tail -5", "ok", "toolu_ok"),
+        db=hooked,
+        tmp=tmp_path,
+    )
     after = snapshot(hooked)
+    assert (between["consecutive_same_error"], between["attempts_without_file_change"]) == (2, 0)
     assert (
         after["tasks"][0]["consecutive_same_error"],
         after["tasks"][0]["attempts_without_file_change"],
-    ) == (
-        0,
-        2,
-    )
+    ) == (0, 0)
     assert after["escalations"] == []
+
+
+async def test_files_a_successful_shell_command_writes_in_the_project_are_progress(
+    stores: tuple[str, str], tmp_path: Path
+) -> None:
+    hooked, _ = stores
+    await start(hooked)
+    command = "sed -i 's/a - b/a + b/' src/calc.py && cat <<'EOF' > /tmp/scratch.py\nprint(1)\nEOF"
+    await hook("claude-code", post_bash(command, "", "toolu_sed"), db=hooked, tmp=tmp_path)
+    state = snapshot(hooked)
+    assert [f["path"] for f in state["files"]] == ["src/calc.py"]
 
 
 async def test_reading_and_searching_are_never_recorded(stores: tuple[str, str], tmp_path: Path) -> None:
@@ -332,7 +354,7 @@ async def test_stop_while_an_escalation_is_pending_tells_the_user_and_lets_the_a
     stores: tuple[str, str], tmp_path: Path
 ) -> None:
     hooked, _ = stores
-    await start(hooked)
+    await start(hooked, thresholds=AT_ONCE)
     await hook(
         "claude-code",
         bash_failure("npm test", "Error: Cannot find module 'express'"),
@@ -359,7 +381,7 @@ async def test_a_read_during_a_pause_is_allowed_and_any_other_tool_denied(
     stores: tuple[str, str], tmp_path: Path
 ) -> None:
     hooked, _ = stores
-    await start(hooked)
+    await start(hooked, thresholds=AT_ONCE)
     await hook(
         "claude-code",
         bash_failure("npm test", "Error: Cannot find module 'express'"),

@@ -313,7 +313,8 @@ async def test_tasks_list_and_show_give_counters_limits_tests_and_escalations(
         "UPDATED",
     ]
     by_task = {row.split()[0]: row.split() for row in rows}
-    assert by_task["t-full"][1:7] == ["paused", "agent", "2/20", "0/3", "2/10", f"#{escalation_id}"]
+    # Only the run with failures is a verification attempt (a passing run verified).
+    assert by_task["t-full"][1:7] == ["paused", "agent", "2/20", "0/3", "1/10", f"#{escalation_id}"]
     assert by_task["t-quiet"][6] == "-"
     assert show_code == 0, show_err
     lines = shown.splitlines()

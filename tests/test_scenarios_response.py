@@ -32,6 +32,11 @@ async def start(
     )
 
 
+# A blocker read off the output escalates at its first occurrence with this (the default
+# waits for it to repeat: test_a_blocker_read_off_the_output_escalates_once_it_repeats).
+AT_ONCE = {"blocker_repeated": 1}
+
+
 async def raise_repeated_error(agent: Agent, task_id: str = "t1") -> dict[str, Any]:
     """Three identical errors in a row (the default threshold): a repeated_error escalation."""
     result: dict[str, Any] = {}
@@ -77,7 +82,7 @@ async def test_missing_dependency_escalates_at_once_with_name_version_and_requir
     db_path: str, call: dict[str, Any], classified_by: str
 ) -> None:
     async with connect(db_path) as agent, connect(db_path, role="operator") as operator:
-        await start(agent)
+        await start(agent, thresholds=AT_ONCE)
         result = await agent.call(
             "record_failure",
             task_id="t1",
@@ -140,7 +145,7 @@ async def test_permission_denied_escalates_at_once_with_resource_and_operation(
     db_path: str, call: dict[str, Any], classified_by: str, operation: str
 ) -> None:
     async with connect(db_path) as agent, connect(db_path, role="operator") as operator:
-        await start(agent)
+        await start(agent, thresholds=AT_ONCE)
         result = await agent.call("record_failure", task_id="t1", **call)
 
         assert result["failure"]["signal_type"] == "permission_denied"
@@ -184,7 +189,7 @@ async def test_api_unavailability_escalates_at_once_with_endpoint_status_and_tim
 ) -> None:
     clock = FakeClock()
     async with connect(db_path, clock=clock) as agent, connect(db_path, role="operator") as operator:
-        await start(agent)
+        await start(agent, thresholds=AT_ONCE)
         clock.advance(minutes=7)
         failed_at = iso(clock.now)
         result = await agent.call("record_failure", task_id="t1", **call)
@@ -581,3 +586,37 @@ async def test_agent_raises_a_follow_up_escalation_when_guidance_is_ambiguous(db
             "raise_escalation", task_id="t1", reason="again", follow_up_of=escalation["escalation_id"] + 100
         )
         assert "follow_up_of" in bad
+
+
+async def test_a_blocker_read_off_the_output_escalates_once_it_repeats_and_a_declared_one_at_once(
+    db_path: str,
+) -> None:
+    async with connect(db_path) as agent:
+        await start(agent)
+        message = "ModuleNotFoundError: No module named 'reproduce_app'"
+        first = await agent.call(
+            "record_failure", task_id="t1", message=message, attempted_action="python r.py"
+        )
+        second = await agent.call(
+            "record_failure", task_id="t1", message=message, attempted_action="python r.py"
+        )
+        third = await agent.call(
+            "record_failure", task_id="t1", message=message, attempted_action="python r.py"
+        )
+        await start(agent, task_id="t2")
+        declared = await agent.call(
+            "record_failure",
+            task_id="t2",
+            message="the CI token is missing",
+            signal_type="missing_dependency",
+        )
+
+    assert first["failure"]["signal_type"] == "missing_dependency"
+    assert first["escalation"] is None
+    assert first["warning"] is None
+    assert second["escalation"] is None
+    assert "reproduce_app" in second["warning"]
+    assert "python r.py" in second["warning"]
+    assert third["escalation"]["type"] == "external_blocker"
+    assert third["escalation"]["triggers"][0]["summary"].startswith("ModuleNotFoundError: No module named")
+    assert declared["escalation"]["type"] == "external_blocker"

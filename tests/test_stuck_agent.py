@@ -315,9 +315,7 @@ async def test_a_long_tasks_view_lists_the_latest_files_and_escalations_and_coun
     async with connect(db_path) as agent:
         await agent.call("start_task", title="long", task_id="long", thresholds=thresholds)
         for i in range(600):
-            await agent.call(
-                "report_progress", task_id="long", files_modified=[f"src/pkg/module_{i:04d}.py"]
-            )
+            await agent.call("report_progress", task_id="long", files_modified=[f"src/pkg/module_{i:04d}.py"])
         for _ in range(25):  # questions the agent asks and takes back
             asked = await agent.call("raise_escalation", task_id="long", reason="Which one?", blocking=False)
             asked_id = asked["escalation"]["escalation_id"]

@@ -15,7 +15,10 @@ What the hooks record (README, "Host hooks"), and why:
   its failing checks and its summary), the tool name, ``exit N`` as the error code, the
   command or the edited file, and ``timeout`` as the signal when the host killed it.
 - **A successful shell command** that is neither a test run nor read-only is a successful
-  operation: ``report_progress(outcome="success")``, which ends a run of identical errors.
+  operation: ``report_progress(outcome="success")`` naming the command, which ends a run of
+  identical errors only when this command is the one that failed (an agent edits and reads
+  between its tries). The files it says it writes inside the project (``sed -i``,
+  ``cat > file``, ``tee``: ``rules/shell_work.py``) are progress, as an edit is.
 - **Reading and searching are never recorded**: read-only tools, read-only shell commands
   (``rules/commands.py``), failures of either, and this server's own MCP tools.
 
@@ -33,11 +36,14 @@ from typing import NamedTuple
 from ..models.limits import PATH_MAX
 from ..rules.commands import is_read_only_command, is_test_command
 from ..rules.paths import normalise_path
+from ..rules.shell_work import written_files
 from ..rules.test_output import digest, parse_summary, timed_out
 from .events import HookEvent, ToolKind
 
 # Longest command kept as the attempted action or the note of a report.
 ACTION_MAX = 1000
+# Of a failure that only its command can name, the most of the command's first line shown.
+COMMAND_SHOWN = 160
 
 
 # NamedTuples, not dataclasses: these are defined on every hook run (one per tool call),
@@ -71,6 +77,7 @@ class ProgressCall(NamedTuple):
     outcome: str = "neutral"
     note: str | None = None
     attempt: bool = True
+    operation: str | None = None  # what succeeded: ends a run of its own identical errors
 
 
 class PostPlan(NamedTuple):
@@ -97,6 +104,20 @@ def _clip(text: str | None) -> str | None:
     return text[:ACTION_MAX] if text else None
 
 
+def _message(event: HookEvent, tool: str, slow: bool) -> str:
+    """The failure's message: the output's tail, named by the command where the output alone
+    names no failure (none at all, or only the host's timeout notice): two silent commands
+    failing, or two scripts timing out, are two failures, not one."""
+    tail = digest(event.output or "")
+    command = (event.command or "").strip().split("\n", 1)[0][:COMMAND_SHOWN]
+    if slow and command:
+        return f"{tail}\n{tool} timed out: {command}".strip()
+    if tail:
+        return tail
+    ended = f"exit {event.exit_code}" if event.exit_code is not None else "failed"
+    return f"{tool}: {ended} with no output: {command}" if command else f"{tool}: {ended}"
+
+
 def _failure(event: HookEvent, kind: ToolKind, path: str | None) -> FailureCall:
     output = event.output or ""
     tool = event.tool_name or "tool"
@@ -107,8 +128,7 @@ def _failure(event: HookEvent, kind: ToolKind, path: str | None) -> FailureCall:
     )
     slow = timed_out(output) or event.failure_type == "timeout"
     return FailureCall(
-        message=digest(output)
-        or (f"{tool}: exit {event.exit_code}" if event.exit_code is not None else tool),
+        message=_message(event, tool, slow and kind == "shell"),
         tool_name=tool,
         error_code=f"exit {event.exit_code}" if event.exit_code is not None else None,
         file=path if kind == "edit" else None,
@@ -133,6 +153,7 @@ def plan_post(event: HookEvent, kind: ToolKind | None, root: str, rules: Rules) 
     summary = None
     if kind == "shell" and event.output and is_test_command(command, rules.test_command):
         summary = parse_summary(event.output)
+    operation = _clip(f"{event.tool_name or 'tool'}: {command}") if kind == "shell" else None
     test_run = (
         ProgressCall(
             tests_passed=summary.passed,
@@ -140,6 +161,7 @@ def plan_post(event: HookEvent, kind: ToolKind | None, root: str, rules: Rules) 
             outcome="failure" if failed or summary.failed else "success",
             note=_clip(f"{summary.runner}: {summary.line}"),
             attempt="test_run" in rules.attempts,
+            operation=operation,
         )
         if summary is not None
         else None
@@ -155,10 +177,15 @@ def plan_post(event: HookEvent, kind: ToolKind | None, root: str, rules: Rules) 
     if kind == "other":
         return PostPlan("not recorded: a successful call of another tool")
     if kind == "shell" and event.source == "tool":
+        written = tuple(p for p in written_files(command) if usable_path(p) and edit_counts(p, root, rules))
         return PostPlan(
-            "successful command",
+            "successful command" + (" writing files" if written else ""),
             progress=ProgressCall(
-                outcome="success", note=_clip(command), attempt="command" in rules.attempts
+                files_modified=written,
+                outcome="success",
+                note=_clip(command),
+                attempt="command" in rules.attempts,
+                operation=operation,
             ),
         )
     return PostPlan("not recorded: no exit code and no test summary")

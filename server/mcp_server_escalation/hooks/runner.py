@@ -230,6 +230,7 @@ async def _post_tool(call: Call) -> Answer:
         return Answer()
     fired = None
     message = ""
+    warnings: list[str] = []
     if plan.failure is not None:
         f = plan.failure
         recorded = await failures.record_failure(
@@ -244,6 +245,7 @@ async def _post_tool(call: Call) -> Answer:
             attempted_action=f.attempted_action,
         )
         fired, message = recorded.escalation, recorded.message
+        warnings += [recorded.warning] if recorded.warning else []
     if plan.progress is not None:
         p = plan.progress
         reported = await progress.report_progress(
@@ -256,10 +258,17 @@ async def _post_tool(call: Call) -> Answer:
             note=p.note,
             step=cfg.step,
             attempt=p.attempt,
+            operation=p.operation,
         )
         if reported.escalation is not None:
             fired, message = reported.escalation, reported.message
+        warnings += [reported.warning] if reported.warning else []
     if fired is None:
+        if warnings:
+            # A step before a threshold: the model reads what it repeats; no human yet.
+            return Answer(
+                context=call.render("hook_post_warning", task_id=task.task_id, warning="\n".join(warnings))
+            )
         return Answer()
     return Answer(
         context=call.render(

@@ -78,15 +78,20 @@ class FailureSummary(Record):
 FIRED_ESCALATION = "The escalation this call created or added a trigger to (whole); else null"
 
 
+WARNING = "Set one step before a threshold pages a human: what is repeating and what to try instead"
+
+
 class RecordFailureResult(Directed):
     failure: FailureSummary | None = Field(description="Null when nothing was recorded (the task ended)")
     escalation: Escalation | None = Field(description=FIRED_ESCALATION)
+    warning: str | None = Field(None, description=WARNING)
 
 
 class ProgressResult(Directed):
     counters: Counters
     test_run: TestRun | None
     escalation: Escalation | None = Field(description=FIRED_ESCALATION)
+    warning: str | None = Field(None, description=WARNING)
 
 
 class PathVerdict(Record):

@@ -14,6 +14,13 @@ class Counters(Record):
 
     consecutive_same_error: int = 0
     last_fingerprint: str | None = None
+    last_failed_operation: str | None = Field(
+        None, description="Key of the operation that failed last; its success ends the run of errors"
+    )
+    last_test_operation: str | None = Field(
+        None, description="Key of the latest test command; its own best rate is the stall baseline"
+    )
+    test_operation_best: float | None = Field(None, description="Best pass rate of that test command")
     verification_attempts: int = 0
     attempts_without_file_change: int = 0
     test_runs_without_improvement: int = 0

@@ -18,6 +18,9 @@ class Thresholds(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     same_error_repeated: PositiveLimit = 3
+    # A blocker read off a tool's output (not declared by the caller) escalates once it
+    # repeats this many times in a row (the allowance of any other error); 1: at once.
+    blocker_repeated: PositiveLimit = 3
     total_verification_attempts: PositiveLimit = 10
     no_file_changes_after_attempts: PositiveLimit = 5
     no_test_improvement_after: PositiveLimit = 3
@@ -26,6 +29,9 @@ class Thresholds(BaseModel):
     stagnation_patience: PositiveLimit = 3
     stagnation_similarity: Similarity = 0.7
     max_escalation_cycles: Annotated[int, Field(ge=0, le=1000)] = 2
+    # The model is warned this many counts before a repeat threshold (same error, no file
+    # change, test stall, verification limit); 0: no warnings.
+    warn_before: Annotated[int, Field(ge=0, le=1000)] = 1
 
     def merged(self, overrides: ThresholdOverrides | None) -> Thresholds:
         """These thresholds with every field the overrides set replaced."""
@@ -42,6 +48,7 @@ class ThresholdOverrides(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     same_error_repeated: PositiveLimit | None = None
+    blocker_repeated: PositiveLimit | None = None
     total_verification_attempts: PositiveLimit | None = None
     no_file_changes_after_attempts: PositiveLimit | None = None
     no_test_improvement_after: PositiveLimit | None = None
@@ -50,3 +57,4 @@ class ThresholdOverrides(BaseModel):
     stagnation_patience: PositiveLimit | None = None
     stagnation_similarity: Similarity | None = None
     max_escalation_cycles: Annotated[int, Field(ge=0, le=1000)] | None = None
+    warn_before: Annotated[int, Field(ge=0, le=1000)] | None = None

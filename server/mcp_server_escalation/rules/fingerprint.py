@@ -47,13 +47,26 @@ _NORMALISERS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# What a fingerprint keeps that search does not: a quoted name (a module, an attribute, a
+# key: ``'srcdir'``) says *what* failed, so two errors about different names are two
+# failures; any other quoted text (a path, a value, a repr) is volatile. Search keeps
+# matching them across names (a past fix of ``KeyError: 'a'`` helps with ``'b'``).
+_QUOTED_NAME = re.compile(r"(['\"])([a-z_][\w.\-]{0,63})\1")
+_NAME_MARK = "\ue000"  # a private-use character: no rule touches it
+
+
 @lru_cache(maxsize=4096)
-def normalise_message(message: str) -> str:
-    """The message lower-cased with volatile parts replaced by placeholders."""
+def normalise_message(message: str, *, keep_names: bool = False) -> str:
+    """The message lower-cased with volatile parts replaced by placeholders.
+
+    ``keep_names`` keeps quoted names (what a fingerprint reads)."""
     text = message.lower()
+    if keep_names:
+        # Quoted names are unquoted behind a marker, so the string rule leaves them alone.
+        text = _QUOTED_NAME.sub(lambda m: f"{_NAME_MARK}{m[2]}{_NAME_MARK}", text)
     for pattern, placeholder in _NORMALISERS:
         text = pattern.sub(placeholder, text)
-    return text.strip()
+    return text.replace(_NAME_MARK, "'").strip()
 
 
 def message_key(message: str) -> str:
@@ -88,7 +101,7 @@ def fingerprint(
         (error_type or "").strip().lower(),
         (tool_name or "").strip().lower(),
         (error_code or "").strip().lower(),
-        normalise_message(fingerprinted_text(message)),
+        normalise_message(fingerprinted_text(message), keep_names=True),
     )
     digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
     return f"fp-{digest[:16]}"

@@ -70,37 +70,87 @@ def response_options(types: list[str]) -> list[ResponseType]:
     return [option for option in _OPTION_ORDER if option in allowed]
 
 
-def after_failure(counters: Counters, fingerprint: str) -> Counters:
-    """Same fingerprint as the previous failure: +1; a different one: 1."""
+def after_failure(counters: Counters, fingerprint: str, operation: str | None = None) -> Counters:
+    """Same fingerprint as the previous failure: +1; a different one: 1.
+
+    ``operation`` (a key of ``rules.shell_work.operation_key``) is what failed: its later
+    success ends the run (``after_success``)."""
     same = counters.last_fingerprint == fingerprint and counters.consecutive_same_error > 0
     return counters.model_copy(
         update={
             "consecutive_same_error": counters.consecutive_same_error + 1 if same else 1,
             "last_fingerprint": fingerprint,
+            "last_failed_operation": operation,
         }
     )
 
 
-def after_success(counters: Counters) -> Counters:
-    """A successful operation breaks any run of identical errors."""
-    return counters.model_copy(update={"consecutive_same_error": 0, "last_fingerprint": None})
+def after_success(counters: Counters, operation: str | None = None) -> Counters:
+    """A success of the operation that failed ends a run of identical errors.
+
+    An agent edits and reads between its tries; those commands succeeding say nothing about
+    the failure, so a success of another operation leaves the run as it is. A success that
+    names no operation (an agent's own ``report_progress(outcome="success")``) ends it."""
+    if operation is not None and operation != counters.last_failed_operation:
+        return counters
+    return counters.model_copy(
+        update={"consecutive_same_error": 0, "last_fingerprint": None, "last_failed_operation": None}
+    )
 
 
-def after_attempt(counters: Counters, *, changed_files: bool) -> Counters:
-    """One report_progress call: with files it resets the no-change run, without it extends it."""
+def after_attempt(counters: Counters, *, changed_files: bool, succeeded: bool = False) -> Counters:
+    """One report_progress call: with files it resets the no-change run, without it extends it.
+
+    A successful attempt without files (every test passing, a check that passed) leaves the
+    run as it is: it is verifying work done, not trying again without changing anything."""
+    if succeeded and not changed_files:
+        return counters
     value = 0 if changed_files else counters.attempts_without_file_change + 1
     return counters.model_copy(update={"attempts_without_file_change": value})
 
 
-def after_verification(counters: Counters) -> Counters:
-    """A test run or an attempt verdict is one more verification attempt."""
+def after_verification(counters: Counters, *, passed: bool = False) -> Counters:
+    """A test run with failures or a rejected verdict is one more verification attempt.
+
+    A check that passed is not a try that failed: agents run passing tests again and again
+    to confirm their work, and counting those paused runs that were going well."""
+    if passed:
+        return counters
     return counters.model_copy(update={"verification_attempts": counters.verification_attempts + 1})
 
 
-def after_test_run(counters: Counters, *, improved: bool) -> Counters:
-    """Improvement resets the stall count; anything else extends it."""
-    value = 0 if improved else counters.test_runs_without_improvement + 1
-    return counters.model_copy(update={"test_runs_without_improvement": value})
+def test_baseline(counters: Counters, best_of_task: float | None, operation: str | None) -> float | None:
+    """The best earlier pass rate a test run is measured against.
+
+    When the caller names the test command (the host hooks do), only earlier runs of that
+    command count: another selection of tests (``-k other``, one file instead of the suite)
+    is another measure, and comparing their rates found stalls in runs that were fine."""
+    if operation is None:
+        return best_of_task
+    return counters.test_operation_best if operation == counters.last_test_operation else None
+
+
+def after_test_run(
+    counters: Counters,
+    *,
+    rate: float,
+    improved: bool,
+    all_passed: bool = False,
+    operation: str | None = None,
+) -> Counters:
+    """Improvement, or every test passing, resets the stall count; anything else extends it.
+
+    A run where every test passes cannot improve: repeating it is checking, not a stall."""
+    value = 0 if improved or all_passed else counters.test_runs_without_improvement + 1
+    same = operation is not None and operation == counters.last_test_operation
+    best = max(rate, counters.test_operation_best or 0.0) if same else rate
+    return counters.model_copy(
+        update={
+            "test_runs_without_improvement": value,
+            "last_test_operation": operation,
+            "test_operation_best": best if operation is not None else None,
+        }
+    )
 
 
 def pass_rate(passed: int, failed: int) -> float:
@@ -114,6 +164,14 @@ def test_improved(rate: float, best_earlier: float | None) -> bool:
 
 
 test_improved.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+def warning_due(count: int, threshold: int, t: Thresholds) -> bool:
+    """True at exactly ``warn_before`` counts short of ``threshold`` (once per run).
+
+    Never at the first count: one failure, or one attempt, is nothing to warn about."""
+    at = threshold - t.warn_before
+    return t.warn_before > 0 and at >= 2 and count == at
 
 
 def repeated_error(counters: Counters, t: Thresholds, *, transient: bool) -> Firing | None:
@@ -189,15 +247,26 @@ def scope_deviation(outside: list[str], scope: list[str], t: Thresholds) -> Firi
     )
 
 
-def external_blocker(signal_type: str, details: dict[str, Any]) -> Firing:
+def blocker_due(counters: Counters, t: Thresholds, *, declared: bool) -> bool:
+    """Does this blocker failure escalate now?
+
+    A blocker the caller declares (``signal_type`` given) escalates at once: the agent says
+    it cannot go on. One read off a tool's output by the patterns (``No module named x``)
+    escalates once it repeats ``blocker_repeated`` times in a row: agents work around most
+    of them at the next step (the scratch script run from the wrong folder, a test runner
+    not installed while another is)."""
+    return declared or counters.consecutive_same_error >= t.blocker_repeated
+
+
+def external_blocker(signal_type: str, details: dict[str, Any], *, repeated: int = 1) -> Firing:
     """Blockers escalate at once: the agent cannot fix them by trying again."""
     return Firing(
         "external_blocker",
         {
-            "immediate": True,
+            "immediate": repeated == 1,
             "signal_types": ["missing_dependency", "permission_denied", "api_unavailable"],
         },
-        {"signal_type": signal_type, **details},
+        {"signal_type": signal_type, "consecutive_same_error": repeated, **details},
     )
 
 

@@ -72,7 +72,7 @@ async def record_attempt(
             artifact=artifact,
             now=now,
         )
-        counters = triggers.after_verification(task.counters)
+        counters = triggers.after_verification(task.counters, passed=status != "rejected")
         task_store.save_counters(conn, task_id, counters, now)
         progress_store.add_action(
             conn,

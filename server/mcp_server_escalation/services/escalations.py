@@ -314,6 +314,7 @@ async def acknowledge_response(
             if task.status not in ENDED_STATUSES and resets:
                 if "consecutive_same_error" in resets:
                     resets["last_fingerprint"] = None  # type: ignore[assignment]
+                    resets["last_failed_operation"] = None  # type: ignore[assignment]
                 task_store.update(conn, task.task_id, now, **resets)
             progress_store.add_action(
                 conn,

@@ -7,6 +7,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..models.limits import BLOCKER_SIGNALS
 from ..models.results import FailureSummary, RecordFailureResult
+from ..models.tasks import Task
 from ..rules import triggers
 from ..rules.classify import classify, extract_details
 from ..rules.evidence import RUN_READ, clip_texts
@@ -14,11 +15,13 @@ from ..rules.fingerprint import fingerprint
 from ..rules.paths import normalise_path
 from ..rules.pointers import pointer_problem
 from ..rules.salient import headline
+from ..rules.shell_work import operation_key
 from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
 from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
+from .guidance import build_guidance
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -122,7 +125,9 @@ async def record_failure(
             ),
             now,
         )
-        counters = triggers.after_failure(task.counters, print_)
+        counters = triggers.after_failure(
+            task.counters, print_, operation_key(attempted_action) if attempted_action else None
+        )
         task_store.save_counters(conn, task_id, counters, now)
         progress_store.add_action(
             conn,
@@ -138,14 +143,21 @@ async def record_failure(
             now,
         )
         fired: list[Evidence] = []
-        if signal in BLOCKER_SIGNALS:
+        if signal in BLOCKER_SIGNALS and triggers.blocker_due(
+            counters, task.thresholds, declared=classified_by == "caller"
+        ):
             fired.append(
                 Evidence(
-                    triggers.external_blocker(signal, found),
+                    triggers.external_blocker(
+                        signal,
+                        found,
+                        repeated=1 if classified_by == "caller" else counters.consecutive_same_error,
+                    ),
                     rt.prompts.render(
                         "trigger_external_blocker",
                         signal_type=signal,
                         subject=blocker_subject(signal, found, message),
+                        error=headline(message),
                     ),
                     clip_texts(
                         {
@@ -169,6 +181,7 @@ async def record_failure(
                     "trigger_external_blocker",
                     signal_type=signal,
                     subject=blocker_subject(signal, found, message),
+                    error=headline(message),
                 )
             else:
                 summary = rt.prompts.render(
@@ -181,6 +194,16 @@ async def record_failure(
                 _repeat_evidence(
                     conn, repeated, summary, record, print_, counters.consecutive_same_error, now
                 )
+            )
+        warning = None
+        allowance = (
+            task.thresholds.blocker_repeated
+            if signal in BLOCKER_SIGNALS and classified_by != "caller"
+            else task.thresholds.same_error_repeated
+        )
+        if not fired and triggers.warning_due(counters.consecutive_same_error, allowance, task.thresholds):
+            warning = _repeat_warning(
+                rt, conn, task, record, message, counters.consecutive_same_error, allowance
             )
         changed = fire(rt, conn, task, fired)
         task = current_task(conn, task, changed, counters=counters)
@@ -208,6 +231,7 @@ async def record_failure(
                 details=found,
             ),
             escalation=changed.shown if changed else None,
+            warning=warning,
             **directed.model_dump(),
         )
         return result, changed
@@ -215,6 +239,61 @@ async def record_failure(
     result, changed = await rt.db.write(work)
     await publish_fired(rt, changed)
     return result
+
+
+# A warning names at most this many of the latest tries and past fixes, each clipped.
+WARNING_ITEMS = 3
+WARNING_ITEM_CHARS = 160
+
+
+def _repeat_warning(
+    rt: Runtime,
+    conn: Conn,
+    task: Task,
+    record: failure_store.Counted,
+    message: str,
+    count: int,
+    threshold: int,
+) -> str:
+    """What the model is told a step before the same error pages a human (bounded)."""
+    latest = failure_store.recent_occurrences(conn, record.failure_id, WARNING_ITEMS)
+    actions = dict.fromkeys(o.attempted_action for o in latest if o.attempted_action)
+    tries = ", ".join(
+        rt.prompts.render("warning_try", action=clip_line(a, WARNING_ITEM_CHARS)) for a in actions
+    )
+    past = build_guidance(
+        rt,
+        conn,
+        task_id=task.task_id,
+        query=message,
+        step=None,
+        k=WARNING_ITEMS * 2,
+        scope="project",
+        project=task.project,
+    )
+    fixes = [i for i in past.items if i.recommended_adjustment][:WARNING_ITEMS]
+    guidance = " ".join(
+        rt.prompts.render(
+            "warning_guidance",
+            adjustment=clip_line(i.recommended_adjustment or "", WARNING_ITEM_CHARS),
+            failure_id=i.failure_id,
+        )
+        for i in fixes
+    ) or rt.prompts.render("warning_no_guidance")
+    return rt.prompts.render(
+        "warning_repeated_error",
+        count=count,
+        threshold=threshold,
+        error=headline(message),
+        tries=tries or "-",
+        guidance=guidance,
+    )
+
+
+def clip_line(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
 
 
 def _repeat_evidence(

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..errors import InvalidInput
 from ..models.limits import ENDED_STATUSES
 from ..models.results import CheckEditResult, PathVerdict, ProgressResult
-from ..models.tasks import Task, TestRun
+from ..models.tasks import Counters, Task, TestRun
+from ..models.thresholds import Thresholds
 from ..rules import triggers
 from ..rules.evidence import (
     PATHS_SHOWN,
@@ -16,6 +17,7 @@ from ..rules.evidence import (
     scope_named,
 )
 from ..rules.paths import NormalisedPath, in_scope, normalise_path
+from ..rules.shell_work import operation_key
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
@@ -32,9 +34,7 @@ def _scope_evidence(rt: Runtime, task: Task, outside: list[str]) -> Evidence | N
     firing = triggers.scope_deviation(outside, named, task.thresholds)
     if firing is None:
         return None
-    summary = rt.prompts.render(
-        "trigger_scope_deviation", paths=", ".join(outside), scope=named or ["(any)"]
-    )
+    summary = rt.prompts.render("trigger_scope_deviation", paths=", ".join(outside), scope=named or ["(any)"])
     return Evidence(
         firing,
         summary,
@@ -90,6 +90,54 @@ def _pass_rates(conn: Conn, task: Task) -> dict[str, object]:
     }
 
 
+def _warning(
+    rt: Runtime,
+    counters: Counters,
+    t: Thresholds,
+    test_run: TestRun | None,
+    baseline: float | None,
+    *,
+    attempted: bool,
+) -> str | None:
+    """The warnings due a step before a progress threshold, one per line (or None)."""
+    lines = []
+    if attempted and triggers.warning_due(
+        counters.attempts_without_file_change, t.no_file_changes_after_attempts, t
+    ):
+        lines.append(
+            rt.prompts.render(
+                "warning_no_file_progress",
+                count=counters.attempts_without_file_change,
+                threshold=t.no_file_changes_after_attempts,
+            )
+        )
+    if test_run is not None and triggers.warning_due(
+        counters.test_runs_without_improvement, t.no_test_improvement_after, t
+    ):
+        lines.append(
+            rt.prompts.render(
+                "warning_test_stall",
+                count=counters.test_runs_without_improvement,
+                threshold=t.no_test_improvement_after,
+                best_pass_rate=baseline,
+                latest_pass_rate=test_run.pass_rate,
+            )
+        )
+    if (
+        test_run is not None
+        and test_run.failed
+        and triggers.warning_due(counters.verification_attempts, t.total_verification_attempts, t)
+    ):
+        lines.append(
+            rt.prompts.render(
+                "warning_verification_limit",
+                count=counters.verification_attempts,
+                threshold=t.total_verification_attempts,
+            )
+        )
+    return "\n".join(lines) or None
+
+
 def _normalise_all(task: Task, paths: list[str]) -> list[NormalisedPath]:
     return [normalise_path(p, task.project) for p in paths]
 
@@ -105,11 +153,14 @@ async def report_progress(
     note: str | None = None,
     step: str = "main",
     attempt: bool = True,
+    operation: str | None = None,
 ) -> ProgressResult:
     """One attempt: count it, record files and tests, and fire what it completes.
 
     ``attempt=False`` (the host hooks, for what is not an attempt by their configuration)
     leaves the no-file-change count alone; everything else is recorded as usual.
+    ``operation`` (the host hooks: the command that succeeded) ends a run of identical
+    errors only if it is the operation that failed (``triggers.after_success``).
     """
     files = files_modified or []
     is_test_run = tests_passed is not None or tests_failed is not None
@@ -139,18 +190,24 @@ async def report_progress(
 
         counters = task.counters
         if attempt or paths:
-            counters = triggers.after_attempt(counters, changed_files=bool(paths))
+            counters = triggers.after_attempt(
+                counters, changed_files=bool(paths), succeeded=outcome == "success"
+            )
         if outcome == "success":
-            counters = triggers.after_success(counters)
+            counters = triggers.after_success(counters, operation_key(operation) if operation else None)
         fired: list[Evidence] = []
         test_run: TestRun | None = None
         best = task.best_pass_rate
+        key = operation_key(operation) if operation else None
+        baseline = triggers.test_baseline(counters, task.best_pass_rate, key)
         if is_test_run:
             rate = triggers.pass_rate(passed, failed)
-            improved = triggers.test_improved(rate, task.best_pass_rate)
+            improved = triggers.test_improved(rate, baseline)
             best = rate if best is None else max(best, rate)
-            counters = triggers.after_test_run(counters, improved=improved)
-            counters = triggers.after_verification(counters)
+            counters = triggers.after_test_run(
+                counters, rate=rate, improved=improved, all_passed=failed == 0, operation=key
+            )
+            counters = triggers.after_verification(counters, passed=failed == 0)
             test_run = TestRun(
                 at=now,
                 step=step,
@@ -206,7 +263,7 @@ async def report_progress(
                     )
                 )
         if test_run is not None:
-            stall = triggers.test_stall(counters, t, best=task.best_pass_rate, latest=test_run.pass_rate)
+            stall = triggers.test_stall(counters, t, best=baseline, latest=test_run.pass_rate)
             if stall is not None:
                 fired.append(
                     Evidence(
@@ -215,7 +272,7 @@ async def report_progress(
                             "trigger_test_stall",
                             count=counters.test_runs_without_improvement,
                             threshold=t.no_test_improvement_after,
-                            best_pass_rate=task.best_pass_rate,
+                            best_pass_rate=baseline,
                             latest_pass_rate=test_run.pass_rate,
                         ),
                         _pass_rates(conn, task),
@@ -242,6 +299,9 @@ async def report_progress(
             over = _file_limit_evidence(rt, conn, task, count_after, new_paths)
             if over is not None:
                 fired.append(over)
+        warning = (
+            None if fired else _warning(rt, counters, t, test_run, baseline, attempted=not paths and attempt)
+        )
         changed = fire(rt, conn, task, fired)
         counters = counters.model_copy(
             update={"files_modified": task.counters.files_modified + len(new_paths)}
@@ -252,6 +312,7 @@ async def report_progress(
             counters=task.counters,
             test_run=test_run,
             escalation=changed.shown if changed else None,
+            warning=warning,
             **directed.model_dump(),
         )
         return result, changed

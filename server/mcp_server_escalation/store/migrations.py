@@ -509,4 +509,17 @@ MIGRATIONS: tuple[Migration, ...] = (
             "INSERT INTO failures_fts (failures_fts) VALUES ('rebuild')",
         ),
     ),
+    Migration(
+        11,
+        "operations: what failed and which test command ran, for the same-error and stall rules",
+        (
+            # A run of identical errors used to end at any successful command, so an agent
+            # that edits between tries (sed -i, cat > file) never repeated an error. Only the
+            # failing operation succeeding ends it now (rules/triggers.after_success).
+            "ALTER TABLE tasks ADD COLUMN last_failed_operation TEXT",
+            # A test run is measured against earlier runs of the same test command.
+            "ALTER TABLE tasks ADD COLUMN last_test_operation TEXT",
+            "ALTER TABLE tasks ADD COLUMN test_operation_best REAL",
+        ),
+    ),
 )

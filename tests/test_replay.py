@@ -1,0 +1,50 @@
+"""The replay of real agent runs through the hook path (benchmarks/replay_trajectories.py),
+on a slice of the development set kept in the repository (tests/data/README.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import replay_trajectories as replay  # noqa: E402
+
+SLICE = ROOT / "tests" / "data" / "trajectories-slice.jsonl.gz"
+
+
+def _replayed(tmp_path: Path, config: str | None = None) -> dict[str, replay.Replayed]:
+    runs = asyncio.run(replay.replay(SLICE, tmp_path, config, None))
+    return {r.run: r for r in runs}
+
+
+def test_real_runs_pause_only_where_one_failure_repeats(tmp_path: Path) -> None:
+    runs = _replayed(tmp_path)
+    paused = {name: r.pause for name, r in runs.items() if r.pause is not None}
+    assert set(paused) == {"django__django-15695"}
+    stuck = paused["django__django-15695"]
+    assert stuck.types == ("repeated_error",)
+    # The headline is the error itself, as the output printed it.
+    assert stuck.error_line is not None
+    assert replay.carries(stuck.headline, stuck.error_line)
+    # The model was warned before the pause.
+    assert runs["django__django-15695"].warnings[0] < stuck.step
+
+
+def test_the_same_runs_paused_at_once_on_missing_modules_with_the_old_blocker_rule(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[thresholds]\nblocker_repeated = 1\n", encoding="utf-8")
+    runs = _replayed(tmp_path, str(config))
+    blocked = {name for name, r in runs.items() if r.pause and r.pause.types[0] == "external_blocker"}
+    assert {"astropy__astropy-13453", "django__django-11211", "django__django-15554"} <= blocked
+    assert all(runs[name].resolved for name in blocked - {"django__django-15695"})
+
+
+def test_the_figures_report_shares_lift_and_headlines_per_trigger(tmp_path: Path) -> None:
+    figures = replay.summarise(list(_replayed(tmp_path).values()))
+    assert (figures["runs"], figures["solved"], figures["unsolved"]) == (6, 5, 1)
+    assert figures["by_type"]["repeated_error"]["unsolved_share"] == 1.0
+    assert figures["paused"]["solved_share"] == 0.0
+    assert figures["warnings"]["paused_without_warning"] == 0
