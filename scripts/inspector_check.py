@@ -153,6 +153,8 @@ def run_checks(inspector: Inspector) -> None:
         "--tool-arg",
         f"task_id={TASK}",
         "message=ModuleNotFoundError: No module named 'lodash'",
+        # Declared: a blocker read off the message alone waits for it to repeat.
+        "signal_type=missing_dependency",
         "file=src/app.py",
         "line=3",
     )["structuredContent"]
