@@ -51,6 +51,7 @@ from mcp_server_escalation.hooks.dispatch import answer, prepare
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import escalations as escalation_store
+from mcp_server_escalation.store import tasks as task_store
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories-dev.jsonl.gz"
 ENTRY = "claude-code"
@@ -210,10 +211,9 @@ async def _pause(rt: Runtime, project: str, step: int, output: str) -> Pause:
     """The escalation holding the run's task, read from the store."""
 
     def read(conn: Any) -> Pause:
-        row = conn.execute(
-            "SELECT task_id FROM tasks WHERE project = ? ORDER BY updated_at DESC LIMIT 1", (project,)
-        ).fetchone()
-        held = escalation_store.blocking_open(conn, row[0])
+        task = task_store.latest_active_in_project(conn, project)
+        assert task is not None, f"{project}: denied without a task"
+        held = escalation_store.blocking_open(conn, task.task_id)
         assert held is not None, f"{project}: denied without an escalation"
         summary = held.triggers[-1].summary if held.triggers else ""
         return Pause(

@@ -247,19 +247,21 @@ def scope_deviation(outside: list[str], scope: list[str], t: Thresholds) -> Firi
     )
 
 
-def blocker_due(counters: Counters, t: Thresholds, *, declared: bool) -> bool:
-    """Does this blocker failure escalate now?
+def repeat_allowance(t: Thresholds, *, blocker: bool, declared: bool) -> int:
+    """How often one failure may occur in a row before it escalates.
 
     A blocker the caller declares (``signal_type`` given) escalates at once: the agent says
     it cannot go on. One read off a tool's output by the patterns (``No module named x``)
     escalates once it repeats ``blocker_repeated`` times in a row: agents work around most
     of them at the next step (the scratch script run from the wrong folder, a test runner
-    not installed while another is)."""
-    return declared or counters.consecutive_same_error >= t.blocker_repeated
+    not installed while another is). Any other failure has ``same_error_repeated``."""
+    if not blocker:
+        return t.same_error_repeated
+    return 1 if declared else t.blocker_repeated
 
 
 def external_blocker(signal_type: str, details: dict[str, Any], *, repeated: int = 1) -> Firing:
-    """Blockers escalate at once: the agent cannot fix them by trying again."""
+    """A blocker the agent cannot fix by trying again (``repeat_allowance`` says when)."""
     return Firing(
         "external_blocker",
         {

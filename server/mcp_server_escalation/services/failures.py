@@ -14,7 +14,7 @@ from ..rules.evidence import RUN_READ, clip_texts
 from ..rules.fingerprint import fingerprint
 from ..rules.paths import normalise_path
 from ..rules.pointers import pointer_problem
-from ..rules.salient import headline
+from ..rules.salient import headline, one_line
 from ..rules.shell_work import operation_key
 from ..store import failures as failure_store
 from ..store import progress as progress_store
@@ -143,9 +143,11 @@ async def record_failure(
             now,
         )
         fired: list[Evidence] = []
-        if signal in BLOCKER_SIGNALS and triggers.blocker_due(
-            counters, task.thresholds, declared=classified_by == "caller"
-        ):
+        blocker = signal in BLOCKER_SIGNALS
+        allowance = triggers.repeat_allowance(
+            task.thresholds, blocker=blocker, declared=classified_by == "caller"
+        )
+        if blocker and counters.consecutive_same_error >= allowance:
             fired.append(
                 Evidence(
                     triggers.external_blocker(
@@ -196,11 +198,6 @@ async def record_failure(
                 )
             )
         warning = None
-        allowance = (
-            task.thresholds.blocker_repeated
-            if signal in BLOCKER_SIGNALS and classified_by != "caller"
-            else task.thresholds.same_error_repeated
-        )
         if not fired and triggers.warning_due(counters.consecutive_same_error, allowance, task.thresholds):
             warning = _repeat_warning(
                 rt, conn, task, record, message, counters.consecutive_same_error, allowance
@@ -259,7 +256,7 @@ def _repeat_warning(
     latest = failure_store.recent_occurrences(conn, record.failure_id, WARNING_ITEMS)
     actions = dict.fromkeys(o.attempted_action for o in latest if o.attempted_action)
     tries = ", ".join(
-        rt.prompts.render("warning_try", action=clip_line(a, WARNING_ITEM_CHARS)) for a in actions
+        rt.prompts.render("warning_try", action=one_line(a, WARNING_ITEM_CHARS)) for a in actions
     )
     past = build_guidance(
         rt,
@@ -275,7 +272,7 @@ def _repeat_warning(
     guidance = " ".join(
         rt.prompts.render(
             "warning_guidance",
-            adjustment=clip_line(i.recommended_adjustment or "", WARNING_ITEM_CHARS),
+            adjustment=one_line(i.recommended_adjustment or "", WARNING_ITEM_CHARS),
             failure_id=i.failure_id,
         )
         for i in fixes
@@ -288,12 +285,6 @@ def _repeat_warning(
         tries=tries or "-",
         guidance=guidance,
     )
-
-
-def clip_line(text: str, limit: int) -> str:
-    """``text`` on one line, cut to ``limit`` characters."""
-    one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 3] + "..."
 
 
 def _repeat_evidence(
