@@ -113,7 +113,9 @@ def daemons_of(db: str) -> list[int]:
             words = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue  # not a process, or gone meanwhile
-        if b"daemon" in words and b"hook" in words and db.encode() in words:
+        store = db.encode()
+        named = any(word in (store, b"--db=" + store) for word in words)
+        if b"daemon" in words and b"hook" in words and named:
             pids.append(int(proc.name))
     return sorted(pids)
 

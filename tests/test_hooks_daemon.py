@@ -9,6 +9,7 @@ daemon a test starts is stopped after it (``stop_daemons``), and the session sto
 from __future__ import annotations
 
 import functools
+import json
 import os
 import signal
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ import pytest
 
 from hooks_support import (
     PYTEST_FAIL,
+    SCRIPT,
     bash_failure,
     daemon_pid,
     daemon_running,
@@ -64,19 +66,19 @@ def _failure(n: int) -> dict[str, object]:
 
 
 async def _started_daemon(db: str, tmp: Path, **env: str) -> tuple[Path, Path]:
-    """A first hook run on ``db`` (which it answers itself) and the daemon it started, listening."""
+    """A first hook run on ``db`` and the daemon it started (and waited for), listening."""
     sock, lock = _files(db, tmp)
     first = await hook("claude-code", _failure(0), db=db, tmp=tmp, **ON, **env)
     assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
-    assert daemon_running(lock)  # taken before the hook exited: the daemon holds it now
-    await wait_for(lambda: relay_server._is_live(str(sock)))
+    assert daemon_running(lock)
+    assert relay_server._is_live(str(sock))  # the first run waited for it to listen
     return sock, lock
 
 
 async def test_a_hook_run_with_no_server_starts_a_daemon_that_answers_the_next_run(tmp_path: Path) -> None:
     db = str(tmp_path / "daemon.db")
     _sock, lock = await _started_daemon(db, tmp_path)
-    assert len(snapshot(db)["occurrences"]) == 1  # the first run did its own event
+    assert len(snapshot(db)["occurrences"]) == 1  # the first run's event, recorded once
     second = await hook("claude-code", _failure(1), db=db, tmp=tmp_path, **REQUIRE)
     assert (second.returncode, second.stdout, second.stderr) == (0, "", "")  # answered by the daemon
     assert len(snapshot(db)["occurrences"]) == 2
@@ -93,13 +95,33 @@ async def test_runs_through_a_daemon_answer_and_record_exactly_like_the_hook_alo
     alone = [started_alone, *await escalation_loop(alone_db, tmp_path, ESCALATION_HOOK_RELAY="off")]
     sock, _lock = _files(daemon_db, tmp_path)
     started = await hook("claude-code", build, db=daemon_db, tmp=tmp_path, **ON)
-    await wait_for(lambda: relay_server._is_live(str(sock)))
+    assert relay_server._is_live(str(sock))
     through_daemon = [started, *await escalation_loop(daemon_db, tmp_path, **REQUIRE)]
     assert [(r.returncode, r.stdout, r.stderr) for r in through_daemon] == [
         (r.returncode, r.stdout, r.stderr) for r in alone
     ]
     assert "Fix the carry." in through_daemon[5].deny_reason
     assert snapshot(daemon_db) == snapshot(alone_db)
+
+
+async def test_the_daemon_gets_the_hooks_options_as_given_even_a_store_named_like_an_option(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    with anyio.fail_after(60):
+        done = await anyio.run_process(
+            [str(SCRIPT), "--db=-odd.db", "hook", "claude-code"],
+            input=json.dumps(_failure(0)).encode(),
+            cwd=work,
+            env=environment(tmp_path, **ON),
+            check=False,
+        )
+    assert (done.returncode, done.stderr) == (0, b"")
+    path = socket_path("-odd.db", environment(tmp_path), str(work))
+    assert path is not None
+    assert relay_server._is_live(path)  # the daemon of work/-odd.db, relative to the hook's folder
+    assert len(snapshot(str(work / "-odd.db"))["occurrences"]) == 1
 
 
 async def test_the_daemon_exits_after_its_idle_minutes_and_removes_its_socket(tmp_path: Path) -> None:
@@ -118,7 +140,7 @@ async def test_two_hook_runs_at_once_leave_exactly_one_daemon(tmp_path: Path) ->
     async with anyio.create_task_group() as tg:
         for n in range(4):
             tg.start_soon(functools.partial(hook, "claude-code", _failure(n), db=db, tmp=tmp_path, **ON))
-    await wait_for(lambda: relay_server._is_live(str(sock)))
+    assert relay_server._is_live(str(sock))  # every run waited for the one daemon
     await wait_for(lambda: daemons_of(db) == [daemon_pid(lock)])
     # One daemon was ever started: no other came up, found the lock taken and left.
     log = Path(log_path(str(sock))).read_text(encoding="utf-8")
@@ -159,6 +181,18 @@ async def test_no_daemon_starts_when_the_relay_or_the_daemon_is_switched_off(
     # A hook that starts a daemon opens its log before it exits; none was started.
     assert not Path(log_path(str(sock))).exists()
     assert (daemon_running(lock), sock.exists(), daemons_of(db)) == (False, False, [])
+
+
+async def test_a_daemon_that_cannot_start_leaves_the_run_to_the_hook(tmp_path: Path) -> None:
+    config = tmp_path / "typo.toml"
+    config.write_text("[hooks]\nrelay_idel_minutes = 5\n", encoding="utf-8")  # plain TOML, bad key
+    db = str(tmp_path / "typo.db")
+    sock, lock = _files(db, tmp_path)
+    run = await hook("claude-code", _failure(0), db=db, tmp=tmp_path, ESCALATION_CONFIG=str(config), **ON)
+    assert run.returncode == 0
+    assert "relay_idel_minutes" in run.stderr  # the hook's own run reports the config, as always
+    assert not daemon_running(lock)
+    assert "relay_idel_minutes" in Path(log_path(str(sock))).read_text(encoding="utf-8")
 
 
 async def test_the_daemon_exits_when_its_store_file_is_deleted(tmp_path: Path) -> None:

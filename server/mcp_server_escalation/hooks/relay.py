@@ -6,9 +6,10 @@ is running (the host starts it for the session) the hook forwards its whole run 
 options, environment, working directory, stdin) over a Unix socket and prints what the
 server answers. The server decides with the hook's own settings, so the answer is the one
 the hook would have given itself (``relay_server.py``). When no server answers (none runs,
-a stale socket, another store, a timeout) the hook does the work itself, as before; when
-nothing listens at all it first starts the store's relay daemon for the runs that follow
-(``relay_spawn.py``).
+a stale socket, another store, a timeout) the hook does the work itself, as before. When
+nothing listens at all, it starts the store's relay daemon (``relay_spawn.py``) and hands
+its run to it once it listens; only a daemon that does not come up in time leaves the run
+to the hook.
 
 This module is imported by the console script before anything else and uses only the
 standard library: importing it must cost next to nothing.
@@ -39,6 +40,10 @@ CONNECT_TIMEOUT = 0.5
 # the work itself, and de-duplication by tool call keeps an event from counting twice.
 ANSWER_TIMEOUT = 10.0
 MAX_STDIN = 8 * 1024 * 1024  # bigger events (a Write of a huge file) are handled locally
+# A first run waits this long for the daemon it started to listen (it takes ~0.3 s), then
+# does the work itself: within the 15 s the hosts give a hook, with room for that.
+DAEMON_WAIT_SECONDS = 5.0
+DAEMON_POLL_SECONDS = 0.005
 SUN_PATH_MAX = 100  # sockaddr_un.sun_path is 104-108 bytes depending on the platform
 # "off": never forward; "require": a run no server answers gives no decision (and says so
 # on stderr) instead of doing the work itself, for tests and benchmarks that must know;
@@ -160,11 +165,12 @@ def try_relay(argv: Sequence[str]) -> int | None:
         return None
     path = socket_path(chosen_store(options.get("--db"), env), env, cwd)
     conn = connect(path) if path is not None else None
-    if conn is None:
-        if path is not None and mode not in ("require", NO_DAEMON):
-            from .relay_spawn import start_daemon  # noqa: PLC0415 (only when nothing listens)
+    if conn is None and path is not None and mode not in ("require", NO_DAEMON):
+        from .relay_spawn import daemon_coming  # noqa: PLC0415 (only when nothing listens)
 
-            start_daemon(path, options, env, cwd)
+        if daemon_coming(path, options, env, cwd):
+            conn = _await_daemon(path)
+    if conn is None:
         return _unanswered(mode)
     with conn:
         return _relayed(conn, host, options, env, cwd, mode)
@@ -200,6 +206,25 @@ def _relayed(
         sys.stdout.write(stdout)
         sys.stdout.flush()
     return 0
+
+
+def _await_daemon(path: str) -> socket.socket | None:
+    """A connection to the daemon as soon as it listens; None once it has gone or is too slow.
+
+    Waiting is cheaper than doing the run alongside the daemon's start: both load the same
+    modules, and on a busy machine they compete for it (README, "Speed: the hook relay").
+    """
+    import time  # noqa: PLC0415
+
+    from .relay_spawn import daemon_alive  # noqa: PLC0415
+
+    deadline = time.monotonic() + DAEMON_WAIT_SECONDS
+    while time.monotonic() < deadline and daemon_alive(path):
+        conn = connect(path)
+        if conn is not None:
+            return conn
+        time.sleep(DAEMON_POLL_SECONDS)
+    return None
 
 
 def _unanswered(mode: str) -> int | None:

@@ -2,10 +2,10 @@
 
 Hooks-only set-ups (no MCP server for the host's session) would pay the full ~300 ms of
 a hook loading everything on every tool call. So a hook run that found nobody listening on
-its store's socket starts ``hook daemon`` for the store, detached, and then does its own
-event itself as before; later runs reach the daemon (``relay_daemon.py``), which exits by
-itself after ``[hooks] relay_idle_minutes`` without a hook run. The pattern of long-lived
-helper daemons (dmypy, eslint_d).
+its store's socket starts ``hook daemon`` for the store, detached, and waits for it to
+listen (``relay.py``); that run and the later ones are answered by the daemon
+(``relay_daemon.py``), which exits by itself after ``[hooks] relay_idle_minutes`` without a
+hook run. The pattern of long-lived helper daemons (dmypy, eslint_d).
 
 One daemon per store: a lock file beside the socket. The hook takes it before it starts a
 daemon and hands the locked file to the daemon, which holds it for its whole life; a hook
@@ -32,7 +32,7 @@ DEFAULT_IDLE_MINUTES = 10.0
 MAX_CONFIG_BYTES = 1024 * 1024
 # A daemon logs a few lines per life: this holds thousands of lives, and stays bounded.
 MAX_LOG_BYTES = 1024 * 1024
-# Forwarded to the daemon exactly as the hook was given them (relay.OPTIONS).
+# The daemon's command, after the hook's own options (relay.OPTIONS) as it was given them.
 DAEMON_ACTION = ("hook", "daemon")
 
 
@@ -103,8 +103,23 @@ def idle_minutes(options: Mapping[str, str], env: Mapping[str, str], cwd: str) -
     return float(value)
 
 
-def start_daemon(socket_file: str, options: Mapping[str, str], env: Mapping[str, str], cwd: str) -> bool:
-    """Start the store's daemon unless one runs or starts, or the config says none; True if started."""
+def daemon_alive(socket_file: str) -> bool:
+    """Does a daemon of the socket's store hold its lock (starting, serving or leaving)?"""
+    try:
+        fd = os.open(lock_path(socket_file), os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return not take_lock(fd)
+    finally:
+        os.close(fd)  # and with it a lock this probe took
+
+
+def daemon_coming(socket_file: str, options: Mapping[str, str], env: Mapping[str, str], cwd: str) -> bool:
+    """Start the store's daemon unless one is already there; True when one is (about to be) there.
+
+    False when the config starts none, or it could not be started.
+    """
     if idle_minutes(options, env, cwd) <= 0:
         return False
     try:
@@ -113,10 +128,11 @@ def start_daemon(socket_file: str, options: Mapping[str, str], env: Mapping[str,
         return False
     try:
         if not take_lock(lock):
-            return False  # a daemon serves or is starting: the next runs reach it
+            return True  # another hook started it: it is starting, serving or leaving
         log = open_log(socket_file)
         try:
-            words = [word for name, value in sorted(options.items()) for word in (name, value)]
+            # One word each: a value starting with "-" must not read as an option.
+            words = [f"{name}={value}" for name, value in sorted(options.items())]
             # -P: the project's folder (the daemon's working directory) must not shadow a module.
             argv = [sys.executable, "-P", "-m", "mcp_server_escalation", *words, *DAEMON_ACTION]
             _detach([*argv, "--lock-fd", str(lock)], lock, log)
