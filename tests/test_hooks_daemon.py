@@ -220,6 +220,20 @@ async def test_the_daemon_stops_on_sigterm_and_removes_its_socket(tmp_path: Path
     assert "ends: SIGTERM received" in Path(log_path(str(sock))).read_text(encoding="utf-8")
 
 
+async def test_a_killed_daemon_is_replaced_by_the_next_hook_run(tmp_path: Path) -> None:
+    db = str(tmp_path / "killed.db")
+    sock, lock = await _started_daemon(db, tmp_path)
+    killed = daemon_pid(lock)
+    os.kill(killed, signal.SIGKILL)  # no clean-up: its socket stays behind, nothing accepts on it
+    await wait_for(lambda: not daemon_running(lock))
+    assert sock.exists()
+    run = await hook("claude-code", _failure(1), db=db, tmp=tmp_path, **ON)
+    assert (run.returncode, run.stderr) == (0, "")
+    assert relay_server._is_live(str(sock))
+    assert daemons_of(db) == [daemon_pid(lock)] != [killed]
+    assert len(snapshot(db)["occurrences"]) == 2
+
+
 async def test_with_an_mcp_server_running_no_daemon_starts_and_a_started_one_leaves(tmp_path: Path) -> None:
     db = str(tmp_path / "served.db")
     _sock, lock = _files(db, tmp_path)
