@@ -1,13 +1,14 @@
 """The hook relay's server: a running process answers hook runs for the store it has open.
 
 Started by ``serve`` (the MCP server a host runs for its session), by ``hook relay``
-(for hosts that run only the hooks) and, through ``relay_daemon.py``, by ``hook daemon``
-(which a hook run starts when nothing listens). It listens on the store's socket (``relay.py``) and
-answers each forwarded hook run exactly as the hook process would have: the hook's own
-options, environment and working directory decide its settings, and ``dispatch.py`` turns
-its stdin into the host's JSON with the same code. It declines (the hook then runs itself)
-when the hook's settings name another store, other prompts or other thresholds than the
-ones this process has loaded, so a relayed answer can never differ from a local one.
+(run by hand for hosts that run only the hooks) and, through ``relay_daemon.py``, by
+``hook daemon`` (which a hook run starts when nothing listens). It listens on the store's
+socket (``relay.py``) and answers each forwarded hook run exactly as the hook process
+would have: the hook's own options, environment and working directory decide its
+settings, and ``dispatch.py`` turns its stdin into the host's JSON with the same code. It
+declines (the hook then runs itself) when the hook's settings name another store, other
+prompts or other thresholds than the ones this process has loaded, so a relayed answer
+can never differ from a local one.
 
 One socket per store: the first process to bind it serves; the others retry every
 ``RETRY_SECONDS`` and take over when it goes away. A socket left by a killed process is
