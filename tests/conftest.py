@@ -8,7 +8,9 @@ scopes refuse (see shared/reference/mcp-sdk-v2.md section 9).
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from hooks_support import stop_daemons
 from mcp_server_escalation.adapters.app import build_server
 from mcp_server_escalation.models.limits import Role
 from mcp_server_escalation.rules.fingerprint import message_key
@@ -124,6 +127,27 @@ def private_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_relay_sockets() -> Iterator[Path]:
+    """A runtime folder of the session's own for the hook relay's sockets and daemons.
+
+    The session never touches another process's relay, and no relay daemon a test started
+    outlives the session, even when the test failed before stopping it.
+    """
+    runtime = Path(tempfile.mkdtemp(prefix="esc-run-"))  # short: a socket path has ~100 bytes
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    try:
+        yield runtime / "mcp-server-escalation"
+    finally:
+        stop_daemons(runtime / "mcp-server-escalation")
+        if saved is None:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = saved
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture

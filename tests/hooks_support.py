@@ -8,10 +8,13 @@ the runner outputs are what each runner prints, colour codes included where it p
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import signal
 import sqlite3
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,9 +55,14 @@ class Run:
 
 
 def environment(tmp: Path, **env: str) -> dict[str, str]:
-    """The process environment with every store and project variable of the caller removed."""
+    """The process environment with every store and project variable of the caller removed.
+
+    A hook run starts no relay daemon unless the test asks for one
+    (``ESCALATION_HOOK_RELAY=on``): every other test would leave one per store behind.
+    """
     base = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
     base["XDG_DATA_HOME"] = str(tmp / "xdg")
+    base["ESCALATION_HOOK_RELAY"] = "no-daemon"
     base.update(env)
     return base
 
@@ -72,6 +80,69 @@ async def hook(entry: str, payload: dict[str, Any] | bytes, *, db: str, tmp: Pat
     """``mcp-server-escalation --db DB hook ENTRY`` with the payload on stdin."""
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     return await run_cli("--db", db, "hook", entry, stdin=raw, tmp=tmp, **env)
+
+
+# --- Relay daemons (hooks/relay_daemon.py) -------------------------------------------------
+
+
+def daemon_running(lock_file: Path) -> bool:
+    """Does a daemon hold ``lock_file``? (Asked the way the hooks ask: by trying to take it.)"""
+    try:
+        fd = os.open(lock_file, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock this probe took
+    return False
+
+
+def daemon_pid(lock_file: Path) -> int:
+    """The pid the daemon holding ``lock_file`` wrote into it."""
+    return int(lock_file.read_text(encoding="ascii"))
+
+
+def daemons_of(db: str) -> list[int]:
+    """The pids of every ``hook daemon`` process of the store ``db`` (Linux: from /proc)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            words = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # not a process, or gone meanwhile
+        store = db.encode()
+        named = any(word in (store, b"--db=" + store) for word in words)
+        if b"daemon" in words and b"hook" in words and named:
+            pids.append(int(proc.name))
+    return sorted(pids)
+
+
+async def wait_for(condition: Any, seconds: float = 60) -> None:
+    """Until ``condition()`` holds; fails the test after ``seconds``."""
+    with anyio.fail_after(seconds):
+        while not condition():
+            await anyio.sleep(0.02)
+
+
+def stop_daemons(folder: Path) -> None:
+    """SIGTERM every daemon holding a lock in ``folder`` and wait for it to go (then SIGKILL)."""
+    for lock_file in sorted(folder.glob("*.lock")) if folder.is_dir() else []:
+        if not daemon_running(lock_file):
+            continue
+        deadline = time.monotonic() + 20
+        try:
+            pid: int | None = daemon_pid(lock_file)
+        except ValueError:
+            pid = None  # started, and leaving before it wrote its pid (its config says no daemon)
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+        while daemon_running(lock_file) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if pid is not None and daemon_running(lock_file):
+            os.kill(pid, signal.SIGKILL)
 
 
 # --- Claude Code payloads (host-hooks.md 1.4) -------------------------------------------
@@ -404,3 +475,35 @@ def count(db_path: str, table: str) -> int:
         return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])  # noqa: S608
     finally:
         conn.close()
+
+
+async def escalation_loop(db: str, tmp: Path, **env: str) -> list[Run]:
+    """Three identical failing test runs, an edit (denied), the operator's answer, two edits."""
+    runs = [
+        await hook(
+            "claude-code",
+            bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_f{n}"),
+            db=db,
+            tmp=tmp,
+            **env,
+        )
+        for n in (1, 2, 3)
+    ]
+    runs.append(
+        await hook("claude-code", pre_edit(f"{PROJECT}/src/calc.py", "toolu_e1"), db=db, tmp=tmp, **env)
+    )
+    answered = await run_cli(
+        "--db", db, "escalations", "respond", "1", "--guidance", "Fix the carry.", tmp=tmp
+    )
+    assert answered.returncode == 0, answered.stderr
+    for n in (2, 3):
+        edit = pre_edit(f"{PROJECT}/src/calc.py", f"toolu_e{n}")
+        runs.append(await hook("claude-code", edit, db=db, tmp=tmp, **env))
+    runs.append(
+        await hook("claude-code", post_bash("npm run build", "built\n", "toolu_b1"), db=db, tmp=tmp, **env)
+    )
+    runs.append(await hook("claude-code", b"{not json", db=db, tmp=tmp, **env))
+    runs.append(
+        await hook("claude-code", pre_tool("Read", {"file_path": f"{PROJECT}/a.py"}), db=db, tmp=tmp, **env)
+    )
+    return runs

@@ -24,17 +24,12 @@ from mcp import Client
 
 from conftest import make_settings
 from hooks_support import (
-    PROJECT,
     PYTEST_FAIL,
     SCRIPT,
-    Run,
     bash_failure,
     environment,
+    escalation_loop,
     hook,
-    post_bash,
-    pre_edit,
-    pre_tool,
-    run_cli,
     snapshot,
 )
 from mcp_server_escalation.adapters import app
@@ -87,43 +82,11 @@ def serving(db: str, tmp: Path, command: tuple[str, ...] = ("serve",), **env: st
         server.stderr.close()
 
 
-async def _loop(db: str, tmp: Path, **env: str) -> list[Run]:
-    """Three identical failing test runs, an edit (denied), the operator's answer, two edits."""
-    runs = [
-        await hook(
-            "claude-code",
-            bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_f{n}"),
-            db=db,
-            tmp=tmp,
-            **env,
-        )
-        for n in (1, 2, 3)
-    ]
-    runs.append(
-        await hook("claude-code", pre_edit(f"{PROJECT}/src/calc.py", "toolu_e1"), db=db, tmp=tmp, **env)
-    )
-    answered = await run_cli(
-        "--db", db, "escalations", "respond", "1", "--guidance", "Fix the carry.", tmp=tmp
-    )
-    assert answered.returncode == 0, answered.stderr
-    for n in (2, 3):
-        edit = pre_edit(f"{PROJECT}/src/calc.py", f"toolu_e{n}")
-        runs.append(await hook("claude-code", edit, db=db, tmp=tmp, **env))
-    runs.append(
-        await hook("claude-code", post_bash("npm run build", "built\n", "toolu_b1"), db=db, tmp=tmp, **env)
-    )
-    runs.append(await hook("claude-code", b"{not json", db=db, tmp=tmp, **env))
-    runs.append(
-        await hook("claude-code", pre_tool("Read", {"file_path": f"{PROJECT}/a.py"}), db=db, tmp=tmp, **env)
-    )
-    return runs
-
-
 async def test_a_relayed_loop_answers_and_records_exactly_like_the_hook_alone(tmp_path: Path) -> None:
     alone_db, relayed_db = str(tmp_path / "alone.db"), str(tmp_path / "relayed.db")
-    alone = await _loop(alone_db, tmp_path, ESCALATION_HOOK_RELAY="off")
+    alone = await escalation_loop(alone_db, tmp_path, ESCALATION_HOOK_RELAY="off")
     with serving(relayed_db, tmp_path):
-        relayed = await _loop(relayed_db, tmp_path, **REQUIRE)
+        relayed = await escalation_loop(relayed_db, tmp_path, **REQUIRE)
     assert [(r.returncode, r.stdout, r.stderr) for r in relayed] == [
         (r.returncode, r.stdout, r.stderr) for r in alone
     ]

@@ -1,5 +1,6 @@
 """``hook claude-code|cursor`` (one host event on stdin -> the host's JSON on stdout),
-``hook relay`` (answer hook runs from a long-lived process) and
+``hook relay`` (answer hook runs from a long-lived process), ``hook daemon`` (the same,
+started by a hook run and ending by itself: ``hooks/relay_daemon.py``) and
 ``hook install claude-code|cursor [--project|--user] [--dry-run]``.
 
 A hook run first offers itself to a running server of its store (``hooks/relay.py``, before
@@ -45,6 +46,15 @@ def add_parser(
         "relay", help="answer hook runs for the store from this process (when no MCP server runs)"
     )
     common(relay)
+    daemon = actions.add_parser(
+        "daemon",
+        help="like relay, but exits after [hooks] relay_idle_minutes idle, when the store file goes, "
+        "or when another process serves the store (a hook run starts it when nothing listens)",
+    )
+    common(daemon)
+    daemon.add_argument(
+        "--lock-fd", type=int, help="the store's lock file, already locked by the hook that starts this"
+    )
     install = actions.add_parser("install", help="merge the hook configuration into the host's settings")
     common(install)
     install.add_argument("host", choices=HOSTS)
@@ -66,7 +76,7 @@ def is_hook_run(argv: Sequence[str]) -> bool:
     """True for ``... hook claude-code|cursor ...``: its argument errors must not exit 2."""
     args = list(argv)
     action = args[args.index("hook") + 1 : args.index("hook") + 2] if "hook" in args else None
-    return action is not None and action not in (["install"], ["relay"])
+    return action is not None and action not in (["install"], ["relay"], ["daemon"])
 
 
 def _warn(text: str) -> None:
@@ -141,6 +151,21 @@ def run_relay(args: argparse.Namespace) -> int:
     return anyio.run(serve)
 
 
+def run_daemon(args: argparse.Namespace) -> int:
+    """``hook daemon``: serve the store's hook socket until idle, replaced or stopped."""
+    import logging  # noqa: PLC0415
+
+    import anyio  # noqa: PLC0415
+
+    from ..hooks.relay_daemon import run_daemon as serve  # noqa: PLC0415
+    from ..settings import Settings  # noqa: PLC0415
+
+    logging.getLogger().setLevel(logging.INFO)  # its log file: when it started, why it ended
+    settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
+    anyio.run(serve, settings, args.lock_fd)
+    return 0
+
+
 def this_script() -> str:
     """This console script as a shell word, by absolute path (else ``python -m``)."""
     import shlex  # noqa: PLC0415
@@ -211,9 +236,11 @@ def install_hooks(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``hook <host>``, ``hook relay`` or ``hook install <host>``."""
+    """``hook <host>``, ``hook relay``, ``hook daemon`` or ``hook install <host>``."""
     if args.action == "relay":
         return run_relay(args)
+    if args.action == "daemon":
+        return run_daemon(args)
     if args.action != "install":
         return run_hook(args.action, args)
     return install_hooks(args)

@@ -6,7 +6,10 @@ is running (the host starts it for the session) the hook forwards its whole run 
 options, environment, working directory, stdin) over a Unix socket and prints what the
 server answers. The server decides with the hook's own settings, so the answer is the one
 the hook would have given itself (``relay_server.py``). When no server answers (none runs,
-a stale socket, another store, a timeout) the hook does the work itself, as before.
+a stale socket, another store, a timeout) the hook does the work itself, as before. When
+nothing listens at all, it starts the store's relay daemon (``relay_spawn.py``) and hands
+its run to it once it listens; only a daemon that does not come up in time leaves the run
+to the hook.
 
 This module is imported by the console script before anything else and uses only the
 standard library: importing it must cost next to nothing.
@@ -37,10 +40,16 @@ CONNECT_TIMEOUT = 0.5
 # the work itself, and de-duplication by tool call keeps an event from counting twice.
 ANSWER_TIMEOUT = 10.0
 MAX_STDIN = 8 * 1024 * 1024  # bigger events (a Write of a huge file) are handled locally
+# A first run waits this long for the daemon it started to listen (it takes ~0.3 s), then
+# does the work itself: within the 15 s the hosts give a hook, with room for that.
+DAEMON_WAIT_SECONDS = 5.0
+DAEMON_POLL_SECONDS = 0.005
 SUN_PATH_MAX = 100  # sockaddr_un.sun_path is 104-108 bytes depending on the platform
 # "off": never forward; "require": a run no server answers gives no decision (and says so
-# on stderr) instead of doing the work itself, for tests and benchmarks that must know.
+# on stderr) instead of doing the work itself, for tests and benchmarks that must know;
+# "no-daemon": forward, but never start a daemon (``relay_spawn.py``) when nothing listens.
 MODE_ENV = "ESCALATION_HOOK_RELAY"
+NO_DAEMON = "no-daemon"
 
 
 def socket_dir(env: Mapping[str, str]) -> str | None:
@@ -106,19 +115,28 @@ def parse_argv(argv: Sequence[str]) -> tuple[str, dict[str, str]] | None:
     return words[1], options
 
 
-def forward(path: str, request: Mapping[str, object]) -> dict[str, object] | None:
-    """The relay's answer to ``request``; None when no server took it."""
+def connect(path: str) -> socket.socket | None:
+    """A connection to the relay on ``path``; None when nothing listens there."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.settimeout(CONNECT_TIMEOUT)
+        conn.connect(path)
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+def forward(conn: socket.socket, request: Mapping[str, object]) -> dict[str, object] | None:
+    """The relay's answer to ``request`` on ``conn``; None when the relay did not take it."""
     body = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass")
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(CONNECT_TIMEOUT)
-            conn.connect(path)
-            conn.settimeout(ANSWER_TIMEOUT)
-            conn.sendall(body)
-            conn.shutdown(socket.SHUT_WR)
-            chunks = []
-            while chunk := conn.recv(65536):
-                chunks.append(chunk)
+        conn.settimeout(ANSWER_TIMEOUT)
+        conn.sendall(body)
+        conn.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
         reply = json.loads(b"".join(chunks).decode("utf-8"))
     except (OSError, ValueError):
         return None
@@ -146,8 +164,22 @@ def try_relay(argv: Sequence[str]) -> int | None:
     except OSError:
         return None
     path = socket_path(chosen_store(options.get("--db"), env), env, cwd)
-    if path is None or not os.path.exists(path):
+    conn = connect(path) if path is not None else None
+    if conn is None and path is not None and mode not in ("require", NO_DAEMON):
+        from .relay_spawn import daemon_coming  # noqa: PLC0415 (only when nothing listens)
+
+        if daemon_coming(path, options, env, cwd):
+            conn = _await_daemon(path)
+    if conn is None:
         return _unanswered(mode)
+    with conn:
+        return _relayed(conn, host, options, env, cwd, mode)
+
+
+def _relayed(
+    conn: socket.socket, host: str, options: Mapping[str, str], env: Mapping[str, str], cwd: str, mode: str
+) -> int | None:
+    """Forward the run on ``conn`` and print the answer; None (stdin put back) when not taken."""
     raw = sys.stdin.buffer.read(MAX_STDIN + 1)
     try:
         text = raw.decode("utf-8") if len(raw) <= MAX_STDIN else None
@@ -163,7 +195,7 @@ def try_relay(argv: Sequence[str]) -> int | None:
             "cwd": cwd,
             "stdin": text,
         }
-        reply = forward(path, request)
+        reply = forward(conn, request)
     if reply is None:
         _put_back(raw)
         return _unanswered(mode)
@@ -174,6 +206,25 @@ def try_relay(argv: Sequence[str]) -> int | None:
         sys.stdout.write(stdout)
         sys.stdout.flush()
     return 0
+
+
+def _await_daemon(path: str) -> socket.socket | None:
+    """A connection to the daemon as soon as it listens; None once it has gone or is too slow.
+
+    Waiting is cheaper than doing the run alongside the daemon's start: both load the same
+    modules, and on a busy machine they compete for it (README, "Speed: the hook relay").
+    """
+    import time  # noqa: PLC0415
+
+    from .relay_spawn import daemon_alive  # noqa: PLC0415
+
+    deadline = time.monotonic() + DAEMON_WAIT_SECONDS
+    while time.monotonic() < deadline and daemon_alive(path):
+        conn = connect(path)
+        if conn is not None:
+            return conn
+        time.sleep(DAEMON_POLL_SECONDS)
+    return None
 
 
 def _unanswered(mode: str) -> int | None:

@@ -1,12 +1,14 @@
 """The hook relay's server: a running process answers hook runs for the store it has open.
 
-Started by ``serve`` (the MCP server a host runs for its session) and by ``hook relay``
-(for hosts that run only the hooks). It listens on the store's socket (``relay.py``) and
-answers each forwarded hook run exactly as the hook process would have: the hook's own
-options, environment and working directory decide its settings, and ``dispatch.py`` turns
-its stdin into the host's JSON with the same code. It declines (the hook then runs itself)
-when the hook's settings name another store, other prompts or other thresholds than the
-ones this process has loaded, so a relayed answer can never differ from a local one.
+Started by ``serve`` (the MCP server a host runs for its session), by ``hook relay``
+(run by hand for hosts that run only the hooks) and, through ``relay_daemon.py``, by
+``hook daemon`` (which a hook run starts when nothing listens). It listens on the store's
+socket (``relay.py``) and answers each forwarded hook run exactly as the hook process
+would have: the hook's own options, environment and working directory decide its
+settings, and ``dispatch.py`` turns its stdin into the host's JSON with the same code. It
+declines (the hook then runs itself) when the hook's settings name another store, other
+prompts or other thresholds than the ones this process has loaded, so a relayed answer
+can never differ from a local one.
 
 One socket per store: the first process to bind it serves; the others retry every
 ``RETRY_SECONDS`` and take over when it goes away. A socket left by a killed process is
@@ -102,7 +104,7 @@ async def respond(rt: Runtime, request: Mapping[str, Any]) -> dict[str, Any]:
     return {"protocol": PROTOCOL, "stdout": stdout, "stderr": stderr}
 
 
-async def _serve_one(rt: Runtime, stream: SocketStream) -> None:
+async def serve_one(rt: Runtime, stream: SocketStream) -> None:
     """One connection; whatever it sends, the listener (and the MCP server) keeps running."""
     try:
         async with stream:
@@ -156,18 +158,19 @@ def _free(path: str) -> bool:
     return True
 
 
-def _inode(path: str) -> int:
+def socket_inode(path: str) -> int:
+    """The socket file's inode: tells our socket from a successor's at the same path."""
     return Path(path).stat().st_ino
 
 
-def _release(path: str, inode: int) -> None:
+def release(path: str, inode: int) -> None:
     """Remove the socket if it is still ours, not a successor's."""
     with suppress(OSError):
         if Path(path).stat().st_ino == inode:
             Path(path).unlink()
 
 
-async def _bind(path: str) -> SocketListener | None:
+async def bind(path: str) -> SocketListener | None:
     """Listen on ``path``, replacing a stale socket; None while another process serves it."""
     if not _free(path):
         return None
@@ -180,20 +183,20 @@ async def _bind(path: str) -> SocketListener | None:
 async def _listen(rt: Runtime, path: str) -> None:
     """Serve the socket, or wait for it to be free and then serve it."""
     while True:
-        listener = await _bind(path)
+        listener = await bind(path)
         if listener is None:
             await anyio.sleep(RETRY_SECONDS)
             continue
-        inode = _inode(path)
+        inode = socket_inode(path)
         log.info("hook relay listening on %s", path)
         try:
 
             async def handle(stream: SocketStream) -> None:
-                await _serve_one(rt, stream)
+                await serve_one(rt, stream)
 
             await listener.serve(handle)
         finally:
-            _release(path, inode)
+            release(path, inode)
             with anyio.CancelScope(shield=True):
                 await listener.aclose()
 

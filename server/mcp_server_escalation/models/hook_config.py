@@ -77,6 +77,12 @@ class HooksConfig(BaseModel):
         description="A running server of the store answers hook runs over a private Unix socket "
         "(much faster than a hook process loading everything itself); false: it never listens",
     )
+    relay_idle_minutes: Annotated[float, Field(ge=0, le=1440)] = Field(
+        10,
+        description="With no MCP server of the store running, a hook run starts a relay daemon "
+        "that answers the next hook runs and exits after this many minutes without one; 0: never "
+        "start one",
+    )
     feedback_max_chars: Annotated[int, Field(ge=500, le=9000)] = Field(
         8000, description="Budget of the feedback a starting session receives (hosts cap at 10,000)"
     )
