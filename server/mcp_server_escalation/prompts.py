@@ -63,6 +63,9 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "trigger_file_limit": ["count", "limit", "proposed"],
         "trigger_scope_deviation": ["paths", "scope"],
         "trigger_external_blocker": ["signal_type", "subject"],
+        "trigger_budget_tool_calls": ["used", "limit", "since"],
+        "trigger_budget_minutes": ["used", "limit", "since"],
+        "trigger_budget_failing_test_runs": ["used", "limit", "since"],
         "trigger_ask_human": ["reason"],
         "trigger_system_error": ["reason"],
         # why check_edit refused a path

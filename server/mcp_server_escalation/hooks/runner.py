@@ -256,6 +256,7 @@ async def _post_tool(call: Call) -> Answer:
             note=p.note,
             step=cfg.step,
             attempt=p.attempt,
+            new_call=plan.failure is None,  # one tool call, already counted as the failure
         )
         if reported.escalation is not None:
             fired, message = reported.escalation, reported.message

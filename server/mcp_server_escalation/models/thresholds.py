@@ -26,6 +26,10 @@ class Thresholds(BaseModel):
     stagnation_patience: PositiveLimit = 3
     stagnation_similarity: Similarity = 0.7
     max_escalation_cycles: Annotated[int, Field(ge=0, le=1000)] = 2
+    # Budgets: caps that pause the task and ask a human; None switches one off (the default).
+    max_tool_calls: PositiveLimit | None = None
+    max_minutes: PositiveLimit | None = None
+    max_failing_test_runs: PositiveLimit | None = None
 
     def merged(self, overrides: ThresholdOverrides | None) -> Thresholds:
         """These thresholds with every field the overrides set replaced."""
@@ -50,3 +54,6 @@ class ThresholdOverrides(BaseModel):
     stagnation_patience: PositiveLimit | None = None
     stagnation_similarity: Similarity | None = None
     max_escalation_cycles: Annotated[int, Field(ge=0, le=1000)] | None = None
+    max_tool_calls: PositiveLimit | None = None
+    max_minutes: PositiveLimit | None = None
+    max_failing_test_runs: PositiveLimit | None = None

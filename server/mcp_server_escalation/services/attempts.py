@@ -20,6 +20,7 @@ from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
+from .budgets import budget_evidence, count_call
 from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
@@ -72,7 +73,7 @@ async def record_attempt(
             artifact=artifact,
             now=now,
         )
-        counters = triggers.after_verification(task.counters)
+        counters = count_call(triggers.after_verification(task.counters))
         task_store.save_counters(conn, task_id, counters, now)
         progress_store.add_action(
             conn,
@@ -136,6 +137,7 @@ async def record_attempt(
                     },
                 )
             )
+        fired.extend(budget_evidence(rt, task, counters, now))
         changed = fire(rt, conn, task, fired)
         task = current_task(conn, task, changed, counters=counters)
         if stagnation is not None and not stagnation.human_escalation:

@@ -18,6 +18,7 @@ from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
+from .budgets import budget_evidence, count_call
 from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
@@ -122,7 +123,7 @@ async def record_failure(
             ),
             now,
         )
-        counters = triggers.after_failure(task.counters, print_)
+        counters = count_call(triggers.after_failure(task.counters, print_))
         task_store.save_counters(conn, task_id, counters, now)
         progress_store.add_action(
             conn,
@@ -182,6 +183,7 @@ async def record_failure(
                     conn, repeated, summary, record, print_, counters.consecutive_same_error, now
                 )
             )
+        fired.extend(budget_evidence(rt, task, counters, now))
         changed = fire(rt, conn, task, fired)
         task = current_task(conn, task, changed, counters=counters)
         directed = direct(

@@ -20,6 +20,7 @@ from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
+from .budgets import budget_evidence, count_call
 from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
@@ -105,11 +106,14 @@ async def report_progress(
     note: str | None = None,
     step: str = "main",
     attempt: bool = True,
+    new_call: bool = True,
 ) -> ProgressResult:
     """One attempt: count it, record files and tests, and fire what it completes.
 
     ``attempt=False`` (the host hooks, for what is not an attempt by their configuration)
     leaves the no-file-change count alone; everything else is recorded as usual.
+    ``new_call=False``: the tool call was already counted for the budgets (a hook records
+    a failing test run as a failure too).
     """
     files = files_modified or []
     is_test_run = tests_passed is not None or tests_failed is not None
@@ -173,6 +177,7 @@ async def report_progress(
             note=note,
             now=now,
         )
+        counters = count_call(counters, call=new_call, failing_test_run=is_test_run and failed > 0)
         task_store.save_counters(conn, task_id, counters, now, best_pass_rate=best)
         progress_store.add_action(
             conn,
@@ -242,6 +247,7 @@ async def report_progress(
             over = _file_limit_evidence(rt, conn, task, count_after, new_paths)
             if over is not None:
                 fired.append(over)
+        fired.extend(budget_evidence(rt, task, counters, now))
         changed = fire(rt, conn, task, fired)
         counters = counters.model_copy(
             update={"files_modified": task.counters.files_modified + len(new_paths)}
