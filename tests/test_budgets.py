@@ -8,6 +8,7 @@ path as a host delivers it (the console script, one process per event).
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import Agent, FakeClock, connect, evidence_of, migrate_by_hand
-from hooks_support import PYTEST_FAIL, bash_failure, hook, post_bash
+from hooks_support import PYTEST_FAIL, bash_failure, hook, post_bash, run_cli
 from mcp_server_escalation.models.tasks import Counters
 from mcp_server_escalation.models.thresholds import Thresholds
 from mcp_server_escalation.rules import triggers
@@ -360,3 +361,17 @@ async def test_a_task_stored_before_budgets_counts_from_the_upgrade_and_its_minu
     facts = evidence_of(result["escalation"], "budget")
     assert (facts["used"], facts["since"]) == (120, "2026-11-21T08:00:00.000Z")
 
+
+async def test_tasks_show_lists_the_budgets_with_counts_and_limits(db_path: str, tmp_path: Path) -> None:
+    async with connect(db_path, clock=FakeClock()) as agent:
+        await start(agent, max_tool_calls=2, max_minutes=90)
+        await edit(agent)
+        await edit(agent)
+    shown = await run_cli("--db", db_path, "tasks", "show", "t1", tmp=tmp_path)
+
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert re.search(r"^tool_calls +2 +2 +max_tool_calls$", text, re.MULTILINE), text
+    assert re.search(r"^failing_test_runs +0 +off +max_failing_test_runs$", text, re.MULTILINE), text
+    assert "Minutes budget counts from 2026-11-21T10:00:00.000Z" in text
+    assert re.search(r"^  #1 +pending +budget", text, re.MULTILINE), text
