@@ -73,7 +73,8 @@ async def record_attempt(
             artifact=artifact,
             now=now,
         )
-        counters = count_call(triggers.after_verification(task.counters))
+        counters = triggers.after_verification(task.counters)
+        counters = count_call(counters)
         task_store.save_counters(conn, task_id, counters, now)
         progress_store.add_action(
             conn,

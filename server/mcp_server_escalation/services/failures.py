@@ -123,7 +123,8 @@ async def record_failure(
             ),
             now,
         )
-        counters = count_call(triggers.after_failure(task.counters, print_))
+        counters = triggers.after_failure(task.counters, print_)
+        counters = count_call(counters)
         task_store.save_counters(conn, task_id, counters, now)
         progress_store.add_action(
             conn,
