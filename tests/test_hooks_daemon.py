@@ -80,7 +80,8 @@ async def test_a_hook_run_with_no_server_starts_a_daemon_that_answers_the_next_r
     _sock, lock = await _started_daemon(db, tmp_path)
     assert len(snapshot(db)["occurrences"]) == 1  # the first run's event, recorded once
     second = await hook("claude-code", _failure(1), db=db, tmp=tmp_path, **REQUIRE)
-    assert (second.returncode, second.stdout, second.stderr) == (0, "", "")  # answered by the daemon
+    assert (second.returncode, second.stderr) == (0, "")  # answered by the daemon:
+    assert "Warning: the same error 2 times" in second.json()["hookSpecificOutput"]["additionalContext"]
     assert len(snapshot(db)["occurrences"]) == 2
     assert daemons_of(db) == [daemon_pid(lock)]
     third = await hook("claude-code", _failure(2), db=db, tmp=tmp_path, **ON)

@@ -63,6 +63,9 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "trigger_file_limit": ["count", "limit", "proposed"],
         "trigger_scope_deviation": ["paths", "scope"],
         "trigger_external_blocker": ["signal_type", "subject", "error"],
+        "trigger_budget_tool_calls": ["used", "limit", "since"],
+        "trigger_budget_minutes": ["used", "limit", "since"],
+        "trigger_budget_failing_test_runs": ["used", "limit", "since"],
         # the warning a step before a threshold (Thresholds.warn_before)
         "warning_repeated_error": ["count", "threshold", "error", "tries", "guidance"],
         "warning_no_file_progress": ["count", "threshold"],

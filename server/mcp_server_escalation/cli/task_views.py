@@ -22,6 +22,8 @@ _COUNTER_LIMITS = (
     ("attempts_without_file_change", "no_file_changes_after_attempts"),
     ("test_runs_without_improvement", "no_test_improvement_after"),
     ("files_modified", "files_modified_exceeds"),
+    ("tool_calls", "max_tool_calls"),
+    ("failing_test_runs", "max_failing_test_runs"),
 )
 LIST_LIMIT = 200
 
@@ -68,6 +70,10 @@ async def run(rt: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
+def _limit(value: object) -> str:
+    return "off" if value is None else str(value)  # a budget that is not set
+
+
 def show_lines(view: TaskView, history: list[EscalationSummary]) -> list[str]:
     """A task as an operator reads it on a terminal."""
     t = view.task
@@ -86,13 +92,15 @@ def show_lines(view: TaskView, history: list[EscalationSummary]) -> list[str]:
     )
     counters = view.counters.model_dump()
     limits = view.thresholds.model_dump()
-    rows = [[name, str(counters[name]), str(limits[limit]), limit] for name, limit in _COUNTER_LIMITS]
+    rows = [[name, str(counters[name]), _limit(limits[limit]), limit] for name, limit in _COUNTER_LIMITS]
     lines += ["", *table(["COUNTER", "VALUE", "LIMIT", "THRESHOLD"], rows, right=frozenset({1, 2}))]
     shown = {limit for _, limit in _COUNTER_LIMITS}
     others = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(limits.items()) if k not in shown)
     lines.append(f"Other thresholds: {others}")
     if t.counters.last_fingerprint:
         lines.append(f"Last error fingerprint: {t.counters.last_fingerprint}")
+    if view.thresholds.max_minutes is not None:
+        lines.append(f"Minutes budget counts from {t.counters.budget_since or t.created_at}")
     listed = len(view.modified_files)
     latest = "" if view.modified_count == listed else f"; the latest {listed}"
     lines += ["", f"Modified files ({view.modified_count}{latest})"]

@@ -259,6 +259,7 @@ async def _post_tool(call: Call) -> Answer:
             step=cfg.step,
             attempt=p.attempt,
             operation=p.operation,
+            new_call=plan.failure is None,  # one tool call, already counted as the failure
         )
         if reported.escalation is not None:
             fired, message = reported.escalation, reported.message

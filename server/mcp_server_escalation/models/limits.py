@@ -68,6 +68,7 @@ EscalationType = Literal[
     "scope_deviation",
     "external_blocker",
     "stagnation",
+    "budget",
     "ask_human",
     "system_error",
 ]

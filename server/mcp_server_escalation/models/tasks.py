@@ -25,6 +25,11 @@ class Counters(Record):
     attempts_without_file_change: int = 0
     test_runs_without_improvement: int = 0
     files_modified: int = Field(0, description="Distinct normalised paths modified")
+    tool_calls: int = Field(0, description="Recorded tool calls (the max_tool_calls budget)")
+    failing_test_runs: int = Field(0, description="Test runs with failures (max_failing_test_runs)")
+    budget_since: str | None = Field(
+        None, description="Where max_minutes counts from; null: the task's start"
+    )
 
 
 class Task(Record):

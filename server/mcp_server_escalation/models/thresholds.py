@@ -32,6 +32,10 @@ class Thresholds(BaseModel):
     # The model is warned this many counts before a repeat threshold (same error, no file
     # change, test stall, verification limit); 0: no warnings.
     warn_before: Annotated[int, Field(ge=0, le=1000)] = 1
+    # Budgets: caps that pause the task and ask a human; None switches one off (the default).
+    max_tool_calls: PositiveLimit | None = None
+    max_minutes: PositiveLimit | None = None
+    max_failing_test_runs: PositiveLimit | None = None
 
     def merged(self, overrides: ThresholdOverrides | None) -> Thresholds:
         """These thresholds with every field the overrides set replaced."""
@@ -58,3 +62,6 @@ class ThresholdOverrides(BaseModel):
     stagnation_similarity: Similarity | None = None
     max_escalation_cycles: Annotated[int, Field(ge=0, le=1000)] | None = None
     warn_before: Annotated[int, Field(ge=0, le=1000)] | None = None
+    max_tool_calls: PositiveLimit | None = None
+    max_minutes: PositiveLimit | None = None
+    max_failing_test_runs: PositiveLimit | None = None

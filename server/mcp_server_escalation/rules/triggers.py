@@ -9,6 +9,7 @@ looks at a score: each compares a count or a rate with a configured number.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ..models.limits import EscalationType, Priority, ResponseType
@@ -28,6 +29,9 @@ RESPONSE_OPTIONS: dict[str, tuple[ResponseType, ...]] = {
     "scope_deviation": ("approve", *_ANSWERS),
     "external_blocker": _ANSWERS,
     "stagnation": _ANSWERS,
+    # Acknowledging any answer grants a fresh allowance; a different cap is a threshold
+    # change (start_task), so approve has nothing to widen here.
+    "budget": _ANSWERS,
     "ask_human": ("guidance", "override", "approve", "terminate", "withdraw"),
     "system_error": ("guidance", "override", "terminate", "withdraw"),
 }
@@ -285,3 +289,55 @@ def stagnation(cycles_done: int, t: Thresholds, *, step: str, similar_count: int
         },
         {"step": step, "cycles": cycles_done, "similar_count": similar_count},
     )
+
+
+# The budgets (README, "Budgets"): the threshold that caps each, by the name its trigger key
+# and evidence carry (``budget:tool_calls``).
+BUDGET_THRESHOLDS: dict[str, str] = {
+    "tool_calls": "max_tool_calls",
+    "minutes": "max_minutes",
+    "failing_test_runs": "max_failing_test_runs",
+}
+BUDGET_KEY_PREFIX = "budget:"
+
+
+def after_tool_call(counters: Counters) -> Counters:
+    """One more recorded tool call of the task."""
+    return counters.model_copy(update={"tool_calls": counters.tool_calls + 1})
+
+
+def after_failing_test_run(counters: Counters) -> Counters:
+    """One more test run with at least one failing test."""
+    return counters.model_copy(update={"failing_test_runs": counters.failing_test_runs + 1})
+
+
+def minutes_between(since: datetime, now: datetime) -> int:
+    """Whole minutes from ``since`` to ``now`` (never negative: a clock may step back)."""
+    return max(0, int((now - since).total_seconds() // 60))
+
+
+def budgets(counters: Counters, t: Thresholds, *, since: datetime, now: datetime) -> list[Firing]:
+    """Every budget the task has used up: count (or minutes since ``since``) at its cap."""
+    used = {
+        "tool_calls": counters.tool_calls,
+        "minutes": minutes_between(since, now),
+        "failing_test_runs": counters.failing_test_runs,
+    }
+    fired: list[Firing] = []
+    for name, threshold in BUDGET_THRESHOLDS.items():
+        limit = getattr(t, threshold)
+        if limit is None or used[name] < limit:
+            continue
+        fired.append(Firing("budget", {threshold: limit}, {"budget": name, "used": used[name]}))
+    return fired
+
+
+def budget_resets(trigger_keys: list[str], now: str) -> dict[str, Any]:
+    """What an acknowledged answer to a budget restarts: every budget, from ``now``.
+
+    The answer is a checkpoint: a human has just looked at the whole task, so each budget
+    grants its full allowance again and its evidence counts from one moment (``since``).
+    """
+    if not any(key.startswith(BUDGET_KEY_PREFIX) for key in trigger_keys):
+        return {}
+    return {"tool_calls": 0, "failing_test_runs": 0, "budget_since": now}

@@ -20,6 +20,7 @@ from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
+from .budgets import budget_evidence, count_call
 from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
@@ -73,6 +74,7 @@ async def record_attempt(
             now=now,
         )
         counters = triggers.after_verification(task.counters, passed=status != "rejected")
+        counters = count_call(counters)
         task_store.save_counters(conn, task_id, counters, now)
         progress_store.add_action(
             conn,
@@ -136,6 +138,7 @@ async def record_attempt(
                     },
                 )
             )
+        fired.extend(budget_evidence(rt, task, counters, now))
         changed = fire(rt, conn, task, fired)
         task = current_task(conn, task, changed, counters=counters)
         if stagnation is not None and not stagnation.human_escalation:

@@ -26,7 +26,7 @@ from ..models.results import (
 from ..models.tasks import Task
 from ..rules.announce import HEADLINE_CHARS
 from ..rules.salient import headline, one_line
-from ..rules.triggers import COUNTER_RESET_ON_ACK, response_options
+from ..rules.triggers import COUNTER_RESET_ON_ACK, budget_resets, response_options
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
@@ -311,6 +311,7 @@ async def acknowledge_response(
                 for trigger in escalation.triggers
                 for name in COUNTER_RESET_ON_ACK.get(trigger.type, ())
             }
+            resets.update(budget_resets([t.key for t in escalation.triggers], now))
             if task.status not in ENDED_STATUSES and resets:
                 if "consecutive_same_error" in resets:
                     resets["last_fingerprint"] = None  # type: ignore[assignment]

@@ -20,6 +20,7 @@ from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
+from .budgets import budget_evidence, count_call
 from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .guidance import build_guidance
 from .runtime import Runtime
@@ -128,6 +129,7 @@ async def record_failure(
         counters = triggers.after_failure(
             task.counters, print_, operation_key(attempted_action) if attempted_action else None
         )
+        counters = count_call(counters)
         task_store.save_counters(conn, task_id, counters, now)
         progress_store.add_action(
             conn,
@@ -197,6 +199,7 @@ async def record_failure(
                     conn, repeated, summary, record, print_, counters.consecutive_same_error, now
                 )
             )
+        fired.extend(budget_evidence(rt, task, counters, now))
         warning = None
         if not fired and triggers.warning_due(counters.consecutive_same_error, allowance, task.thresholds):
             warning = _repeat_warning(

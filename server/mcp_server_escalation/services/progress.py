@@ -22,6 +22,7 @@ from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
+from .budgets import budget_evidence, count_call
 from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
@@ -154,6 +155,7 @@ async def report_progress(
     step: str = "main",
     attempt: bool = True,
     operation: str | None = None,
+    new_call: bool = True,
 ) -> ProgressResult:
     """One attempt: count it, record files and tests, and fire what it completes.
 
@@ -161,6 +163,8 @@ async def report_progress(
     leaves the no-file-change count alone; everything else is recorded as usual.
     ``operation`` (the host hooks: the command that succeeded) ends a run of identical
     errors only if it is the operation that failed (``triggers.after_success``).
+    ``new_call=False``: the tool call was already counted for the budgets (a hook records
+    a failing test run as a failure too).
     """
     files = files_modified or []
     is_test_run = tests_passed is not None or tests_failed is not None
@@ -230,6 +234,7 @@ async def report_progress(
             note=note,
             now=now,
         )
+        counters = count_call(counters, call=new_call, failing_test_run=is_test_run and failed > 0)
         task_store.save_counters(conn, task_id, counters, now, best_pass_rate=best)
         progress_store.add_action(
             conn,
@@ -299,6 +304,7 @@ async def report_progress(
             over = _file_limit_evidence(rt, conn, task, count_after, new_paths)
             if over is not None:
                 fired.append(over)
+        fired.extend(budget_evidence(rt, task, counters, now))
         warning = (
             None if fired else _warning(rt, counters, t, test_run, baseline, attempted=not paths and attempt)
         )

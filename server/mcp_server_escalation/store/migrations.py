@@ -522,4 +522,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE tasks ADD COLUMN test_operation_best REAL",
         ),
     ),
+    Migration(
+        12,
+        "budgets: a task's tool calls, failing test runs and the start of its minutes",
+        (
+            # Counted as calls arrive, like the other counters: a budget checked on every call
+            # must not count the task's history to do it. A task stored before starts at 0;
+            # a NULL start means the task's own start (created_at).
+            "ALTER TABLE tasks ADD COLUMN tool_calls INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE tasks ADD COLUMN failing_test_runs INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE tasks ADD COLUMN budget_since TEXT",
+        ),
+    ),
 )

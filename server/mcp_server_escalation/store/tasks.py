@@ -40,6 +40,9 @@ _UPDATABLE = frozenset(
         "verification_attempts",
         "attempts_without_file_change",
         "test_runs_without_improvement",
+        "tool_calls",
+        "failing_test_runs",
+        "budget_since",
         "ended_at",
     }
 )
@@ -76,6 +79,9 @@ def _task(row: sqlite3.Row) -> Task:
             attempts_without_file_change=row["attempts_without_file_change"],
             test_runs_without_improvement=row["test_runs_without_improvement"],
             files_modified=row["files_modified"],
+            tool_calls=row["tool_calls"],
+            failing_test_runs=row["failing_test_runs"],
+            budget_since=row["budget_since"],
         ),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
@@ -167,14 +173,18 @@ def save_counters(conn: Conn, task_id: str, counters: Counters, now: str, **extr
         verification_attempts=counters.verification_attempts,
         attempts_without_file_change=counters.attempts_without_file_change,
         test_runs_without_improvement=counters.test_runs_without_improvement,
+        tool_calls=counters.tool_calls,
+        failing_test_runs=counters.failing_test_runs,
+        budget_since=counters.budget_since,
         **extra,
     )
 
 
 def reassign(conn: Conn, task: Task, agent_id: str, now: str) -> None:
-    """Hand the task to another agent: a new generation with zeroed counters."""
+    """Hand the task to another agent: a new generation with zeroed counters and budgets."""
     generation = task.generation + 1
-    save_counters(conn, task.task_id, Counters(), now, agent_id=agent_id, generation=generation)
+    fresh = Counters(budget_since=now)
+    save_counters(conn, task.task_id, fresh, now, agent_id=agent_id, generation=generation)
     conn.execute(
         "INSERT INTO task_assignments (task_id, generation, agent_id, assigned_at) VALUES (?, ?, ?, ?)",
         (task.task_id, generation, agent_id, now),
