@@ -32,7 +32,7 @@ from ..services import escalations, failures, progress
 from ..services import hooks as hook_service
 from ..services.runtime import Runtime
 from .events import Answer, HookEvent, ToolKind
-from .plan import edit_counts, plan_post, usable_path
+from .plan import edited_paths, plan_post
 from .triage import exempt, kind_of, project_dir, rules
 
 
@@ -175,8 +175,8 @@ async def _deliver(call: Call, task: Task, escalation_id: int, *, stop: bool) ->
 
 async def _pre_tool(call: Call) -> Answer:
     event, cfg = call.event, call.cfg
-    path = usable_path(event.file_path) if call.kind == "edit" else None
-    gate = cfg.gate_edits and path is not None and edit_counts(path, call.root, rules(cfg))
+    paths = edited_paths(event, call.root, rules(cfg)) if call.kind == "edit" else ()
+    gate = cfg.gate_edits and bool(paths)
     task = await call.task(create=gate)
     if task is None:
         return Answer()
@@ -198,18 +198,19 @@ async def _pre_tool(call: Call) -> Answer:
                 )
             )
         return Answer()
-    if not gate or path is None:
+    if not gate:
         return Answer()
     if not await call.first_delivery(task.task_id, "pre"):
         return Answer()  # a duplicate delivery: the first one gates (deny wins at the host)
-    checked = await progress.check_edit(call.rt, task_id=task.task_id, paths=[path])
+    # Every file of the call at once: a patch is refused whole if one of its files is.
+    checked = await progress.check_edit(call.rt, task_id=task.task_id, paths=list(paths))
     if checked.allowed:
         return Answer()
     return Answer(
         deny=call.render(
             "hook_deny_edit",
             task_id=task.task_id,
-            path=path,
+            path=", ".join(paths),
             reasons=" ".join(checked.reasons),
             message=checked.message,
         )

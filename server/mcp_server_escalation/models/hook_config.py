@@ -21,7 +21,7 @@ def _default_attempts() -> list[AttemptKind]:
 
 
 class HooksConfig(BaseModel):
-    """Host hooks (``mcp-server-escalation hook claude-code|cursor``)."""
+    """Host hooks (``mcp-server-escalation hook claude-code|cursor|codex``)."""
 
     # Built when a config's [hooks] table is validated, not at import (see settings.py).
     model_config = ConfigDict(extra="forbid", defer_build=True)
