@@ -40,11 +40,12 @@ async def test_claude_code_hooks_are_merged_into_existing_project_settings(tmp_p
         "PreToolUse",
         "PostToolUse",
         "PostToolUseFailure",
+        "PermissionRequest",
         "Stop",
         "SessionStart",
     }
     assert "matcher" not in written["hooks"]["Stop"][0]
-    assert run.stdout.count("added") == 5
+    assert run.stdout.count("added") == 6
 
     again = await run_cli("hook", "install", "claude-code", "--project-dir", str(project), tmp=tmp_path)
     assert "already installed" in again.stdout
@@ -112,7 +113,7 @@ async def test_codex_hooks_are_merged_into_the_projects_hooks_json_once(tmp_path
         {"matcher": "Bash|apply_patch", "hooks": [{"type": "command", "command": line, "timeout": 15}]}
     ]
     assert written["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": line, "timeout": 15}]}]
-    assert set(written["hooks"]) == {"PreToolUse", "PostToolUse", "Stop", "SessionStart"}
+    assert set(written["hooks"]) == {"PreToolUse", "PermissionRequest", "PostToolUse", "Stop", "SessionStart"}
 
     again = await run_cli("hook", "install", "codex", "--project-dir", str(project), tmp=tmp_path)
     assert "already installed" in again.stdout

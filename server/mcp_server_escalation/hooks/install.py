@@ -13,15 +13,19 @@ installer's shell may not exist.
 
 Claude Code (``.claude/settings.json`` or ``~/.claude/settings.json``): ``PreToolUse`` on
 every tool (the pause must be able to hold any tool, not only edits), ``PostToolUse`` on
-the edit and shell tools (nothing else is recorded), ``PostToolUseFailure`` on every tool,
-``Stop`` and ``SessionStart``. Cursor (``.cursor/hooks.json`` or ``~/.cursor/hooks.json``):
-``preToolUse``, ``postToolUse``, ``postToolUseFailure``, ``stop``, ``sessionStart``;
-``postToolUse`` carries the exit code that ``afterShellExecution`` lacks. Codex
-(``.codex/hooks.json`` or ``~/.codex/hooks.json``, Claude Code's layout; Codex also reads
-``[hooks]`` tables of ``config.toml``, which this installer leaves alone): ``PreToolUse`` on
-every tool, ``PostToolUse`` on ``Bash`` and ``apply_patch`` (Codex has no
-``PostToolUseFailure``: a failed call reaches ``PostToolUse``), ``Stop`` and
-``SessionStart``.
+the edit and shell tools (nothing else is recorded), ``PostToolUseFailure`` and
+``PermissionRequest`` on every tool (the latter says nothing unless ``[hooks]
+permission_requests = "ask"``), ``Stop`` and ``SessionStart``.
+
+Cursor (``.cursor/hooks.json`` or ``~/.cursor/hooks.json``): ``preToolUse``,
+``postToolUse``, ``postToolUseFailure``, ``stop``, ``sessionStart``; ``postToolUse``
+carries the exit code that ``afterShellExecution`` lacks.
+
+Codex (``.codex/hooks.json`` or ``~/.codex/hooks.json``, Claude Code's layout; Codex also
+reads ``[hooks]`` tables of ``config.toml``, which this installer leaves alone):
+``PreToolUse`` and ``PermissionRequest`` on every tool, ``PostToolUse`` on ``Bash`` and
+``apply_patch`` (Codex has no ``PostToolUseFailure``: a failed call reaches
+``PostToolUse``), ``Stop`` and ``SessionStart``.
 """
 
 from __future__ import annotations
@@ -41,12 +45,14 @@ CLAUDE_EVENTS: tuple[tuple[str, str | None], ...] = (
     ("PreToolUse", "*"),
     ("PostToolUse", "Edit|Write|MultiEdit|NotebookEdit|Bash|PowerShell"),
     ("PostToolUseFailure", "*"),
+    ("PermissionRequest", "*"),
     ("Stop", None),
     ("SessionStart", None),
 )
 CURSOR_EVENTS: tuple[str, ...] = ("preToolUse", "postToolUse", "postToolUseFailure", "stop", "sessionStart")
 CODEX_EVENTS: tuple[tuple[str, str | None], ...] = (
     ("PreToolUse", "*"),
+    ("PermissionRequest", "*"),
     ("PostToolUse", "Bash|apply_patch"),
     ("Stop", None),
     ("SessionStart", None),

@@ -112,6 +112,10 @@ async def handle(
         return await _stop(call)
     if event.kind == "session_start":
         return await _session_start(call)
+    if event.kind == "permission_request":
+        from .approvals import permission_request  # noqa: PLC0415 (it builds on this module)
+
+        return await permission_request(call)
     return Answer()
 
 
@@ -138,10 +142,10 @@ def _call_base(event: HookEvent, path: str | None) -> str | None:
     return f"{event.generation_id}:{digest}"
 
 
-async def _answered(call: Call, task: Task, holding: Escalation, *, stop: bool) -> Answer:
+async def answered(call: Call, task: Task, holding: Escalation, *, stop: bool) -> Answer:
     """An answered, unacknowledged escalation: deliver it (and acknowledge), or say it waits."""
     if call.cfg.acknowledge_on_delivery:
-        return await _deliver(call, task, holding.escalation_id, stop=stop)
+        return await deliver(call, task, holding.escalation_id, stop=stop)
     response_type = holding.response.response_type if holding.response else holding.status
     text = call.render(
         "hook_stop_unacknowledged" if stop else "hook_deny_unacknowledged",
@@ -152,7 +156,7 @@ async def _answered(call: Call, task: Task, holding: Escalation, *, stop: bool) 
     return Answer(block=text) if stop else Answer(deny=text)
 
 
-async def _deliver(call: Call, task: Task, escalation_id: int, *, stop: bool) -> Answer:
+async def deliver(call: Call, task: Task, escalation_id: int, *, stop: bool) -> Answer:
     """Hand the operator's answer to the model and acknowledge it on the agent's behalf."""
     acked = await escalations.acknowledge_response(
         call.rt, escalation_id=escalation_id, note=call.render("hook_ack_note", host=call.event.host)
@@ -184,7 +188,7 @@ async def _pre_tool(call: Call) -> Answer:
     holding = state.holding
     if holding is not None and cfg.pause and not call.exempt:
         if holding.response is not None:
-            return await _answered(call, task, holding, stop=False)
+            return await answered(call, task, holding, stop=False)
         if state.task.status not in ENDED_STATUSES:
             values = {"task_id": task.task_id, "escalation_id": holding.escalation_id, "type": holding.type}
             halt = call.render("hook_halt_pending", **values) if cfg.halt_while_pending else None
@@ -290,7 +294,7 @@ async def _stop(call: Call) -> Answer:
         return Answer()  # terminated or finished: stopping is exactly right
     holding = state.holding
     if holding is not None and holding.response is not None:
-        return await _answered(call, task, holding, stop=True)
+        return await answered(call, task, holding, stop=True)
     if holding is not None:
         # Pending: stopping is what a pause asks for; tell the user who must answer.
         return Answer(
