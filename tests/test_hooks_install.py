@@ -42,10 +42,11 @@ async def test_claude_code_hooks_are_merged_into_existing_project_settings(tmp_p
         "PostToolUseFailure",
         "PermissionRequest",
         "Stop",
+        "StopFailure",
         "SessionStart",
     }
     assert "matcher" not in written["hooks"]["Stop"][0]
-    assert run.stdout.count("added") == 6
+    assert run.stdout.count("added") == 7
 
     again = await run_cli("hook", "install", "claude-code", "--project-dir", str(project), tmp=tmp_path)
     assert "already installed" in again.stdout

@@ -15,7 +15,8 @@ Claude Code (``.claude/settings.json`` or ``~/.claude/settings.json``): ``PreToo
 every tool (the pause must be able to hold any tool, not only edits), ``PostToolUse`` on
 the edit and shell tools (nothing else is recorded), ``PostToolUseFailure`` and
 ``PermissionRequest`` on every tool (the latter says nothing unless ``[hooks]
-permission_requests = "ask"``), ``Stop`` and ``SessionStart``.
+permission_requests = "ask"``), ``Stop``, ``StopFailure`` (the turn ended on an API error)
+and ``SessionStart``.
 
 Cursor (``.cursor/hooks.json`` or ``~/.cursor/hooks.json``): ``preToolUse``,
 ``postToolUse``, ``postToolUseFailure``, ``stop``, ``sessionStart``; ``postToolUse``
@@ -47,6 +48,7 @@ CLAUDE_EVENTS: tuple[tuple[str, str | None], ...] = (
     ("PostToolUseFailure", "*"),
     ("PermissionRequest", "*"),
     ("Stop", None),
+    ("StopFailure", None),
     ("SessionStart", None),
 )
 CURSOR_EVENTS: tuple[str, ...] = ("preToolUse", "postToolUse", "postToolUseFailure", "stop", "sessionStart")

@@ -112,6 +112,8 @@ async def handle(
         return await _stop(call)
     if event.kind == "session_start":
         return await _session_start(call)
+    if event.kind == "stop_failure":
+        return await _stop_failure(call)
     if event.kind == "permission_request":
         from .approvals import permission_request  # noqa: PLC0415 (it builds on this module)
 
@@ -312,6 +314,27 @@ async def _stop(call: Call) -> Answer:
                 "hook_stop_tests_failing", task_id=task.task_id, passed=latest.passed, failed=latest.failed
             )
         )
+    return Answer()
+
+
+async def _stop_failure(call: Call) -> Answer:
+    """The turn ended on an API error: an external blocker the agent cannot work around.
+
+    The host ignores any answer to this event, so it is only recorded."""
+    event = call.event
+    task = await call.task(create=True)
+    if task is None or task.status in ENDED_STATUSES:
+        return Answer()
+    error = event.failure_type or "unknown"
+    await failures.record_failure(
+        call.rt,
+        task_id=task.task_id,
+        message=event.output or f"API error: {error}",
+        signal_type="api_unavailable",
+        step=call.cfg.step,
+        tool_name=f"{event.host} API",
+        error_code=error,
+    )
     return Answer()
 
 

@@ -65,4 +65,4 @@ def needs_store(event: HookEvent, cfg: HooksConfig, root: str) -> bool:
         return cfg.session_context
     if event.kind == "permission_request":
         return cfg.permission_requests == "ask"
-    return False
+    return event.kind == "stop_failure"  # an API error is always recorded
