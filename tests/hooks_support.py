@@ -264,6 +264,57 @@ def cursor(event: str, **fields: Any) -> dict[str, Any]:
     return {**CURSOR_ENVELOPE, "hook_event_name": event, **fields}
 
 
+# --- Codex payloads (hooks/codex.py: Codex's hook input schemas and tool handlers) --------
+
+CODEX_ENVELOPE = {
+    "session_id": "019a2c3e-codex-session",
+    "turn_id": "turn-1",
+    "transcript_path": "/home/user/.codex/sessions/2026/05/01/rollout-019a2c3e.jsonl",
+    "cwd": PROJECT,
+    "model": "gpt-5.5-codex",
+    "permission_mode": "default",
+}
+
+
+def codex(event: str, **fields: Any) -> dict[str, Any]:
+    """A Codex payload: the common fields, the event name and ``fields``."""
+    return {**CODEX_ENVELOPE, "hook_event_name": event, **fields}
+
+
+def codex_patch(*sections: str) -> str:
+    """An apply_patch body: the envelope around ``sections`` (each a file header and lines)."""
+    return "\n".join(["*** Begin Patch", *sections, "*** End Patch"]) + "\n"
+
+
+def codex_pre_patch(patch: str, tool_use_id: str = "call_patch_1") -> dict[str, Any]:
+    """PreToolUse of apply_patch: the raw patch text in tool_input.command."""
+    return codex(
+        "PreToolUse", tool_name="apply_patch", tool_input={"command": patch}, tool_use_id=tool_use_id
+    )
+
+
+def codex_post_patch(patch: str, tool_use_id: str = "call_patch_1") -> dict[str, Any]:
+    """PostToolUse of a successful apply_patch (its answer is a plain string)."""
+    return codex(
+        "PostToolUse",
+        tool_name="apply_patch",
+        tool_input={"command": patch},
+        tool_response="Success. Updated the following files:\nM src/calc.py",
+        tool_use_id=tool_use_id,
+    )
+
+
+def codex_post_bash(command: str, response: str, tool_use_id: str = "call_bash_1") -> dict[str, Any]:
+    """PostToolUse of a shell command (tool_name Bash; tool_response is a string)."""
+    return codex(
+        "PostToolUse",
+        tool_name="Bash",
+        tool_input={"command": command},
+        tool_response=response,
+        tool_use_id=tool_use_id,
+    )
+
+
 # --- What each runner prints ---------------------------------------------------------------
 
 PYTEST_FAIL = """\

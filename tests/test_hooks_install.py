@@ -7,7 +7,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from hooks_support import SCRIPT, run_cli
+import anyio
+
+from hooks_support import SCRIPT, environment, run_cli
 
 # What the installer writes by default: this very script, by absolute path.
 HOOK_SCRIPT = shlex.quote(str(SCRIPT))
@@ -38,11 +40,13 @@ async def test_claude_code_hooks_are_merged_into_existing_project_settings(tmp_p
         "PreToolUse",
         "PostToolUse",
         "PostToolUseFailure",
+        "PermissionRequest",
         "Stop",
+        "StopFailure",
         "SessionStart",
     }
     assert "matcher" not in written["hooks"]["Stop"][0]
-    assert run.stdout.count("added") == 5
+    assert run.stdout.count("added") == 7
 
     again = await run_cli("hook", "install", "claude-code", "--project-dir", str(project), tmp=tmp_path)
     assert "already installed" in again.stdout
@@ -89,3 +93,60 @@ async def test_an_unreadable_settings_file_is_left_alone(tmp_path: Path) -> None
     wrong = await run_cli("hook", "install", "claude-code", "--project-dir", str(project), tmp=tmp_path)
     assert wrong.returncode == 1
     assert settings.read_text(encoding="utf-8") == '{"hooks": []}'
+
+
+async def test_codex_hooks_are_merged_into_the_projects_hooks_json_once(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    hooks_json = project / ".codex" / "hooks.json"
+    hooks_json.parent.mkdir(parents=True)
+    theirs = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh", "timeout": 5}]}
+    hooks_json.write_text(json.dumps({"hooks": {"PreToolUse": [theirs]}}), encoding="utf-8")
+    run = await run_cli("hook", "install", "codex", "--project-dir", str(project), tmp=tmp_path)
+    assert run.returncode == 0, run.stderr
+    written = json.loads(hooks_json.read_text(encoding="utf-8"))
+    assert set(written) == {"hooks"}  # Codex refuses a hooks.json with fields it does not know
+    line = f"{HOOK_SCRIPT} hook codex"
+    assert written["hooks"]["PreToolUse"] == [
+        theirs,
+        {"matcher": "*", "hooks": [{"type": "command", "command": line, "timeout": 15}]},
+    ]
+    assert written["hooks"]["PostToolUse"] == [
+        {"matcher": "Bash|apply_patch", "hooks": [{"type": "command", "command": line, "timeout": 15}]}
+    ]
+    assert written["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": line, "timeout": 15}]}]
+    assert set(written["hooks"]) == {"PreToolUse", "PermissionRequest", "PostToolUse", "Stop", "SessionStart"}
+
+    again = await run_cli("hook", "install", "codex", "--project-dir", str(project), tmp=tmp_path)
+    assert "already installed" in again.stdout
+    assert json.loads(hooks_json.read_text(encoding="utf-8")) == written
+
+
+async def test_a_codex_user_install_writes_a_command_that_answers_codex(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    db = tmp_path / "store.db"
+    run = await run_cli("--db", str(db), "hook", "install", "codex", "--user", tmp=tmp_path, HOME=str(home))
+    assert run.returncode == 0, run.stderr
+    written = json.loads((home / ".codex" / "hooks.json").read_text(encoding="utf-8"))
+    [group] = written["hooks"]["PreToolUse"]
+    command = shlex.split(group["hooks"][0]["command"])
+    assert command[-2:] == ["hook", "codex"]
+    assert str(db) in command  # the store chosen at install time, by absolute path
+    payload = {
+        "session_id": "s1",
+        "turn_id": "t1",
+        "transcript_path": None,
+        "cwd": str(tmp_path),
+        "hook_event_name": "PreToolUse",
+        "model": "gpt-5.5-codex",
+        "permission_mode": "default",
+        "tool_name": "apply_patch",
+        "tool_input": {"command": "*** Begin Patch\n*** Add File: /outside/x.txt\n+x\n*** End Patch\n"},
+        "tool_use_id": "call_1",
+    }
+    with anyio.fail_after(60):
+        done = await anyio.run_process(
+            command, input=json.dumps(payload).encode(), check=False, env=environment(tmp_path)
+        )
+    # An edit outside the project is neither gated nor counted: no decision, and no error.
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")

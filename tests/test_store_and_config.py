@@ -307,8 +307,8 @@ async def test_installing_again_with_another_store_replaces_our_lines_and_keeps_
     )  # fmt: skip
 
     assert first.returncode == second.returncode == third.returncode == 0
-    assert first.stdout.count(" added ") == 5
-    assert second.stdout.count(" replaced ") == 5
+    assert first.stdout.count(" added ") == 7  # every Claude Code event we install
+    assert second.stdout.count(" replaced ") == 7
     assert " added " not in second.stdout
     assert "already installed" in third.stdout  # the same store, chosen by the variable
     ours = f"{shlex.quote(str(SCRIPT))} --db {shlex.quote(str(tmp_path / 'b.db'))} hook claude-code"

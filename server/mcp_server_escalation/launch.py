@@ -1,7 +1,7 @@
 """The console script's first stop: a hook run goes to a running server when one listens.
 
 Every hook event starts a new process. Before the command line parser and the services are
-even imported, a ``hook claude-code|cursor`` run offers itself to the relay of its store
+even imported, a ``hook claude-code|cursor|codex`` run offers itself to the relay of its store
 (``hooks/relay.py``, standard library only); everything else, and a hook run no server
 takes, goes on to ``cli.main``.
 """

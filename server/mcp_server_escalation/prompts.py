@@ -193,6 +193,9 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "hook_stop_answer": ["task_id", "escalation_id", "response_type", "content", "message"],
         "hook_stop_unacknowledged": ["task_id", "escalation_id", "response_type"],
         "hook_notice_pending": ["task_id", "escalation_id", "type"],
+        "hook_permission_reason": ["host", "tool_name", "request"],
+        "hook_permission_question": ["tool_name", "request"],
+        "hook_permission_pending": ["task_id", "escalation_id", "tool_name"],
     }.items()
 }
 

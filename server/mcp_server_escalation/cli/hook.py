@@ -1,7 +1,7 @@
-"""``hook claude-code|cursor`` (one host event on stdin -> the host's JSON on stdout),
+"""``hook claude-code|cursor|codex`` (one host event on stdin -> the host's JSON on stdout),
 ``hook relay`` (answer hook runs from a long-lived process), ``hook daemon`` (the same,
 started by a hook run and ending by itself: ``hooks/relay_daemon.py``) and
-``hook install claude-code|cursor [--project|--user] [--dry-run]``.
+``hook install claude-code|cursor|codex [--project|--user] [--dry-run]``.
 
 A hook run first offers itself to a running server of its store (``hooks/relay.py``, before
 this module is even imported: ``launch.py``); what follows here is the run that does the
@@ -73,7 +73,7 @@ def add_parser(
 
 
 def is_hook_run(argv: Sequence[str]) -> bool:
-    """True for ``... hook claude-code|cursor ...``: its argument errors must not exit 2."""
+    """True for ``... hook claude-code|cursor|codex ...``: its argument errors must not exit 2."""
     args = list(argv)
     action = args[args.index("hook") + 1 : args.index("hook") + 2] if "hook" in args else None
     return action is not None and action not in (["install"], ["relay"], ["daemon"])
@@ -99,7 +99,7 @@ def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> str:
     from ..settings import Settings  # noqa: PLC0415
 
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
-    event = prepare(raw, settings, os.environ)
+    event = prepare(raw, settings, os.environ, entry=entry)
     if event is None:
         return ""
     import anyio  # noqa: PLC0415 (a read never starts an event loop)

@@ -5,6 +5,16 @@ runs), ``PostToolUseFailure`` (errors; a non-zero Bash exit arrives here with ``
 ``"Exit code N\\n<output>"``), ``Stop`` and ``SessionStart``. Answers are JSON on stdout
 with exit 0: a ``permissionDecision: deny`` (never ``allow``: that would skip the user's
 own permission prompt), ``additionalContext``, ``decision: block`` for Stop.
+
+``PermissionRequest`` (a permission dialog is about to be shown) carries ``tool_name`` and
+``tool_input`` like ``PreToolUse`` but no ``tool_use_id``, and an optional
+``permission_suggestions``; it is answered with ``hookSpecificOutput.decision``:
+``{"behavior": "allow"}``, or ``{"behavior": "deny", "message": ...}`` (the model reads the
+message) with ``"interrupt": true`` to stop the agent. ``StopFailure`` (the turn ended on
+an API error) carries ``error`` (``rate_limit``, ``authentication_failed``,
+``billing_error``, ``invalid_request``, ``server_error``, ``max_output_tokens`` or
+``unknown``), optional ``error_details`` and ``last_assistant_message`` (the error text
+shown in the conversation); its answer is ignored, so it is only recorded.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from .events import (
     Kind,
     clip,
     flag,
+    input_digest,
     integer,
     mapping,
     text,
@@ -33,6 +44,8 @@ EVENTS: dict[str, Kind] = {
     "PostToolUseFailure": "post_tool_failure",
     "Stop": "stop",
     "SessionStart": "session_start",
+    "PermissionRequest": "permission_request",
+    "StopFailure": "stop_failure",
 }
 
 # Cursor-shaped events answered in Claude's form (Cursor reads it) need Claude's names.
@@ -66,6 +79,8 @@ def parse(payload: Mapping[str, Any]) -> HookEvent:
         error = text(payload, "error", limit=OUTPUT_MAX) or ""
         exit_code, output = split_exit_code(error)
         interrupted = flag(payload, "is_interrupt")
+    elif kind == "stop_failure":
+        output = _api_error(payload)
     return HookEvent(
         host=HOST,
         name=name,
@@ -81,7 +96,28 @@ def parse(payload: Mapping[str, Any]) -> HookEvent:
         stop_hook_active=flag(payload, "stop_hook_active"),
         loop_count=integer(payload, "loop_count") or 0,
         interrupted=interrupted,
+        failure_type=text(payload, "error", limit=64) if kind == "stop_failure" else None,
+        request_digest=input_digest(text(payload, "tool_name", limit=256), tool_input)
+        if kind == "permission_request"
+        else "",
+        description=text(tool_input, "description", limit=1000),
     )
+
+
+def _api_error(payload: Mapping[str, Any]) -> str | None:
+    """A StopFailure's error as the conversation showed it, and its details."""
+    parts = [text(payload, key, limit=OUTPUT_MAX) for key in ("last_assistant_message", "error_details")]
+    joined = "\n".join(p for p in parts if p)
+    return joined or None
+
+
+def permission_answer(answer: Answer) -> dict[str, Any] | None:
+    """The ``decision`` of a PermissionRequest answer (Claude Code's and Codex's form)."""
+    if answer.deny:
+        return {"behavior": "deny", "message": clip(answer.deny)}
+    if answer.allow:
+        return {"behavior": "allow"}
+    return None
 
 
 def encode(answer: Answer, event: HookEvent) -> dict[str, Any] | None:
@@ -89,6 +125,13 @@ def encode(answer: Answer, event: HookEvent) -> dict[str, Any] | None:
     if answer.empty:
         return None
     out: dict[str, Any] = {}
+    if event.kind == "permission_request":
+        decision = permission_answer(answer)
+        if decision is not None and answer.halt and decision["behavior"] == "deny":
+            decision["interrupt"] = True
+        if decision is not None:
+            out["hookSpecificOutput"] = {"hookEventName": "PermissionRequest", "decision": decision}
+        return out or None
     if answer.deny and event.kind == "pre_tool":
         out["hookSpecificOutput"] = {
             "hookEventName": "PreToolUse",

@@ -46,13 +46,18 @@ def _payload(raw: bytes) -> dict[str, object]:
 
 
 def prepare(
-    raw: bytes, settings: Settings, env: Mapping[str, str], cwd: str | None = None
+    raw: bytes,
+    settings: Settings,
+    env: Mapping[str, str],
+    cwd: str | None = None,
+    *,
+    entry: str = "claude-code",
 ) -> HookEvent | None:
     """The event to answer from the store; None when the answer is "no decision" without it.
 
     Raises ``HookInputError`` for a payload the hook cannot use.
     """
-    event = parse_payload(_payload(raw))
+    event = parse_payload(_payload(raw), entry)
     if event.kind == "unknown":
         raise HookInputError(f"event {event.name[:64]!r} is not one this hook handles; no decision")
     if not needs_store(event, settings.hooks, project_dir(event, env, cwd)):

@@ -1,6 +1,6 @@
 """One host hook event, normalised, and the host-neutral answer to it (pure, no I/O).
 
-The host modules (``claude_code``, ``cursor``) read their payloads into ``HookEvent`` and
+The host modules (``claude_code``, ``cursor``, ``codex``) read their payloads into ``HookEvent`` and
 write ``Answer`` back in their own JSON; everything between is host-neutral. Payload fields
 are read defensively: a missing field, a field of the wrong type or an absurdly long
 string is treated as absent or clipped, never trusted.
@@ -13,7 +13,16 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
-Kind = Literal["pre_tool", "post_tool", "post_tool_failure", "stop", "session_start", "unknown"]
+Kind = Literal[
+    "pre_tool",
+    "permission_request",
+    "post_tool",
+    "post_tool_failure",
+    "stop",
+    "stop_failure",
+    "session_start",
+    "unknown",
+]
 ToolKind = Literal["edit", "shell", "read", "own", "other"]
 
 # Longest string kept from a payload field that names something (ids, tool names, paths).
@@ -23,7 +32,8 @@ OUTPUT_MAX = 1024 * 1024
 # The hosts cap hook output strings at 10,000 characters.
 ANSWER_MAX = 9500
 
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "Delete"})
+# Codex edits every file through ``apply_patch``.
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "Delete", "apply_patch"})
 SHELL_TOOLS = frozenset({"Bash", "PowerShell", "Shell"})
 READ_TOOLS = frozenset(
     {
@@ -40,6 +50,7 @@ READ_TOOLS = frozenset(
         "ListMcpResourcesTool",
         "ReadMcpResourceTool",
         "AskUserQuestion",
+        "view_image",
     }
 )
 # This server's tools: let through during a pause (the agent must be able to read and
@@ -71,7 +82,7 @@ OWN_TOOLS = frozenset(
 class HookEvent(NamedTuple):
     """What one hook invocation tells us, whichever host sent it."""
 
-    host: str  # the payload's shape: "claude-code" or "cursor"
+    host: str  # the payload's shape: "claude-code", "cursor" or "codex"
     name: str  # the event name as received
     kind: Kind
     session_id: str | None = None
@@ -79,18 +90,22 @@ class HookEvent(NamedTuple):
     tool_use_id: str | None = None
     tool_name: str | None = None
     file_path: str | None = None
+    paths: tuple[str, ...] = ()  # every file the call edits, when it names several (a patch)
     command: str | None = None
     output: str | None = None  # what the tool printed, or the error text without "Exit code N"
     exit_code: int | None = None
+    outcome_unknown: bool = False  # the host does not say whether the call succeeded
     cwd: str | None = None
     roots: tuple[str, ...] = ()
     stop_hook_active: bool = False
     loop_count: int = 0
     stop_status: str | None = None
     interrupted: bool = False
-    failure_type: str | None = None
+    failure_type: str | None = None  # Cursor's failure kind; the API error of a StopFailure
     source: Literal["tool", "after"] = "tool"  # after*: Cursor's afterShellExecution/afterFileEdit
     digest: str = ""  # of the whole payload: tells deliveries apart when no id does
+    request_digest: str = ""  # of a permission request's tool and input: the same request again
+    description: str | None = None  # what the agent says the tool call is for
 
 
 class Answer(NamedTuple):
@@ -101,11 +116,12 @@ class Answer(NamedTuple):
     block: str | None = None  # refuse to stop; the model reads the reason
     halt: str | None = None  # stop the agent altogether; the user reads the reason
     notice: str | None = None  # a message to the user only
+    allow: bool = False  # grant a permission request (the user is not asked)
 
     @property
     def empty(self) -> bool:
         """True when there is nothing to say."""
-        return not (self.deny or self.context or self.block or self.halt or self.notice)
+        return not (self.deny or self.context or self.block or self.halt or self.notice or self.allow)
 
 
 def clip(text: str, limit: int = ANSWER_MAX) -> str:
@@ -167,6 +183,11 @@ def payload_digest(payload: Mapping[str, Any]) -> str:
     """A short, stable digest of the whole payload."""
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def input_digest(tool_name: str | None, tool_input: Mapping[str, Any]) -> str:
+    """A short, stable digest of a tool call's name and input (one request, asked again)."""
+    return payload_digest({"tool_name": tool_name or "", "tool_input": dict(tool_input)})
 
 
 def own_tool(name: str, servers: Iterable[str]) -> bool:

@@ -1,4 +1,4 @@
-"""``hook install claude-code|cursor``: merge our hooks into the host's settings file.
+"""``hook install claude-code|cursor|codex``: merge our hooks into the host's settings file.
 
 Existing hooks and every other setting are kept as they are; an event that already runs
 our hook command is left alone, so installing twice changes nothing, and one that runs it
@@ -13,10 +13,20 @@ installer's shell may not exist.
 
 Claude Code (``.claude/settings.json`` or ``~/.claude/settings.json``): ``PreToolUse`` on
 every tool (the pause must be able to hold any tool, not only edits), ``PostToolUse`` on
-the edit and shell tools (nothing else is recorded), ``PostToolUseFailure`` on every tool,
-``Stop`` and ``SessionStart``. Cursor (``.cursor/hooks.json`` or ``~/.cursor/hooks.json``):
-``preToolUse``, ``postToolUse``, ``postToolUseFailure``, ``stop``, ``sessionStart``;
-``postToolUse`` carries the exit code that ``afterShellExecution`` lacks.
+the edit and shell tools (nothing else is recorded), ``PostToolUseFailure`` and
+``PermissionRequest`` on every tool (the latter says nothing unless ``[hooks]
+permission_requests = "ask"``), ``Stop``, ``StopFailure`` (the turn ended on an API error)
+and ``SessionStart``.
+
+Cursor (``.cursor/hooks.json`` or ``~/.cursor/hooks.json``): ``preToolUse``,
+``postToolUse``, ``postToolUseFailure``, ``stop``, ``sessionStart``; ``postToolUse``
+carries the exit code that ``afterShellExecution`` lacks.
+
+Codex (``.codex/hooks.json`` or ``~/.codex/hooks.json``, Claude Code's layout; Codex also
+reads ``[hooks]`` tables of ``config.toml``, which this installer leaves alone):
+``PreToolUse`` and ``PermissionRequest`` on every tool, ``PostToolUse`` on ``Bash`` and
+``apply_patch`` (Codex has no ``PostToolUseFailure``: a failed call reaches
+``PostToolUse``), ``Stop`` and ``SessionStart``.
 """
 
 from __future__ import annotations
@@ -36,10 +46,25 @@ CLAUDE_EVENTS: tuple[tuple[str, str | None], ...] = (
     ("PreToolUse", "*"),
     ("PostToolUse", "Edit|Write|MultiEdit|NotebookEdit|Bash|PowerShell"),
     ("PostToolUseFailure", "*"),
+    ("PermissionRequest", "*"),
     ("Stop", None),
+    ("StopFailure", None),
     ("SessionStart", None),
 )
 CURSOR_EVENTS: tuple[str, ...] = ("preToolUse", "postToolUse", "postToolUseFailure", "stop", "sessionStart")
+CODEX_EVENTS: tuple[tuple[str, str | None], ...] = (
+    ("PreToolUse", "*"),
+    ("PermissionRequest", "*"),
+    ("PostToolUse", "Bash|apply_patch"),
+    ("Stop", None),
+    ("SessionStart", None),
+)
+# Where each host reads its hooks, under the project or the home folder.
+SETTINGS_FILES = {
+    "claude-code": (".claude", "settings.json"),
+    "cursor": (".cursor", "hooks.json"),
+    "codex": (".codex", "hooks.json"),
+}
 
 
 def command_line(script: str, *, db: str | None, config: str | None, prompts: str | None) -> str:
@@ -51,9 +76,8 @@ def command_line(script: str, *, db: str | None, config: str | None, prompts: st
 def settings_path(host: str, *, user: bool, project_dir: Path, home: Path) -> Path:
     """Where the host reads hooks from, for the project or for the user."""
     base = home if user else project_dir
-    if host == "claude-code":
-        return base / ".claude" / "settings.json"
-    return base / ".cursor" / "hooks.json"
+    folder, name = SETTINGS_FILES[host]
+    return base / folder / name
 
 
 def _ours(handler: object, host: str) -> bool:
@@ -89,18 +113,20 @@ def _update(handlers: list[Any], host: str, line: str, where: str) -> list[Chang
     return changes
 
 
-def merge_claude(settings: dict[str, Any], command: str) -> list[Change]:
-    """Add our Claude Code hooks to ``settings`` in place; returns what changed."""
+def _merge_groups(
+    settings: dict[str, Any], command: str, host: str, events: tuple[tuple[str, str | None], ...]
+) -> list[Change]:
+    """Add our hooks in Claude Code's layout (event -> matcher groups -> handlers) in place."""
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError("'hooks' is not an object; fix it by hand first")
-    line = f"{command} hook claude-code"
+    line = f"{command} hook {host}"
     changes: list[Change] = []
-    for event, matcher in CLAUDE_EVENTS:
+    for event, matcher in events:
         where = f"{event}{f' [{matcher}]' if matcher else ''}"
         groups = _list(hooks, event, "hooks")
         handlers = [h for g in groups if isinstance(g, dict) for h in _handlers(g)]
-        updated = _update(handlers, "claude-code", line, where)
+        updated = _update(handlers, host, line, where)
         if updated is not None:
             changes += updated
             continue
@@ -109,6 +135,16 @@ def merge_claude(settings: dict[str, Any], command: str) -> list[Change]:
         groups.append(group)
         changes.append(("add", f"{where}: {line}"))
     return changes
+
+
+def merge_claude(settings: dict[str, Any], command: str) -> list[Change]:
+    """Add our Claude Code hooks to ``settings`` in place; returns what changed."""
+    return _merge_groups(settings, command, "claude-code", CLAUDE_EVENTS)
+
+
+def merge_codex(config: dict[str, Any], command: str) -> list[Change]:
+    """Add our Codex hooks to ``config`` (a ``hooks.json``) in place; returns what changed."""
+    return _merge_groups(config, command, "codex", CODEX_EVENTS)
 
 
 def merge_cursor(config: dict[str, Any], command: str) -> list[Change]:
@@ -128,6 +164,13 @@ def merge_cursor(config: dict[str, Any], command: str) -> list[Change]:
         handlers.append({"command": line, "timeout": TIMEOUT_SECONDS})
         changes.append(("add", f"{event}: {line}"))
     return changes
+
+
+MERGES: dict[str, Callable[[dict[str, Any], str], list[Change]]] = {
+    "claude-code": merge_claude,
+    "cursor": merge_cursor,
+    "codex": merge_codex,
+}
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -168,7 +211,7 @@ def install(
     path = settings_path(host, user=user, project_dir=project_dir, home=home)
     data = _load(path)
     try:
-        changes = merge_claude(data, command) if host == "claude-code" else merge_cursor(data, command)
+        changes = MERGES[host](data, command)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}; nothing was changed") from exc
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"

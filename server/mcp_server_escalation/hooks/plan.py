@@ -26,7 +26,11 @@ What counts as an *attempt* for ``no_file_progress``: edits (which reset it) and
 by default. Successful commands count too only with ``[hooks] attempts = ["test_run",
 "command"]``: an agent that edits through the shell (``sed -i``, formatters, ``git apply``)
 or sets up its environment would otherwise look stuck while it works. Cursor's
-``afterShellExecution`` carries no exit code, so only test runs are taken from it.
+``afterShellExecution`` carries no exit code, and Codex's ``PostToolUse`` often does not
+either, so only test runs are taken from those.
+
+An edit through Codex's ``apply_patch`` names several files: each one inside the project
+is a modified file of the same report.
 """
 
 from __future__ import annotations
@@ -100,6 +104,13 @@ def edit_counts(path: str, root: str, rules: Rules) -> bool:
     return rules.outside_project == "gate" or normalise_path(path, root).inside_root
 
 
+def edited_paths(event: HookEvent, root: str, rules: Rules) -> tuple[str, ...]:
+    """The files an edit tool call changes that the hooks gate and record, in order."""
+    named = event.paths or ((event.file_path,) if event.file_path else ())
+    usable = (usable_path(p) for p in named)
+    return tuple(p for p in usable if p is not None and edit_counts(p, root, rules))
+
+
 def _clip(text: str | None) -> str | None:
     return text[:ACTION_MAX] if text else None
 
@@ -143,8 +154,9 @@ def plan_post(event: HookEvent, kind: ToolKind | None, root: str, rules: Rules) 
         return PostPlan("not recorded: reading, or this server's own tool" if kind else "no tool")
     if event.interrupted or event.failure_type == "permission_denied":
         return PostPlan("not recorded: interrupted or refused by the user")
-    path = usable_path(event.file_path) if kind == "edit" else None
-    if kind == "edit" and (path is None or not edit_counts(path, root, rules)):
+    edited = edited_paths(event, root, rules) if kind == "edit" else ()
+    path = edited[0] if edited else None
+    if kind == "edit" and path is None:
         return PostPlan("not recorded: no usable path inside the project")
     command = event.command or ""
     if kind == "shell" and (not command.strip() or is_read_only_command(command, rules.read_only_commands)):
@@ -173,10 +185,10 @@ def plan_post(event: HookEvent, kind: ToolKind | None, root: str, rules: Rules) 
     if test_run is not None:
         return PostPlan("test run", progress=test_run)
     if kind == "edit" and path is not None:
-        return PostPlan("edit", progress=ProgressCall(files_modified=(path,), note=_clip(event.tool_name)))
+        return PostPlan("edit", progress=ProgressCall(files_modified=edited, note=_clip(event.tool_name)))
     if kind == "other":
         return PostPlan("not recorded: a successful call of another tool")
-    if kind == "shell" and event.source == "tool":
+    if kind == "shell" and event.source == "tool" and not event.outcome_unknown:
         written = tuple(p for p in written_files(command) if usable_path(p) and edit_counts(p, root, rules))
         return PostPlan(
             "successful command" + (" writing files" if written else ""),

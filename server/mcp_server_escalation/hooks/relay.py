@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from ..locations import chosen_store
 
 PROTOCOL = 1
-HOSTS = ("claude-code", "cursor")
+HOSTS = ("claude-code", "cursor", "codex")
 OPTIONS = ("--db", "--config", "--prompts")
 # Reaching a live server takes microseconds; a refused or missing socket fails at once.
 CONNECT_TIMEOUT = 0.5

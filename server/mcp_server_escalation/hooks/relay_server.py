@@ -92,7 +92,7 @@ async def respond(rt: Runtime, request: Mapping[str, Any]) -> dict[str, Any]:
         return {"protocol": PROTOCOL, "fallback": "another store, prompts or thresholds"}
     stdout, stderr = "", ""
     try:
-        event = prepare(stdin.encode("utf-8", "surrogatepass"), settings, env_map, cwd)
+        event = prepare(stdin.encode("utf-8", "surrogatepass"), settings, env_map, cwd, entry=str(host))
         if event is not None:
             out = await answer(rt, str(host), event, settings, env_map, cwd)
             stdout = out + "\n" if out else ""

@@ -32,7 +32,7 @@ from ..services import escalations, failures, progress
 from ..services import hooks as hook_service
 from ..services.runtime import Runtime
 from .events import Answer, HookEvent, ToolKind
-from .plan import edit_counts, plan_post, usable_path
+from .plan import edited_paths, plan_post
 from .triage import exempt, kind_of, project_dir, rules
 
 
@@ -112,6 +112,12 @@ async def handle(
         return await _stop(call)
     if event.kind == "session_start":
         return await _session_start(call)
+    if event.kind == "stop_failure":
+        return await _stop_failure(call)
+    if event.kind == "permission_request":
+        from .approvals import permission_request  # noqa: PLC0415 (it builds on this module)
+
+        return await permission_request(call)
     return Answer()
 
 
@@ -138,10 +144,10 @@ def _call_base(event: HookEvent, path: str | None) -> str | None:
     return f"{event.generation_id}:{digest}"
 
 
-async def _answered(call: Call, task: Task, holding: Escalation, *, stop: bool) -> Answer:
+async def answered(call: Call, task: Task, holding: Escalation, *, stop: bool) -> Answer:
     """An answered, unacknowledged escalation: deliver it (and acknowledge), or say it waits."""
     if call.cfg.acknowledge_on_delivery:
-        return await _deliver(call, task, holding.escalation_id, stop=stop)
+        return await deliver(call, task, holding.escalation_id, stop=stop)
     response_type = holding.response.response_type if holding.response else holding.status
     text = call.render(
         "hook_stop_unacknowledged" if stop else "hook_deny_unacknowledged",
@@ -152,7 +158,7 @@ async def _answered(call: Call, task: Task, holding: Escalation, *, stop: bool) 
     return Answer(block=text) if stop else Answer(deny=text)
 
 
-async def _deliver(call: Call, task: Task, escalation_id: int, *, stop: bool) -> Answer:
+async def deliver(call: Call, task: Task, escalation_id: int, *, stop: bool) -> Answer:
     """Hand the operator's answer to the model and acknowledge it on the agent's behalf."""
     acked = await escalations.acknowledge_response(
         call.rt, escalation_id=escalation_id, note=call.render("hook_ack_note", host=call.event.host)
@@ -175,8 +181,8 @@ async def _deliver(call: Call, task: Task, escalation_id: int, *, stop: bool) ->
 
 async def _pre_tool(call: Call) -> Answer:
     event, cfg = call.event, call.cfg
-    path = usable_path(event.file_path) if call.kind == "edit" else None
-    gate = cfg.gate_edits and path is not None and edit_counts(path, call.root, rules(cfg))
+    paths = edited_paths(event, call.root, rules(cfg)) if call.kind == "edit" else ()
+    gate = cfg.gate_edits and bool(paths)
     task = await call.task(create=gate)
     if task is None:
         return Answer()
@@ -184,7 +190,7 @@ async def _pre_tool(call: Call) -> Answer:
     holding = state.holding
     if holding is not None and cfg.pause and not call.exempt:
         if holding.response is not None:
-            return await _answered(call, task, holding, stop=False)
+            return await answered(call, task, holding, stop=False)
         if state.task.status not in ENDED_STATUSES:
             values = {"task_id": task.task_id, "escalation_id": holding.escalation_id, "type": holding.type}
             halt = call.render("hook_halt_pending", **values) if cfg.halt_while_pending else None
@@ -198,18 +204,19 @@ async def _pre_tool(call: Call) -> Answer:
                 )
             )
         return Answer()
-    if not gate or path is None:
+    if not gate:
         return Answer()
     if not await call.first_delivery(task.task_id, "pre"):
         return Answer()  # a duplicate delivery: the first one gates (deny wins at the host)
-    checked = await progress.check_edit(call.rt, task_id=task.task_id, paths=[path])
+    # Every file of the call at once: a patch is refused whole if one of its files is.
+    checked = await progress.check_edit(call.rt, task_id=task.task_id, paths=list(paths))
     if checked.allowed:
         return Answer()
     return Answer(
         deny=call.render(
             "hook_deny_edit",
             task_id=task.task_id,
-            path=path,
+            path=", ".join(paths),
             reasons=" ".join(checked.reasons),
             message=checked.message,
         )
@@ -299,7 +306,7 @@ async def _stop(call: Call) -> Answer:
         return Answer()  # terminated or finished: stopping is exactly right
     holding = state.holding
     if holding is not None and holding.response is not None:
-        return await _answered(call, task, holding, stop=True)
+        return await answered(call, task, holding, stop=True)
     if holding is not None:
         # Pending: stopping is what a pause asks for; tell the user who must answer.
         return Answer(
@@ -317,6 +324,27 @@ async def _stop(call: Call) -> Answer:
                 "hook_stop_tests_failing", task_id=task.task_id, passed=latest.passed, failed=latest.failed
             )
         )
+    return Answer()
+
+
+async def _stop_failure(call: Call) -> Answer:
+    """The turn ended on an API error: an external blocker the agent cannot work around.
+
+    The host ignores any answer to this event, so it is only recorded."""
+    event = call.event
+    task = await call.task(create=True)
+    if task is None or task.status in ENDED_STATUSES:
+        return Answer()
+    error = event.failure_type or "unknown"
+    await failures.record_failure(
+        call.rt,
+        task_id=task.task_id,
+        message=event.output or f"API error: {error}",
+        signal_type="api_unavailable",
+        step=call.cfg.step,
+        tool_name=f"{event.host} API",
+        error_code=error,
+    )
     return Answer()
 
 

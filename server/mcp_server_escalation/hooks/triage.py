@@ -63,4 +63,6 @@ def needs_store(event: HookEvent, cfg: HooksConfig, root: str) -> bool:
         return cfg.stop and not event.stop_hook_active and event.loop_count <= 0
     if event.kind == "session_start":
         return cfg.session_context
-    return False
+    if event.kind == "permission_request":
+        return cfg.permission_requests == "ask"
+    return event.kind == "stop_failure"  # an API error is always recorded

@@ -21,7 +21,7 @@ def _default_attempts() -> list[AttemptKind]:
 
 
 class HooksConfig(BaseModel):
-    """Host hooks (``mcp-server-escalation hook claude-code|cursor``)."""
+    """Host hooks (``mcp-server-escalation hook claude-code|cursor|codex``)."""
 
     # Built when a config's [hooks] table is validated, not at import (see settings.py).
     model_config = ConfigDict(extra="forbid", defer_build=True)
@@ -46,6 +46,12 @@ class HooksConfig(BaseModel):
         "awaits acknowledgement",
     )
     session_context: bool = Field(True, description="Give a starting session the task's feedback")
+    permission_requests: Literal["ignore", "ask"] = Field(
+        "ignore",
+        description="A host's permission request (PermissionRequest): ignore it (the user answers "
+        "in the host as usual), or ask the operator through an approval escalation and answer "
+        "the host with the operator's decision",
+    )
     attempts: Annotated[list[AttemptKind], Field(max_length=2)] = Field(
         default_factory=_default_attempts,
         description="What counts as an attempt for no_file_progress besides edits (which always "

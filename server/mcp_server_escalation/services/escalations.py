@@ -72,8 +72,12 @@ async def raise_escalation(
     options: list[str] | None = None,
     blocking: bool = True,
     follow_up_of: int | None = None,
+    key: str | None = None,
 ) -> RaiseEscalationResult:
-    """The agent asks a human (or reports an unrecoverable error) on its own initiative."""
+    """The agent asks a human (or reports an unrecoverable error) on its own initiative.
+
+    ``key`` names what the question is about when a caller must find it again (a host's
+    permission request), else the trigger is keyed by ``kind``."""
     now = rt.now()
 
     def work(conn: Conn) -> RaiseEscalationResult:
@@ -102,7 +106,7 @@ async def raise_escalation(
             observed={"reason": reason},
             summary=summary,
             at=now,
-            key=kind,
+            key=key or kind,
         )
         evidence = {kind: {"reason": reason, "question": question, "options": options or []}}
         escalation_id = escalation_store.insert(

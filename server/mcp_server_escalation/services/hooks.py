@@ -162,6 +162,11 @@ async def claim_event(
     return await rt.db.write(work)
 
 
+async def permission_escalation(rt: Runtime, task_id: str, key: str) -> Escalation | None:
+    """The task's latest escalation about the host's permission request ``key``, or None."""
+    return await rt.db.read(lambda conn: escalation_store.latest_with_key(conn, task_id, key))
+
+
 async def hook_state(rt: Runtime, task_id: str) -> HookState:
     """The task, the escalation holding it, its latest test run and its directive."""
 

@@ -199,6 +199,17 @@ def get_ref(conn: Conn, escalation_id: int) -> EscalationRef | None:
     return _ref(row) if row else None
 
 
+def latest_with_key(conn: Conn, task_id: str, key: str) -> Escalation | None:
+    """The task's newest escalation with a trigger of that ``key``, or None."""
+    row = conn.execute(
+        "SELECT * FROM escalations WHERE task_id = ? AND EXISTS (SELECT 1 FROM"
+        " json_each(triggers_json) WHERE json_extract(value, '$.key') = ?)"
+        " ORDER BY escalation_id DESC LIMIT 1",
+        (task_id, key),
+    ).fetchone()
+    return _escalation(row) if row else None
+
+
 def pending_for_task(conn: Conn, task_id: str) -> list[Escalation]:
     """Every pending escalation of the task, oldest first."""
     rows = conn.execute(
