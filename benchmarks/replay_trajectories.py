@@ -60,20 +60,29 @@ SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 # An error line as Python, pytest and shells print one: ``ValueError: ...``,
 # ``django.core.exceptions.FieldError: ...``, ``E   AssertionError``, ``FAILED tests/...``,
-# ``ERROR: ...``, ``bash: x: command not found``, ``SyntaxError``.
+# ``ERROR: ...``, ``bash: x: command not found``, ``SyntaxError``, pytest's ``Failed: ...``.
 _ERROR_LINE = re.compile(
-    r"^(?:E\s+)?(?:[\w.]*(?:Error|Exception|Exit|Failure|Interrupt)\b(?::|$)"
+    r"^(?:E\s+)?(?:[\w.]*(?:Error|Exception|Exit|Failure|Failed|Interrupt)\b(?::|$)"
     r"|FAILED\b|ERROR\b|error:|fatal:|\S+: (?:line \d+: )?.*(?:command not found|No such file or directory))"
 )
 
 
+# pytest's short summary cuts a long error to the terminal's width (``FAILED t.py::x - Ty...``):
+# such a line names the test, not the error, which is printed whole further up.
+_CUT_SUMMARY = re.compile(r"^(?:FAILED|ERROR) \S+ - .*\.\.\.$")
+
+
 def error_line(output: str) -> str | None:
-    """The last line of ``output`` that names an error (module docstring); None if none does."""
-    for line in reversed(output.splitlines()):
-        stripped = line.strip()
-        if stripped and _ERROR_LINE.match(stripped):
-            return re.sub(r"^E\s+", "", stripped)  # pytest's marker of an assertion line
-    return None
+    """The last line of ``output`` that names an error (module docstring); None if none does.
+
+    A cut pytest summary line counts only when no whole error line is printed above it."""
+    found = [
+        re.sub(r"^E\s+", "", stripped)  # pytest's marker of an assertion line
+        for stripped in (line.strip() for line in output.splitlines())
+        if stripped and _ERROR_LINE.match(stripped)
+    ]
+    whole = [line for line in found if not _CUT_SUMMARY.match(line)]
+    return (whole or found or [None])[-1]
 
 
 def carries(headline: str, line: str) -> bool:

@@ -48,3 +48,19 @@ def test_the_figures_report_shares_lift_and_headlines_per_trigger(tmp_path: Path
     assert figures["by_type"]["repeated_error"]["unsolved_share"] == 1.0
     assert figures["paused"]["solved_share"] == 0.0
     assert figures["warnings"]["paused_without_warning"] == 0
+
+
+def test_the_error_line_is_the_whole_error_not_pytests_cut_summary_of_it() -> None:
+    output = (
+        "    def test_skycoord():\n"
+        ">       t = Table([sc])\n"
+        "E       TypeError: concatenate() got an unexpected keyword argument 'dtype'\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED astropy/table/tests/test_mixin.py::test_skycoord_representation - Type...\n"
+        "============================== 1 failed in 0.52s ===============================\n"
+    )
+    assert replay.error_line(output) == "TypeError: concatenate() got an unexpected keyword argument 'dtype'"
+    whole = "FAILED tests/test_a.py::test_x - AssertionError: assert 1 == 2"
+    assert replay.error_line(f"E   ValueError: earlier\n{whole}\n") == whole  # a whole summary counts
+    cut_only = "FAILED tests/test_a.py::test_x - Assert..."
+    assert replay.error_line(f"{cut_only}\n") == cut_only

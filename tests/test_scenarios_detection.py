@@ -478,3 +478,72 @@ async def test_reassigned_task_starts_fresh_counters_and_keeps_the_history(db_pa
         again = await fail(second, task_id)
         assert again["failure"]["consecutive_count"] == 1
         assert again["failure"]["occurrence_count"] == 4
+
+
+# The headline (a trigger's first line: what the operator and the model read first) leads with
+# the task's latest error when the trigger itself counts no error.
+
+ASSERTION = "AssertionError: assert parse('1,5') == 1.5"
+PYTEST_OUTPUT = f"""============================= test session starts ==============================
+collected 4 items
+
+tests/test_parse.py ...F                                                   [100%]
+
+=================================== FAILURES ===================================
+    def test_comma():
+>       assert parse('1,5') == 1.5
+E       {ASSERTION}
+
+tests/test_parse.py:12: {ASSERTION.split(':', maxsplit=1)[0]}
+=========================== short test summary info ============================
+FAILED tests/test_parse.py::test_comma - {ASSERTION}
+========================= 1 failed, 3 passed in 0.12s ==========================
+"""
+
+
+async def test_a_test_stall_headline_leads_with_the_latest_error(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        task_id = await start(
+            agent,
+            title="Fix the failing tests",
+            baseline_pass_rate=0.75,
+            thresholds={"same_error_repeated": 10},  # only the stall may fire
+        )
+        for _ in range(3):
+            await fail(agent, task_id, PYTEST_OUTPUT, attempted_action="pytest tests/test_parse.py")
+            run = await run_tests(agent, task_id, passed=3, failed=1)
+        [trigger] = run["escalation"]["triggers"]
+        headline, *_ = trigger["summary"].splitlines()
+        assert headline.startswith(f"{ASSERTION} (latest error)")  # not pytest's banner above it
+        assert "no test improvement after 3 attempts" in headline
+
+
+async def test_a_verification_limit_headline_leads_with_the_latest_error(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        task_id = await start(
+            agent, title="Make the suite green", thresholds={"total_verification_attempts": 2}
+        )
+        await fail(agent, task_id, "ImportError: cannot import name 'old' from 'pkg'")
+        await run_tests(agent, task_id, passed=1, failed=3, files_modified=["src/a.py"])
+        await fail(agent, task_id, PYTEST_OUTPUT)
+        second = await run_tests(agent, task_id, passed=3, failed=1, files_modified=["src/b.py"])
+        [trigger] = second["escalation"]["triggers"]
+        assert trigger["type"] == "verification_limit"
+        assert ASSERTION in trigger["summary"].splitlines()[0]  # the latest error, not the first
+        assert "ImportError" not in trigger["summary"]
+
+
+async def test_an_idle_run_headline_leads_with_the_latest_error_or_its_count_alone(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        quiet = await start(agent, title="Read around")
+        for _ in range(5):
+            idle = await progress(agent, quiet, note="read the logs again")
+        assert idle["escalation"]["triggers"][0]["summary"].startswith("5 attempts in a row changed no file")
+
+        failing = await start(agent, title="Read around, failing", agent_id="agent-2")
+        await fail(agent, failing, "ModuleNotFoundError: No module named 'yaml'")
+        for _ in range(5):
+            idle = await progress(agent, failing, note="read the logs again")
+        headline = idle["escalation"]["triggers"][0]["summary"].splitlines()[0]
+        assert headline.startswith("ModuleNotFoundError: No module named 'yaml'")
+        assert "5 attempts in a row changed no file" in headline

@@ -57,6 +57,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "message_escalation_closed": ["task_id", "escalation_id", "status"],
         # one line per trigger, for the operator and the model
         "trigger_repeated_error": ["count", "threshold", "message"],
+        "trigger_latest_error": ["error", "summary"],
         "trigger_verification_limit": ["count", "threshold"],
         "trigger_no_file_progress": ["count", "threshold"],
         "trigger_test_stall": ["count", "threshold", "best_pass_rate", "latest_pass_rate"],

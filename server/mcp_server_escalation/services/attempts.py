@@ -21,6 +21,7 @@ from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
 from .budgets import budget_evidence, count_call
+from .failures import lead_with_latest_error
 from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
@@ -125,10 +126,15 @@ async def record_attempt(
             fired.append(
                 Evidence(
                     limit,
-                    rt.prompts.render(
-                        "trigger_verification_limit",
-                        count=counters.verification_attempts,
-                        threshold=t.total_verification_attempts,
+                    lead_with_latest_error(
+                        rt,
+                        conn,
+                        task.task_id,
+                        rt.prompts.render(
+                            "trigger_verification_limit",
+                            count=counters.verification_attempts,
+                            threshold=t.total_verification_attempts,
+                        ),
                     ),
                     {
                         "attempts": latest_only(

@@ -319,3 +319,11 @@ def _repeat_evidence(
         key=f"{repeated.type}:{print_}",
         run=Run("occurrences", [o.model_dump() for o in latest], consecutive),
     )
+
+
+def lead_with_latest_error(rt: Runtime, conn: Conn, task_id: str, summary: str) -> str:
+    """``summary`` of a trigger that counts attempts, led by the task's latest error if any."""
+    message = failure_store.latest_message_of_task(conn, task_id)
+    if message is None:
+        return summary
+    return rt.prompts.render("trigger_latest_error", error=headline(message), summary=summary)

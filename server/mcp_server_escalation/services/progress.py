@@ -23,6 +23,7 @@ from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
 from .budgets import budget_evidence, count_call
+from .failures import lead_with_latest_error
 from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
@@ -258,10 +259,15 @@ async def report_progress(
                 fired.append(
                     Evidence(
                         stalled,
-                        rt.prompts.render(
-                            "trigger_no_file_progress",
-                            count=count,
-                            threshold=t.no_file_changes_after_attempts,
+                        lead_with_latest_error(
+                            rt,
+                            conn,
+                            task.task_id,
+                            rt.prompts.render(
+                                "trigger_no_file_progress",
+                                count=count,
+                                threshold=t.no_file_changes_after_attempts,
+                            ),
                         ),
                         {"task": clip_texts({"title": task.title, "specification": task.specification})},
                         run=Run("attempts", [r.model_dump() for r in reports], count),
@@ -273,12 +279,17 @@ async def report_progress(
                 fired.append(
                     Evidence(
                         stall,
-                        rt.prompts.render(
-                            "trigger_test_stall",
-                            count=counters.test_runs_without_improvement,
-                            threshold=t.no_test_improvement_after,
-                            best_pass_rate=baseline,
-                            latest_pass_rate=test_run.pass_rate,
+                        lead_with_latest_error(
+                            rt,
+                            conn,
+                            task.task_id,
+                            rt.prompts.render(
+                                "trigger_test_stall",
+                                count=counters.test_runs_without_improvement,
+                                threshold=t.no_test_improvement_after,
+                                best_pass_rate=baseline,
+                                latest_pass_rate=test_run.pass_rate,
+                            ),
                         ),
                         _pass_rates(conn, task),
                     )
@@ -288,10 +299,15 @@ async def report_progress(
                 fired.append(
                     Evidence(
                         limit,
-                        rt.prompts.render(
-                            "trigger_verification_limit",
-                            count=counters.verification_attempts,
-                            threshold=t.total_verification_attempts,
+                        lead_with_latest_error(
+                            rt,
+                            conn,
+                            task.task_id,
+                            rt.prompts.render(
+                                "trigger_verification_limit",
+                                count=counters.verification_attempts,
+                                threshold=t.total_verification_attempts,
+                            ),
                         ),
                         {"verification_history": _pass_rates(conn, task)["history"]},
                     )
