@@ -26,6 +26,11 @@ What it reports, per escalation type and in total:
 - warnings (the tier before a pause): on how many runs one was shown, how many steps before
   the pause, and on how many paused runs no warning came first.
 
+``--process`` hands each payload to the installed console script instead
+(``mcp-server-escalation hook claude-code`` on stdin, as the host runs it, answered by the
+relay daemon its first run starts): slower, and the proof that the in-process path decides
+exactly as the installed one does (``tests/test_replay.py`` compares the two).
+
     python benchmarks/replay_trajectories.py                    # the whole set
     python benchmarks/replay_trajectories.py --limit 20 --json replay.json
     python benchmarks/replay_trajectories.py --config tuned.toml --show 5
@@ -37,13 +42,15 @@ import argparse
 import asyncio
 import gzip
 import json
+import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -171,14 +178,54 @@ def payloads(run_id: str, project: str, number: int, step: dict[str, Any]) -> tu
     return pre, post
 
 
-async def deliver(rt: Runtime, settings: Settings, payload: dict, env: dict[str, str]) -> dict:
-    """What the hook prints for ``payload`` ({} for no decision), as a hook run computes it."""
-    raw = json.dumps(payload).encode()
-    event = prepare(raw, settings, env, env["CLAUDE_PROJECT_DIR"])
-    if event is None:
-        return {}
-    text = await answer(rt, ENTRY, event, settings, env, env["CLAUDE_PROJECT_DIR"])
-    return json.loads(text) if text else {}
+Deliver = Callable[[dict], Awaitable[dict]]
+
+
+def in_process(rt: Runtime, settings: Settings, env: dict[str, str]) -> Deliver:
+    """What the hook prints for a payload ({} for no decision), as a hook run computes it."""
+
+    async def deliver(payload: dict) -> dict:
+        event = prepare(json.dumps(payload).encode(), settings, env, env["CLAUDE_PROJECT_DIR"])
+        if event is None:
+            return {}
+        text = await answer(rt, ENTRY, event, settings, env, env["CLAUDE_PROJECT_DIR"])
+        return json.loads(text) if text else {}
+
+    return deliver
+
+
+def installed(settings: Settings, env: dict[str, str], home: Path) -> Deliver:
+    """What the installed hook process prints for a payload, run as the host runs it.
+
+    ``home`` stands in for the user's folders, so no config or daemon of the user's own is
+    read; the store and the config are the replay's."""
+    exe = shutil.which("mcp-server-escalation")
+    assert exe is not None, "the console script is not installed"
+    config = ["--config", settings.config_path] if settings.config_path else []
+    argv = [exe, "--db", settings.db_path, *config, "hook", ENTRY]
+    process_env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_RUNTIME_DIR": str(home / "run"),
+        **env,
+    }
+    (home / "run").mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    async def deliver(payload: dict) -> dict:
+        hook = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=process_env,
+        )
+        out, err = await hook.communicate(json.dumps(payload).encode())
+        if hook.returncode != 0 or err:
+            raise RuntimeError(f"hook exit {hook.returncode}: {err.decode()[:500]}")
+        return json.loads(out) if out.strip() else {}
+
+    return deliver
 
 
 def denied(printed: dict) -> bool:
@@ -194,20 +241,19 @@ def context_of(printed: dict) -> str:
 PROJECT = "/testbed"
 
 
-async def replay_run(rt: Runtime, settings: Settings, run: dict[str, Any]) -> Replayed:
+async def replay_run(rt: Runtime, deliver: Deliver, run: dict[str, Any]) -> Replayed:
     """Feed one run's commands through the hook path until it ends or is paused."""
     run_id = run["instance_id"]
     project = PROJECT
-    env = {"CLAUDE_PROJECT_DIR": project}
     steps = work_steps(run)
     warnings: list[int] = []
     last_failing_output = ""
     for number, step in enumerate(steps):
         pre, post = payloads(run_id, project, number, step)
-        if denied(await deliver(rt, settings, pre, env)):
+        if denied(await deliver(pre)):
             pause = await _pause(rt, project, number, last_failing_output)
             return Replayed(run_id, run["resolved"], len(steps), pause, tuple(warnings))
-        printed = await deliver(rt, settings, post, env)
+        printed = await deliver(post)
         if step["returncode"] != 0 and not benign(step):
             last_failing_output = step["output"]
         context = context_of(printed)
@@ -236,14 +282,23 @@ async def _pause(rt: Runtime, project: str, step: int, output: str) -> Pause:
 
 
 async def replay(
-    path: Path, folder: Path, config: str | None, limit: int | None, start: int = 0
+    path: Path,
+    folder: Path,
+    config: str | None,
+    limit: int | None,
+    start: int = 0,
+    process: bool = False,
 ) -> list[Replayed]:
-    """Every selected run, each replayed into a new store in ``folder``."""
+    """Every selected run, each replayed into a new store in ``folder``.
+
+    ``process``: through the installed hook process rather than in this one."""
     replayed = []
+    env = {"CLAUDE_PROJECT_DIR": PROJECT}
     for number, run in enumerate(runs(path, limit, start)):
         settings = Settings.from_sources(db=str(folder / f"run-{number}.db"), config=config, env={})
         async with open_runtime(settings) as rt:
-            replayed.append(await replay_run(rt, settings, run))
+            deliver = installed(settings, env, folder / "home") if process else in_process(rt, settings, env)
+            replayed.append(await replay_run(rt, deliver, run))
     return replayed
 
 
@@ -349,10 +404,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=int, default=0, help="skip this many runs first")
     parser.add_argument("--json", type=Path, help="also write the figures and every pause here")
     parser.add_argument("--show", type=int, default=0, help="print this many pauses of solved runs")
+    parser.add_argument(
+        "--process", action="store_true", help="through the installed hook process (slower; same decisions)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         began = time.perf_counter()
-        replayed = asyncio.run(replay(args.data, Path(folder), args.config, args.limit, args.start))
+        selected = replay(args.data, Path(folder), args.config, args.limit, args.start, args.process)
+        replayed = asyncio.run(selected)
         took = time.perf_counter() - began
     figures = summarise(replayed)
     print(_table(figures))

@@ -21,6 +21,7 @@ from hooks_support import PYTEST_FAIL, bash_failure, hook, post_bash, run_cli
 from mcp_server_escalation.models.tasks import Counters
 from mcp_server_escalation.models.thresholds import Thresholds
 from mcp_server_escalation.rules import triggers
+from mcp_server_escalation.services.headlines import LATEST_ERROR_WITHIN
 
 # Other triggers kept out of the way, so that only a budget can fire.
 QUIET = {"no_test_improvement_after": 1_000_000, "total_verification_attempts": 1_000_000}
@@ -130,6 +131,28 @@ async def test_failing_test_run_budget_counts_only_runs_with_failures(db_path: s
     facts = evidence_of(escalation, "budget")
     assert (facts["budget"], facts["limit"], facts["used"]) == ("failing_test_runs", 2, 2)
     assert results[3]["counters"]["failing_test_runs"] == 2
+
+
+async def test_a_budget_headline_leads_with_the_latest_error_of_the_task(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        await start(agent, max_tool_calls=3)
+        await agent.call("record_failure", task_id="t1", message="KeyError: 'region'")
+        await agent.call("record_failure", task_id="t1", message="ValueError: bad region 'eu-9'")
+        third = await edit(agent)
+
+    headline = third["escalation"]["triggers"][0]["summary"].splitlines()[0]
+    assert headline.startswith("ValueError: bad region 'eu-9' (latest error)")
+    assert "3 tool calls" in headline
+
+
+async def test_an_error_more_than_fifty_actions_old_does_not_lead_the_headline(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        await start(agent, max_tool_calls=LATEST_ERROR_WITHIN + 1)  # the failure and 50 edits
+        await agent.call("record_failure", task_id="t1", message="KeyError: 'region'")
+        for _ in range(LATEST_ERROR_WITHIN):
+            last = await edit(agent)
+
+    assert last["escalation"]["triggers"][0]["summary"].startswith(f"{LATEST_ERROR_WITHIN + 1} tool calls")
 
 
 async def test_minutes_budget_fires_at_the_first_call_once_the_time_is_up(db_path: str) -> None:

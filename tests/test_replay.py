@@ -64,3 +64,14 @@ def test_the_error_line_is_the_whole_error_not_pytests_cut_summary_of_it() -> No
     assert replay.error_line(f"E   ValueError: earlier\n{whole}\n") == whole  # a whole summary counts
     cut_only = "FAILED tests/test_a.py::test_x - Assert..."
     assert replay.error_line(f"{cut_only}\n") == cut_only
+
+
+def test_the_installed_hook_process_decides_exactly_as_the_in_process_replay(tmp_path: Path) -> None:
+    # The run that pauses (warned first) and a solved one that does not: 108 hook runs.
+    chosen = {"limit": 2, "start": 3}
+    through_process = asyncio.run(replay.replay(SLICE, tmp_path / "process", None, process=True, **chosen))
+    in_process = asyncio.run(replay.replay(SLICE, tmp_path / "in", None, **chosen))
+    assert [r.run for r in through_process] == ["django__django-15695", "pytest-dev__pytest-7324"]
+    assert through_process == in_process
+    assert through_process[0].pause is not None
+    assert through_process[0].warnings

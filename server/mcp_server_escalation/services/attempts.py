@@ -21,8 +21,8 @@ from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
 from .budgets import budget_evidence, count_call
-from .failures import lead_with_latest_error
 from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
+from .headlines import lead_with_latest_error
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -144,7 +144,7 @@ async def record_attempt(
                     },
                 )
             )
-        fired.extend(budget_evidence(rt, task, counters, now))
+        fired.extend(budget_evidence(rt, conn, task, counters, now))
         changed = fire(rt, conn, task, fired)
         task = current_task(conn, task, changed, counters=counters)
         if stagnation is not None and not stagnation.human_escalation:

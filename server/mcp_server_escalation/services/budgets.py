@@ -2,8 +2,8 @@
 
 A budget pauses the task and asks a human rather than ending it (README, "Budgets"). The
 recording services count each call with ``count_call`` and add ``budget_evidence`` to what
-the call fires. Everything is read from the task's counters: the cost of a call does not
-grow with its history.
+the call fires. Everything is read from the task's counters (and the headline from the task's
+latest error): the cost of a call does not grow with its history.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from __future__ import annotations
 from ..clock import parse_iso
 from ..models.tasks import Counters, Task
 from ..rules import triggers
+from ..store.db import Conn
 from .firing import Evidence
+from .headlines import lead_with_latest_error
 from .runtime import Runtime
 
 
@@ -24,7 +26,7 @@ def count_call(counters: Counters, *, call: bool = True, failing_test_run: bool 
     return counters
 
 
-def budget_evidence(rt: Runtime, task: Task, counters: Counters, now: str) -> list[Evidence]:
+def budget_evidence(rt: Runtime, conn: Conn, task: Task, counters: Counters, now: str) -> list[Evidence]:
     """A trigger for every budget of the task that ``counters`` (and the clock) used up."""
     t = task.thresholds
     if t.max_tool_calls is None and t.max_minutes is None and t.max_failing_test_runs is None:
@@ -42,8 +44,9 @@ def budget_evidence(rt: Runtime, task: Task, counters: Counters, now: str) -> li
             "used": firing.observed["used"],
             "since": since,
         }
-        summary = rt.prompts.render(
+        counted = rt.prompts.render(
             f"trigger_budget_{name}", used=facts["used"], limit=facts["limit"], since=since
         )
+        summary = lead_with_latest_error(rt, conn, task.task_id, counted)
         evidence.append(Evidence(firing, summary, facts, key=triggers.BUDGET_KEY_PREFIX + name))
     return evidence

@@ -199,7 +199,7 @@ async def record_failure(
                     conn, repeated, summary, record, print_, counters.consecutive_same_error, now
                 )
             )
-        fired.extend(budget_evidence(rt, task, counters, now))
+        fired.extend(budget_evidence(rt, conn, task, counters, now))
         warning = None
         if not fired and triggers.warning_due(counters.consecutive_same_error, allowance, task.thresholds):
             warning = _repeat_warning(
@@ -320,10 +320,3 @@ def _repeat_evidence(
         run=Run("occurrences", [o.model_dump() for o in latest], consecutive),
     )
 
-
-def lead_with_latest_error(rt: Runtime, conn: Conn, task_id: str, summary: str) -> str:
-    """``summary`` of a trigger that counts attempts, led by the task's latest error if any."""
-    message = failure_store.latest_message_of_task(conn, task_id)
-    if message is None:
-        return summary
-    return rt.prompts.render("trigger_latest_error", error=headline(message), summary=summary)

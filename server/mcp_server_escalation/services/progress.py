@@ -23,8 +23,8 @@ from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
 from .budgets import budget_evidence, count_call
-from .failures import lead_with_latest_error
 from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
+from .headlines import lead_with_latest_error
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -320,7 +320,7 @@ async def report_progress(
             over = _file_limit_evidence(rt, conn, task, count_after, new_paths)
             if over is not None:
                 fired.append(over)
-        fired.extend(budget_evidence(rt, task, counters, now))
+        fired.extend(budget_evidence(rt, conn, task, counters, now))
         warning = (
             None if fired else _warning(rt, counters, t, test_run, baseline, attempted=not paths and attempt)
         )

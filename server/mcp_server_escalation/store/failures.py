@@ -260,11 +260,3 @@ def first_seen_at(conn: Conn, seq: int) -> str | None:
     row = conn.execute("SELECT created_at FROM failures WHERE seq = ?", (seq,)).fetchone()
     return row[0] if row else None
 
-
-def latest_message_of_task(conn: Conn, task_id: str) -> str | None:
-    """The message of the task's most recent failure occurrence, or None."""
-    row = conn.execute(
-        "SELECT message FROM failure_occurrences WHERE task_id = ? ORDER BY occurrence_id DESC LIMIT 1",
-        (task_id,),
-    ).fetchone()
-    return str(row["message"]) if row else None

@@ -122,3 +122,17 @@ def recent_actions(conn: Conn, task_id: str, limit: int) -> list[Action]:
         )
         for row in rows
     ]
+
+
+def latest_failure_id(conn: Conn, task_id: str, within: int) -> str | None:
+    """The failure the task recorded last among its latest ``within`` actions, or None.
+
+    Read backwards from the task's newest action, at most ``within`` of them: the cost does
+    not grow with the task's history."""
+    row = conn.execute(
+        "SELECT detail_json FROM (SELECT kind, detail_json FROM actions WHERE task_id = ?"
+        " ORDER BY action_id DESC LIMIT ?) WHERE kind = 'record_failure' LIMIT 1",
+        (task_id, within),
+    ).fetchone()
+    found = json.loads(row["detail_json"]).get("failure_id") if row else None
+    return str(found) if found else None

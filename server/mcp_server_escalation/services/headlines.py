@@ -1,0 +1,27 @@
+"""Headlines of triggers that count calls or attempts rather than errors.
+
+The first line of a trigger's summary is what the operator and the model read first; for a
+trigger that counts (a verification limit, a test stall, no file progress, a budget) the
+count alone does not say what went wrong, so it is led by the task's latest error.
+"""
+
+from __future__ import annotations
+
+from ..rules.salient import headline
+from ..store import failures as failure_store
+from ..store import progress as progress_store
+from ..store.db import Conn
+from .runtime import Runtime
+
+# How far back a headline looks for the task's latest error, in actions: an error older than
+# this says little about why a count ran out now, and the read stays bounded.
+LATEST_ERROR_WITHIN = 50
+
+
+def lead_with_latest_error(rt: Runtime, conn: Conn, task_id: str, summary: str) -> str:
+    """``summary`` led by the task's latest error, or as it is when the task recorded none."""
+    failure_id = progress_store.latest_failure_id(conn, task_id, LATEST_ERROR_WITHIN)
+    latest = failure_store.recent_occurrences(conn, failure_id, 1) if failure_id else []
+    if not latest:
+        return summary
+    return rt.prompts.render("trigger_latest_error", error=headline(latest[0].message), summary=summary)
