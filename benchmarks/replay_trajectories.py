@@ -74,15 +74,17 @@ _ERROR_LINE = re.compile(
 )
 
 
-# pytest's short summary cuts a long error to the terminal's width (``FAILED t.py::x - Ty...``):
-# such a line names the test, not the error, which is printed whole further up.
-_CUT_SUMMARY = re.compile(r"^(?:FAILED|ERROR) \S+ - .*\.\.\.$")
+# Lines that count or name failed tests rather than say the error: pytest's short summary cut
+# to the terminal's width (``FAILED t.py::x - Ty...``) and unittest's totals (``FAILED
+# (failures=3)``). The error is printed whole further up.
+_CUT_SUMMARY = re.compile(r"^(?:(?:FAILED|ERROR) \S+ - .*\.\.\.|FAILED \((?:failures|errors)=.*\))$")
 
 
 def error_line(output: str) -> str | None:
     """The last line of ``output`` that names an error (module docstring); None if none does.
 
-    A cut pytest summary line counts only when no whole error line is printed above it."""
+    A cut pytest summary or unittest's totals count only when no whole error line is
+    printed above them."""
     found = [
         re.sub(r"^E\s+", "", stripped)  # pytest's marker of an assertion line
         for stripped in (line.strip() for line in output.splitlines())

@@ -46,7 +46,9 @@ async def test_a_new_run_of_the_same_error_starts_its_evidence_afresh(db_path: s
         await agent.call("start_task", title="t", task_id="m4")
         for line in (1, 2, 3, 4):
             await agent.call("record_failure", task_id="m4", message="boom", line=line)
+        # Two other errors end the run (one alone would not: fix, break, back is one run).
         await agent.call("record_failure", task_id="m4", message="another error")
+        await agent.call("record_failure", task_id="m4", message="a third error")
         for line in (11, 12, 13):
             result = await agent.call("record_failure", task_id="m4", message="boom", line=line)
         read = await agent.call("get_escalation", escalation_id=result["holding"]["escalation_id"])

@@ -27,6 +27,7 @@ from mcp_server_escalation.hooks.events import Answer, own_tool, tool_kind
 from mcp_server_escalation.hooks.plan import Rules, plan_post
 from mcp_server_escalation.hooks.protocol import encode_answer, parse_payload
 from mcp_server_escalation.rules.commands import DEFAULT_TEST_COMMAND, is_read_only_command, is_test_command
+from mcp_server_escalation.rules.salient import headline
 from mcp_server_escalation.rules.test_output import digest, parse_summary, split_exit_code, strip_ansi
 
 RULES = Rules(test_command=DEFAULT_TEST_COMMAND)
@@ -109,6 +110,26 @@ def test_the_failure_message_is_the_tail_of_the_output() -> None:
     assert tail.splitlines()[-1] == "line 99"
     assert len(digest("x" * 10_000)) == 4096
     assert digest(PYTEST_FAIL).endswith("1 failed, 2 passed in 0.13s ==========================")
+
+
+def test_a_failure_message_keeps_the_error_that_warnings_pushed_out_of_its_tail() -> None:
+    warnings = "".join(f"  /env/lib/pkg_resources.py:{n}: DeprecationWarning: call {n}\n" for n in range(40))
+    output = (
+        "    def test_comma():\n"
+        ">       assert parse('1,5') == 1.5\n"
+        "E       AssertionError: assert 15 == 1.5\n\n"
+        "tests/test_parse.py:12: AssertionError\n"
+        f"{warnings}"
+        "=========================== short test summary info ============================\n"
+        "FAILED tests/test_parse.py::test_comma - AssertionError: assert 1...\n"
+        "========================= 1 failed, 3 passed in 0.12s ==========================\n"
+    )
+    event = parse_payload(bash_failure("pytest tests/test_parse.py", output, "toolu_w"))
+    planned = plan_post(event, "shell", PROJECT, RULES)
+    assert planned.failure is not None
+    assert "AssertionError: assert 15 == 1.5" not in digest(output)  # the tail alone lost it
+    assert headline(planned.failure.message) == "AssertionError: assert 15 == 1.5"
+    assert planned.failure.message.endswith(digest(output))
 
 
 @pytest.mark.parametrize(

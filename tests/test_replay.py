@@ -62,6 +62,8 @@ def test_the_error_line_is_the_whole_error_not_pytests_cut_summary_of_it() -> No
     assert replay.error_line(output) == "TypeError: concatenate() got an unexpected keyword argument 'dtype'"
     whole = "FAILED tests/test_a.py::test_x - AssertionError: assert 1 == 2"
     assert replay.error_line(f"E   ValueError: earlier\n{whole}\n") == whole  # a whole summary counts
+    totals = "AssertionError: 1 != 2\n\nRan 4 tests in 0.1s\n\nFAILED (failures=1, errors=2)\n"
+    assert replay.error_line(totals) == "AssertionError: 1 != 2"
     cut_only = "FAILED tests/test_a.py::test_x - Assert..."
     assert replay.error_line(f"{cut_only}\n") == cut_only
 

@@ -118,6 +118,20 @@ def test_pytest_without_tracebacks_gives_its_short_summary() -> None:
     assert headline(output) == "FAILED tests/test_cart.py::test_total - KeyError: 'eur'"
 
 
+def test_a_summary_cut_short_gives_way_to_the_whole_error_it_abbreviates() -> None:
+    output = (
+        "AssertionError: assert 'foo()' in ['', 'module']\n"
+        "  /testbed/pkg/__init__.py:3154: DeprecationWarning: Deprecated call\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED tests/test_all.py::test_missing_all - AssertionError...\n"
+        "FAILED tests/test_all.py::test_not_empty_all - AssertionErr...\n"
+        "=================== 2 failed, 1 passed, 7 warnings in 0.24s ====================\n"
+    )
+    assert headline(output) == "AssertionError: assert 'foo()' in ['', 'module']"
+    alone = "FAILED tests/test_all.py::test_missing_all - AssertionError...\n= 1 failed in 0.1s =\n"
+    assert headline(alone) == "FAILED tests/test_all.py::test_missing_all - AssertionError..."
+
+
 def test_an_e_block_cut_at_the_top_does_not_give_a_continuation_line() -> None:
     output = (
         "E           and: 'collected 0 items'\n"

@@ -166,7 +166,7 @@ async def test_the_hook_context_of_an_escalation_names_the_error_line(tmp_path: 
             context = run.json()["hookSpecificOutput"]["additionalContext"]
 
     assert "(repeated_error)" in context
-    assert f": {ERROR} (the same error 3 times in a row" in context
+    assert f": {ERROR} (the same error 3 times, at most one other error between" in context
     assert BANNER not in context
 
 

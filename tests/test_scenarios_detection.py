@@ -124,6 +124,33 @@ async def test_different_error_does_not_escalate_and_restarts_the_count_at_one(d
         assert await all_escalations(agent, task_id) == []
 
 
+async def test_fixing_one_error_breaking_another_and_getting_the_first_again_escalates(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        task_id = await start(agent)
+        await fail(agent, task_id, attempted_action="pytest tests/test_app.py")
+        await fail(agent, task_id, attempted_action="pytest tests/test_app.py")
+        broke = await fail(agent, task_id, REFERENCE_ERROR, attempted_action="pytest tests/test_app.py")
+        assert (broke["failure"]["consecutive_count"], broke["escalation"]) == (1, None)
+
+        back = await fail(agent, task_id, attempted_action="pytest tests/test_app.py")
+
+        assert back["failure"]["consecutive_count"] == 3
+        assert back["escalation"]["type"] == "repeated_error"
+        assert TYPE_ERROR in back["escalation"]["triggers"][0]["summary"].splitlines()[0]
+        assert back["directive"] == "pause"
+
+
+async def test_two_other_errors_in_between_end_the_run(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        task_id = await start(agent)
+        await fail(agent, task_id)
+        await fail(agent, task_id)
+        await fail(agent, task_id, REFERENCE_ERROR)
+        await fail(agent, task_id, "SyntaxError: unexpected token '}'")
+        again = await fail(agent, task_id)
+        assert (again["failure"]["consecutive_count"], again["escalation"]) == (1, None)
+
+
 async def test_successful_operation_resets_the_repeated_error_count_to_zero(db_path: str) -> None:
     async with connect(db_path) as agent:
         task_id = await start(agent)

@@ -40,6 +40,48 @@ def test_success_resets_the_run_and_the_next_same_error_starts_at_one() -> None:
     assert triggers.after_failure(c, "fp-a").consecutive_same_error == 1
 
 
+def _failures(*errors: str, counters: Counters | None = None) -> Counters:
+    """The counters after failures named ``fp:operation`` (the operation optional)."""
+    c = counters or Counters()
+    for error in errors:
+        fingerprint, _, operation = error.partition(":")
+        c = triggers.after_failure(c, fingerprint, operation or None)
+    return c
+
+
+def test_one_other_failure_in_between_does_not_end_a_run_of_the_same_error() -> None:
+    c = _failures("fp-a", "fp-a", "fp-b")
+    assert (c.consecutive_same_error, c.last_fingerprint) == (1, "fp-b")  # the new error's own run
+    c = _failures("fp-a", counters=c)
+    assert (c.consecutive_same_error, c.last_fingerprint) == (3, "fp-a")  # fix A, break B, back to A
+
+
+def test_alternating_between_two_errors_counts_each_of_them() -> None:
+    c = _failures("fp-a", "fp-b", "fp-a", "fp-b")
+    assert (c.consecutive_same_error, c.last_fingerprint) == (2, "fp-b")
+    assert _failures("fp-a", counters=c).consecutive_same_error == 3
+
+
+def test_a_third_error_in_between_ends_the_first_run() -> None:
+    c = _failures("fp-a", "fp-a", "fp-b", "fp-c", "fp-a")
+    assert (c.consecutive_same_error, c.last_fingerprint) == (1, "fp-a")
+
+
+def test_a_success_ends_only_the_run_of_the_operation_that_succeeded() -> None:
+    interrupted = _failures("fp-a:run", "fp-a:run", "fp-b:build")
+    # The interrupting build passing leaves the test run's error to come back to.
+    c = triggers.after_success(interrupted, "build")
+    assert (c.consecutive_same_error, c.last_fingerprint) == (0, None)
+    assert _failures("fp-a:run", counters=c).consecutive_same_error == 3
+    # The failing run passing ends its run, though another failure came after it.
+    c = triggers.after_success(interrupted, "run")
+    assert (c.consecutive_same_error, c.last_fingerprint) == (1, "fp-b")
+    assert _failures("fp-a:run", counters=c).consecutive_same_error == 1
+    # A success that names no operation (report_progress) ends both.
+    c = triggers.after_success(interrupted)
+    assert _failures("fp-a:run", counters=c).consecutive_same_error == 1
+
+
 @pytest.mark.parametrize(("count", "fires"), [(2, False), (3, True), (4, True)])
 def test_repeated_error_fires_at_the_threshold(count: int, fires: bool) -> None:
     c = Counters(consecutive_same_error=count, last_fingerprint="fp-a")

@@ -40,6 +40,7 @@ from typing import NamedTuple
 from ..models.limits import PATH_MAX
 from ..rules.commands import is_read_only_command, is_test_command
 from ..rules.paths import normalise_path
+from ..rules.salient import headline
 from ..rules.shell_work import written_files
 from ..rules.test_output import digest, parse_summary, timed_out
 from .events import HookEvent, ToolKind
@@ -119,7 +120,7 @@ def _message(event: HookEvent, tool: str, slow: bool) -> str:
     """The failure's message: the output's tail, named by the command where the output alone
     names no failure (none at all, or only the host's timeout notice): two silent commands
     failing, or two scripts timing out, are two failures, not one."""
-    tail = digest(event.output or "")
+    tail = _with_error(event.output or "", digest(event.output or ""))
     command = (event.command or "").strip().split("\n", 1)[0][:COMMAND_SHOWN]
     if slow and command:
         return f"{tail}\n{tool} timed out: {command}".strip()
@@ -127,6 +128,14 @@ def _message(event: HookEvent, tool: str, slow: bool) -> str:
         return tail
     ended = f"exit {event.exit_code}" if event.exit_code is not None else "failed"
     return f"{tool}: {ended} with no output: {command}" if command else f"{tool}: {ended}"
+
+
+def _with_error(output: str, tail: str) -> str:
+    """The tail, led by the output's error line when the tail lost it: warnings printed
+    after a test's error push it out of the last lines, and the summary that stays names
+    the test, cut short, not the error."""
+    error = headline(output)
+    return f"{error}\n{tail}" if error and headline(tail) != error else tail
 
 
 def _failure(event: HookEvent, kind: ToolKind, path: str | None) -> FailureCall:

@@ -67,7 +67,9 @@ class FailureSummary(Record):
     classified_by: str = Field(description="'caller' or the pattern that chose signal_type")
     severity: Severity
     occurrence_count: int
-    consecutive_count: int = Field(description="The same error in a row, this one included")
+    consecutive_count: int = Field(
+        description="The same error in a run (at most one other error between), this one included"
+    )
     status: str
     details: dict[str, object]
 

@@ -17,6 +17,11 @@ class Counters(Record):
     last_failed_operation: str | None = Field(
         None, description="Key of the operation that failed last; its success ends the run of errors"
     )
+    previous_fingerprint: str | None = Field(
+        None, description="The run of errors the last failure interrupted, to come back to"
+    )
+    previous_count: int = Field(0, description="That run's count")
+    previous_operation: str | None = Field(None, description="Key of that run's failing operation")
     last_test_operation: str | None = Field(
         None, description="Key of the latest test command; its own best rate is the stall baseline"
     )

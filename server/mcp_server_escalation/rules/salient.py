@@ -7,7 +7,8 @@ This module finds the line(s) that name the error, by the formats each tool prin
 - pytest: the first ``E   ...`` line of a failure's explanation;
 - Python: the exception line after the innermost ``File "...", line N`` frame (of the last
   traceback of a chain: the one that ended the program), with that frame;
-- pytest again: the ``FAILED``/``ERROR`` lines of the short test summary (``--tb=no``);
+- pytest again: the ``FAILED``/``ERROR`` lines of the short test summary (``--tb=no``), or
+  the whole error line a summary line cut short (``- AssertionErr...``) abbreviates;
 - jest: a ``●`` test header with the first line of its message; vitest: a failed test's
   line with its ``→`` message;
 - tsc: ``error TSxxxx:`` lines;
@@ -120,6 +121,7 @@ def _all(pattern: str, text: str, flags: int = re.MULTILINE) -> list[str]:
 _PYTEST_E = r"^E([ \t]+)(\S.*)$"
 _PYTEST_LOCATION = r"^\S+:\d+: \w[\w.]*$"
 _PYTEST_SUMMARY = r"^(?:FAILED|ERROR) \S*(?:::|\.py\b)\S*(?: - .*)?$"
+_PYTEST_CUT = r" - (\S.*?)\.\.\.$"  # a summary's message cut to the terminal's width
 
 
 def _pytest_errors(text: str) -> list[str]:
@@ -162,7 +164,30 @@ def _pytest_summary(text: str) -> Salient | None:
     if "FAILED " not in text and "ERROR " not in text:
         return None
     summary = _all(_PYTEST_SUMMARY, text)
-    return Salient("pytest", summary[0], _first(summary)) if summary else None
+    if not summary:
+        return None
+    first = _whole_error(text, summary[0]) or summary[0]
+    return Salient("pytest", first, _first([first, *summary]))
+
+
+def _whole_error(text: str, summary: str) -> str | None:
+    """The whole error line a summary cut to the terminal's width abbreviates, if printed.
+
+    pytest cuts ``FAILED t.py::x - AssertionError: long...`` to ``- Asser...``; the error it
+    abbreviates is what a human needs, and may be printed above it whole."""
+    cut = _rx(_PYTEST_CUT, 0).search(summary)
+    if cut is None:
+        return None
+    prefix = cut.group(1)
+    error_name = _rx(_PY_ERROR_NAME, 0)
+    return next(
+        (
+            line
+            for line in (raw.strip() for raw in text.split("\n"))
+            if len(line) > len(prefix) and line.startswith(prefix) and error_name.match(line)
+        ),
+        None,
+    )
 
 
 # --- Python -----------------------------------------------------------------------------

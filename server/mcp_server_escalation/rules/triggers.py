@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..models.limits import EscalationType, Priority, ResponseType
 from ..models.tasks import Counters
@@ -75,30 +75,68 @@ def response_options(types: list[str]) -> list[ResponseType]:
 
 
 def after_failure(counters: Counters, fingerprint: str, operation: str | None = None) -> Counters:
-    """Same fingerprint as the previous failure: +1; a different one: 1.
+    """The counts after a failure: a run of the same error goes on through one other failure.
 
-    ``operation`` (a key of ``rules.shell_work.operation_key``) is what failed: its later
-    success ends the run (``after_success``)."""
-    same = counters.last_fingerprint == fingerprint and counters.consecutive_same_error > 0
-    return counters.model_copy(
-        update={
-            "consecutive_same_error": counters.consecutive_same_error + 1 if same else 1,
-            "last_fingerprint": fingerprint,
-            "last_failed_operation": operation,
-        }
-    )
+    The same fingerprint as the current run: +1. The fingerprint of the run one other failure
+    interrupted: that run goes on, +1 (fix A, break B, back to A is going round in circles,
+    and so is alternating between two errors). Anything else starts a run at 1 and keeps
+    the run it interrupts to come back to; a second failure of the interrupting error ends
+    the run before it. ``operation`` (a key of ``rules.shell_work.operation_key``) is what
+    failed: its later success ends its run (``after_success``)."""
+    c = counters
+    if c.consecutive_same_error > 0 and c.last_fingerprint == fingerprint:
+        current, previous = _Run(fingerprint, c.consecutive_same_error + 1, operation), _NO_RUN
+    elif c.previous_count > 0 and c.previous_fingerprint == fingerprint:
+        current, previous = _Run(fingerprint, c.previous_count + 1, operation), _current_run(c)
+    else:
+        current, previous = _Run(fingerprint, 1, operation), _current_run(c)
+    return _with_runs(c, current, previous)
 
 
 def after_success(counters: Counters, operation: str | None = None) -> Counters:
-    """A success of the operation that failed ends a run of identical errors.
+    """A success of the operation that failed ends its run of identical errors.
 
     An agent edits and reads between its tries; those commands succeeding say nothing about
-    the failure, so a success of another operation leaves the run as it is. A success that
-    names no operation (an agent's own ``report_progress(outcome="success")``) ends it."""
-    if operation is not None and operation != counters.last_failed_operation:
-        return counters
-    return counters.model_copy(
-        update={"consecutive_same_error": 0, "last_fingerprint": None, "last_failed_operation": None}
+    the failure, so a success of another operation leaves the runs as they are. A success
+    that names no operation (an agent's own ``report_progress(outcome="success")``) ends
+    both."""
+    current, previous = _current_run(counters), _previous_run(counters)
+    if operation is None or current.operation == operation:
+        current = _NO_RUN
+    if operation is None or previous.operation == operation:
+        previous = _NO_RUN
+    return _with_runs(counters, current, previous)
+
+
+class _Run(NamedTuple):
+    """A run of one error: its fingerprint, how many times it occurred, what failed."""
+
+    fingerprint: str | None
+    times: int
+    operation: str | None
+
+
+_NO_RUN = _Run(None, 0, None)
+
+
+def _current_run(c: Counters) -> _Run:
+    return _Run(c.last_fingerprint, c.consecutive_same_error, c.last_failed_operation)
+
+
+def _previous_run(c: Counters) -> _Run:
+    return _Run(c.previous_fingerprint, c.previous_count, c.previous_operation)
+
+
+def _with_runs(c: Counters, current: _Run, previous: _Run) -> Counters:
+    return c.model_copy(
+        update={
+            "consecutive_same_error": current.times,
+            "last_fingerprint": current.fingerprint,
+            "last_failed_operation": current.operation,
+            "previous_fingerprint": previous.fingerprint,
+            "previous_count": previous.times,
+            "previous_operation": previous.operation,
+        }
     )
 
 
@@ -179,7 +217,8 @@ def warning_due(count: int, threshold: int, t: Thresholds) -> bool:
 
 
 def repeated_error(counters: Counters, t: Thresholds, *, transient: bool) -> Firing | None:
-    """Same error ``same_error_repeated`` times in a row; a transient one becomes a blocker."""
+    """Same error ``same_error_repeated`` times in a run (``after_failure``); a transient one
+    becomes a blocker."""
     if counters.consecutive_same_error < t.same_error_repeated:
         return None
     return Firing(
@@ -252,7 +291,7 @@ def scope_deviation(outside: list[str], scope: list[str], t: Thresholds) -> Firi
 
 
 def repeat_allowance(t: Thresholds, *, blocker: bool, declared: bool) -> int:
-    """How often one failure may occur in a row before it escalates.
+    """How often one failure may occur in a run (``after_failure``) before it escalates.
 
     A blocker the caller declares (``signal_type`` given) escalates at once: the agent says
     it cannot go on. One read off a tool's output by the patterns (``No module named x``)

@@ -534,4 +534,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE tasks ADD COLUMN budget_since TEXT",
         ),
     ),
+    Migration(
+        13,
+        "the run of errors a different failure interrupted",
+        (
+            # An agent that fixes one error, breaks something else and is back at the first
+            # (or alternates between two) was seen as making progress: a different failure
+            # ended the run. The interrupted run is kept to come back to (rules/triggers).
+            "ALTER TABLE tasks ADD COLUMN previous_fingerprint TEXT",
+            "ALTER TABLE tasks ADD COLUMN previous_count INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE tasks ADD COLUMN previous_operation TEXT",
+        ),
+    ),
 )
