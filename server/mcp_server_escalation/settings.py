@@ -33,7 +33,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -131,10 +131,39 @@ def config_path(
     return resolved
 
 
-def read_config(path: Path) -> ConfigFile:
-    """One config file, validated whole."""
+class FileStamp(NamedTuple):
+    """Which file, in which state: a file edited or replaced since has another stamp."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileStamp:
+        """The stamp of a ``stat`` result."""
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A config file as it was read: its content, and the file it came from."""
+
+    content: ConfigFile
+    stamp: FileStamp
+
+
+def load_config(path: Path) -> LoadedConfig:
+    """One config file, validated whole, with the stamp of the file read.
+
+    The stamp is taken before the read: a file changed while it was read is stamped as it
+    was before, so it never passes for the file this content came from (``hooks/relay_server.py``).
+    """
     try:
-        return ConfigFile.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+        with path.open("rb") as file:
+            stamp = FileStamp.of(os.fstat(file.fileno()))
+            text = file.read().decode("utf-8")
+        return LoadedConfig(ConfigFile.model_validate(tomllib.loads(text)), stamp)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValidationError) as exc:
         raise ConfigError(f"config {path}: {exc}") from exc
 
@@ -153,6 +182,7 @@ class Settings:
     guidance: GuidanceConfig = field(default_factory=GuidanceConfig.model_construct)
     elicitation: ElicitationConfig = field(default_factory=ElicitationConfig.model_construct)
     hooks: HooksConfig = field(default_factory=HooksConfig.model_construct)
+    loaded_config: LoadedConfig | None = None  # the config file read, if any (the relay compares it)
 
     @classmethod
     def from_sources(
@@ -172,7 +202,23 @@ class Settings:
         """
         env = os.environ if env is None else env
         chosen = config_path(config, env, cwd)
-        loaded = ConfigFile.model_construct() if chosen is None else read_config(chosen)
+        loaded = None if chosen is None else load_config(chosen)
+        return cls.from_config(loaded, chosen, db=db, role=role, prompts=prompts, env=env, cwd=cwd)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: LoadedConfig | None,
+        chosen: Path | None,
+        *,
+        db: str | None = None,
+        role: Role = "agent",
+        prompts: str | None = None,
+        env: Mapping[str, str],
+        cwd: str | None = None,
+    ) -> Settings:
+        """Settings from a config file already read (``config``, from the file ``chosen``)."""
+        loaded = ConfigFile.model_construct() if config is None else config.content
         prompts_dir = prompts or env.get("ESCALATION_PROMPTS") or loaded.prompts_dir
         db_path = resolve_db_path(db, env)
         if cwd is not None and db_path != ":memory:":
@@ -188,4 +234,5 @@ class Settings:
             guidance=loaded.guidance,
             elicitation=loaded.elicitation,
             hooks=loaded.hooks,
+            loaded_config=config,
         )

@@ -83,7 +83,7 @@ async def permission_request(call: Call) -> Answer:
     if task is None:
         return Answer()
     # Recorded so that a termination holds for this session (services/hooks.py, rule 3).
-    await call.first_delivery(task.task_id, "permission")
+    await hook_service.claim_event(call.rt, call.delivery(task.task_id, "permission"))
     state = await hook_service.hook_state(call.rt, task.task_id)
     key = KEY_PREFIX + call.event.request_digest
     found = await hook_service.permission_escalation(call.rt, task.task_id, key)

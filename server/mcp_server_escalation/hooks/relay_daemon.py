@@ -33,7 +33,7 @@ from ..errors import ConfigError
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings
 from .relay import socket_path
-from .relay_server import bind, release, serve_one, socket_inode
+from .relay_server import LIMITS, LOOKUP_THREADS, RelayLimits, accept, bind, release, serve_one, socket_inode
 from .relay_spawn import lock_path, open_lock, take_lock
 
 log = logging.getLogger(__name__)
@@ -118,13 +118,14 @@ async def _signals(life: Lifetime) -> None:
             return
 
 
-async def serve_until_done(rt: Runtime, path: str, idle_seconds: float) -> str:
+async def serve_until_done(rt: Runtime, path: str, idle_seconds: float, limits: RelayLimits = LIMITS) -> str:
     """Answer hook runs on ``path`` until the daemon's time is up; returns why it ended."""
     listener = await bind(path)
     if listener is None:
         return "another process serves this store's socket (it answers identically)"
     bound = socket_inode(path)
     life = Lifetime(idle_seconds, rt.settings.db_path, store_identity(rt.settings.db_path))
+    lookups = anyio.CapacityLimiter(LOOKUP_THREADS)
 
     async def handle(stream: SocketStream) -> None:
         if life.reason is None and life.store_replaced():
@@ -134,13 +135,13 @@ async def serve_until_done(rt: Runtime, path: str, idle_seconds: float) -> str:
             return
         life.run_started()
         try:
-            await serve_one(rt, stream)
+            await serve_one(rt, stream, limits, lookups)
         finally:
             life.run_ended()
 
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(listener.serve, handle)
+            tg.start_soon(accept, listener, handle, limits)
             tg.start_soon(_watch, life)
             tg.start_soon(_signals, life)
             await life.ended.wait()

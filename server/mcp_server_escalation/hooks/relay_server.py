@@ -7,8 +7,20 @@ socket (``relay.py``) and answers each forwarded hook run exactly as the hook pr
 would have: the hook's own options, environment and working directory decide its
 settings, and ``dispatch.py`` turns its stdin into the host's JSON with the same code. It
 declines (the hook then runs itself) when the hook's settings name another store, other
-prompts or other thresholds than the ones this process has loaded, so a relayed answer
+prompts or another config file than the ones this process has loaded, so a relayed answer
 can never differ from a local one.
+
+Whoever can reach the socket (any process of the user: the folder and the socket are
+private to them) may send anything, so a request never makes this process read a file or
+wait for anyone on its event loop, which also runs the MCP server's tool calls:
+
+- The config file a hook names is never read here. A hook whose config is not the very
+  file this process loaded, unchanged since (``FileStamp``), is declined; the hook then
+  reads its own. Looking it up (``stat``, ``realpath``) runs in a worker thread.
+- At most ``RelayLimits.connections`` connections at once (the rest are closed at once, and
+  their hooks run themselves), each with a size limit and a time limit on its request and
+  on the whole exchange. A failed ``accept`` (no file descriptor left) is logged and
+  retried, never the end of the relay.
 
 One socket per store: the first process to bind it serves; the others retry every
 ``RETRY_SECONDS`` and take over when it goes away. A socket left by a killed process is
@@ -17,49 +29,103 @@ detected (nothing accepts) and replaced.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from anyio.abc import SocketListener, SocketStream
 
 from ..errors import ConfigError
 from ..services.background import alongside
 from ..services.runtime import Runtime
-from ..settings import Settings
+from ..settings import FileStamp, LoadedConfig, Settings, config_path
 from .dispatch import HookInputError, answer, prepare, warning
-from .relay import HOSTS, OPTIONS, PROTOCOL, socket_path
+from .relay import HOSTS, MAX_STDIN, OPTIONS, PROTOCOL, socket_dir, socket_path
 
 log = logging.getLogger(__name__)
 
 RETRY_SECONDS = 30.0
-MAX_REQUEST_BYTES = 64 * 1024 * 1024
-REQUEST_SECONDS = 60.0  # a client that never finishes its request is dropped
+# A failed accept (most often: no file descriptor left) is tried again after this long.
+ACCEPT_RETRY_SECONDS = 0.5
 
 
-def _same_setup(ours: Settings, theirs: Settings) -> bool:
-    """Would the hook decide with what this process has loaded? (``hooks`` is passed per call.)"""
+@dataclass(frozen=True)
+class RelayLimits:
+    """What one client may cost the process that serves the socket."""
+
+    # Hook runs arrive one per tool call, a few at once with parallel tool calls and
+    # subagents; beyond this many at once a connection is closed and its hook runs itself.
+    connections: int = 32
+    # A request is the hook's stdin (at most ``relay.MAX_STDIN``, which the hook checks) as
+    # a JSON string, its environment and its options: twice the stdin leaves room for the
+    # escaping of a JSON payload. Larger requests are dropped (the hook runs itself).
+    request_bytes: int = 2 * MAX_STDIN
+    # A hook sends its whole request as soon as it is connected (it has read its stdin).
+    request_seconds: float = 5.0
+    # The whole exchange; the hook itself gives up after ``relay.ANSWER_TIMEOUT`` (10 s) and
+    # runs itself, and the claim of its event keeps the two from counting twice.
+    exchange_seconds: float = 60.0
+
+
+LIMITS = RelayLimits()
+# Looking up the file names a hook gives (its config, store and prompts) runs in worker
+# threads of the relay's own (``lookups``): a lookup that hangs (a dead network mount) can
+# hold these, never the threads the store waits in.
+LOOKUP_THREADS = 4
+
+
+def _same_config(chosen: Path | None, ours: LoadedConfig | None) -> bool:
+    """Is ``chosen`` (the hook's config file) the file this process read, unchanged since?"""
+    if chosen is None or ours is None:
+        return chosen is None and ours is None
+    try:
+        return FileStamp.of(chosen.stat()) == ours.stamp
+    except OSError:
+        return False
+
+
+def _hook_settings(
+    ours: Settings, options: Mapping[str, str], env: Mapping[str, str], cwd: str
+) -> Settings | None:
+    """The hook's settings when it would decide with what this process has loaded; else None.
+
+    Blocking (``stat``, ``realpath``): run in a worker thread. Raises ``ConfigError`` when
+    the hook's own run would (a config file that does not exist)."""
+    chosen = config_path(options.get("--config"), env, cwd)
+    if not _same_config(chosen, ours.loaded_config):
+        return None  # the hook reads its own config: this process never opens it
+    theirs = Settings.from_config(
+        ours.loaded_config, chosen, db=options.get("--db"), prompts=options.get("--prompts"), env=env, cwd=cwd
+    )
 
     def place(path: str | os.PathLike[str] | None) -> str | None:
         return os.path.realpath(path) if path is not None else None
 
-    return (
+    same = (
         place(ours.db_path) == place(theirs.db_path)
         and place(ours.prompts_dir) == place(theirs.prompts_dir)
-        and ours.thresholds == theirs.thresholds
+        and ours.thresholds == theirs.thresholds  # equal unless set without a file (tests)
         and ours.guidance == theirs.guidance
     )
+    return theirs if same else None
 
 
-async def respond(rt: Runtime, request: Mapping[str, Any]) -> dict[str, Any]:
-    """The reply to one forwarded hook run: its stdout and stderr, or ``fallback``."""
+async def respond(
+    rt: Runtime, request: Mapping[str, Any], lookups: anyio.CapacityLimiter | None = None
+) -> dict[str, Any]:
+    """The reply to one forwarded hook run: its stdout and stderr, or ``fallback``.
+
+    ``lookups`` limits the worker threads that look up its file names (None: anyio's own)."""
     host, options, env, cwd, stdin = (
         request.get("host"),
         request.get("options"),
@@ -78,18 +144,14 @@ async def respond(rt: Runtime, request: Mapping[str, Any]) -> dict[str, Any]:
     ):
         return {"protocol": PROTOCOL, "fallback": "malformed request"}
     env_map = {str(k): str(v) for k, v in env.items()}
+    given = {str(k): str(v) for k, v in options.items()}
+    lookup = functools.partial(_hook_settings, rt.settings, given, env_map, cwd)
     try:
-        settings = Settings.from_sources(
-            db=options.get("--db"),
-            config=options.get("--config"),
-            prompts=options.get("--prompts"),
-            env=env_map,
-            cwd=cwd,
-        )
+        settings = await anyio.to_thread.run_sync(lookup, limiter=lookups)
     except ConfigError:
         return {"protocol": PROTOCOL, "fallback": "config"}  # the hook reports its own error
-    if not _same_setup(rt.settings, settings):
-        return {"protocol": PROTOCOL, "fallback": "another store, prompts or thresholds"}
+    if settings is None:
+        return {"protocol": PROTOCOL, "fallback": "another store, prompts or config"}
     stdout, stderr = "", ""
     try:
         event = prepare(stdin.encode("utf-8", "surrogatepass"), settings, env_map, cwd, entry=str(host))
@@ -104,38 +166,95 @@ async def respond(rt: Runtime, request: Mapping[str, Any]) -> dict[str, Any]:
     return {"protocol": PROTOCOL, "stdout": stdout, "stderr": stderr}
 
 
-async def serve_one(rt: Runtime, stream: SocketStream) -> None:
+async def serve_one(
+    rt: Runtime,
+    stream: SocketStream,
+    limits: RelayLimits = LIMITS,
+    lookups: anyio.CapacityLimiter | None = None,
+) -> None:
     """One connection; whatever it sends, the listener (and the MCP server) keeps running."""
     try:
         async with stream:
-            with anyio.move_on_after(REQUEST_SECONDS):
-                await _exchange(rt, stream)
+            with anyio.move_on_after(limits.exchange_seconds):
+                await _exchange(rt, stream, limits, lookups)
     except Exception:  # a bad peer or a bug must never take the server down
         log.exception("hook relay: a connection failed")
 
 
-async def _exchange(rt: Runtime, stream: SocketStream) -> None:
+async def _receive(stream: SocketStream, limits: RelayLimits) -> bytes | None:
+    """The whole request; None when it is too big or too slow (the hook then runs itself)."""
     chunks: list[bytes] = []
     size = 0
+    with anyio.move_on_after(limits.request_seconds):
+        try:
+            while True:
+                chunk = await stream.receive()
+                size += len(chunk)
+                if size > limits.request_bytes:
+                    return None
+                chunks.append(chunk)
+        except anyio.EndOfStream:
+            return b"".join(chunks)
+    return None
+
+
+async def _exchange(
+    rt: Runtime, stream: SocketStream, limits: RelayLimits, lookups: anyio.CapacityLimiter | None
+) -> None:
+    body = await _receive(stream, limits)
+    if body is None:
+        return
     try:
-        while True:
-            chunk = await stream.receive()
-            size += len(chunk)
-            if size > MAX_REQUEST_BYTES:
-                return
-            chunks.append(chunk)
-    except anyio.EndOfStream:
-        pass
-    try:
-        request = json.loads(b"".join(chunks).decode("utf-8", "surrogatepass"))
+        request = json.loads(body.decode("utf-8", "surrogatepass"))
     except (ValueError, RecursionError):
         return
     if not isinstance(request, dict):
         return
-    reply = await respond(rt, request)
-    body = json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    reply = await respond(rt, request, lookups)
+    encoded = json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-        await stream.send(body)
+        await stream.send(encoded)
+
+
+Handler = Callable[[SocketStream], Awaitable[None]]
+
+
+async def accept(listener: SocketListener, handle: Handler, limits: RelayLimits = LIMITS) -> None:
+    """Hand each connection to ``handle``, at most ``limits.connections`` at once, until closed.
+
+    A connection beyond that is closed at once: its hook runs itself instead of waiting
+    ten seconds for an answer. A failed accept (no file descriptor left) is logged and
+    retried: the relay serves again as soon as descriptors are free.
+    """
+    busy = 0
+
+    async def handled(stream: SocketStream) -> None:
+        nonlocal busy
+        try:
+            await handle(stream)
+        finally:
+            busy -= 1
+
+    async with anyio.create_task_group() as tg:
+        while True:
+            try:
+                stream = await listener.accept()
+            except anyio.ClosedResourceError:
+                return
+            except anyio.BrokenResourceError as exc:
+                log.warning(
+                    "hook relay: cannot accept a connection (%s); retrying in %g s",
+                    exc.__cause__ or exc,
+                    ACCEPT_RETRY_SECONDS,
+                )
+                await anyio.sleep(ACCEPT_RETRY_SECONDS)
+                continue
+            if busy >= limits.connections:
+                log.debug("hook relay: %d connections open; one turned away", busy)
+                await stream.aclose()
+                continue
+            busy += 1
+            tg.start_soon(handled, stream)
 
 
 def _is_live(path: str) -> bool:
@@ -171,20 +290,25 @@ def release(path: str, inode: int) -> None:
 
 
 async def bind(path: str) -> SocketListener | None:
-    """Listen on ``path``, replacing a stale socket; None while another process serves it."""
+    """Listen on ``path``, replacing a stale socket; None while another process serves it
+    (or while it cannot be bound: the reason is logged)."""
     if not _free(path):
         return None
     try:
         return await anyio.create_unix_listener(path, mode=0o600)
-    except OSError:
-        return None  # another process bound it first
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:  # in use: another process bound it first
+            log.warning("hook relay: cannot listen on %s: %s", path, exc)
+        return None
 
 
-async def _listen(rt: Runtime, path: str) -> None:
+async def _listen(rt: Runtime, path: str, limits: RelayLimits) -> None:
     """Serve the socket, or wait for it to be free and then serve it."""
+    lookups = anyio.CapacityLimiter(LOOKUP_THREADS)
     while True:
         listener = await bind(path)
         if listener is None:
+            log.debug("hook relay: %s is not free; trying again in %g s", path, RETRY_SECONDS)
             await anyio.sleep(RETRY_SECONDS)
             continue
         inode = socket_inode(path)
@@ -192,21 +316,37 @@ async def _listen(rt: Runtime, path: str) -> None:
         try:
 
             async def handle(stream: SocketStream) -> None:
-                await serve_one(rt, stream)
+                await serve_one(rt, stream, limits, lookups)
 
-            await listener.serve(handle)
+            await accept(listener, handle, limits)
         finally:
             release(path, inode)
             with anyio.CancelScope(shield=True):
                 await listener.aclose()
 
 
+def no_socket_reason(db_path: str, env: Mapping[str, str]) -> str:
+    """Why the store at ``db_path`` has no relay socket (``relay.socket_path`` gave None)."""
+    if db_path == ":memory:":
+        return "the store is in memory"
+    if socket_dir(env) is None:
+        return (
+            "no private folder for the socket ($XDG_RUNTIME_DIR/mcp-server-escalation or"
+            " ${TMPDIR:-/tmp}/mcp-server-escalation-<uid> must be yours alone)"
+        )
+    return "the socket's path would be too long for a Unix socket"
+
+
 @asynccontextmanager
-async def relay(rt: Runtime) -> AsyncIterator[str | None]:
+async def relay(rt: Runtime, limits: RelayLimits | None = None) -> AsyncIterator[str | None]:
     """Answer hook runs for ``rt``'s store until exit; yields the socket path (None: no relay)."""
-    path = socket_path(rt.settings.db_path, os.environ, str(Path.cwd())) if rt.settings.hooks.relay else None
-    if path is None:
+    if not rt.settings.hooks.relay:
         yield None
         return
-    async with alongside(functools.partial(_listen, rt, path)):
+    path = socket_path(rt.settings.db_path, os.environ, str(Path.cwd()))
+    if path is None:
+        log.warning("hook relay not started: %s", no_socket_reason(rt.settings.db_path, os.environ))
+        yield None
+        return
+    async with alongside(functools.partial(_listen, rt, path, limits or LIMITS)):
         yield path

@@ -65,15 +65,14 @@ class Call(NamedTuple):
             create=create,
         )
 
-    async def first_delivery(self, task_id: str, stage: str, *, subject: str | None = None) -> bool:
-        """Record this delivery of the event; True when its tool call was not counted before.
+    def delivery(self, task_id: str, stage: str, *, subject: str | None = None) -> hook_service.Delivery:
+        """This delivery of the event, as its de-duplication claim records it.
 
         A result (``stage="post"``) about ``subject`` (a path, else the command) is paired
         with Cursor's after* event of the same call."""
         event = self.event
         post = stage == "post"
-        return await hook_service.claim_event(
-            self.rt,
+        return hook_service.Delivery(
             host=event.host,
             session_id=event.session_id,
             event=event.name,
@@ -206,10 +205,11 @@ async def _pre_tool(call: Call) -> Answer:
         return Answer()
     if not gate:
         return Answer()
-    if not await call.first_delivery(task.task_id, "pre"):
-        return Answer()  # a duplicate delivery: the first one gates (deny wins at the host)
     # Every file of the call at once: a patch is refused whole if one of its files is.
-    checked = await progress.check_edit(call.rt, task_id=task.task_id, paths=list(paths))
+    check = progress.edit_check(call.rt, task_id=task.task_id, paths=list(paths))
+    checked = await hook_service.check_once(call.rt, call.delivery(task.task_id, "pre"), check)
+    if checked is None:
+        return Answer()  # a duplicate delivery: the first one gates (deny wins at the host)
     if checked.allowed:
         return Answer()
     return Answer(
@@ -233,14 +233,10 @@ async def _post_tool(call: Call) -> Answer:
         return Answer()
     path = plan.progress.files_modified[0] if plan.progress and plan.progress.files_modified else None
     subject = path or (plan.failure.file if plan.failure else None)
-    if not await call.first_delivery(task.task_id, "post", subject=subject):
-        return Answer()
-    fired = None
-    message = ""
-    warnings: list[str] = []
+    failure = progress_ = None
     if plan.failure is not None:
         f = plan.failure
-        recorded = await failures.record_failure(
+        failure = failures.failure_recording(
             call.rt,
             task_id=task.task_id,
             message=f.message,
@@ -251,11 +247,9 @@ async def _post_tool(call: Call) -> Answer:
             file=f.file,
             attempted_action=f.attempted_action,
         )
-        fired, message = recorded.escalation, recorded.message
-        warnings += [recorded.warning] if recorded.warning else []
     if plan.progress is not None:
         p = plan.progress
-        reported = await progress.report_progress(
+        progress_ = progress.progress_recording(
             call.rt,
             task_id=task.task_id,
             files_modified=list(p.files_modified),
@@ -268,9 +262,19 @@ async def _post_tool(call: Call) -> Answer:
             operation=p.operation,
             new_call=plan.failure is None,  # one tool call, already counted as the failure
         )
-        if reported.escalation is not None:
-            fired, message = reported.escalation, reported.message
-        warnings += [reported.warning] if reported.warning else []
+    delivery = call.delivery(task.task_id, "post", subject=subject)
+    recorded = await hook_service.record_once(call.rt, delivery, failure, progress_)
+    if recorded is None:
+        return Answer()  # a duplicate delivery: the first one recorded the call
+    fired = None
+    message = ""
+    warnings: list[str] = []
+    for result in (recorded.failure, recorded.progress):
+        if result is None:
+            continue
+        if result.escalation is not None:
+            fired, message = result.escalation, result.message
+        warnings += [result.warning] if result.warning else []
     if fired is None:
         if warnings:
             # A step before a threshold: the model reads what it repeats; no human yet.

@@ -21,7 +21,7 @@ from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
 from .budgets import budget_evidence, count_call
-from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
+from .firing import Evidence, Fired, Recording, Run, committed, current_task, direct, fire, stop_if_ended
 from .guidance import build_guidance
 from .runtime import Runtime
 from .tasks import load_task
@@ -50,7 +50,7 @@ def blocker_subject(signal_type: str, details: dict[str, Any], message: str) -> 
     return headline(message)
 
 
-async def record_failure(
+def failure_recording(
     rt: Runtime,
     *,
     task_id: str,
@@ -69,8 +69,10 @@ async def record_failure(
     recommended_adjustment: str | None = None,
     context_refs: dict[str, Any] | None = None,
     details: dict[str, Any] | None = None,
-) -> RecordFailureResult:
-    """Store one failure occurrence and fire whatever trigger it completes."""
+) -> Recording[RecordFailureResult]:
+    """Store one failure occurrence and fire whatever trigger it completes.
+
+    The recording, to run in a transaction (``record_failure`` runs it in its own)."""
     problem = pointer_problem(context_refs or {})
     if problem is not None:
         raise InvalidInput("context_refs", problem)
@@ -236,9 +238,10 @@ async def record_failure(
         )
         return result, changed
 
-    result, changed = await rt.db.write(work)
-    await publish_fired(rt, changed)
-    return result
+    return work
+
+
+record_failure = committed(failure_recording)
 
 
 # A warning names at most this many of the latest tries and past fixes, each clipped.

@@ -7,8 +7,9 @@ escalation it created commit together or not at all.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar
 
 from ..models.escalations import Escalation, Trigger
 from ..models.limits import ENDED_STATUSES
@@ -299,3 +300,25 @@ async def publish_fired(rt: Runtime, fired: Fired | None) -> None:
     if fired is not None:
         escalation = fired.escalation
         await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")
+
+
+T = TypeVar("T")
+P = ParamSpec("P")
+# A call's whole write, as one synchronous body: its result and what its triggers fired.
+# Built before the transaction (validation, classification), run inside one, so a hook can
+# run it in the same transaction as the claim of the event it records (services/hooks.py).
+Recording: TypeAlias = Callable[[Conn], tuple[T, Fired | None]]
+
+
+def committed(
+    build: Callable[Concatenate[Runtime, P], Recording[T]],
+) -> Callable[Concatenate[Runtime, P], Coroutine[Any, Any, T]]:
+    """The call that runs ``build``'s recording in its own transaction and then announces it."""
+
+    async def call(rt: Runtime, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        result, fired = await rt.db.write(build(rt, *args, **kwargs))
+        await publish_fired(rt, fired)
+        return result
+
+    call.__doc__ = build.__doc__
+    return call

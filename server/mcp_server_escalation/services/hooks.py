@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from typing import NamedTuple
 
@@ -24,13 +25,14 @@ from ..clock import iso
 from ..errors import InvalidInput
 from ..models.escalations import Escalation
 from ..models.limits import ENDED_STATUSES, TASK_ID_PATTERN
+from ..models.results import CheckEditResult, ProgressResult, RecordFailureResult
 from ..models.tasks import Task, TestRun
 from ..store import escalations as escalation_store
 from ..store import hook_events as hook_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import direct
+from .firing import Fired, Recording, direct, publish_fired
 from .runtime import Runtime
 from .tasks import project_root, start_task
 
@@ -128,38 +130,86 @@ async def bind_task(
     return started.task
 
 
-async def claim_event(
-    rt: Runtime,
-    *,
-    host: str,
-    session_id: str | None,
-    event: str,
-    tool_name: str | None,
-    task_id: str | None,
-    delivery_key: str | None,
-    call_base: str | None = None,
-    call_source: str | None = None,
-) -> bool:
-    """Record a delivered event; True when its tool call has not been counted before."""
+class Delivery(NamedTuple):
+    """One delivery of a host event, as its de-duplication claim records it (store/hook_events.py)."""
+
+    host: str
+    session_id: str | None
+    event: str
+    tool_name: str | None
+    task_id: str | None
+    delivery_key: str | None
+    call_base: str | None = None
+    call_source: str | None = None
+
+
+def _claim(rt: Runtime, delivery: Delivery) -> Callable[[Conn], bool]:
+    """The claim as a transaction's first step: True when the tool call was not counted before."""
     now = rt.now()
     cutoff = iso(rt.clock() - timedelta(days=RETENTION_DAYS))
 
     def work(conn: Conn) -> bool:
         hook_store.prune(conn, cutoff)
-        return hook_store.claim(
-            conn,
-            host=host,
-            session_id=session_id,
-            event=event,
-            tool_name=tool_name,
-            task_id=task_id,
-            delivery_key=delivery_key,
-            call_base=call_base,
-            call_source=call_source,
-            now=now,
-        )
+        return hook_store.claim(conn, **delivery._asdict(), now=now)
 
-    return await rt.db.write(work)
+    return work
+
+
+async def claim_event(rt: Runtime, delivery: Delivery) -> bool:
+    """Record a delivered event that guards nothing else; True when it was not counted before."""
+    return await rt.db.write(_claim(rt, delivery))
+
+
+class Recorded(NamedTuple):
+    """What recording one event's tool call wrote: its failure and its progress."""
+
+    failure: RecordFailureResult | None
+    progress: ProgressResult | None
+
+
+# The claim and the record it guards commit in one transaction, or neither does: a claim
+# committed alone would turn every later delivery of an event whose record failed (a killed
+# process, a full disk) into a duplicate, and the event would be lost without a word.
+async def record_once(
+    rt: Runtime,
+    delivery: Delivery,
+    failure: Recording[RecordFailureResult] | None,
+    progress: Recording[ProgressResult] | None,
+) -> Recorded | None:
+    """Claim the event and record its tool call together; None for a duplicate delivery."""
+    claim = _claim(rt, delivery)
+
+    def work(conn: Conn) -> tuple[Recorded, list[Fired | None]] | None:
+        if not claim(conn):
+            return None
+        failed = failure(conn) if failure is not None else None
+        reported = progress(conn) if progress is not None else None
+        recorded = Recorded(failed[0] if failed else None, reported[0] if reported else None)
+        return recorded, [failed[1] if failed else None, reported[1] if reported else None]
+
+    done = await rt.db.write(work)
+    if done is None:
+        return None
+    recorded, fired = done
+    for changed in fired:
+        await publish_fired(rt, changed)
+    return recorded
+
+
+async def check_once(
+    rt: Runtime, delivery: Delivery, check: Recording[CheckEditResult]
+) -> CheckEditResult | None:
+    """Claim the event and gate its edit together (see ``record_once``); None for a duplicate."""
+    claim = _claim(rt, delivery)
+
+    def work(conn: Conn) -> tuple[CheckEditResult, Fired | None] | None:
+        return check(conn) if claim(conn) else None
+
+    done = await rt.db.write(work)
+    if done is None:
+        return None
+    await publish_fired(rt, done[1])
+    return done[0]
 
 
 async def permission_escalation(rt: Runtime, task_id: str, key: str) -> Escalation | None:

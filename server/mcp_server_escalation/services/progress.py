@@ -23,7 +23,7 @@ from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
 from .budgets import budget_evidence, count_call
-from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
+from .firing import Evidence, Fired, Recording, Run, committed, current_task, direct, fire, stop_if_ended
 from .headlines import lead_with_latest_error
 from .runtime import Runtime
 from .tasks import load_task
@@ -144,7 +144,7 @@ def _normalise_all(task: Task, paths: list[str]) -> list[NormalisedPath]:
     return [normalise_path(p, task.project) for p in paths]
 
 
-async def report_progress(
+def progress_recording(
     rt: Runtime,
     *,
     task_id: str,
@@ -157,8 +157,10 @@ async def report_progress(
     attempt: bool = True,
     operation: str | None = None,
     new_call: bool = True,
-) -> ProgressResult:
+) -> Recording[ProgressResult]:
     """One attempt: count it, record files and tests, and fire what it completes.
+
+    The recording, to run in a transaction (``report_progress`` runs it in its own).
 
     ``attempt=False`` (the host hooks, for what is not an attempt by their configuration)
     leaves the no-file-change count alone; everything else is recorded as usual.
@@ -339,13 +341,16 @@ async def report_progress(
         )
         return result, changed
 
-    result, changed = await rt.db.write(work)
-    await publish_fired(rt, changed)
-    return result
+    return work
 
 
-async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEditResult:
-    """The gate before a change: scope and file limit. Refused edits escalate and pause."""
+report_progress = committed(progress_recording)
+
+
+def edit_check(rt: Runtime, *, task_id: str, paths: list[str]) -> Recording[CheckEditResult]:
+    """The gate before a change: scope and file limit. Refused edits escalate and pause.
+
+    The recording, to run in a transaction (``check_edit`` runs it in its own)."""
     now = rt.now()
 
     def work(conn: Conn) -> tuple[CheckEditResult, Fired | None]:
@@ -428,6 +433,7 @@ async def check_edit(rt: Runtime, *, task_id: str, paths: list[str]) -> CheckEdi
         )
         return result, changed
 
-    result, changed = await rt.db.write(work)
-    await publish_fired(rt, changed)
-    return result
+    return work
+
+
+check_edit = committed(edit_check)

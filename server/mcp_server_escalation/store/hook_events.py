@@ -10,6 +10,10 @@ Two keys keep one tool call from counting twice:
   the events of one ``call_base`` (generation + command or file) in arrival order; the
   n-th of one kind and the n-th of the other are the same call, so only the first to
   arrive is counted (``counted = 1``).
+
+A claim is made inside the transaction that writes what it guards (services/hooks.py,
+``record_once``): a record that fails takes its claim with it, so the host's next delivery
+of the event is recorded instead of being skipped as a duplicate.
 """
 
 from __future__ import annotations

@@ -1,0 +1,209 @@
+"""The relay under attack: any process of the user can reach its socket, and it shares the
+MCP server's event loop, so no request may freeze it, exhaust it or end it.
+
+The limits are set small by parameter (a cap of 3 connections proves what 1,100 sockets
+would); the waits are bounded, never timed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+from mcp import Client
+
+from conftest import make_settings
+from hooks_support import PYTEST_FAIL, bash_failure, hook, snapshot
+from mcp_server_escalation.adapters import app
+from mcp_server_escalation.hooks import relay_server
+from mcp_server_escalation.hooks.relay import PROTOCOL, socket_path
+from mcp_server_escalation.hooks.relay_server import RelayLimits, respond
+from mcp_server_escalation.services.runtime import open_runtime
+from mcp_server_escalation.settings import Settings
+
+REQUIRE = {"ESCALATION_HOOK_RELAY": "require"}
+
+
+def _request(cwd: Path, tool_use_id: str, **options: str) -> dict[str, Any]:
+    """A forwarded hook run (of the store ``cfg.db`` in ``cwd``) as ``hooks/relay.py`` sends it."""
+    return {
+        "protocol": PROTOCOL,
+        "host": "claude-code",
+        "options": {"--db": "cfg.db", **options},
+        "env": dict(os.environ),
+        "cwd": str(cwd),
+        "stdin": json.dumps(bash_failure("python -m pytest -q", PYTEST_FAIL, tool_use_id)),
+    }
+
+
+@contextlib.contextmanager
+def fifo_watch(fifo: Path) -> Iterator[list[str]]:
+    """Notes (and releases) anyone who opens ``fifo`` to read it while the body runs.
+
+    Opening a FIFO to read blocks until a writer comes; a writer that opens it without
+    blocking succeeds only when a reader is waiting. So this thread can tell, without a
+    clock, that the relay opened the file, and then release it so the test can fail.
+    """
+    os.mkfifo(fifo)
+    opened: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.005):
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                continue  # ENXIO: no reader
+            opened.append("the relay opened the FIFO")
+            os.write(fd, b"")
+            os.close(fd)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield opened
+    finally:
+        done.set()
+        watcher.join()
+
+
+async def test_a_config_other_than_the_servers_is_never_opened_by_the_relay(tmp_path: Path) -> None:
+    ours = tmp_path / "ours.toml"
+    ours.write_text("[thresholds]\nsame_error_repeated = 4\n", encoding="utf-8")
+    settings = Settings.from_sources(db=str(tmp_path / "cfg.db"), config=str(ours))
+    async with open_runtime(settings) as rt:
+        with fifo_watch(tmp_path / "config.fifo") as opened, anyio.fail_after(30):
+            reply = await respond(
+                rt, _request(tmp_path, "toolu_f1", **{"--config": str(tmp_path / "config.fifo")})
+            )
+            env_reply = await respond(
+                rt,
+                {**_request(tmp_path, "toolu_f2"), "env": {**os.environ, "ESCALATION_CONFIG": "config.fifo"}},
+            )
+        assert opened == []
+        assert reply == env_reply == {"protocol": PROTOCOL, "fallback": "another store, prompts or config"}
+        # The server's own config file, unchanged: answered here.
+        answered = await respond(rt, _request(tmp_path, "toolu_f3", **{"--config": str(ours)}))
+        assert set(answered) == {"protocol", "stdout", "stderr"}
+        # A copy, or the same file edited since the server read it: the hook reads its own.
+        copy = tmp_path / "copy.toml"
+        copy.write_text(ours.read_text(encoding="utf-8"), encoding="utf-8")
+        copied = await respond(rt, _request(tmp_path, "toolu_f4", **{"--config": str(copy)}))
+        with ours.open("a", encoding="utf-8") as edited:
+            edited.write("# edited\n")
+        changed = await respond(rt, _request(tmp_path, "toolu_f5", **{"--config": str(ours)}))
+        assert copied == changed == {"protocol": PROTOCOL, "fallback": "another store, prompts or config"}
+
+
+def _idle(path: str) -> socket.socket:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(20)  # bounds a test that fails; a passing one never waits this long
+    conn.connect(path)
+    return conn
+
+
+def _closed_by_server(conn: socket.socket) -> bool:
+    """Does the server close ``conn`` (EOF) without an answer?"""
+    try:
+        return conn.recv(1) == b""
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+async def test_idle_connections_beyond_the_cap_leave_the_relay_and_the_server_answering(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cap = 3
+    monkeypatch.setattr(relay_server, "LIMITS", RelayLimits(connections=cap, request_seconds=1.0))
+    monkeypatch.setattr(app, "RELAY_START_SECONDS", 0.0)
+    db = str(tmp_path / "cap.db")
+    path = socket_path(db, os.environ, str(Path.cwd()))
+    assert path is not None
+    server = app.build_server(make_settings(db), hook_relay=True)
+    async with Client(server) as client:
+        with anyio.fail_after(10):
+            while not relay_server._is_live(path):
+                await anyio.sleep(0.02)
+        idle = [await anyio.to_thread.run_sync(_idle, path) for _ in range(cap + 5)]
+        try:
+            # Beyond the cap: closed at once, so their hooks would run themselves at once.
+            for conn in idle[cap:]:
+                assert await anyio.to_thread.run_sync(_closed_by_server, conn)
+            # Meanwhile a hook run is done (here by itself) and the MCP server answers.
+            failure = bash_failure("python -m pytest -q", PYTEST_FAIL, "toolu_cap1")
+            during = await hook("claude-code", failure, db=db, tmp=tmp_path)
+            assert (during.returncode, during.stderr) == (0, "")
+            started = await client.call_tool("start_task", {"title": "still here", "task_id": "alive"})
+            assert not started.is_error
+            # The idle ones within the cap are dropped once their time to send is up...
+            for conn in idle[:cap]:
+                assert await anyio.to_thread.run_sync(_closed_by_server, conn)
+        finally:
+            for conn in idle:
+                conn.close()
+        # ...and the relay answers again.
+        again = bash_failure("python -m pytest -q", PYTEST_FAIL, "toolu_cap2")
+        relayed = await hook("claude-code", again, db=db, tmp=tmp_path, **REQUIRE)
+        assert (relayed.returncode, relayed.stderr) == (0, "")
+    assert len(snapshot(db)["occurrences"]) == 2
+
+
+async def test_a_request_over_the_size_limit_is_dropped_and_the_relay_serves_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(relay_server, "LIMITS", RelayLimits(request_bytes=4096))
+    monkeypatch.setattr(app, "RELAY_START_SECONDS", 0.0)
+    db = str(tmp_path / "size.db")
+    path = socket_path(db, os.environ, str(Path.cwd()))
+    assert path is not None
+
+    def send(data: bytes) -> bytes:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(20)
+            conn.connect(path)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                conn.sendall(data)
+                conn.shutdown(socket.SHUT_WR)
+            try:
+                return b"".join(iter(lambda: conn.recv(65536), b""))
+            except ConnectionResetError:
+                return b""
+
+    server = app.build_server(make_settings(db), hook_relay=True)
+    async with Client(server):
+        with anyio.fail_after(10):
+            while not relay_server._is_live(path):
+                await anyio.sleep(0.02)
+        big = json.dumps({**_request(tmp_path, "toolu_s1"), "pad": "x" * 8192}).encode()
+        assert await anyio.to_thread.run_sync(send, big) == b""
+        relayed = await hook(
+            "claude-code",
+            bash_failure("python -m pytest -q", "E", "toolu_s2"),
+            db=db,
+            tmp=tmp_path,
+            **REQUIRE,
+        )
+        assert (relayed.returncode, relayed.stderr) == (0, "")
+
+
+async def test_a_relay_that_cannot_start_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = tmp_path / "run"
+    (runtime / "mcp-server-escalation").mkdir(parents=True)
+    (runtime / "mcp-server-escalation").chmod(0o777)  # others could plant a socket that lies
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    async with open_runtime(make_settings(str(tmp_path / "why.db"))) as rt, relay_server.relay(rt) as path:
+        assert path is None
+    assert "hook relay not started: no private folder for the socket" in caplog.text
