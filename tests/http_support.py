@@ -76,10 +76,10 @@ def stop_http(process: subprocess.Popen[bytes]) -> None:
 
 
 @asynccontextmanager
-async def http_client(url: str, token: str | None) -> AsyncIterator[Agent]:
+async def http_client(url: str, token: str | None, mode: str = "auto") -> AsyncIterator[Agent]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with (
         httpx2.AsyncClient(headers=headers) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield Agent(client)

@@ -79,3 +79,47 @@ def test_the_http_server_refuses_to_start_without_any_token(tmp_path: Path) -> N
     )
     assert done.returncode == 1
     assert "ESCALATION_OPERATOR_TOKEN" in done.stderr
+
+
+async def test_over_http_an_agent_session_withdraws_only_questions_of_tasks_it_holds(
+    http_server: str,
+) -> None:
+    with anyio.fail_after(30):
+        async with (
+            http_client(http_server, AGENT_TOKEN, mode="legacy") as asker,
+            http_client(http_server, AGENT_TOKEN, mode="legacy") as other,
+        ):
+            await asker.call("start_task", title="t", task_id="h2")
+            asked = await asker.call("raise_escalation", task_id="h2", reason="Which cache?")
+            escalation_id = asked["escalation"]["escalation_id"]
+            await other.call("start_task", title="another", task_id="h3")
+
+            refused = await other.error(
+                "resolve_escalation", escalation_id=escalation_id, response_type="withdraw"
+            )
+            withdrawn = await asker.call(
+                "resolve_escalation",
+                escalation_id=escalation_id,
+                response_type="withdraw",
+                responder="operator:carol",
+            )
+
+    assert "does not hold" in refused
+    assert withdrawn["escalation"]["status"] == "withdrawn"
+    assert withdrawn["escalation"]["response"]["responder"] == "agent:operator:carol"
+
+
+async def test_a_sessionless_http_agent_holds_no_task_and_cannot_withdraw(http_server: str) -> None:
+    with anyio.fail_after(30):
+        async with http_client(http_server, AGENT_TOKEN) as agent:  # 2026-07-28: no session
+            await agent.call("start_task", title="t", task_id="h4")
+            asked = await agent.call("raise_escalation", task_id="h4", reason="Which cache?")
+
+            refused = await agent.error(
+                "resolve_escalation",
+                escalation_id=asked["escalation"]["escalation_id"],
+                response_type="withdraw",
+            )
+
+    assert "without an MCP session" in refused
+    assert "escalations respond" in refused
