@@ -3,88 +3,29 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
-import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-from conftest import Agent
-
-SCRIPT = str(Path(sys.executable).parent / "mcp-server-escalation")
-AGENT_TOKEN = "agent-secret-1"
-OPERATOR_TOKEN = "operator-secret-2"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, start_http, stop_http
 
 
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
-    env = {
-        **os.environ,
-        "ESCALATION_AGENT_TOKEN": AGENT_TOKEN,
-        "ESCALATION_OPERATOR_TOKEN": OPERATOR_TOKEN,
-    }
-    process = subprocess.Popen(
-        [
-            SCRIPT,
-            "serve",
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            "--role",
-            "operator",
-            "--db",
-            str(tmp_path / "esc.db"),
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-        except OSError:
-            time.sleep(0.05)  # bounded wait for the listener to come up
-    else:
-        process.kill()
-        pytest.fail("HTTP server did not start")
+    process, port, _ = start_http(tmp_path, "--role", "operator")
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-@asynccontextmanager
-async def _client(url: str, token: str | None) -> AsyncIterator[Agent]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with (
-        httpx2.AsyncClient(headers=headers) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
-    ):
-        yield Agent(client)
+        stop_http(process)
 
 
 async def test_agent_token_cannot_answer_even_on_a_server_started_as_operator(http_server: str) -> None:
     with anyio.fail_after(30):
-        async with _client(http_server, AGENT_TOKEN) as agent:
+        async with http_client(http_server, AGENT_TOKEN) as agent:
             await agent.call("start_task", title="t", task_id="h1")
             for _ in range(3):
                 result = await agent.call("record_failure", task_id="h1", message="boom")
@@ -96,7 +37,7 @@ async def test_agent_token_cannot_answer_even_on_a_server_started_as_operator(ht
                 content="do it",
                 responder="operator",
             )
-        async with _client(http_server, OPERATOR_TOKEN) as operator:
+        async with http_client(http_server, OPERATOR_TOKEN) as operator:
             answered = await operator.call(
                 "resolve_escalation",
                 escalation_id=escalation_id,
@@ -126,7 +67,7 @@ def test_the_http_server_refuses_to_start_without_any_token(tmp_path: Path) -> N
             "--transport",
             "http",
             "--port",
-            str(_free_port()),
+            str(free_port()),
             "--db",
             str(tmp_path / "esc.db"),
         ],
@@ -138,3 +79,47 @@ def test_the_http_server_refuses_to_start_without_any_token(tmp_path: Path) -> N
     )
     assert done.returncode == 1
     assert "ESCALATION_OPERATOR_TOKEN" in done.stderr
+
+
+async def test_over_http_an_agent_session_withdraws_only_questions_of_tasks_it_holds(
+    http_server: str,
+) -> None:
+    with anyio.fail_after(30):
+        async with (
+            http_client(http_server, AGENT_TOKEN, mode="legacy") as asker,
+            http_client(http_server, AGENT_TOKEN, mode="legacy") as other,
+        ):
+            await asker.call("start_task", title="t", task_id="h2")
+            asked = await asker.call("raise_escalation", task_id="h2", reason="Which cache?")
+            escalation_id = asked["escalation"]["escalation_id"]
+            await other.call("start_task", title="another", task_id="h3")
+
+            refused = await other.error(
+                "resolve_escalation", escalation_id=escalation_id, response_type="withdraw"
+            )
+            withdrawn = await asker.call(
+                "resolve_escalation",
+                escalation_id=escalation_id,
+                response_type="withdraw",
+                responder="operator:carol",
+            )
+
+    assert "does not hold" in refused
+    assert withdrawn["escalation"]["status"] == "withdrawn"
+    assert withdrawn["escalation"]["response"]["responder"] == "agent:operator:carol"
+
+
+async def test_a_sessionless_http_agent_holds_no_task_and_cannot_withdraw(http_server: str) -> None:
+    with anyio.fail_after(30):
+        async with http_client(http_server, AGENT_TOKEN) as agent:  # 2026-07-28: no session
+            await agent.call("start_task", title="t", task_id="h4")
+            asked = await agent.call("raise_escalation", task_id="h4", reason="Which cache?")
+
+            refused = await agent.error(
+                "resolve_escalation",
+                escalation_id=asked["escalation"]["escalation_id"],
+                response_type="withdraw",
+            )
+
+    assert "without an MCP session" in refused
+    assert "escalations respond" in refused

@@ -156,10 +156,14 @@ async def _store_with_known_resolution_times(db_path: str) -> None:
                 role="operator",
             )
         clock.now = now - timedelta(hours=3)
-        await tasks.start_task(rt, title="Withdrawn", task_id="s-withdrawn")
+        started = await tasks.start_task(rt, title="Withdrawn", task_id="s-withdrawn")
         asked = await escalations.raise_escalation(rt, task_id="s-withdrawn", reason="Never mind")
         await escalations.resolve_escalation(
-            rt, escalation_id=asked.escalation.escalation_id, response_type="withdraw", role="agent"
+            rt,
+            escalation_id=asked.escalation.escalation_id,
+            response_type="withdraw",
+            role="agent",
+            held={started.task_id: started.task.generation},
         )
         await tasks.start_task(rt, title="Forgotten", task_id="s-old")
         await escalations.raise_escalation(rt, task_id="s-old", reason="Anyone?")

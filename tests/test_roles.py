@@ -203,3 +203,82 @@ async def test_operator_reading_an_answer_does_not_mark_it_delivered_to_the_agen
 
         received = await agent.call("get_escalation", escalation_id=escalation_id)
         assert received["escalation"]["delivered_at"] is not None
+
+
+async def test_an_agent_cannot_withdraw_the_question_of_a_task_it_does_not_hold(db_path: str) -> None:
+    async with connect(db_path) as asker, connect(db_path) as other:
+        escalation = await ask_human(asker)
+        await other.call("start_task", task_id="t2", title="Another task", agent_id="agent-9")
+
+        text = await other.error(
+            "resolve_escalation", escalation_id=escalation["escalation_id"], response_type="withdraw"
+        )
+
+        assert "does not hold" in text
+        assert "'t1'" in text
+        assert "start_task" in text, "the error must say how an agent comes to hold its task"
+        kept = (await asker.call("get_escalation", escalation_id=escalation["escalation_id"]))["escalation"]
+        assert kept["status"] == "pending"
+        assert (await asker.call("get_task", task_id="t1"))["directive"] == "pause"
+
+
+async def test_an_agent_resuming_its_task_in_a_new_connection_may_withdraw_its_question(db_path: str) -> None:
+    async with connect(db_path) as before_restart:
+        escalation = await ask_human(before_restart)
+
+    async with connect(db_path) as after_restart:
+        refused = await after_restart.error(
+            "resolve_escalation", escalation_id=escalation["escalation_id"], response_type="withdraw"
+        )
+        await after_restart.call("start_task", task_id="t1", title="Migrate the cache", agent_id="agent-7")
+        withdrawn = await after_restart.call(
+            "resolve_escalation", escalation_id=escalation["escalation_id"], response_type="withdraw"
+        )
+
+    assert "does not hold" in refused
+    assert withdrawn["escalation"]["status"] == "withdrawn"
+
+
+async def test_an_agent_whose_task_was_taken_over_no_longer_holds_it(db_path: str) -> None:
+    async with connect(db_path) as first, connect(db_path) as successor:
+        escalation = await ask_human(first)
+        taken = await successor.call(
+            "start_task", task_id="t1", title="Migrate the cache", agent_id="agent-8"
+        )
+        assert taken["reassigned"] is True
+
+        text = await first.error(
+            "resolve_escalation", escalation_id=escalation["escalation_id"], response_type="withdraw"
+        )
+        withdrawn = await successor.call(
+            "resolve_escalation", escalation_id=escalation["escalation_id"], response_type="withdraw"
+        )
+
+    assert "does not hold" in text
+    assert withdrawn["escalation"]["status"] == "withdrawn"
+
+
+@pytest.mark.parametrize(
+    ("given", "recorded"),
+    [
+        ("operator:carol", "agent:operator:carol"),
+        ("cli:alice", "agent:cli:alice"),
+        ("agent:agent-7", "agent:agent-7"),
+        (None, "agent"),
+    ],
+)
+async def test_a_responder_name_from_an_agent_is_recorded_as_an_agents(
+    db_path: str, given: str | None, recorded: str
+) -> None:
+    async with connect(db_path) as agent:
+        escalation = await ask_human(agent)
+        named = {"responder": given} if given else {}
+
+        withdrawn = await agent.call(
+            "resolve_escalation", escalation_id=escalation["escalation_id"], response_type="withdraw", **named
+        )
+    async with connect(db_path, role="operator") as operator:
+        seen = await operator.call("get_escalation", escalation_id=escalation["escalation_id"])
+
+    assert withdrawn["escalation"]["response"]["responder"] == recorded
+    assert seen["escalation"]["response"]["responder"] == recorded, "as stored, not only as returned"

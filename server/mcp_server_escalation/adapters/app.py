@@ -29,12 +29,12 @@ def build_server(
     settings: Settings,
     clock: Clock = utc_now,
     *,
-    http: tuple[str, int] | None = None,
+    http: bool = False,
     hook_relay: bool = False,
 ) -> MCPServer[AppContext]:
     """The MCP server for ``settings``: tools wired to services on the settings' store.
 
-    With ``http=(host, port)`` every request must carry a bearer token, and the token, not
+    With ``http`` every request must carry a bearer token, and the token, not
     ``settings.role``, decides the caller's role. With ``hook_relay`` (``serve`` sets it)
     the process also answers the store's host hooks (``hooks/relay_server.py``).
     """
@@ -45,7 +45,7 @@ def build_server(
     # Fail at start-up, not at the first call, when the prompt set is broken.
     prompts = PromptBook.load(settings.prompts_dir or data_dir("prompts"))
     live = LiveRuntimes()
-    side = OperatorSide(settings, prompts, http=http is not None)
+    side = OperatorSide(settings, prompts, http=http)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
@@ -66,12 +66,12 @@ def build_server(
                 live.open.remove(runtime)
 
     auth: dict[str, Any] = {}
-    if http is not None:
+    if http:
         from .http_auth import StaticTokenVerifier, auth_settings, tokens_from_env  # noqa: PLC0415
 
         auth = {
             "token_verifier": StaticTokenVerifier(tokens_from_env()),
-            "auth": auth_settings(*http),
+            "auth": auth_settings(),
         }
     server: MCPServer[AppContext] = MCPServer(
         "mcp-server-escalation",
@@ -79,7 +79,7 @@ def build_server(
         instructions=INSTRUCTIONS.read_text(encoding="utf-8"),
         lifespan=lifespan,
         log_level="WARNING",
-        tools=build_tools(settings, prompts, http=http is not None),
+        tools=build_tools(settings, prompts, http=http),
         middleware=side.middleware,
         subscriptions=side.bus,
         **auth,

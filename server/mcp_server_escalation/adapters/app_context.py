@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..services.runtime import Runtime
 from ..settings import Settings
+from .holders import TaskHolders
 
 
 @dataclass
@@ -14,6 +15,7 @@ class AppContext:
 
     runtime: Runtime
     settings: Settings
+    holders: TaskHolders = field(default_factory=TaskHolders)
 
 
 @dataclass

@@ -3,7 +3,13 @@
 Two static tokens, set in the environment of the server process (never in a request):
 ``ESCALATION_AGENT_TOKEN`` grants the agent role, ``ESCALATION_OPERATOR_TOKEN`` the operator
 role. A request without a valid token gets 401. The HTTP server refuses to start without at
-least one token, so no one can reach the store anonymously over the network.
+least one token, so no one can reach the store anonymously over the network; with one token
+set as both (every holder would be an operator); and with a token shorter than
+``TOKEN_MIN_CHARS``.
+
+No OAuth server exists behind these tokens, so a 401 names none: advertising protected-
+resource metadata sent OAuth-capable clients looking for an authorization server, and
+their user read "HTTP 404: Invalid OAuth error response" instead of "wrong token".
 """
 
 from __future__ import annotations
@@ -20,6 +26,10 @@ from ..models.limits import Role
 
 AGENT_TOKEN_ENV = "ESCALATION_AGENT_TOKEN"  # noqa: S105 (a variable name, not a secret)
 OPERATOR_TOKEN_ENV = "ESCALATION_OPERATOR_TOKEN"  # noqa: S105
+# Tokens are static and a 401 costs an attacker nothing, so a token must be out of reach of
+# online guessing: 32 characters is what `openssl rand -hex 16` prints (128 random bits).
+# Length cannot prove randomness, but it refuses the short words people type as tokens.
+TOKEN_MIN_CHARS = 32
 
 
 class StaticTokenVerifier:
@@ -37,28 +47,41 @@ class StaticTokenVerifier:
 
 
 def tokens_from_env() -> dict[str, Role]:
-    """The configured tokens; an error when there are none."""
-    tokens: dict[str, Role] = {}
-    if os.environ.get(AGENT_TOKEN_ENV):
-        tokens[os.environ[AGENT_TOKEN_ENV]] = "agent"
-    if os.environ.get(OPERATOR_TOKEN_ENV):
-        tokens[os.environ[OPERATOR_TOKEN_ENV]] = "operator"
-    if not tokens:
+    """The configured tokens; an error when there are none, one is short, or both are equal."""
+    given = {env: os.environ[env] for env in (AGENT_TOKEN_ENV, OPERATOR_TOKEN_ENV) if os.environ.get(env)}
+    if not given:
         raise ConfigError(
             f"serving over HTTP needs a bearer token: set {AGENT_TOKEN_ENV} (agents) and/or "
             f"{OPERATOR_TOKEN_ENV} (operators) in the server's environment"
         )
-    return tokens
+    for env, token in given.items():
+        if len(token) < TOKEN_MIN_CHARS:
+            raise ConfigError(
+                f"{env}: {len(token)} characters, fewer than the {TOKEN_MIN_CHARS} a token needs "
+                "(make one with: openssl rand -hex 16)"
+            )
+    if len(given) == 2 and hmac.compare_digest(
+        given[AGENT_TOKEN_ENV].encode(), given[OPERATOR_TOKEN_ENV].encode()
+    ):
+        raise ConfigError(
+            f"{AGENT_TOKEN_ENV} and {OPERATOR_TOKEN_ENV} are the same: every agent would be an "
+            "operator; give each role its own token"
+        )
+    roles: dict[str, Role] = {AGENT_TOKEN_ENV: "agent", OPERATOR_TOKEN_ENV: "operator"}
+    return {token: roles[env] for env, token in given.items()}
 
 
-def auth_settings(host: str, port: int) -> AuthSettings:
-    """Resource-server settings for the SDK (the tokens are static, no OAuth server runs)."""
-    url = f"http://{host}:{port}"
+def auth_settings() -> AuthSettings:
+    """Bearer-token settings for the SDK: no resource URL, so no OAuth metadata anywhere.
+
+    Without ``resource_server_url`` the SDK neither serves
+    ``/.well-known/oauth-protected-resource`` nor names it in a 401's ``WWW-Authenticate``;
+    the issuer is required by the model but read by nothing when no OAuth routes exist.
+    """
     return AuthSettings(
-        issuer_url=url,
-        resource_server_url=f"{url}/mcp",
+        issuer_url="http://localhost",
+        resource_server_url=None,
         required_scopes=None,
-        validate_token_resource=False,
     )
 
 

@@ -57,6 +57,7 @@ from ..services import feedback as feedback_service
 from ..services.runtime import Runtime
 from ..settings import Settings
 from .app_context import AppContext
+from .holders import STDIO_HOLDER, TaskHolders
 from .registry import ToolFunction, describe_tools, structured_tool
 
 Ctx = Context[AppContext]
@@ -83,6 +84,10 @@ def _rt(ctx: Ctx) -> Runtime:
     return ctx.request_context.lifespan_context.runtime
 
 
+def _holders(ctx: Ctx) -> TaskHolders:
+    return ctx.request_context.lifespan_context.holders
+
+
 ToolFn = TypeVar("ToolFn", bound=ToolFunction)
 
 
@@ -100,6 +105,14 @@ def build_tools(
         from .http_auth import request_role  # noqa: PLC0415
 
         return request_role(settings.role)
+
+    def caller_connection(ctx: Ctx) -> str | None:
+        # Which connection the call came on (adapters/holders.py): the process on stdio,
+        # the MCP session over HTTP; None for a sessionless HTTP request.
+        if not http:
+            return STDIO_HOLDER
+        headers = ctx.headers
+        return headers.get("mcp-session-id") if headers else None
 
     def tool(annotations: ToolAnnotations, text: str | None = None) -> Callable[[ToolFn], ToolFn]:
         def register(fn: ToolFn) -> ToolFn:
@@ -122,7 +135,7 @@ def build_tools(
     ) -> StartTaskResult:
         """Start (or resume, or take over) a task; call once before any other tool."""
         with tool_errors():
-            return await tasks.start_task(
+            started = await tasks.start_task(
                 _rt(ctx),
                 title=title,
                 specification=specification,
@@ -133,6 +146,8 @@ def build_tools(
                 baseline_pass_rate=baseline_pass_rate,
                 thresholds=thresholds,
             )
+        _holders(ctx).hold(caller_connection(ctx), started.task_id, started.task.generation)
+        return started
 
     @tool(_WRITE)
     async def end_task(
@@ -319,6 +334,7 @@ def build_tools(
                 add_scope=add_scope,
                 responder=responder,
                 role=caller_role(),
+                held=_holders(ctx).held(caller_connection(ctx)),
             )
 
     @tool(_WRITE)

@@ -82,6 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--role", choices=["agent", "operator"], default="agent")
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="NAME[:PORT]",
+        help="http: a Host name clients use beyond loopback (repeatable; without a port: any port)",
+    )
+    serve.add_argument(
+        "--allowed-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="http: a browser Origin allowed to call, e.g. https://console.example (repeatable)",
+    )
 
     esc = sub.add_parser("escalations", help="list, show and answer escalations")
     esc_sub = esc.add_subparsers(dest="action", required=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+import anyio
+
 from ..settings import Settings
 
 
@@ -15,8 +17,29 @@ def serve(args: argparse.Namespace) -> int:
         db=args.db, config=args.config, role=getattr(args, "role", "agent"), prompts=args.prompts
     )
     if getattr(args, "transport", "stdio") == "http":
-        server = build_server(settings, http=(args.host, args.port), hook_relay=True)
-        server.run("streamable-http", host=args.host, port=args.port)
+        from ..adapters.http_serving import (  # noqa: PLC0415
+            Listen,
+            request_body_limit,
+            transport_security,
+            warn_about_exposure,
+        )
+
+        listen = Listen(
+            host=args.host,
+            port=args.port,
+            allowed_hosts=tuple(args.allowed_host or ()),
+            allowed_origins=tuple(args.allowed_origin or ()),
+        )
+        server = build_server(settings, http=True, hook_relay=True)
+        security = transport_security(listen)
+        warn_about_exposure(listen, security)
+        server.run(
+            "streamable-http",
+            host=listen.host,
+            port=listen.port,
+            transport_security=security,
+            max_request_body_size=anyio.run(request_body_limit, server),
+        )
         return 0
     from ..adapters.stdio import run_stdio  # noqa: PLC0415
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .literals import fold, required_texts
 
@@ -54,16 +54,21 @@ class PatternBook:
     extractors: tuple[Extractor, ...] = field(default=())
 
 
+DETAIL_MAX = 4096  # characters, as a path (models/limits.PATH_MAX)
+
+
 class BlockerDetails(BaseModel):
     """Facts about an external blocker; what the operator needs to remove it."""
 
     model_config = ConfigDict(extra="forbid")
 
-    dependency: str | None = None
-    version: str | None = None
-    resource: str | None = None
-    operation: str | None = None
-    endpoint: str | None = None
+    # Bounded like a path: every string an agent sends has a limit (an unbounded one also
+    # left the HTTP transport no request size that admits every valid call).
+    dependency: str | None = Field(None, max_length=DETAIL_MAX)
+    version: str | None = Field(None, max_length=DETAIL_MAX)
+    resource: str | None = Field(None, max_length=DETAIL_MAX)
+    operation: str | None = Field(None, max_length=DETAIL_MAX)
+    endpoint: str | None = Field(None, max_length=DETAIL_MAX)
     status_code: int | None = None
 
 

@@ -10,6 +10,7 @@ limit and scope applied to the task at once; withdraw (the agent's own question 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import anyio
 
@@ -390,20 +391,19 @@ async def resolve_escalation(
     add_scope: list[str] | None = None,
     responder: str | None = None,
     role: Role,
+    held: Mapping[str, int] | None = None,
 ) -> ResolveResult:
-    """Answer an escalation; an agent-role caller may only withdraw its own question."""
+    """Answer an escalation; an agent-role caller may only withdraw a question of a task it
+    holds (``held``: task id -> the generation it was held at, see adapters/holders.py;
+    None: the caller comes on no connection the server can tell apart, so it holds none)."""
     add_scope = sorted(set(add_scope or []))
     now = rt.now()
+    recorded_responder = _recorded_responder(role, responder)
 
     def work(conn: Conn) -> ResolveResult:
         escalation = load_escalation(conn, escalation_id)
-        if role == "agent" and not (response_type == "withdraw" and escalation.type == "ask_human"):
-            raise Forbidden(
-                f"response_type: this server runs in the agent role, which may only withdraw "
-                f"its own ask_human question; {response_type!r} on a {escalation.type} "
-                "escalation must come from a human operator (the CLI "
-                "'mcp-server-escalation escalations respond' or a server started with --role operator)."
-            )
+        if role == "agent":
+            _check_agent_may_withdraw(conn, escalation, response_type, held)
         if escalation.status != "pending":
             raise Conflict(
                 f"escalation_id: escalation {escalation_id} is already {escalation.status}; "
@@ -435,7 +435,7 @@ async def resolve_escalation(
             response_content=content,
             new_file_limit=new_file_limit,
             add_scope_json=_json_list(add_scope),
-            responder=responder or role,
+            responder=recorded_responder,
             responded_at=now,
         )
         progress_store.add_action(
@@ -445,7 +445,7 @@ async def resolve_escalation(
             {
                 "escalation_id": escalation_id,
                 "response_type": response_type,
-                "responder": responder or role,
+                "responder": recorded_responder,
             },
             now,
         )
@@ -460,6 +460,46 @@ async def resolve_escalation(
     result = await rt.db.write(work)
     await rt.publish(result.escalation, "resolved")
     return result
+
+
+def _check_agent_may_withdraw(
+    conn: Conn, escalation: Escalation, response_type: str, held: Mapping[str, int] | None
+) -> None:
+    if not (response_type == "withdraw" and escalation.type == "ask_human"):
+        raise Forbidden(
+            f"response_type: this server runs in the agent role, which may only withdraw "
+            f"its own ask_human question; {response_type!r} on a {escalation.type} "
+            "escalation must come from a human operator (the CLI "
+            "'mcp-server-escalation escalations respond' or a server started with --role operator)."
+        )
+    task = load_task(conn, escalation.task_id)
+    if held is None:
+        raise Forbidden(
+            f"escalation_id: this request came without an MCP session (sessionless HTTP), so "
+            f"it holds no task and cannot withdraw the question of task {task.task_id!r}; "
+            "a human operator answers it ('mcp-server-escalation escalations respond')."
+        )
+    if held.get(task.task_id) != task.generation:
+        raise Forbidden(
+            f"escalation_id: escalation {escalation.escalation_id} is a question of task "
+            f"{task.task_id!r}, which this connection does not hold: an agent withdraws only "
+            "questions of a task it started, resumed or took over with start_task on the same "
+            f"connection. If it is your task, call start_task(task_id={task.task_id!r}) first; "
+            "otherwise a human operator answers it ('mcp-server-escalation escalations respond')."
+        )
+
+
+def _recorded_responder(role: Role, responder: str | None) -> str:
+    """Who answered, as stored: an agent's name always says it is an agent's.
+
+    An operator's answer is the human's word; a name an agent gives ("operator:carol") is
+    only the agent's claim, so it is kept behind ``agent:`` and never read as a human's.
+    """
+    if role == "operator":
+        return responder or "operator"
+    if not responder:
+        return "agent"
+    return responder if responder.startswith("agent:") else f"agent:{responder}"
 
 
 def _json_list(values: list[str]) -> str:

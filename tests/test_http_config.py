@@ -1,0 +1,144 @@
+"""HTTP configuration (issue 16): tokens, Host/Origin allow-lists, the 401, the body limit.
+
+Each test starts the installed console script and talks real HTTP to it: the process and
+its listener are what is tested.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import anyio
+import httpx2
+
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, start_http, stop_http
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def _serve_once(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The HTTP server's start, expected to fail before it listens."""
+    return subprocess.run(
+        [SCRIPT, "serve", "--transport", "http", "--port", str(free_port()), "--db", str(tmp_path / "e.db")],
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}, **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_one_token_for_both_roles_is_refused_at_start(tmp_path: Path) -> None:
+    done = _serve_once(
+        tmp_path, {"ESCALATION_AGENT_TOKEN": OPERATOR_TOKEN, "ESCALATION_OPERATOR_TOKEN": OPERATOR_TOKEN}
+    )
+
+    assert done.returncode == 1
+    assert "ESCALATION_AGENT_TOKEN and ESCALATION_OPERATOR_TOKEN are the same" in done.stderr
+    assert OPERATOR_TOKEN not in done.stderr, "the error must not print the secret"
+
+
+def test_a_token_shorter_than_32_characters_is_refused_naming_its_variable(tmp_path: Path) -> None:
+    done = _serve_once(
+        tmp_path, {"ESCALATION_AGENT_TOKEN": AGENT_TOKEN, "ESCALATION_OPERATOR_TOKEN": "op-secret-2"}
+    )
+
+    assert done.returncode == 1
+    assert "ESCALATION_OPERATOR_TOKEN: 11 characters" in done.stderr
+    assert "32" in done.stderr
+
+
+async def test_a_wrong_token_gets_a_plain_401_that_points_at_no_oauth_server(tmp_path: Path) -> None:
+    process, port, _ = start_http(tmp_path)
+    try:
+        async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            refused = await http.post(
+                "/mcp", json=INITIALIZE, headers={**JSON_HEADERS, "Authorization": "Bearer wrong"}
+            )
+            metadata = await http.get("/.well-known/oauth-protected-resource/mcp")
+    finally:
+        stop_http(process)
+
+    assert refused.status_code == 401
+    challenge = refused.headers["www-authenticate"]
+    assert challenge.startswith("Bearer ")
+    assert "resource_metadata" not in challenge
+    assert refused.json()["error"] == "invalid_token"
+    assert metadata.status_code == 404
+
+
+async def test_beyond_loopback_only_allowed_hosts_and_origins_are_answered(tmp_path: Path) -> None:
+    process, port, log = start_http(
+        tmp_path,
+        "--host",
+        "0.0.0.0",  # noqa: S104 (the case under test: every interface)
+        "--allowed-host",
+        "mcp.example",
+        "--allowed-origin",
+        "https://console.example",
+    )
+    auth = {**JSON_HEADERS, "Authorization": f"Bearer {AGENT_TOKEN}"}
+    try:
+        async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            rebound = await http.post(
+                "/mcp", json=INITIALIZE, headers={**auth, "Host": f"evil.example:{port}"}
+            )
+            foreign = await http.post(
+                "/mcp",
+                json=INITIALIZE,
+                headers={**auth, "Host": "mcp.example", "Origin": "https://evil.example"},
+            )
+            named = await http.post(
+                "/mcp",
+                json=INITIALIZE,
+                headers={**auth, "Host": f"mcp.example:{port}", "Origin": "https://console.example"},
+            )
+    finally:
+        stop_http(process)
+
+    assert rebound.status_code == 421
+    assert foreign.status_code == 403
+    assert named.status_code == 200
+    stderr = log.read_text()
+    assert "WARNING: serving on 0.0.0.0" in stderr
+    assert "plain HTTP" in stderr
+    assert "TLS reverse proxy" in stderr
+
+
+async def test_on_loopback_no_plain_http_warning_is_given(tmp_path: Path) -> None:
+    process, _, log = start_http(tmp_path)
+    stop_http(process)
+
+    assert "plain HTTP" not in log.read_text()
+
+
+async def test_a_1_mib_artifact_of_wide_characters_is_accepted_not_refused_as_too_large(
+    tmp_path: Path,
+) -> None:
+    # 1 Mi characters is the documented artifact limit; each of these is 4 bytes of UTF-8,
+    # so the body is just over the SDK's default 4 MiB.
+    artifact = "\N{GRINNING FACE}" * (1024 * 1024)
+    process, port, _ = start_http(tmp_path)
+    try:
+        with anyio.fail_after(60):
+            async with http_client(f"http://127.0.0.1:{port}/mcp", AGENT_TOKEN) as agent:
+                await agent.call("start_task", title="big artifact", task_id="big")
+                recorded = await agent.call(
+                    "record_attempt", task_id="big", step="draft", status="accepted", artifact=artifact
+                )
+    finally:
+        stop_http(process)
+
+    assert recorded["attempt_number"] == 1
