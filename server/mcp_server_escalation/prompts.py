@@ -159,6 +159,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "guidance_no_adjustment": [],
         # the operator side: notifier text, client log messages, elicitation (issue 5)
         "notify_text": ["priority", "escalation_id", "type", "task_id", "title", "headline", "options"],
+        "notify_more": ["escalation_id", "bytes"],
         "notify_text_renotify": [
             "priority",
             "escalation_id",

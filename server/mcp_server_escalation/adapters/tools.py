@@ -22,17 +22,18 @@ from ..models.feedback import AttemptResult, FeedbackResult, ReviewResult
 from ..models.guidance import FailureView, GuidanceResult
 from ..models.limits import (
     LIST_MAX,
-    TEXT_MAX,
     EscalationId,
     GlobList,
     LargeText,
     Name,
+    Options,
     Path,
     PathList,
     Role,
     Severity,
     ShortText,
     SignalType,
+    StepList,
     StepName,
     TaskId,
 )
@@ -237,7 +238,7 @@ def build_tools(
         ctx: Ctx,
         kind: Literal["ask_human", "system_error"] = "ask_human",
         question: ShortText | None = None,
-        options: Annotated[list[Annotated[str, Field(max_length=TEXT_MAX)]], Field(max_length=LIST_MAX)] = [],  # noqa: B006
+        options: Options = [],  # noqa: B006
         blocking: bool = True,
         follow_up_of: EscalationId | None = None,
     ) -> RaiseEscalationResult:
@@ -330,7 +331,7 @@ def build_tools(
         feedback: ShortText = "",
         guard: Annotated[str, Field(max_length=256)] | None = None,
         artifact: LargeText | None = None,
-        upstream: Annotated[list[StepName], Field(max_length=LIST_MAX)] = [],  # noqa: B006
+        upstream: StepList = [],  # noqa: B006
     ) -> AttemptResult:
         """Record a verdict on a step's output; stagnation starts an escalation cycle."""
         with tool_errors():

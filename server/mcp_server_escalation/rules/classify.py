@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .literals import fold, required_texts
 
 DETAIL_FIELDS = ("dependency", "version", "resource", "operation", "endpoint", "status_code")
+DETAIL_MAX = 512
 
 
 @dataclass(frozen=True)
@@ -59,12 +61,13 @@ class BlockerDetails(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    dependency: str | None = None
-    version: str | None = None
-    resource: str | None = None
-    operation: str | None = None
-    endpoint: str | None = None
-    status_code: int | None = None
+    # Names, not outputs: a few hundred characters each, as the other names of a failure.
+    dependency: Annotated[str, Field(max_length=DETAIL_MAX)] | None = None
+    version: Annotated[str, Field(max_length=DETAIL_MAX)] | None = None
+    resource: Annotated[str, Field(max_length=DETAIL_MAX)] | None = None
+    operation: Annotated[str, Field(max_length=DETAIL_MAX)] | None = None
+    endpoint: Annotated[str, Field(max_length=DETAIL_MAX)] | None = None
+    status_code: Annotated[int, Field(ge=0, le=999)] | None = None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ one-line reason that the outbox records and logs.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -30,6 +29,7 @@ import anyio.abc
 import anyio.to_thread
 
 from .. import __version__
+from ..rules.announce import payload_body
 from ..rules.notify import notifier_key
 from ..settings import NotifyConfig
 
@@ -65,7 +65,7 @@ def configured(config: NotifyConfig) -> list[Notifier]:
 
 async def send(notifier: Notifier, payload: dict[str, Any], limit_seconds: float) -> None:
     """Hand one announcement to one notifier within ``limit_seconds``, or raise DeliveryFailed."""
-    body = json.dumps(payload, sort_keys=True).encode("utf-8")
+    body = payload_body(payload)
     try:
         with anyio.fail_after(limit_seconds):
             if notifier.kind == "command":
