@@ -36,6 +36,7 @@ from ..models.limits import (
     StepList,
     StepName,
     TaskId,
+    WaitSeconds,
 )
 from ..models.results import (
     AcknowledgeResult,
@@ -259,7 +260,7 @@ def build_tools(
     async def get_escalation(
         escalation_id: EscalationId,
         ctx: Ctx,
-        wait_seconds: float = 0,
+        wait_seconds: WaitSeconds = 0,
         known_revision: Annotated[int, Field(ge=1)] | None = None,
     ) -> EscalationResult:
         """The escalation (whole unless known_revision is current); waits for an answer and delivers it."""

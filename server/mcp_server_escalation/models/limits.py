@@ -29,6 +29,9 @@ LIST_TEXT_MAX = 64 * 1024
 OPTIONS_MAX = 20
 OPTION_MAX = 1000
 OPTIONS_TOTAL_MAX = 4000
+# How long one get_escalation call may wait for an answer: a poll the agent repeats, well
+# under the minutes hosts allow a tool call before they give up on it.
+WAIT_MAX_SECONDS = 60.0
 TASK_ID_PATTERN = r"^[A-Za-z0-9._:/@-]{1,128}$"
 # What one agent-facing result may cost the model's context, whatever the history behind it
 # (a stuck agent's results once grew with every repeat), and what a get_escalation poll
@@ -72,6 +75,7 @@ Options = Annotated[
     _at_most_characters(OPTIONS_TOTAL_MAX),
 ]
 Count = Annotated[int, Field(ge=0, le=10_000_000)]
+WaitSeconds = Annotated[float, Field(ge=0, le=WAIT_MAX_SECONDS, allow_inf_nan=False)]
 EscalationId = Annotated[int, Field(ge=1)]
 
 TaskStatus = Literal["active", "paused", "terminated_by_human", "completed", "abandoned"]
