@@ -280,7 +280,7 @@ async def test_results_stay_small_when_every_text_is_at_its_limit(db_path: str) 
     # files at their limits: the escalation shows each clipped, and says how much is left.
     # (get_task shows the task's own title, specification and scope whole.)
     huge = "x" * (64 * 1024)
-    scope = [f"src/{n:03d}/" + "d" * 180 + "/**" for n in range(500)]
+    scope = [f"src/{n:03d}/" + "d" * 120 + "/**" for n in range(500)]  # at the limit of all globs
     async with connect(db_path) as agent:
         await agent.call("start_task", title="t" * 1024, task_id="big", specification=huge, scope=scope)
         answers = []
@@ -331,7 +331,7 @@ async def test_a_long_tasks_view_lists_the_latest_files_and_escalations_and_coun
 async def test_an_out_of_scope_edit_of_a_task_at_its_input_limits_escalates_in_a_small_result(
     db_path: str,
 ) -> None:
-    scope = [f"src/{n:03d}/" + "d" * 180 + "/**" for n in range(500)]
+    scope = [f"src/{n:03d}/" + "d" * 120 + "/**" for n in range(500)]  # at the limit of all globs
     async with connect(db_path) as agent:
         await agent.call("start_task", title="big", task_id="big", specification="x" * 65536, scope=scope)
         refused = await agent.call("check_edit", task_id="big", paths=["docs/readme.md"])

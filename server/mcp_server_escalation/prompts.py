@@ -160,6 +160,9 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "guidance_no_adjustment": [],
         # the operator side: notifier text, client log messages, elicitation (issue 5)
         "notify_text": ["priority", "escalation_id", "type", "task_id", "title", "headline", "options"],
+        "notify_more": ["escalation_id", "bytes"],
+        # appended to the description of every long text argument (adapters/registry.py)
+        "tool_text_unit": [],
         "notify_text_renotify": [
             "priority",
             "escalation_id",

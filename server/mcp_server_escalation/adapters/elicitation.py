@@ -42,6 +42,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ..errors import EscalationError
 from ..models.escalations import Escalation
+from ..models.limits import WAIT_MAX_SECONDS
 from ..prompts import PromptBook
 from ..rules.announce import elicitation_question, human_answers
 from ..services import escalations
@@ -118,7 +119,10 @@ class AskInClient:
         if not isinstance(arguments, dict):
             return None
         escalation_id, wait = _number(arguments.get("escalation_id")), _number(arguments.get("wait_seconds"))
-        if escalation_id is None or not escalation_id.is_integer() or not wait or wait <= 0:
+        # Only a wait the tool accepts: NaN, infinite or out-of-range ones fail validation.
+        if escalation_id is None or not escalation_id.is_integer() or wait is None:
+            return None
+        if not 0 < wait <= WAIT_MAX_SECONDS:
             return None
         return int(escalation_id)
 

@@ -1,4 +1,5 @@
-"""Requests read but not answered yet, so that the end of stdin does not drop them.
+"""Requests read but not answered yet, so that the end of stdin does not drop them; and
+lines the SDK could not read, answered with a JSON-RPC error (``stdio_malformed.py``).
 
 Wrappers of the SDK's stdio streams (either transport, ``stdio.py``), which the serving
 loop reads and writes as it would the SDK's own.
@@ -6,15 +7,20 @@ loop reads and writes as it would the SDK's own.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 
+from .stdio_malformed import malformed_answer
+
 if TYPE_CHECKING:
     # The stream protocols of Server.run's signature (the SDK exports them from nowhere else).
     from mcp.shared._stream_protocols import ReadStream, WriteStream
+
+log = logging.getLogger(__name__)
 
 # At the end of stdin, how long requests already read get to finish. Below the 2 s the
 # SDK's client waits for a server to exit after closing stdin before it sends SIGTERM.
@@ -35,12 +41,25 @@ class Unanswered:
         self._settle_seconds = settle_seconds
         self._answered: anyio.Event | None = None
         self._unanswerable = False
+        self._writer: WriteStream[SessionMessage] | None = None
 
     def reading(self, stream: ReadStream[SessionMessage | Exception]) -> _RequestsRead:
         return _RequestsRead(stream, self)
 
     def writing(self, stream: WriteStream[SessionMessage]) -> _AnswersWritten:
+        self._writer = stream
         return _AnswersWritten(stream, self)
+
+    async def answer_malformed(self, error: Exception) -> None:
+        """Answer a line the SDK could not read (it drops it): the client would wait forever."""
+        answer = malformed_answer(error)
+        if answer is None or self._writer is None or self._unanswerable:
+            return
+        log.warning("stdin: answered a line that is no JSON-RPC message: %s", answer.message.error.message)  # type: ignore[union-attr]
+        try:
+            await self._writer.send(answer)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.unanswerable()
 
     def read(self, item: SessionMessage | Exception) -> None:
         if not isinstance(item, SessionMessage):
@@ -94,6 +113,8 @@ class _RequestsRead:
         except anyio.EndOfStream:
             await self._unanswered.settle()
             raise
+        if isinstance(item, Exception):
+            await self._unanswered.answer_malformed(item)
         self._unanswered.read(item)
         return item
 

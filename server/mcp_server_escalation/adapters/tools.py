@@ -22,19 +22,21 @@ from ..models.feedback import AttemptResult, FeedbackResult, ReviewResult
 from ..models.guidance import FailureView, GuidanceResult
 from ..models.limits import (
     LIST_MAX,
-    TEXT_MAX,
     EscalationId,
     GlobList,
     LargeText,
     Name,
+    Options,
     Path,
     PathList,
     Role,
     Severity,
     ShortText,
     SignalType,
+    StepList,
     StepName,
     TaskId,
+    WaitSeconds,
 )
 from ..models.results import (
     AcknowledgeResult,
@@ -252,7 +254,7 @@ def build_tools(
         ctx: Ctx,
         kind: Literal["ask_human", "system_error"] = "ask_human",
         question: ShortText | None = None,
-        options: Annotated[list[Annotated[str, Field(max_length=TEXT_MAX)]], Field(max_length=LIST_MAX)] = [],  # noqa: B006
+        options: Options = [],  # noqa: B006
         blocking: bool = True,
         follow_up_of: EscalationId | None = None,
     ) -> RaiseEscalationResult:
@@ -273,7 +275,7 @@ def build_tools(
     async def get_escalation(
         escalation_id: EscalationId,
         ctx: Ctx,
-        wait_seconds: float = 0,
+        wait_seconds: WaitSeconds = 0,
         known_revision: Annotated[int, Field(ge=1)] | None = None,
     ) -> EscalationResult:
         """The escalation (whole unless known_revision is current); waits for an answer and delivers it."""
@@ -346,7 +348,7 @@ def build_tools(
         feedback: ShortText = "",
         guard: Annotated[str, Field(max_length=256)] | None = None,
         artifact: LargeText | None = None,
-        upstream: Annotated[list[StepName], Field(max_length=LIST_MAX)] = [],  # noqa: B006
+        upstream: StepList = [],  # noqa: B006
     ) -> AttemptResult:
         """Record a verdict on a step's output; stagnation starts an escalation cycle."""
         with tool_errors():

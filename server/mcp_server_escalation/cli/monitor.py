@@ -19,7 +19,7 @@ from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
 from ..rules.salient import one_line
 from ..services import reports
-from ..services.background import deliver_pending, operator_side
+from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
 from ..services.runtime import Runtime
 
@@ -42,7 +42,13 @@ def table(headers: list[str], rows: list[list[str]], *, right: frozenset[int] = 
 
 
 async def with_delivery(rt: Runtime, work: Awaitable[int]) -> int:
-    """Run a command next to one delivery pass, so announcements left behind go out now."""
+    """Run a command next to one delivery pass, so announcements left behind go out now.
+
+    Once the command's own work is done, the pass has ``CLI_AFTER_WORK_SECONDS`` more: the
+    task group waits for it, and a hanging notifier once added its whole pass (5 s) to
+    every command. An attempt cut short counts as failed, so the next commands wait for its
+    retry time instead of trying it again at once.
+    """
     code = 1
     error: Exception | None = None
     async with anyio.create_task_group() as tg:
@@ -52,6 +58,8 @@ async def with_delivery(rt: Runtime, work: Awaitable[int]) -> int:
         except Exception as exc:  # noqa: BLE001 (re-raised below, outside the task group, unchanged)
             error = exc
             tg.cancel_scope.cancel()
+        done = anyio.current_time() + CLI_AFTER_WORK_SECONDS
+        tg.cancel_scope.deadline = min(tg.cancel_scope.deadline, done)
     if error is not None:
         raise error
     return code

@@ -5,15 +5,41 @@ Pure: the escalation, the event and ``now`` in, text and JSON-ready dicts out.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
 from ..clock import parse_iso
 from ..models.escalations import Escalation
 from ..prompts import PromptBook
+from .evidence import clip, clip_texts, shortened
 from .salient import headline as salient_headline
 
 HEADLINE_CHARS = 500
+# What one notification may weigh, as sent (JSON, non-ASCII escaped): chat webhooks refuse
+# larger bodies (Slack's message text stops at 40,000 characters, Discord's and Teams' limits
+# are lower still), and a refused POST was retried forever. A larger escalation is sent
+# shortened, naming the command that shows it whole.
+NOTIFY_PAYLOAD_MAX_BYTES = 32 * 1024
+# The fields a shortened notification keeps whole: ids, states and times, all small.
+_KEPT = (
+    "escalation_id",
+    "task_id",
+    "agent_id",
+    "type",
+    "priority",
+    "blocking",
+    "status",
+    "response_options",
+    "follow_up_of",
+    "delivered_at",
+    "acknowledged_at",
+    "revision",
+    "created_at",
+    "updated_at",
+)
+# Each step shortens texts to this many characters and lists to this many items.
+_STEPS = ((400, 5), (160, 3), (40, 1))
 # Elicitation offers what a human may answer; withdrawing is the agent's own move.
 _HUMAN_ANSWERS = ("guidance", "override", "approve", "terminate")
 
@@ -57,13 +83,48 @@ def notification_text(prompts: PromptBook, escalation: Escalation, event: str, n
 
 
 def notification_payload(
-    prompts: PromptBook, escalation: Escalation, event: str, now: datetime
+    prompts: PromptBook,
+    escalation: Escalation,
+    event: str,
+    now: datetime,
+    limit: int = NOTIFY_PAYLOAD_MAX_BYTES,
 ) -> dict[str, Any]:
-    """What a notifier receives: the escalation's fields, plus ``event`` and ``text``."""
+    """What a notifier receives: the escalation's fields, plus ``event`` and ``text``; at
+    most ``limit`` bytes as sent (``payload_body``), shortened when the whole is more."""
     payload = escalation.model_dump(mode="json")
     payload["event"] = event
     payload["text"] = notification_text(prompts, escalation, event, now)
-    return payload
+    if len(payload_body(payload)) <= limit:
+        return payload
+    kept = {key: payload[key] for key in _KEPT}
+    more = prompts.render("notify_more", escalation_id=escalation.escalation_id, bytes=f"{limit:,}")
+    for text_limit, items in _STEPS:
+        shorter = {
+            **kept,
+            "event": event,
+            "text": clip(payload["text"], text_limit * 2),
+            "reason": clip(escalation.reason or "", text_limit),
+            "question": clip(escalation.question or "", text_limit),
+            "options": shortened(escalation.options, text_limit, items),
+            "triggers": shortened([_trigger_line(t) for t in payload["triggers"]], text_limit, items),
+            "response": clip_texts(payload["response"], text_limit),
+            "shortened": True,
+            "more": more,
+        }
+        if len(payload_body(shorter)) <= limit:
+            return shorter
+    # Ids, states, a clipped summary and the command: a few KB whatever the escalation holds.
+    return {**kept, "event": event, "text": clip(payload["text"], 400), "shortened": True, "more": more}
+
+
+def _trigger_line(trigger: dict[str, Any]) -> dict[str, Any]:
+    # Criteria and observations can hold hundreds of paths; the summary says what fired.
+    return {key: trigger[key] for key in ("type", "summary", "fired_count", "at")}
+
+
+def payload_body(payload: dict[str, Any]) -> bytes:
+    """A notification as notifiers send it: JSON, keys sorted, non-ASCII escaped."""
+    return json.dumps(payload, sort_keys=True).encode("utf-8")
 
 
 def client_message(prompts: PromptBook, escalation: Escalation, event: str) -> str | None:

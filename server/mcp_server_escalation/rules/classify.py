@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .literals import fold, required_texts
 
 DETAIL_FIELDS = ("dependency", "version", "resource", "operation", "endpoint", "status_code")
+DETAIL_MAX = 512
 
 
 @dataclass(frozen=True)
@@ -54,22 +56,18 @@ class PatternBook:
     extractors: tuple[Extractor, ...] = field(default=())
 
 
-DETAIL_MAX = 4096  # characters, as a path (models/limits.PATH_MAX)
-
-
 class BlockerDetails(BaseModel):
     """Facts about an external blocker; what the operator needs to remove it."""
 
     model_config = ConfigDict(extra="forbid")
 
-    # Bounded like a path: every string an agent sends has a limit (an unbounded one also
-    # left the HTTP transport no request size that admits every valid call).
-    dependency: str | None = Field(None, max_length=DETAIL_MAX)
-    version: str | None = Field(None, max_length=DETAIL_MAX)
-    resource: str | None = Field(None, max_length=DETAIL_MAX)
-    operation: str | None = Field(None, max_length=DETAIL_MAX)
-    endpoint: str | None = Field(None, max_length=DETAIL_MAX)
-    status_code: int | None = None
+    # Names, not outputs: a few hundred characters each, as the other names of a failure.
+    dependency: Annotated[str, Field(max_length=DETAIL_MAX)] | None = None
+    version: Annotated[str, Field(max_length=DETAIL_MAX)] | None = None
+    resource: Annotated[str, Field(max_length=DETAIL_MAX)] | None = None
+    operation: Annotated[str, Field(max_length=DETAIL_MAX)] | None = None
+    endpoint: Annotated[str, Field(max_length=DETAIL_MAX)] | None = None
+    status_code: Annotated[int, Field(ge=0, le=999)] | None = None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ has the message of the item before it.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 FIRING_SHOWN = 5
@@ -37,6 +38,19 @@ SCOPE_NAMED = 5
 GLOB_TEXT_SHOWN = 160
 # Items read per refresh: enough for either list, never the run.
 RUN_READ = max(FIRING_SHOWN, LATEST_SHOWN)
+# The task's latest actions as an escalation shows them: summaries. Each action's texts are
+# clipped and its lists cut to their first items (twenty progress reports of 500 paths made
+# one escalation 3.2 MB); an action still over ACTION_MAX_BYTES shows its detail as one
+# clipped line, and the actions shown stop at RECENT_ACTIONS_MAX_BYTES, newest first.
+# Bytes, not characters: a character costs up to four.
+ACTION_TEXT_SHOWN = 160
+ACTION_ITEMS_SHOWN = 5
+ACTION_MAX_BYTES = 1024
+RECENT_ACTIONS_MAX_BYTES = 4096
+_ACTION_STEPS = ((ACTION_TEXT_SHOWN, ACTION_ITEMS_SHOWN), (80, 3), (40, 2))
+# The last step: every text at most 40 characters (160 bytes), the action's few fields and
+# one line of its detail, far under ACTION_MAX_BYTES.
+_LAST_TEXT = 40
 _CLIP_MARK = " […{omitted} characters omitted…] "
 
 
@@ -58,6 +72,53 @@ def clip_texts(value: Any, limit: int = TEXT_SHOWN) -> Any:
     if isinstance(value, list):
         return [clip_texts(item, limit) for item in value]
     return value
+
+
+def shortened(value: Any, text_limit: int, items: int) -> Any:
+    """``value`` (JSON-like) with every string clipped and every list and object cut to its
+    first ``items`` entries, a last item saying how many more there are."""
+    if isinstance(value, str):
+        return clip(value, text_limit)
+    if isinstance(value, dict):
+        kept = {key: shortened(item, text_limit, items) for key, item in list(value.items())[:items]}
+        rest = len(value) - len(kept)
+        return {**kept, "(more)": f"(+{rest} more)"} if rest else kept
+    if isinstance(value, list):
+        kept_items = [shortened(item, text_limit, items) for item in value[:items]]
+        rest = len(value) - len(kept_items)
+        return [*kept_items, f"(+{rest} more)"] if rest else kept_items
+    return value
+
+
+def json_bytes(value: Any) -> int:
+    """Bytes of ``value`` as compact JSON in UTF-8, as the tools send it."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode())
+
+
+def action_summary(action: dict[str, Any]) -> dict[str, Any]:
+    """One action as an escalation shows it, in at most ``ACTION_MAX_BYTES``: shortened a
+    step further each time it is still over, down to one short line of its detail."""
+    detail = action.get("detail", {})
+    for text_limit, items in _ACTION_STEPS:
+        summary = {**clip_texts(action, text_limit), "detail": shortened(detail, text_limit, items)}
+        if json_bytes(summary) <= ACTION_MAX_BYTES:
+            return summary
+    line = json.dumps(detail, ensure_ascii=False, sort_keys=True)
+    return {**clip_texts(action, _LAST_TEXT), "detail": {"summary": clip(line, _LAST_TEXT)}}
+
+
+def recent_summaries(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The latest of ``actions`` (oldest first) as summaries, at most
+    ``RECENT_ACTIONS_MAX_BYTES`` in all: the newest are kept."""
+    shown: list[dict[str, Any]] = []
+    total = 0
+    for action in reversed(actions):
+        summary = action_summary(action)
+        total += json_bytes(summary)
+        if total > RECENT_ACTIONS_MAX_BYTES:
+            break
+        shown.append(summary)
+    return shown[::-1]
 
 
 def fired_run(latest: list[dict[str, Any]], count: int) -> dict[str, Any]:

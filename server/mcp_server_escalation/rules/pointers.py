@@ -14,12 +14,16 @@ KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 MAX_KEYS = 32
 MAX_ITEMS = 100
 MAX_POINTER_CHARS = 512
+# All pointers of one call together: 32 keys of 100 pointers of 512 characters were 1.6 Mi
+# characters of "pointers", stored and shown with the failure.
+MAX_TOTAL_CHARS = 16 * 1024
 
 
 def pointer_problem(refs: dict[str, Any]) -> str | None:
     """Why ``refs`` is not a set of pointers, or None when it is."""
     if len(refs) > MAX_KEYS:
         return f"at most {MAX_KEYS} keys, got {len(refs)}"
+    total = 0
     for key, value in refs.items():
         if not KEY.match(key):
             return f"key {key!r} must be snake_case (a-z, 0-9, _; at most 64 characters)"
@@ -35,4 +39,7 @@ def pointer_problem(refs: dict[str, Any]) -> str | None:
                     f"{key}: a pointer is one line of at most {MAX_POINTER_CHARS} characters; "
                     "put content in message or attempted_action instead"
                 )
+            total += len(item) if isinstance(item, str) else 0
+    if total > MAX_TOTAL_CHARS:
+        return f"the pointers hold {total:,} characters in all; the limit is {MAX_TOTAL_CHARS:,} characters"
     return None

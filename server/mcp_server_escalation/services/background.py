@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLI_PASS_SECONDS = 5.0
+# How long a CLI command waits for its delivery pass once its own work is done: a webhook
+# that answers does so in well under a second; a hanging one must not hold up the operator.
+CLI_AFTER_WORK_SECONDS = 0.5
+CUT_SHORT = "cut short by a CLI command after {seconds:g} s; a server or `escalations watch` retries it"
 
 
 @dataclass
@@ -90,11 +94,12 @@ async def alongside(*work: Callable[[], Coroutine[Any, Any, object]]) -> AsyncIt
 async def deliver_pending(rt: Runtime) -> list[Outcome]:
     """One delivery pass for a short-lived process (a CLI command); [] without notifiers.
 
-    It runs next to the command and may outlast it by at most ``CLI_PASS_SECONDS``, so a
-    hanging webhook cannot make every CLI command slow; an attempt cut short is handed back
-    at once for the next process (a server or ``watch`` has no such limit).
+    It runs next to the command for at most ``CLI_PASS_SECONDS`` (the command may end it
+    sooner), so a hanging webhook cannot make every CLI command slow; an attempt cut short
+    is recorded as failed, due again after its retry time (a server or ``watch`` has no
+    such limit, and hands an interrupted attempt back at once).
     """
-    outbox = _outbox(rt)
+    outbox = _outbox(rt, cut_short=CUT_SHORT.format(seconds=CLI_AFTER_WORK_SECONDS))
     if outbox is None:
         return []
     # The top of a background task next to the command: a failing pass is logged, and the
@@ -112,7 +117,7 @@ def has_notifiers(config: NotifyConfig) -> bool:
     return bool((config.command or "").strip() or config.webhook_url)
 
 
-def _outbox(rt: Runtime) -> Outbox | None:
+def _outbox(rt: Runtime, cut_short: str | None = None) -> Outbox | None:
     if not has_notifiers(rt.settings.notify):
         return None
     # Loaded only here: a process without notifiers never imports the sending machinery
@@ -120,4 +125,4 @@ def _outbox(rt: Runtime) -> Outbox | None:
     from .notifiers import configured  # noqa: PLC0415
     from .notify import Outbox  # noqa: PLC0415
 
-    return Outbox(rt, configured(rt.settings.notify))
+    return Outbox(rt, configured(rt.settings.notify), cut_short=cut_short)

@@ -16,7 +16,7 @@ from ..models.limits import ENDED_STATUSES
 from ..models.results import Directed
 from ..models.tasks import Task
 from ..rules.directives import decide
-from ..rules.evidence import clip, clip_texts, refreshed_run, scope_shown
+from ..rules.evidence import clip, recent_summaries, refreshed_run, scope_shown
 from ..rules.triggers import Firing, response_options
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
@@ -24,11 +24,10 @@ from ..store import tasks as task_store
 from ..store.db import Conn
 from .runtime import Runtime
 
-# The latest actions an escalation shows, their texts clipped; the task's history keeps them
-# all, whole. Ten is what `escalations show` prints; twenty identical record_failure entries
-# were most of a stuck agent's escalation.
+# The latest actions an escalation shows, as bounded summaries (rules/evidence.py); the
+# task's history keeps them all, whole. Ten is what `escalations show` prints; twenty
+# identical record_failure entries were most of a stuck agent's escalation.
 RECENT_ACTIONS = 10
-ACTION_TEXT_SHOWN = 160
 
 
 @dataclass(frozen=True)
@@ -118,9 +117,9 @@ def task_context(task: Task) -> dict[str, Any]:
 
 
 def recent_actions(conn: Conn, task_id: str) -> list[dict[str, Any]]:
-    """The task's latest actions as an escalation shows them (texts clipped)."""
+    """The task's latest actions as an escalation shows them: summaries, bounded each and in all."""
     actions = progress_store.recent_actions(conn, task_id, RECENT_ACTIONS)
-    return [clip_texts(a.model_dump(), ACTION_TEXT_SHOWN) for a in actions]
+    return recent_summaries([a.model_dump() for a in actions])
 
 
 def escalation_context(conn: Conn, task: Task, evidence: dict[str, Any]) -> dict[str, Any]:

@@ -5,11 +5,13 @@
   ``ESCALATION_PRIORITY``, ``ESCALATION_TASK_ID``, ``ESCALATION_TEXT``) for one-liners such
   as ``notify-send "$ESCALATION_TEXT"``. Exit status 0 is a delivery. Its stdout is
   discarded (a stdio server's stdout belongs to the protocol); the tail of its stderr
-  becomes the recorded error. It runs in its own process group, killed as a whole on
-  timeout.
+  becomes the recorded error. It runs in its own process group, killed as a whole when
+  the attempt ends: at its exit, on timeout or when cancelled. Whatever it starts in the
+  background ends with it (one that must outlive it has to leave the group: ``setsid``).
 - ``webhook_url``: an HTTP(S) POST of the same JSON (it carries a ``text`` summary, which
   chat webhooks display). Any 2xx status is a delivery. Sent with the standard library's
-  ``urllib`` in a worker thread: no dependency beyond what the project already has.
+  ``urllib`` in a daemon thread: no dependency beyond what the project already has, and an
+  abandoned POST never keeps a process from exiting.
 
 Every call is bounded by ``timeout_seconds``; a failure raises ``DeliveryFailed`` with a
 one-line reason that the outbox records and logs.
@@ -17,23 +19,29 @@ one-line reason that the outbox records and logs.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
 import anyio.abc
-import anyio.to_thread
+import anyio.from_thread
+import anyio.lowlevel
 
 from .. import __version__
+from ..rules.announce import payload_body
 from ..rules.notify import notifier_key
 from ..settings import NotifyConfig
 
 STDERR_TAIL = 2000
+# After the command exits, how long its stderr may take to reach us: only what it wrote
+# before exiting is still in the pipe (its group is killed at the exit).
+STDERR_GRACE_SECONDS = 1.0
 
 
 class DeliveryFailed(Exception):
@@ -65,15 +73,13 @@ def configured(config: NotifyConfig) -> list[Notifier]:
 
 async def send(notifier: Notifier, payload: dict[str, Any], limit_seconds: float) -> None:
     """Hand one announcement to one notifier within ``limit_seconds``, or raise DeliveryFailed."""
-    body = json.dumps(payload, sort_keys=True).encode("utf-8")
+    body = payload_body(payload)
     try:
         with anyio.fail_after(limit_seconds):
             if notifier.kind == "command":
                 await _run_command(notifier.target, body, _environment(payload))
             else:
-                await anyio.to_thread.run_sync(
-                    _post, notifier.target, body, limit_seconds, abandon_on_cancel=True
-                )
+                await _post_detached(notifier.target, body, limit_seconds)
     except TimeoutError as exc:
         raise DeliveryFailed(f"no answer within {limit_seconds:g} s") from exc
     except OSError as exc:  # the shell could not be started (no such file, no more processes)
@@ -109,13 +115,20 @@ async def _run_command(command: str, body: bytes, env: dict[str, str]) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_feed, process, body)
             tg.start_soon(_drain, process, errors)
-        code = await process.wait()
+            code = await process.wait()
+            # The command's exit ends the attempt. A child it left in the background would
+            # hold stderr open (the attempt then waited for it until its timeout, and each
+            # retry left one more such child): the process group goes with the command, and
+            # what the command wrote to stderr before it exited is read within a moment.
+            _stop(process, posix=posix)
+            tg.cancel_scope.deadline = anyio.current_time() + STDERR_GRACE_SECONDS
     finally:
-        if process.returncode is None:
-            _kill(process, posix=posix)
-            with anyio.CancelScope(shield=True):
-                await process.wait()
+        # A timeout or a cancellation ends the attempt too, whether the shell is still
+        # running or has already exited and left children behind.
+        _stop(process, posix=posix)
         with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                await process.wait()
             await process.aclose()
     if code != 0:
         tail = errors.decode("utf-8", "replace").strip().splitlines()
@@ -140,19 +153,48 @@ async def _drain(process: anyio.abc.Process, errors: bytearray) -> None:
         del errors[:-STDERR_TAIL]
 
 
-def _kill(process: anyio.abc.Process, *, posix: bool) -> None:
+def _stop(process: anyio.abc.Process, *, posix: bool) -> None:
+    """Kill the command and everything it started (its process group), if still there."""
     try:
         if posix:
-            # The shell and everything it started share the process group.
+            # The shell and everything it started share the process group, which outlives
+            # the shell while any of them runs (and its id is not reused meanwhile).
             os.killpg(process.pid, signal.SIGKILL)
-        else:
+        elif process.returncode is None:
             process.kill()
-    except ProcessLookupError:
-        pass
+    except (ProcessLookupError, PermissionError):
+        pass  # nothing of the group is left
+
+
+async def _post_detached(url: str, body: bytes, limit_seconds: float) -> None:
+    """``_post`` in a daemon thread of its own, awaited on the loop.
+
+    An attempt cut short (its timeout, a CLI command that ends) abandons the POST, which
+    goes on until its socket times out. In a worker thread of the loop it kept the process
+    from exiting until then: a CLI command waited up to ``timeout_seconds`` for a webhook
+    that never answers. A daemon thread ends with the process.
+    """
+    token = anyio.lowlevel.current_token()
+    done = anyio.Event()
+    failures: list[BaseException] = []
+
+    def post() -> None:
+        try:
+            _post(url, body, limit_seconds)
+        except BaseException as exc:  # noqa: BLE001 (handed to the waiting task, raised there)
+            failures.append(exc)
+        # The loop may have ended: then nobody waits for this POST any more.
+        with contextlib.suppress(RuntimeError):
+            anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=post, name="webhook POST", daemon=True).start()
+    await done.wait()
+    if failures:
+        raise failures[0]
 
 
 def _post(url: str, body: bytes, timeout: float) -> None:
-    """POST ``body`` (blocking; runs in a worker thread). Imported late: urllib.request pulls in
+    """POST ``body`` (blocking; runs in a daemon thread). Imported late: urllib.request pulls in
     http.client, email and ssl, which a server that never sends a webhook should not load."""
     import http.client  # noqa: PLC0415
     import urllib.error  # noqa: PLC0415

@@ -71,8 +71,18 @@ class Outcome:
 class Outbox:
     """Sends due announcements to this process's notifiers, retrying with backoff."""
 
-    def __init__(self, rt: Runtime, notifiers: Sequence[Notifier], *, idle_seconds: float = IDLE_SECONDS):
+    def __init__(
+        self,
+        rt: Runtime,
+        notifiers: Sequence[Notifier],
+        *,
+        idle_seconds: float = IDLE_SECONDS,
+        cut_short: str | None = None,
+    ):
+        # cut_short: the error recorded for an attempt this process cuts short (a CLI
+        # command that ends); None hands it back at once (a server shutting down).
         self.rt = rt
+        self.cut_short = cut_short
         self.notifiers = list(notifiers)
         self.idle_seconds = idle_seconds
         self.config: NotifyConfig = rt.settings.notify
@@ -205,9 +215,13 @@ class Outbox:
             return await self._failed(claim, str(exc))
         except BaseException:
             # Cancelled (the process is shutting down) or a bug: hand the delivery back at
-            # once rather than making the next process wait for the lease to run out.
+            # once rather than making the next process wait for the lease to run out; or,
+            # cut short by a CLI command, count a failed attempt so the next one waits.
             with anyio.CancelScope(shield=True):
-                await self._release(claim)
+                if self.cut_short is not None:
+                    await self._failed(claim, self.cut_short)
+                else:
+                    await self._release(claim)
             raise
         now = self.rt.now()
         await self.rt.db.write(

@@ -1,0 +1,177 @@
+"""Small edges the attack run found (issue 16, item 9): a wait with no bound, notifier
+commands that outlive their attempt or hold up the CLI, stdin lines nobody answered, and
+text limits that count characters where bytes are what things cost."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from conftest import INITIALIZE, INITIALIZED, connect
+from mcp_server_escalation.models.limits import TEXT_MAX, WAIT_MAX_SECONDS
+from mcp_server_escalation.services.background import CLI_PASS_SECONDS
+from mcp_server_escalation.services.notifiers import DeliveryFailed, Notifier, send
+from operator_support import SCRIPT, deliveries, eventually, receiver, run_cli, write_config
+
+# -- wait_seconds -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wait", [-1, math.nan, math.inf, WAIT_MAX_SECONDS + 1, 1e308])
+async def test_get_escalation_refuses_a_wait_outside_its_bounds_and_names_it(
+    db_path: str, wait: float
+) -> None:
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="wait", task_id="wait")
+        asked = await agent.call("raise_escalation", task_id="wait", reason="Which?")
+        error = await agent.error(
+            "get_escalation", escalation_id=asked["escalation"]["escalation_id"], wait_seconds=wait
+        )
+    assert "wait_seconds" in error
+    if math.isfinite(wait):
+        bound = "greater than or equal to 0" if wait < 0 else f"less than or equal to {WAIT_MAX_SECONDS:g}"
+        assert bound in error
+    else:  # JSON has no NaN or infinity: a client sends null, or the literal that Python writes
+        assert "valid number" in error or "finite number" in error, error
+
+
+# -- notifier commands --------------------------------------------------------------------
+
+
+def _running(pid: int) -> bool:
+    """Is ``pid`` a live process (a zombie nobody reaped yet is not)?"""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("status", [0, 1])
+async def test_a_notifier_command_that_backgrounds_a_child_leaves_nothing_running(
+    tmp_path: Path, status: int
+) -> None:
+    # The child keeps the command's stderr open: the attempt once waited for it until its
+    # timeout, failed, left the child running and was retried, one orphan per retry.
+    pid_file = tmp_path / "child.pid"
+    command = Notifier("command", f'sleep 120 & echo $! > "{pid_file}"; exit {status}')
+    payload = {"escalation_id": 1, "event": "created", "text": "t"}
+    with anyio.fail_after(60):
+        if status == 0:
+            await send(command, payload, limit_seconds=20)
+        else:
+            with pytest.raises(DeliveryFailed) as failed:
+                await send(command, payload, limit_seconds=20)
+            assert str(failed.value) == "command exited with status 1"
+        child = int(pid_file.read_text())
+        await eventually(lambda: not _running(child), 10, "the backgrounded child was stopped")
+
+
+async def test_a_hanging_webhook_does_not_hold_up_cli_commands(db_path: str, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    async with connect(db_path) as agent:  # an agent's server with no [notify] table
+        await agent.call("start_task", title="hang", task_id="hang")
+        asked = await agent.call("raise_escalation", task_id="hang", reason="Which?")
+    escalation_id = asked["escalation"]["escalation_id"]
+    with receiver(hold=True) as hook:
+        config = write_config(
+            tmp_path / "notify.toml", webhook_url=hook.url, timeout_seconds=60, retry_seconds=600
+        )
+        cli = ("--db", db_path, "--config", str(config), "escalations", "list")
+        started = time.monotonic()
+        code, _, err = await run_cli(*cli, home=home)
+        took = time.monotonic() - started
+        [cut] = await deliveries(db_path, escalation_id)
+        again, _, _ = await run_cli(*cli, home=home)
+        [after] = await deliveries(db_path, escalation_id)
+        requests = len(hook.requests)
+    assert code == 0, err
+    assert again == 0
+    # The command did not wait out the pass's old bound (nor the notifier's 60 s); the
+    # attempt it cut short counts as failed, so the next command does not wait on it again.
+    assert took < CLI_PASS_SECONDS
+    assert (cut.delivered_at, cut.attempts) == (None, 1)
+    assert "cut short" in (cut.last_error or "")
+    assert after.attempts == 1
+    assert requests == 1
+
+
+# -- malformed stdin lines ----------------------------------------------------------------
+
+DEEP = "[" * 1000 + "]" * 1000
+MALFORMED = [
+    # (line, the id the answer must carry, its error code)
+    (
+        r'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_task","arguments":{"task_id":"a\ud800"}}}',
+        2,
+        -32700,
+    ),
+    (r'{"jsonrpc":"2.0","method":"ping","params":{"x":"\udfff"},"id":"s-3"}', "s-3", -32700),
+    (
+        '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_task","arguments":{"x":'
+        + DEEP
+        + "}}}",
+        4,
+        -32700,
+    ),
+    ('{"jsonrpc":"2.0","method":"ping","params":' + DEEP + ',"id":5}', 5, -32700),
+    ('{"jsonrpc":"2.0","id":6,"method":', 6, -32700),
+    ('{"jsonrpc":"2.0","id":7,"method":7}', 7, -32600),
+    (r'{"jsonrpc":"2.0","id":"x\ud800","method":"ping"}', None, -32700),
+    ("this is not json", None, -32700),
+]
+SILENT = [
+    # A notification and a response are never answered, however malformed.
+    r'{"jsonrpc":"2.0","method":"notifications/progress","params":{"x":"\ud800"}}',
+    r'{"jsonrpc":"2.0","id":99,"result":{"x":"\ud800"}}',
+]
+
+
+async def test_malformed_stdin_lines_are_answered_with_a_json_rpc_error(db_path: str) -> None:
+    ping = {"jsonrpc": "2.0", "id": 100, "method": "ping"}
+    raw = "\n".join(
+        [
+            json.dumps(INITIALIZE),
+            json.dumps(INITIALIZED),
+            *SILENT,
+            *(m[0] for m in MALFORMED),
+            json.dumps(ping),
+        ]
+    )
+    with anyio.fail_after(60):
+        async with await anyio.open_process([str(SCRIPT), "--db", db_path], stderr=None) as process:
+            assert process.stdin is not None
+            assert process.stdout is not None
+            await process.stdin.send(raw.encode() + b"\n")
+            await process.stdin.aclose()
+            output = b"".join([chunk async for chunk in process.stdout])
+            assert await process.wait() == 0
+    answers = [json.loads(line) for line in output.splitlines() if line.strip()]
+    errors = [(a["id"], a["error"]["code"]) for a in answers if "error" in a]
+    assert errors == [(request_id, code) for _, request_id, code in MALFORMED]
+    assert answers[-1] == {"jsonrpc": "2.0", "id": 100, "result": {}}
+    assert all(len(a["error"]["message"]) <= 300 for a in answers if "error" in a)
+
+
+# -- characters, not bytes ----------------------------------------------------------------
+
+
+async def test_text_limits_say_they_count_characters_and_wide_characters_cost_bounded_bytes(
+    db_path: str,
+) -> None:
+    wide = "\U0001f600"  # four bytes in UTF-8
+    async with connect(db_path) as agent:
+        tools = {t.name: t for t in (await agent.client.list_tools()).tools}
+        await agent.call("start_task", title="wide", task_id="wide")
+        stored = await agent.call("report_progress", task_id="wide", note=wide * TEXT_MAX)
+        over = await agent.error("report_progress", task_id="wide", note=wide * (TEXT_MAX + 1))
+    note = tools["report_progress"].input_schema["properties"]["note"]
+    assert note["description"].endswith("Characters, not bytes.")
+    assert stored["directive"] == "proceed"
+    assert "note" in over
+    assert f"{TEXT_MAX} characters" in over
