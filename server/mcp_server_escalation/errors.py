@@ -12,7 +12,10 @@ a non-zero exit. Anything else is a bug and is reported as such.
     │                         write on such a task is no error: its result says stop)
     ├── Forbidden             the server's role may not do this
     ├── ConfigError           a config file, prompt template or data file is unusable
-    └── StoreError            the store file cannot be opened (not a database, no access)
+    └── StoreError            the store file cannot be opened (not a database, no access,
+        │                     a schema newer than this version knows, another store's WAL)
+        └── StoreUnwritable   the store takes no writes now: a read-only file or file
+                              system, or a full disk (the operator must act; reads still work)
 """
 
 from __future__ import annotations
@@ -57,3 +60,7 @@ class ConfigError(EscalationError):
 
 class StoreError(EscalationError):
     """The store file cannot be opened or is not an SQLite database."""
+
+
+class StoreUnwritable(StoreError):
+    """A write was refused by the store's file or disk; nothing of it was kept."""

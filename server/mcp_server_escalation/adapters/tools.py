@@ -29,6 +29,7 @@ from ..models.limits import (
     Options,
     Path,
     PathList,
+    Revision,
     Role,
     Severity,
     ShortText,
@@ -276,7 +277,7 @@ def build_tools(
         escalation_id: EscalationId,
         ctx: Ctx,
         wait_seconds: WaitSeconds = 0,
-        known_revision: Annotated[int, Field(ge=1)] | None = None,
+        known_revision: Revision | None = None,
     ) -> EscalationResult:
         """The escalation (whole unless known_revision is current); waits for an answer and delivers it."""
         with tool_errors():

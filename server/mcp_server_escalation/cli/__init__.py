@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .. import __version__
 
@@ -36,6 +36,28 @@ def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     parser.add_argument(
         "--prompts", default=default, help="folder of prompt templates overriding the defaults"
     )
+
+
+# The largest id SQLite holds (models/limits.py SQLITE_INTEGER_MAX; not imported: it loads
+# pydantic, and serving must not pay for it).
+ID_MAX = 2**63 - 1
+# resolve_escalation's file limit, the same bound as the tool's.
+FILE_LIMIT_MAX = 1_000_000
+
+
+def bounded(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high``, else a usage error naming both."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} must be at least {low} and at most {high}")
+        return value
+
+    return parse
 
 
 def serve_options_only(argv: Sequence[str]) -> bool:
@@ -101,21 +123,23 @@ def build_parser() -> argparse.ArgumentParser:
     _common(listing)
     listing.add_argument("--status", choices=["pending", "resolved", "all"], default="pending")
     listing.add_argument("--task", help="only this task's escalations")
-    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--limit", type=bounded(1, ID_MAX), default=50)
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     show = esc_sub.add_parser("show", help="one escalation in full")
     _common(show)
-    show.add_argument("id", type=int)
+    show.add_argument("id", type=bounded(1, ID_MAX))
     show.add_argument("--json", action="store_true")
     respond = esc_sub.add_parser("respond", help="answer an escalation as the operator")
     _common(respond)
-    respond.add_argument("id", type=int)
+    respond.add_argument("id", type=bounded(1, ID_MAX))
     answer = respond.add_mutually_exclusive_group(required=True)
     answer.add_argument("--guidance", metavar="TEXT")
     answer.add_argument("--override", metavar="TEXT")
     answer.add_argument("--terminate", metavar="TEXT", nargs="?", const="")
     answer.add_argument("--approve", action="store_true")
-    respond.add_argument("--file-limit", type=int, help="with --approve: the new file limit")
+    respond.add_argument(
+        "--file-limit", type=bounded(1, FILE_LIMIT_MAX), help="with --approve: the new file limit"
+    )
     respond.add_argument(
         "--add-scope",
         action="append",
@@ -134,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     task_list.add_argument(
         "--status", choices=["active", "paused", "terminated_by_human", "completed", "abandoned"]
     )
-    task_list.add_argument("--limit", type=int, default=50)
+    task_list.add_argument("--limit", type=bounded(1, ID_MAX), default=50)
     task_list.add_argument("--json", action="store_true")
     task_show = task_sub.add_parser("show")
     _common(task_show)

@@ -33,6 +33,9 @@ OPTIONS_TOTAL_MAX = 4000
 # under the minutes hosts allow a tool call before they give up on it.
 WAIT_MAX_SECONDS = 60.0
 TASK_ID_PATTERN = r"^[A-Za-z0-9._:/@-]{1,128}$"
+# The largest integer SQLite stores (a signed 64-bit INTEGER): an id or revision above it
+# names no row, and binding it fails inside SQLite instead of saying what is wrong.
+SQLITE_INTEGER_MAX = 2**63 - 1
 # What one agent-facing result may cost the model's context, whatever the history behind it
 # (a stuck agent's results once grew with every repeat), and what a get_escalation poll
 # that finds nothing new may cost. Measured as the compact JSON the tools send.
@@ -76,7 +79,8 @@ Options = Annotated[
 ]
 Count = Annotated[int, Field(ge=0, le=10_000_000)]
 WaitSeconds = Annotated[float, Field(ge=0, le=WAIT_MAX_SECONDS, allow_inf_nan=False)]
-EscalationId = Annotated[int, Field(ge=1)]
+EscalationId = Annotated[int, Field(ge=1, le=SQLITE_INTEGER_MAX)]
+Revision = Annotated[int, Field(ge=1, le=SQLITE_INTEGER_MAX)]
 
 TaskStatus = Literal["active", "paused", "terminated_by_human", "completed", "abandoned"]
 ENDED_STATUSES: frozenset[str] = frozenset({"terminated_by_human", "completed", "abandoned"})

@@ -14,6 +14,7 @@ from ..store import outbox as outbox_store
 from ..store import reports as report_store
 from ..store import search_index
 from ..store.db import Conn
+from ..store.files import ITSELF, part_of_store
 from .runtime import Runtime
 
 
@@ -53,8 +54,7 @@ async def backup(rt: Runtime, destination: str, *, overwrite: bool = False) -> B
 
 def _backup(source: str, destination: str, overwrite: bool) -> BackupReport:
     target = Path(destination).expanduser()
-    if target.resolve() == Path(source).resolve():
-        raise InvalidInput("PATH", "is the store itself; choose another file")
+    _refuse_store_files(source, target)
     if target.is_dir():
         raise InvalidInput("PATH", f"{target} is a folder; give a file name")
     if target.exists() and not overwrite:
@@ -62,6 +62,28 @@ def _backup(source: str, destination: str, overwrite: bool) -> BackupReport:
     if not target.parent.is_dir():
         raise InvalidInput("PATH", f"the folder {target.parent} does not exist")
     return report_store.backup(source, str(target))
+
+
+def _refuse_store_files(source: str, target: Path) -> None:
+    """A backup replaces its target: never one of the live store's own files (``--force`` or not).
+
+    The copy is first written beside the target, so that file must not be one either.
+    """
+    partial = report_store.partial_path(target)
+    for written in (target, partial):
+        found = part_of_store(source, written)
+        if found is None:
+            continue
+        own, what = found
+        named = (
+            f"{target}" if written == target else f"a backup to {target} is first written to {partial}, which"
+        )
+        place = "" if what == ITSELF else f" ({own})"
+        raise InvalidInput(
+            "PATH",
+            f"{named} is {what}{place}: replacing it would destroy the live store {source}."
+            " Choose another file.",
+        )
 
 
 async def check_store(rt: Runtime, *, repair: bool = False) -> StoreCheck:

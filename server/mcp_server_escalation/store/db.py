@@ -16,6 +16,11 @@ Design:
   running it on the loop blocks nothing noticeably, and a contended lock never does.
 - The connection is shared by every concurrent tool call of the process and SQLite has one
   transaction per connection, so an ``anyio.Lock`` serialises transactions in-process.
+- A write the file or the disk refuses (a read-only store, a full disk) is rolled back
+  whole and raised as ``StoreUnwritable``, which says what is wrong and who can fix it;
+  the connection stays usable, so reads go on and writes work again once fixed.
+- A store whose schema is newer than the latest migration here was written by a newer
+  version: it is refused at open, before anything reads or writes it.
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreUnwritable
 from ..rules.fingerprint import message_key
 from . import search_index
+from .files import companion_of
 from .migrations import MIGRATIONS, Migration
 
 log = logging.getLogger(__name__)
@@ -63,11 +69,36 @@ def _is_busy_error(exc: sqlite3.DatabaseError) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)
 
 
+def _unwritable(exc: sqlite3.DatabaseError, path: str) -> StoreUnwritable | None:
+    """The error that says what the operator must fix, when the file or disk refused a write."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return None
+    kept = "nothing of this call was recorded (reading still works): tell the operator"
+    if code == sqlite3.SQLITE_READONLY_DBMOVED:
+        return StoreUnwritable(f"the store file {path} was moved or deleted while in use; {kept}")
+    if code & 0xFF == sqlite3.SQLITE_READONLY:
+        return StoreUnwritable(
+            f"the store {path} is read-only (its file, folder or file system refuses writes); {kept}"
+        )
+    if code & 0xFF == sqlite3.SQLITE_FULL:
+        return StoreUnwritable(f"the disk is full: the store {path} cannot grow; {kept}")
+    return None
+
+
 def _connect(path: str, *, create: bool) -> sqlite3.Connection:
     if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
         raise StoreError(
             f"store {path}: this Python's SQLite is {sqlite3.sqlite_version}; the store needs"
             f" {'.'.join(map(str, MINIMUM_SQLITE))} or newer"
+        )
+    owner = companion_of(path) if path != ":memory:" else None
+    if owner is not None:
+        # SQLite would take it for a store of its own and write pages into another store's
+        # live file (an empty WAL looks like an empty database).
+        store, what = owner
+        raise StoreError(
+            f"store {path}: {path} belongs to the store {store} (its {what}); give the store's own path"
         )
     try:
         if path == ":memory:":
@@ -160,10 +191,14 @@ class Database:
         self._conn.execute(begin)
         try:
             result = fn(self._conn)
+            self._conn.execute("COMMIT" if commit else "ROLLBACK")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            # A full disk may have rolled the transaction back already, and a COMMIT that
+            # failed leaves it open: end it either way, or every later BEGIN of this
+            # connection fails.
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT" if commit else "ROLLBACK")
         return result
 
     def _run_waiting(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
@@ -182,13 +217,27 @@ class Database:
             self._conn.execute("PRAGMA busy_timeout = 0")
 
     async def _transact(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+        try:
+            return await self._transact_repairing(begin, fn, commit=commit)
+        except sqlite3.DatabaseError as exc:
+            refused = _unwritable(exc, self.path)
+            if refused is None:
+                raise
+            log.warning("store %s refused a write: %s", self.path, exc)
+            raise refused from exc
+
+    async def _transact_repairing(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
         async with self._lock:
             try:
                 return await self._attempt(begin, fn, commit=commit)
             except sqlite3.DatabaseError as exc:
                 # A damaged index shows itself as "malformed", "vtable constructor failed", or
                 # even a failed constraint of its own tables: any store error is checked for it.
-                if _is_busy_error(exc) or not await self._repair_search_index(exc):
+                if (
+                    _is_busy_error(exc)
+                    or _unwritable(exc, self.path)
+                    or not await self._repair_search_index(exc)
+                ):
                     raise
             # The damage was the search index's, and it is rebuilt: the same work again.
             return await self._attempt(begin, fn, commit=commit)
@@ -246,7 +295,10 @@ class Database:
     async def migrate(self) -> list[int]:
         """Apply every pending migration, each in its own transaction with its record."""
         applied: list[int] = []
-        if await self.read(_current_version) >= MIGRATIONS[-1].version:
+        current = await self.read(_current_version)
+        if current > MIGRATIONS[-1].version:
+            raise StoreError(newer_schema(self.path, current))
+        if current == MIGRATIONS[-1].version:
             return applied  # the common case: one read, no write lock
         await self.write(_create_migrations_table)
         for migration in MIGRATIONS:
@@ -254,6 +306,17 @@ class Database:
                 applied.append(migration.version)
                 log.info("applied migration %03d %s", migration.version, migration.name)
         return applied
+
+
+def newer_schema(path: str, version: int) -> str:
+    """Why a store of a schema newer than this version's is refused."""
+    # Its tables may mean what this version does not know (a column it never fills, a
+    # status it never sets): reading would mislead and writing would break it.
+    return (
+        f"store {path} has schema version {version}, written by a newer version of"
+        f" mcp-server-escalation; this version knows schema version {MIGRATIONS[-1].version}."
+        " Upgrade mcp-server-escalation (or give another store); the store was left unchanged"
+    )
 
 
 def _create_migrations_table(conn: Conn) -> None:

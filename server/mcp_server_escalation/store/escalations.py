@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..models.escalations import Escalation, EscalationRef, EscalationResponse, EscalationSummary, Trigger
+from ..models.limits import SQLITE_INTEGER_MAX
 from ..rules.announce import headline
 from .db import Conn
 
@@ -80,8 +81,16 @@ def _escalation(row: sqlite3.Row) -> Escalation:
     )
 
 
+def _storable(escalation_id: int) -> bool:
+    # An id SQLite cannot hold names no row; binding it would fail with OverflowError (the
+    # resource escalation://{id} and the CLI pass ids unbounded by a schema).
+    return 0 < escalation_id <= SQLITE_INTEGER_MAX
+
+
 def get(conn: Conn, escalation_id: int) -> Escalation | None:
     """The escalation, or None."""
+    if not _storable(escalation_id):
+        return None
     row = conn.execute("SELECT * FROM escalations WHERE escalation_id = ?", (escalation_id,)).fetchone()
     return _escalation(row) if row else None
 
@@ -192,6 +201,8 @@ def holding(conn: Conn, task_id: str) -> EscalationRef | None:
 
 def get_ref(conn: Conn, escalation_id: int) -> EscalationRef | None:
     """The escalation named, or None (an unchanged poll reads no more)."""
+    if not _storable(escalation_id):
+        return None
     row = conn.execute(
         f"SELECT {_REF_COLUMNS} FROM escalations WHERE escalation_id = ?",  # noqa: S608 (constant)
         (escalation_id,),

@@ -28,6 +28,11 @@ def _counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
     return int(version), int(escalations), int(tasks)
 
 
+def partial_path(target: Path) -> Path:
+    """Where a backup to ``target`` is written before it is renamed into place."""
+    return target.with_name(f".{target.name}.partial")
+
+
 def backup(source: str, destination: str) -> BackupReport:
     """Copy the live store to ``destination`` with SQLite's online backup API.
 
@@ -38,7 +43,7 @@ def backup(source: str, destination: str) -> BackupReport:
     ``PRAGMA integrity_check``, so a failed backup never leaves a half-written file.
     """
     target = Path(destination)
-    partial = target.with_name(f".{target.name}.partial")
+    partial = partial_path(target)
     try:
         return _backup(source, target, partial)
     except (sqlite3.Error, OSError) as exc:
