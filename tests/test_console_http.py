@@ -1,0 +1,181 @@
+"""The console's doors over plain HTTP: who gets in, which requests are refused, 409 on a stale answer.
+
+One console process (the installed script) for the module, on its own store; each test
+raises its own escalation through a real server on the same file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from conftest import connect
+from console_support import RunningConsole, form_values, logged_in, running_console
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningConsole]:
+    with running_console(tmp_path_factory.mktemp("console")) as running:
+        yield running
+
+
+async def ask(console: RunningConsole, task_id: str, question: str = "Which database?") -> int:
+    """An ask_human escalation raised by an agent on the console's store; its id."""
+    async with connect(console.db_path) as agent:
+        await agent.call("start_task", title="Pick a database", task_id=task_id)
+        raised = await agent.call(
+            "raise_escalation", task_id=task_id, reason=question, options=["SQLite", "Postgres"]
+        )
+    return int(raised["escalation"]["escalation_id"])
+
+
+def test_pages_without_the_session_cookie_send_the_browser_to_the_login(console: RunningConsole) -> None:
+    with httpx2.Client(base_url=console.url) as anonymous:
+        for path in ("/", "/escalations/1"):
+            answer = anonymous.get(path)
+            assert answer.status_code == 303
+            assert answer.headers["location"] == "/login"
+        assert anonymous.get("/events").status_code == 401
+
+
+async def test_an_answer_without_the_session_cookie_is_refused_and_changes_nothing(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "http-no-cookie")
+    with httpx2.Client(base_url=console.url, headers={"Origin": console.url}) as anonymous:
+        answer = anonymous.post(
+            f"/escalations/{escalation_id}/answer", data={"response_type": "guidance", "content": "x"}
+        )
+    assert answer.status_code == 401
+    with logged_in(console) as operator:
+        assert "waiting for you" in operator.get("/").text
+
+
+def test_the_agent_token_does_not_open_the_console(console: RunningConsole) -> None:
+    with httpx2.Client(base_url=console.url, headers={"Origin": console.url}) as client:
+        answer = client.post("/login", data={"token": AGENT_TOKEN})
+        assert answer.status_code == 403
+        assert "agent token" in answer.text
+        assert "set-cookie" not in answer.headers
+        assert client.post("/login", data={"token": "x" * 40}).status_code == 401
+
+
+def test_the_login_sets_an_httponly_samesite_strict_cookie_and_no_token_in_the_url(
+    console: RunningConsole,
+) -> None:
+    with httpx2.Client(base_url=console.url, headers={"Origin": console.url}) as client:
+        answer = client.post("/login", data={"token": OPERATOR_TOKEN})
+    cookie = answer.headers["set-cookie"]
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert OPERATOR_TOKEN not in cookie
+    assert answer.headers["location"] == "/"
+
+
+def test_a_request_with_a_foreign_origin_or_host_is_refused_on_every_route(console: RunningConsole) -> None:
+    with logged_in(console) as operator:
+        for path in ("/", "/login", "/static/console.js"):
+            assert operator.get(path, headers={"Origin": "http://evil.example"}).status_code == 403
+            assert operator.get(path, headers={"Host": "evil.example"}).status_code == 421
+        refused = operator.post(
+            "/login", data={"token": OPERATOR_TOKEN}, headers={"Origin": "http://evil.example"}
+        )
+        assert refused.status_code == 403
+
+
+def test_a_post_without_an_origin_header_is_refused(console: RunningConsole) -> None:
+    with httpx2.Client(base_url=console.url) as client:
+        assert client.post("/login", data={"token": OPERATOR_TOKEN}).status_code == 403
+
+
+async def test_an_answer_without_the_csrf_token_is_refused(console: RunningConsole) -> None:
+    escalation_id = await ask(console, "http-no-csrf")
+    with logged_in(console) as operator:
+        page = operator.get(f"/escalations/{escalation_id}").text
+        revision = form_values(page)["revision"]
+        for csrf in (None, "not-the-token"):
+            data = {"response_type": "guidance", "content": "Use SQLite", "revision": revision}
+            if csrf:
+                data["csrf"] = csrf
+            answer = operator.post(f"/escalations/{escalation_id}/answer", data=data)
+            assert answer.status_code == 403
+        assert "Send the answer" in operator.get(f"/escalations/{escalation_id}").text
+
+
+async def test_a_second_answer_and_a_stale_answer_get_409(console: RunningConsole) -> None:
+    escalation_id = await ask(console, "http-twice")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        stale = {"csrf": shown["csrf"], "revision": str(int(shown["revision"]) - 1)}
+        answer = operator.post(
+            f"/escalations/{escalation_id}/answer",
+            data={**stale, "response_type": "guidance", "content": "A"},
+        )
+        assert answer.status_code == 409
+        assert "changed since revision" in answer.text
+        first = {**shown, "response_type": "guidance", "content": "Use SQLite"}
+        assert operator.post(f"/escalations/{escalation_id}/answer", data=first).status_code == 303
+        second = operator.post(
+            f"/escalations/{escalation_id}/answer", data={**first, "content": "No, Postgres"}
+        )
+        assert second.status_code == 409
+    async with connect(console.db_path, role="operator") as reader:
+        got = await reader.call("get_escalation", escalation_id=escalation_id, wait_seconds=0)
+    response = got["escalation"]["response"]
+    assert response["content"] == "Use SQLite"
+    assert response["responder"] == "console:operator"
+
+
+async def test_the_responder_is_the_logged_in_operator_whatever_the_form_says(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "http-responder")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        data = {**shown, "response_type": "guidance", "content": "Go", "responder": "operator:mallory"}
+        assert operator.post(f"/escalations/{escalation_id}/answer", data=data).status_code == 303
+    async with connect(console.db_path, role="operator") as reader:
+        got = await reader.call("get_escalation", escalation_id=escalation_id, wait_seconds=0)
+    assert got["escalation"]["response"]["responder"] == "console:operator"
+
+
+async def test_picking_one_of_the_agents_options_answers_with_its_text(console: RunningConsole) -> None:
+    escalation_id = await ask(console, "http-option")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        answer = operator.post(f"/escalations/{escalation_id}/answer", data={**shown, "option": "2"})
+        assert answer.status_code == 303
+        page = operator.get(f"/escalations/{escalation_id}").text
+    assert "Postgres" in page
+    assert "not yet" in page  # neither received nor acknowledged by the agent yet
+
+
+def test_every_page_carries_a_strict_content_security_policy(console: RunningConsole) -> None:
+    with logged_in(console) as operator:
+        for path in ("/", "/login", "/static/console.js"):
+            policy = operator.get(path).headers["content-security-policy"]
+            assert policy.startswith("default-src 'self'")
+            assert "unsafe-inline" not in policy
+        page = operator.get("/").text
+    assert "<script>" not in page  # the one script is the vendored file, by src
+    assert 'style="' not in page
+
+
+def test_the_console_refuses_to_start_without_the_operator_token(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env["ESCALATION_AGENT_TOKEN"] = AGENT_TOKEN
+    done = subprocess.run(
+        [SCRIPT, "console", "--db", str(tmp_path / "none.db")],
+        env=env,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert b"ESCALATION_OPERATOR_TOKEN" in done.stderr
