@@ -179,3 +179,87 @@ def test_the_console_refuses_to_start_without_the_operator_token(tmp_path: Path)
     )
     assert done.returncode == 1
     assert b"ESCALATION_OPERATOR_TOKEN" in done.stderr
+
+
+async def test_the_queue_filters_by_project_agent_and_type(console: RunningConsole) -> None:
+    async with connect(console.db_path) as agent:
+        await agent.call("start_task", title="A", task_id="filter-a", project="alpha", agent_id="ann")
+        await agent.call("raise_escalation", task_id="filter-a", reason="Question from alpha")
+        await agent.call("start_task", title="B", task_id="filter-b", project="beta", agent_id="bob")
+        await agent.call(
+            "raise_escalation", task_id="filter-b", reason="Blocked in beta", kind="system_error"
+        )
+    with logged_in(console) as operator:
+        by_project = operator.get("/", params={"project": "alpha"}).text
+        by_agent = operator.get("/", params={"agent": "bob"}).text
+        by_type = operator.get("/", params={"type": "system_error", "agent": "bob"}).text
+        nothing = operator.get("/", params={"type": "repeated_error", "agent": "bob"}).text
+    assert "filter-a" in by_project
+    assert "filter-b" not in by_project
+    assert "filter-b" in by_agent
+    assert "filter-a" not in by_agent
+    assert "filter-b" in by_type
+    assert "Nothing is waiting for you." in nothing
+
+
+async def test_an_answer_the_agent_has_not_acknowledged_stays_in_the_queue_marked_as_such(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "queue-answered")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        data = {**shown, "response_type": "guidance", "content": "SQLite"}
+        assert operator.post(f"/escalations/{escalation_id}/answer", data=data).status_code == 303
+        queue = operator.get("/", params={"agent": "agent"}).text
+        row = next(line for line in queue.splitlines() if "queue-answered" in line)
+        assert "answered (guidance), not yet acknowledged by the agent" in row
+        async with connect(console.db_path) as agent:
+            await agent.call("get_escalation", escalation_id=escalation_id)
+            await agent.call("acknowledge_response", escalation_id=escalation_id)
+        assert "queue-answered" not in operator.get("/").text
+
+
+async def test_a_repeated_error_shows_each_occurrence_with_file_line_and_attempted_action(
+    console: RunningConsole,
+) -> None:
+    async with connect(console.db_path) as agent:
+        await agent.call("start_task", title="Fix the parser", task_id="evidence-occurrences")
+        for attempt, line in (("added a None check", 40), ("cast to str", 41), ("rewrote parse()", 57)):
+            result = await agent.call(
+                "record_failure",
+                task_id="evidence-occurrences",
+                message="TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+                file="src/parse.py",
+                line=line,
+                attempted_action=attempt,
+            )
+    escalation_id = result["escalation"]["escalation_id"]
+    with logged_in(console) as operator:
+        page = operator.get(f"/escalations/{escalation_id}").text
+    assert "<th>file:line</th>" in page
+    for place, attempt in (("src/parse.py:40", "added a None check"), ("src/parse.py:57", "rewrote parse()")):
+        assert f"<td>{place}</td>" in page
+        assert f"<td>{attempt}</td>" in page
+    assert "repeated_error" in page
+    assert "Threshold" in page
+
+
+async def test_approving_from_the_page_sets_the_file_limit_and_widens_the_scope(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "approve-page", "May I touch the migrations too?")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        data = {
+            **shown,
+            "response_type": "approve",
+            "file_limit": "12",
+            "add_scope": "migrations/**\ndocs/*.md",
+        }
+        assert operator.post(f"/escalations/{escalation_id}/answer", data=data).status_code == 303
+    async with connect(console.db_path, role="operator") as reader:
+        got = await reader.call("get_escalation", escalation_id=escalation_id, wait_seconds=0)
+    response = got["escalation"]["response"]
+    assert response["response_type"] == "approve"
+    assert response["new_file_limit"] == 12
+    assert response["add_scope"] == ["docs/*.md", "migrations/**"]

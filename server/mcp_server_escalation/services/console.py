@@ -8,6 +8,7 @@ are bounded; the filters are the operator's query string, applied to those rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from ..models.escalations import Escalation
 from ..store import escalations as escalation_store
@@ -19,7 +20,7 @@ QUEUE_ROWS = 200
 
 @dataclass(frozen=True)
 class QueueFilter:
-    """The query string's filters; an empty value matches every row."""
+    """The query string's filters (exact values); an empty value matches every row."""
 
     project: str = ""
     agent: str = ""
@@ -28,8 +29,9 @@ class QueueFilter:
     def matches(self, escalation: Escalation) -> bool:
         """Does the escalation pass every filter that is set?"""
         project = str(escalation.context.get("task", {}).get("project") or "")
+        # A project is stored as its folder's path; its last part is the name people type.
         return (
-            (not self.project or project == self.project)
+            (not self.project or self.project in (project, PurePath(project).name))
             and (not self.agent or escalation.agent_id == self.agent)
             and (not self.type or escalation.type == self.type)
         )
