@@ -263,3 +263,40 @@ async def test_approving_from_the_page_sets_the_file_limit_and_widens_the_scope(
     assert response["response_type"] == "approve"
     assert response["new_file_limit"] == 12
     assert response["add_scope"] == ["docs/*.md", "migrations/**"]
+
+
+async def test_the_task_page_shows_what_the_agent_is_told_its_escalations_and_test_history(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "task-page", "Which port?")
+    async with connect(console.db_path) as agent:
+        await agent.call("start_task", title="Other", task_id="task-page-runs")
+        await agent.call("report_progress", task_id="task-page-runs", tests_passed=3, tests_failed=1)
+    with logged_in(console) as operator:
+        page = operator.get("/tasks/task-page").text
+        runs = operator.get("/tasks/task-page-runs").text
+        missing = operator.get("/tasks/no-such-task")
+        queue = operator.get("/", params={"agent": "agent"}).text
+    assert "Task task-page: Pick a database" in page
+    assert f'<a href="/escalations/{escalation_id}">#{escalation_id}</a>' in page
+    assert "pause" in page  # the directive: the question holds the task
+    assert "<svg" in runs  # the pass-rate history as bars
+    assert "75%" in runs
+    assert missing.status_code == 404
+    assert '<a href="/tasks/task-page">task-page</a>' in queue
+
+
+async def test_the_answered_page_lists_answers_and_the_stats_page_counts_them(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "answered-page")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        data = {**shown, "response_type": "terminate", "content": "Not needed"}
+        assert operator.post(f"/escalations/{escalation_id}/answer", data=data).status_code == 303
+        answered = operator.get("/answered").text
+        stats = operator.get("/stats").text
+    assert f'<a href="/escalations/{escalation_id}">{escalation_id}</a>' in answered
+    assert "resolved_with_termination" in answered
+    assert "<dt>by_status</dt>" in stats
+    assert "resolved_with_termination" in stats

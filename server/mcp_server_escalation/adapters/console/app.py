@@ -27,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound
-from ...services import escalations
+from ...services import escalations, reports, tasks
 from ...services.changes import ChangeFeed
 from ...services.console import QueueFilter, queue
 from ...services.runtime import Runtime, open_runtime
@@ -52,6 +52,8 @@ STATUS_BY_ERROR: tuple[tuple[type[EscalationError], int], ...] = (
     (Forbidden, 403),
     (InvalidInput, 400),
 )
+# Rows of the answered list (the CLI's `escalations list --status resolved` shows as many).
+ANSWERED_SHOWN = 50
 # What a text field of the answer form may hold (the service's own limit is the same).
 CONTENT_MAX_CHARS = 65536
 
@@ -193,6 +195,43 @@ class Console:
         title = f"#{escalation.escalation_id} {escalation.type}"
         return HTMLResponse(pages.page(self.book, title, body, session.csrf))
 
+    async def task_page(self, request: Request) -> Response:
+        """One task: its state, what its agent is told now, its escalations, counters and tests."""
+        session = self._session(request)
+        if session is None:
+            return RedirectResponse("/login", status_code=303)
+        try:
+            view = await tasks.get_task(self.rt, str(request.path_params["task_id"]))
+        except NotFound as exc:
+            return self._error(404, str(exc), session, "/")
+        title = f"{self.book.render('console_title_task')} {view.task.task_id}"
+        return HTMLResponse(pages.page(self.book, title, pages.task_body(self.book, view), session.csrf))
+
+    async def answered_page(self, request: Request) -> Response:
+        """The latest answered (or otherwise closed) escalations."""
+        session = self._session(request)
+        if session is None:
+            return RedirectResponse("/login", status_code=303)
+        found = await escalations.list_escalations(self.rt, status="resolved", limit=ANSWERED_SHOWN)
+        body = pages.fill(
+            self.book,
+            "console_answered_list",
+            count=len(found.escalations),
+            rows=pages.answered_rows(self.book, found.escalations),
+        )
+        title = self.book.render("console_title_answered")
+        return HTMLResponse(pages.page(self.book, title, body, session.csrf))
+
+    async def stats_page(self, request: Request) -> Response:
+        """The ``stats`` figures: counts by type and status, time to answer, notifier health."""
+        session = self._session(request)
+        if session is None:
+            return RedirectResponse("/login", status_code=303)
+        report = await reports.stats(self.rt)
+        body = pages.fill(self.book, "console_stats", details=pages.facts(report.model_dump(mode="json")))
+        title = self.book.render("console_title_stats")
+        return HTMLResponse(pages.page(self.book, title, body, session.csrf))
+
     async def answer(self, request: Request) -> Response:
         """Answer through the CLI's service, as the logged-in operator, on the revision shown."""
         session = self._session(request)
@@ -297,6 +336,9 @@ def build_console(settings: Settings, sessions: Sessions, security: TransportSec
             Route("/events", bound("events"), methods=["GET"]),
             Route("/escalations/{id:int}", bound("escalation_page"), methods=["GET"]),
             Route("/escalations/{id:int}/answer", bound("answer"), methods=["POST"]),
+            Route("/tasks/{task_id}", bound("task_page"), methods=["GET"]),
+            Route("/answered", bound("answered_page"), methods=["GET"]),
+            Route("/stats", bound("stats_page"), methods=["GET"]),
             Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         ],
         lifespan=lifespan,

@@ -14,8 +14,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .app import Guard
 
-CONSOLE_PATHS = frozenset({"/", "/login", "/logout", "/events"})
-CONSOLE_PREFIXES = ("/escalations/", "/static/")
+CONSOLE_PATHS = frozenset({"/", "/login", "/logout", "/events", "/answered", "/stats"})
+CONSOLE_PREFIXES = ("/escalations/", "/tasks/", "/static/")
 
 
 def is_console_path(path: str) -> bool:

@@ -13,8 +13,10 @@ import html
 import json
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
-from ...models.escalations import Escalation, Trigger
+from ...models.escalations import Escalation, EscalationSummary, Trigger
+from ...models.results import TaskView
 from ...prompts import PromptBook
 from ...rules.announce import HEADLINE_CHARS
 from ...rules.salient import headline
@@ -45,7 +47,7 @@ def fill(book: PromptBook, template: str, /, **values: object) -> Safe:
 
 def page(book: PromptBook, title: str, body: Safe, csrf: str | None) -> str:
     """A whole page: the layout around ``body``, with a log-out button for a session."""
-    nav = fill(book, "console_logout", csrf=csrf) if csrf else Safe("")
+    nav = fill(book, "console_nav", csrf=csrf) if csrf else Safe("")
     return fill(book, "console_layout", title=title, nav=nav, body=body)
 
 
@@ -56,6 +58,16 @@ def age(created_at: str, now: str) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{max(seconds, 0)}s"
+
+
+def task_link(task_id: str) -> str:
+    """The task id as one path segment of ``/tasks/...`` (escaped again when placed)."""
+    return quote(task_id, safe="")
+
+
+def _headline(e: Escalation) -> str:
+    """The salient line: the first line of the first trigger's summary."""
+    return headline(e.triggers[0].summary if e.triggers else e.reason or "", HEADLINE_CHARS)
 
 
 def _project(escalation: Escalation) -> str:
@@ -84,7 +96,8 @@ def queue_rows(book: PromptBook, escalations: list[Escalation], now: str) -> Saf
                 age=age(e.created_at, now),
                 type=e.type,
                 triggers=", ".join(t.type for t in e.triggers),
-                headline=headline(e.triggers[0].summary if e.triggers else e.reason or "", HEADLINE_CHARS),
+                headline=_headline(e),
+                task_link=task_link(e.task_id),
                 task_id=e.task_id,
                 project=_project(e),
                 agent_id=e.agent_id,
@@ -230,10 +243,11 @@ def escalation_body(book: PromptBook, e: Escalation, csrf: str) -> Safe:
         "console_escalation",
         escalation_id=e.escalation_id,
         type=e.type,
-        headline=headline(e.triggers[0].summary if e.triggers else e.reason or "", HEADLINE_CHARS),
+        headline=_headline(e),
         status=e.status,
         priority=e.priority,
         task_id=e.task_id,
+        task_link=task_link(e.task_id),
         title=task.get("title", ""),
         project=task.get("project") or fill(book, "console_nothing"),
         agent_id=e.agent_id,
@@ -249,4 +263,51 @@ def escalation_body(book: PromptBook, e: Escalation, csrf: str) -> Safe:
         ),
         actions=facts(actions) if actions else fill(book, "console_no_actions"),
         answer=answer_part(book, e, csrf),
+    )
+
+
+def answered_rows(book: PromptBook, summaries: list[EscalationSummary]) -> Safe:
+    """The rows of the answered list."""
+    return Safe(
+        "".join(
+            fill(
+                book,
+                "console_answered_row",
+                escalation_id=s.escalation_id,
+                type=s.type,
+                headline=s.headline,
+                task_link=task_link(s.task_id),
+                task_id=s.task_id,
+                agent_id=s.agent_id,
+                status=s.status,
+                created_at=s.created_at,
+            )
+            for s in summaries
+        )
+    )
+
+
+def task_body(book: PromptBook, view: TaskView) -> Safe:
+    """The task page: its state, what the agent is told now, its escalations and counters."""
+    task = view.task
+    links = Safe(
+        " ".join(f'<a href="/escalations/{int(i)}">#{int(i)}</a>' for i in reversed(view.escalation_ids))
+    )
+    details = view.model_dump(
+        mode="json",
+        include={"counters", "thresholds", "modified_files", "modified_count", "test_history"},
+    )
+    return fill(
+        book,
+        "console_task",
+        task_id=task.task_id,
+        title=task.title,
+        status=task.status,
+        project=task.project,
+        agent_id=task.agent_id,
+        approach=task.approach or fill(book, "console_nothing"),
+        directive=view.directive,
+        message=view.message,
+        escalations=links or fill(book, "console_nothing"),
+        details=facts(details),
     )
