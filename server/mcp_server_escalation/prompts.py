@@ -275,7 +275,6 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "console_title_refused": [],
         "console_refused_session": [],
         "console_refused_csrf": [],
-        "console_refused_origin": [],
         "console_task": [
             "task_id",
             "title",
