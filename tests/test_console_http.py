@@ -105,7 +105,9 @@ async def test_an_answer_without_the_csrf_token_is_refused(console: RunningConso
                 data["csrf"] = csrf
             answer = operator.post(f"/escalations/{escalation_id}/answer", data=data)
             assert answer.status_code == 403
-        assert "Send the answer" in operator.get(f"/escalations/{escalation_id}").text
+        page = operator.get(f"/escalations/{escalation_id}").text
+        assert "Send the answer" in page
+        assert f"keep waiting with get_escalation({escalation_id}" in page  # what the agent is told
 
 
 async def test_a_second_answer_and_a_stale_answer_get_409(console: RunningConsole) -> None:
@@ -154,6 +156,7 @@ async def test_picking_one_of_the_agents_options_answers_with_its_text(console: 
         page = operator.get(f"/escalations/{escalation_id}").text
     assert "Postgres" in page
     assert "not yet" in page  # neither received nor acknowledged by the agent yet
+    assert f"call acknowledge_response({escalation_id}) now" in page  # what the agent is told
 
 
 def test_every_page_carries_a_strict_content_security_policy(console: RunningConsole) -> None:

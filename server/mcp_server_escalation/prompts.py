@@ -243,6 +243,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
             "evidence",
             "actions",
             "answer",
+            "told",
         ],
         "console_question": ["question", "options"],
         "console_trigger": ["type", "summary", "criteria", "observed", "at", "fired_count"],

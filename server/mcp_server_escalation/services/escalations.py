@@ -62,6 +62,17 @@ async def show_escalation(rt: Runtime, escalation_id: int) -> Escalation:
     return await rt.db.read(lambda conn: load_escalation(conn, escalation_id))
 
 
+async def agent_message(rt: Runtime, escalation_id: int) -> str:
+    """What ``get_escalation`` tells the agent about this escalation now (reading delivers nothing)."""
+
+    def read(conn: Conn) -> str:
+        escalation = load_escalation(conn, escalation_id)
+        task = load_task(conn, escalation.task_id)
+        return _escalation_message(rt, escalation, task, direct(rt, conn, task).message)
+
+    return await rt.db.read(read)
+
+
 async def raise_escalation(
     rt: Runtime,
     *,

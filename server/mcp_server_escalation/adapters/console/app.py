@@ -188,10 +188,12 @@ class Console:
         if session is None:
             return RedirectResponse("/login", status_code=303)
         try:
-            escalation = await escalations.show_escalation(self.rt, int(request.path_params["id"]))
+            escalation_id = int(request.path_params["id"])
+            escalation = await escalations.show_escalation(self.rt, escalation_id)
+            told = await escalations.agent_message(self.rt, escalation_id)
         except NotFound as exc:
             return self._error(404, str(exc), session, "/")
-        body = pages.escalation_body(self.book, escalation, session.csrf)
+        body = pages.escalation_body(self.book, escalation, session.csrf, told)
         title = f"#{escalation.escalation_id} {escalation.type}"
         return HTMLResponse(pages.page(self.book, title, body, session.csrf))
 

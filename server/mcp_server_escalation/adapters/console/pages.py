@@ -233,8 +233,9 @@ def answer_part(book: PromptBook, e: Escalation, csrf: str) -> Safe:
     )
 
 
-def escalation_body(book: PromptBook, e: Escalation, csrf: str) -> Safe:
-    """The escalation page: what fired, the evidence, the question and the answer."""
+def escalation_body(book: PromptBook, e: Escalation, csrf: str, told: str) -> Safe:
+    """The escalation page: what fired, the evidence, the question, the answer, and ``told``:
+    what the agent reads about it now."""
     task = e.context.get("task", {})
     evidence = e.context.get("evidence", {})
     actions = e.context.get("recent_actions", [])
@@ -263,6 +264,7 @@ def escalation_body(book: PromptBook, e: Escalation, csrf: str) -> Safe:
         ),
         actions=facts(actions) if actions else fill(book, "console_no_actions"),
         answer=answer_part(book, e, csrf),
+        told=told,
     )
 
 
