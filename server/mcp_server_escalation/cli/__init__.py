@@ -172,6 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_hook_parser(sub, _common)
 
+    from .console import add_parser as add_console_parser  # noqa: PLC0415
+
+    add_console_parser(sub, _common)
+
     db = sub.add_parser("db", help="the store file")
     db_sub = db.add_subparsers(dest="action", required=True)
     for name, text in (
@@ -202,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0
             raise
     logging.basicConfig(
-        level=logging.INFO if args.command in (None, "serve") else logging.WARNING,
+        level=logging.INFO if args.command in (None, "serve", "console") else logging.WARNING,
         stream=sys.stderr,  # stdout belongs to the protocol
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
@@ -217,6 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import run as demo  # noqa: PLC0415 (loads the SDK client only here)
 
             return demo(args)
+        if args.command == "console":
+            from .console import run as console  # noqa: PLC0415
+
+            return console(args)
         if args.command == "hook":
             from .hook import run as hook  # noqa: PLC0415
 

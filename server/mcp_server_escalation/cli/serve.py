@@ -3,10 +3,36 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+from typing import TYPE_CHECKING
 
 import anyio
 
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from ..adapters.console.app import Guard
+
 from ..settings import Settings
+
+log = logging.getLogger(__name__)
+# uvicorn waits for open responses on shutdown, and the console's SSE streams never end.
+SHUTDOWN_SECONDS = 2
+
+
+def console_beside_mcp(settings: Settings, security: TransportSecuritySettings) -> Guard | None:
+    """The console for ``serve --transport http``, when the operator token is set (else None:
+    without it nobody could log in, so nothing is mounted)."""
+    from ..adapters.console.app import build_console  # noqa: PLC0415
+    from ..adapters.console.sessions import Sessions  # noqa: PLC0415
+    from ..adapters.http_auth import AGENT_TOKEN_ENV, OPERATOR_TOKEN_ENV  # noqa: PLC0415
+
+    operator_token = os.environ.get(OPERATOR_TOKEN_ENV)
+    if not operator_token:
+        log.info("no console next to /mcp: %s is not set", OPERATOR_TOKEN_ENV)
+        return None
+    return build_console(settings, Sessions(operator_token, os.environ.get(AGENT_TOKEN_ENV)), security)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -33,12 +59,31 @@ def serve(args: argparse.Namespace) -> int:
         server = build_server(settings, http=True, hook_relay=True)
         security = transport_security(listen)
         warn_about_exposure(listen, security)
-        server.run(
-            "streamable-http",
+        body_limit = anyio.run(request_body_limit, server)
+        console = console_beside_mcp(settings, security)
+        if console is None:
+            server.run(
+                "streamable-http",
+                host=listen.host,
+                port=listen.port,
+                transport_security=security,
+                max_request_body_size=body_limit,
+            )
+            return 0
+        import uvicorn  # noqa: PLC0415
+
+        from ..adapters.console.beside import beside_mcp  # noqa: PLC0415
+
+        mcp_app = server.streamable_http_app(
+            transport_security=security, max_request_body_size=body_limit, host=listen.host
+        )
+        log.info("the operator console is at http://%s:%d/", listen.host, listen.port)
+        uvicorn.run(
+            beside_mcp(mcp_app, console),
             host=listen.host,
             port=listen.port,
-            transport_security=security,
-            max_request_body_size=anyio.run(request_body_limit, server),
+            log_level=server.settings.log_level.lower(),
+            timeout_graceful_shutdown=SHUTDOWN_SECONDS,
         )
         return 0
     from ..adapters.stdio import run_stdio  # noqa: PLC0415

@@ -62,6 +62,17 @@ async def show_escalation(rt: Runtime, escalation_id: int) -> Escalation:
     return await rt.db.read(lambda conn: load_escalation(conn, escalation_id))
 
 
+async def agent_message(rt: Runtime, escalation_id: int) -> str:
+    """What ``get_escalation`` tells the agent about this escalation now (reading delivers nothing)."""
+
+    def read(conn: Conn) -> str:
+        escalation = load_escalation(conn, escalation_id)
+        task = load_task(conn, escalation.task_id)
+        return _escalation_message(rt, escalation, task, direct(rt, conn, task).message)
+
+    return await rt.db.read(read)
+
+
 async def raise_escalation(
     rt: Runtime,
     *,
@@ -392,10 +403,15 @@ async def resolve_escalation(
     responder: str | None = None,
     role: Role,
     held: Mapping[str, int] | None = None,
+    expected_revision: int | None = None,
 ) -> ResolveResult:
     """Answer an escalation; an agent-role caller may only withdraw a question of a task it
     holds (``held``: task id -> the generation it was held at, see adapters/holders.py;
-    None: the caller comes on no connection the server can tell apart, so it holds none)."""
+    None: the caller comes on no connection the server can tell apart, so it holds none).
+
+    ``expected_revision``: the revision the answer was made on (the console's form). An
+    escalation that changed since, new evidence or another answer, is a Conflict: the human
+    answered something they did not see."""
     add_scope = sorted(set(add_scope or []))
     now = rt.now()
     recorded_responder = _recorded_responder(role, responder)
@@ -408,6 +424,11 @@ async def resolve_escalation(
             raise Conflict(
                 f"escalation_id: escalation {escalation_id} is already {escalation.status}; "
                 "only a pending escalation can be answered."
+            )
+        if expected_revision is not None and expected_revision != escalation.revision:
+            raise Conflict(
+                f"revision: escalation {escalation_id} changed since revision {expected_revision} "
+                f"(it is at revision {escalation.revision}); read it again before answering."
             )
         if response_type not in escalation.response_options:
             raise InvalidInput(

@@ -1,0 +1,348 @@
+"""The operator console: a Starlette app that shows and answers escalations.
+
+Server-rendered pages, one small vendored script (``static/console.js``) that follows the
+change feed over SSE and refreshes the live parts of the page; no CDN, no build step. Every
+route is behind the same Host/Origin allow-list as ``/mcp`` (http_serving.py); every page
+but the login needs the operator's session; every POST needs an allowed Origin header and
+(but the login) the session's CSRF token. Answers go through the service the CLI uses,
+recorded as ``console:operator``, and carry the revision they were made on. The console
+runs no command: it reads the store and answers escalations, nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
+
+from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound
+from ...services import escalations, reports, tasks
+from ...services.changes import ChangeFeed
+from ...services.console import QueueFilter, queue
+from ...services.runtime import Runtime, open_runtime
+from ...settings import Settings
+from . import pages
+from .sessions import COOKIE, RESPONDER, Session, Sessions, csrf_matches
+
+STATIC = Path(__file__).parent / "static"
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",  # "no-referrer" makes a browser send "Origin: null"
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+STATUS_BY_ERROR: tuple[tuple[type[EscalationError], int], ...] = (
+    (NotFound, 404),
+    (Conflict, 409),
+    (Forbidden, 403),
+    (InvalidInput, 400),
+)
+# Rows of the answered list (the CLI's `escalations list --status resolved` shows as many).
+ANSWERED_SHOWN = 50
+# What a text field of the answer form may hold (the service's own limit is the same).
+CONTENT_MAX_CHARS = 65536
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the answer form asks the service to record."""
+
+    response_type: str
+    content: str
+    new_file_limit: int | None
+    add_scope: list[str]
+
+
+class Guard:
+    """Host and Origin on every request, the security headers on every answer."""
+
+    def __init__(self, app: Starlette, security: TransportSecuritySettings) -> None:
+        self.app = app
+        self.check = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse a foreign Host (421) or Origin (403); a POST without an Origin too (403)."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        refused = await self.check.validate_request(request, is_post=False)
+        if refused is None and request.method == "POST" and not request.headers.get("origin"):
+            refused = Response("A POST needs an Origin header", status_code=403)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+
+        async def with_headers(message: dict[str, object]) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))  # type: ignore[call-overload]
+                headers.extend((k.lower().encode(), v.encode()) for k, v in HEADERS.items())
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)  # type: ignore[arg-type]
+
+
+class Console:
+    """The routes, bound to one runtime and one set of sessions."""
+
+    def __init__(self, rt: Runtime, sessions: Sessions) -> None:
+        self.rt = rt
+        self.sessions = sessions
+        self.book = rt.prompts
+
+    def _session(self, request: Request) -> Session | None:
+        return self.sessions.find(request.cookies.get(COOKIE))
+
+    def _refused(self, status: int, message_template: str, back: str = "/") -> HTMLResponse:
+        body = pages.fill(
+            self.book,
+            "console_error",
+            title=pages.fill(self.book, "console_title_refused"),
+            message=pages.fill(self.book, message_template),
+            back=back,
+        )
+        title = self.book.render("console_title_refused")
+        return HTMLResponse(pages.page(self.book, title, body, None), status_code=status)
+
+    def _error(self, status: int, message: str, session: Session, back: str) -> HTMLResponse:
+        title = self.book.render("console_title_refused")
+        body = pages.fill(self.book, "console_error", title=title, message=message, back=back)
+        return HTMLResponse(pages.page(self.book, title, body, session.csrf), status_code=status)
+
+    async def login_page(self, _request: Request) -> Response:
+        """The login form."""
+        return self._login(pages.Safe(""), 200)
+
+    def _login(self, error: pages.Safe, status: int) -> HTMLResponse:
+        body = pages.fill(self.book, "console_login", error=error)
+        title = self.book.render("console_title_login")
+        return HTMLResponse(pages.page(self.book, title, body, None), status_code=status)
+
+    async def login(self, request: Request) -> Response:
+        """Check the operator token; set the session cookie."""
+        form = await request.form()
+        token = str(form.get("token") or "")
+        if self.sessions.is_agent_token(token):
+            return self._login(pages.fill(self.book, "console_login_refused_agent"), 403)
+        session = self.sessions.login(token)
+        if session is None:
+            return self._login(pages.fill(self.book, "console_login_refused"), 401)
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(COOKIE, session.session_id, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        """End the session."""
+        session = self._session(request)
+        if session is None or not csrf_matches(session, str((await request.form()).get("csrf") or "")):
+            return self._refused(403, "console_refused_csrf")
+        self.sessions.logout(session.session_id)
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    async def queue_page(self, request: Request) -> Response:
+        """Pending escalations and answers not yet acknowledged, filtered by the query string."""
+        session = self._session(request)
+        if session is None:
+            return RedirectResponse("/login", status_code=303)
+        wanted = QueueFilter(
+            project=request.query_params.get("project", ""),
+            agent=request.query_params.get("agent", ""),
+            type=request.query_params.get("type", ""),
+        )
+        found = await queue(self.rt, wanted)
+        body = pages.fill(
+            self.book,
+            "console_queue",
+            project=wanted.project,
+            agent=wanted.agent,
+            type=wanted.type,
+            count=len(found),
+            rows=pages.queue_rows(self.book, found, self.rt.now()),
+        )
+        title = self.book.render("console_title_queue")
+        return HTMLResponse(pages.page(self.book, title, body, session.csrf))
+
+    async def escalation_page(self, request: Request) -> Response:
+        """One escalation: triggers, evidence, question, and the answer form or the answer."""
+        session = self._session(request)
+        if session is None:
+            return RedirectResponse("/login", status_code=303)
+        try:
+            escalation_id = int(request.path_params["id"])
+            escalation = await escalations.show_escalation(self.rt, escalation_id)
+            told = await escalations.agent_message(self.rt, escalation_id)
+        except NotFound as exc:
+            return self._error(404, str(exc), session, "/")
+        body = pages.escalation_body(self.book, escalation, session.csrf, told)
+        title = f"#{escalation.escalation_id} {escalation.type}"
+        return HTMLResponse(pages.page(self.book, title, body, session.csrf))
+
+    async def task_page(self, request: Request) -> Response:
+        """One task: its state, what its agent is told now, its escalations, counters and tests."""
+        session = self._session(request)
+        if session is None:
+            return RedirectResponse("/login", status_code=303)
+        try:
+            view = await tasks.get_task(self.rt, str(request.path_params["task_id"]))
+        except NotFound as exc:
+            return self._error(404, str(exc), session, "/")
+        title = f"{self.book.render('console_title_task')} {view.task.task_id}"
+        return HTMLResponse(pages.page(self.book, title, pages.task_body(self.book, view), session.csrf))
+
+    async def answered_page(self, request: Request) -> Response:
+        """The latest answered (or otherwise closed) escalations."""
+        session = self._session(request)
+        if session is None:
+            return RedirectResponse("/login", status_code=303)
+        found = await escalations.list_escalations(self.rt, status="resolved", limit=ANSWERED_SHOWN)
+        body = pages.fill(
+            self.book,
+            "console_answered_list",
+            count=len(found.escalations),
+            rows=pages.answered_rows(self.book, found.escalations),
+        )
+        title = self.book.render("console_title_answered")
+        return HTMLResponse(pages.page(self.book, title, body, session.csrf))
+
+    async def stats_page(self, request: Request) -> Response:
+        """The ``stats`` figures: counts by type and status, time to answer, notifier health."""
+        session = self._session(request)
+        if session is None:
+            return RedirectResponse("/login", status_code=303)
+        report = await reports.stats(self.rt)
+        body = pages.fill(self.book, "console_stats", details=pages.facts(report.model_dump(mode="json")))
+        title = self.book.render("console_title_stats")
+        return HTMLResponse(pages.page(self.book, title, body, session.csrf))
+
+    async def answer(self, request: Request) -> Response:
+        """Answer through the CLI's service, as the logged-in operator, on the revision shown."""
+        session = self._session(request)
+        if session is None:
+            return self._refused(401, "console_refused_session", "/login")
+        form = await request.form()
+        if not csrf_matches(session, str(form.get("csrf") or "")):
+            return self._refused(403, "console_refused_csrf")
+        escalation_id = int(request.path_params["id"])
+        back = f"/escalations/{escalation_id}"
+        try:
+            answer = await self._answer_fields(escalation_id, form)
+            await escalations.resolve_escalation(
+                self.rt,
+                escalation_id=escalation_id,
+                role="operator",
+                responder=RESPONDER,
+                expected_revision=_int_field(form.get("revision"), "revision"),
+                response_type=answer.response_type,
+                content=answer.content,
+                new_file_limit=answer.new_file_limit,
+                add_scope=answer.add_scope,
+            )
+        except EscalationError as exc:
+            status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 400)
+            return self._error(status, str(exc), session, back)
+        return RedirectResponse(back, status_code=303)
+
+    async def _answer_fields(self, escalation_id: int, form: FormData) -> Answer:
+        """The answer the form holds; an option picked is its text, sent as guidance."""
+        get = form.get
+        response_type = str(get("response_type") or "")
+        content = str(get("content") or "")
+        option = str(get("option") or "")
+        if option:
+            escalation = await escalations.show_escalation(self.rt, escalation_id)
+            index = _int_field(option, "option")
+            if index is None or not 1 <= index <= len(escalation.options):
+                raise InvalidInput("option", f"pick one of 1 to {len(escalation.options)}")
+            picked = escalation.options[index - 1]
+            response_type = response_type or "guidance"
+            content = f"{picked}\n\n{content}".strip() if content.strip() else picked
+        if not response_type:
+            raise InvalidInput("response_type", "choose the kind of answer")
+        if len(content) > CONTENT_MAX_CHARS:
+            raise InvalidInput("content", f"{len(content)} characters, more than {CONTENT_MAX_CHARS}")
+        scope = [line.strip() for line in str(get("add_scope") or "").splitlines() if line.strip()]
+        return Answer(response_type, content, _int_field(get("file_limit"), "file_limit"), scope)
+
+    async def events(self, request: Request) -> Response:
+        """Server-sent events: one ``change`` per batch of the change feed."""
+        if self._session(request) is None:
+            return self._refused(401, "console_refused_session", "/login")
+        feed = ChangeFeed(self.rt)
+        await feed.start()
+
+        async def stream() -> AsyncIterator[str]:
+            yield "retry: 2000\n\n"
+            while True:
+                batch = await feed.next_changes()
+                ids = sorted({change.escalation_id for change in batch})
+                yield f"event: change\ndata: {json.dumps(ids)}\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+def _int_field(value: object, field: str) -> int | None:
+    text = str(value or "").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidInput(field, f"{text[:40]!r} is not a whole number") from None
+
+
+def build_console(settings: Settings, sessions: Sessions, security: TransportSecuritySettings) -> Guard:
+    """The console app on the store ``settings`` name (opened for the app's lifetime)."""
+    holder: dict[str, Console] = {}
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        # The standalone console refuses a missing store before it gets here; next to /mcp
+        # the store is the server's, which creates it.
+        async with open_runtime(settings) as rt:
+            holder["console"] = Console(rt, sessions)
+            yield
+
+    def bound(name: str) -> Handler:
+        async def handle(request: Request) -> Response:
+            handler: Handler = getattr(holder["console"], name)
+            return await handler(request)
+
+        return handle
+
+    app = Starlette(
+        routes=[
+            Route("/", bound("queue_page"), methods=["GET"]),
+            Route("/login", bound("login_page"), methods=["GET"]),
+            Route("/login", bound("login"), methods=["POST"]),
+            Route("/logout", bound("logout"), methods=["POST"]),
+            Route("/events", bound("events"), methods=["GET"]),
+            Route("/escalations/{id:int}", bound("escalation_page"), methods=["GET"]),
+            Route("/escalations/{id:int}/answer", bound("answer"), methods=["POST"]),
+            Route("/tasks/{task_id}", bound("task_page"), methods=["GET"]),
+            Route("/answered", bound("answered_page"), methods=["GET"]),
+            Route("/stats", bound("stats_page"), methods=["GET"]),
+            Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+        ],
+        lifespan=lifespan,
+    )
+    return Guard(app, security)

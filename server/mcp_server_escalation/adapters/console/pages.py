@@ -1,0 +1,315 @@
+"""The console's HTML: templates from ``prompts/console.toml`` filled with escaped values.
+
+Everything an agent wrote (errors, questions, paths, options) reaches a page only through
+``html.escape``: a value is escaped unless it is a ``Safe`` fragment this module built from
+escaped values. No template engine: the project's templates are ``str.format`` strings
+checked at load (prompts.py), and jinja2 is not a dependency of anything we install. Small
+structural tags (tables, lists) are built here; every word comes from the templates.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from ...models.escalations import Escalation, EscalationSummary, Trigger
+from ...models.results import TaskView
+from ...prompts import PromptBook
+from ...rules.announce import HEADLINE_CHARS
+from ...rules.salient import headline
+from ...services.console import awaits_acknowledgement
+
+# How deep nested evidence is drawn as tables and lists before the rest is shown as JSON.
+NESTING_SHOWN = 3
+# The pass-rate chart: one bar per test run, the full height a 100 % pass rate.
+CHART_BAR_WIDTH = 14
+CHART_HEIGHT = 40
+
+
+class Safe(str):
+    """HTML this module built from escaped values: placed as it is."""
+
+    __slots__ = ()
+
+
+def escape(value: object) -> Safe:
+    """The value as text a browser shows and never runs."""
+    return value if isinstance(value, Safe) else Safe(html.escape(str(value), quote=True))
+
+
+def fill(book: PromptBook, template: str, /, **values: object) -> Safe:
+    """The template with every value escaped (``Safe`` fragments placed as they are)."""
+    return Safe(book.render(template, **{key: escape(value) for key, value in values.items()}))
+
+
+def page(book: PromptBook, title: str, body: Safe, csrf: str | None) -> str:
+    """A whole page: the layout around ``body``, with a log-out button for a session."""
+    nav = fill(book, "console_nav", csrf=csrf) if csrf else Safe("")
+    return fill(book, "console_layout", title=title, nav=nav, body=body)
+
+
+def age(created_at: str, now: str) -> str:
+    """How long ago, in the largest whole unit: 45s, 12m, 3h, 2d."""
+    seconds = int((datetime.fromisoformat(now) - datetime.fromisoformat(created_at)).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+def task_link(task_id: str) -> str:
+    """The task id as one path segment of ``/tasks/...`` (escaped again when placed)."""
+    return quote(task_id, safe="")
+
+
+def _headline(e: Escalation) -> str:
+    """The salient line: the first line of the first trigger's summary."""
+    return headline(e.triggers[0].summary if e.triggers else e.reason or "", HEADLINE_CHARS)
+
+
+def _project(escalation: Escalation) -> str:
+    return str(escalation.context.get("task", {}).get("project") or "")
+
+
+def queue_rows(book: PromptBook, escalations: list[Escalation], now: str) -> Safe:
+    """The queue's table rows, or the one row that says nothing is waiting."""
+    if not escalations:
+        return fill(book, "console_queue_empty")
+    rows = []
+    for e in escalations:
+        answered = awaits_acknowledgement(e)
+        state = (
+            fill(book, "console_state_answered", response_type=e.response.response_type)
+            if answered and e.response
+            else fill(book, "console_state_pending")
+        )
+        rows.append(
+            fill(
+                book,
+                "console_queue_row",
+                state_class="answered" if answered else "pending",
+                escalation_id=e.escalation_id,
+                priority=e.priority,
+                age=age(e.created_at, now),
+                type=e.type,
+                triggers=", ".join(t.type for t in e.triggers),
+                headline=_headline(e),
+                task_link=task_link(e.task_id),
+                task_id=e.task_id,
+                project=_project(e),
+                agent_id=e.agent_id,
+                state=state,
+            )
+        )
+    return Safe("".join(rows))
+
+
+def facts(value: Any, depth: int = 0) -> Safe:
+    """Evidence for a human: a list of records as a table, a record as a definition list."""
+    if depth >= NESTING_SHOWN and isinstance(value, dict | list):
+        return Safe(f"<code>{escape(json.dumps(value, sort_keys=True))}</code>")
+    if isinstance(value, dict):
+        if not value:
+            return Safe("")
+        items = "".join(f"<dt>{escape(k)}</dt><dd>{facts(value[k], depth + 1)}</dd>" for k in value)
+        return Safe(f"<dl>{items}</dl>")
+    if isinstance(value, list):
+        if value and all(isinstance(item, dict) for item in value):
+            return _table(value, depth)
+        items = "".join(f"<li>{facts(item, depth + 1)}</li>" for item in value)
+        return Safe(f"<ul>{items}</ul>")
+    if value is None:
+        return Safe("")
+    return escape(value)
+
+
+def _located(record: dict[str, Any]) -> dict[str, Any]:
+    """An occurrence's ``file`` and ``line`` as the one ``file:line`` a reader looks for."""
+    if "file" not in record or "line" not in record:
+        return record
+    place = f"{record['file']}:{record['line']}" if record["line"] is not None else record["file"]
+    merged: dict[str, Any] = {}
+    for key, value in record.items():
+        if key == "file":
+            merged["file:line"] = place
+        elif key != "line":
+            merged[key] = value
+    return merged
+
+
+def pass_rate_chart(records: list[dict[str, Any]]) -> Safe:
+    """The test runs' pass rates as bars (inline SVG, styled by the stylesheet), oldest first."""
+    rates = [r["pass_rate"] for r in records if isinstance(r.get("pass_rate"), int | float)]
+    if not rates:
+        return Safe("")
+    width, height = CHART_BAR_WIDTH, CHART_HEIGHT
+    bars = "".join(
+        f'<rect x="{i * width + 2}" y="{height - max(1, round(rate * height))}" width="{width - 4}" '
+        f'height="{max(1, round(rate * height))}"><title>{escape(f"{rate:.0%}")}</title></rect>'
+        for i, rate in enumerate(rates)
+    )
+    box = len(rates) * width
+    return Safe(
+        f'<svg class="chart" viewBox="0 0 {box} {height}" width="{box * 2}" height="{height * 2}" '
+        f'role="img">{bars}</svg>'
+    )
+
+
+def _table(records: list[dict[str, Any]], depth: int) -> Safe:
+    chart = pass_rate_chart(sorted(records, key=lambda r: str(r.get("at", ""))))
+    records = [_located(r) for r in records]
+    columns: list[str] = []
+    for record in records:
+        columns.extend(key for key in record if key not in columns)
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{facts(r.get(c), depth + 1)}</td>" for c in columns) + "</tr>" for r in records
+    )
+    return Safe(f"{chart}<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+
+
+def _trigger(book: PromptBook, trigger: Trigger) -> Safe:
+    return fill(
+        book,
+        "console_trigger",
+        type=trigger.type,
+        summary=trigger.summary,
+        criteria=facts(trigger.criteria),
+        observed=facts(trigger.observed),
+        at=trigger.at,
+        fired_count=trigger.fired_count,
+    )
+
+
+def _question(book: PromptBook, e: Escalation) -> Safe:
+    if not (e.question or e.reason):
+        return Safe("")
+    options = (
+        Safe("<ol>" + "".join(f"<li>{escape(o)}</li>" for o in e.options) + "</ol>") if e.options else ""
+    )
+    return fill(book, "console_question", question=e.question or e.reason, options=options)
+
+
+def answer_part(book: PromptBook, e: Escalation, csrf: str) -> Safe:
+    """The answer form of a pending escalation, else the answer and whether the agent has it."""
+    if e.response is not None:
+        not_yet = fill(book, "console_not_yet")
+        return fill(
+            book,
+            "console_answered",
+            response_type=e.response.response_type,
+            responder=e.response.responder or "",
+            responded_at=e.response.responded_at,
+            content=e.response.content,
+            delivered_at=e.delivered_at or not_yet,
+            acknowledged_at=e.acknowledged_at or not_yet,
+        )
+    if e.status != "pending":
+        return fill(book, "console_closed", status=e.status)
+    choices = Safe(
+        "".join(
+            fill(book, "console_choice", value=kind, meaning=fill(book, f"console_meaning_{kind}"))
+            for kind in e.response_options
+            if kind != "withdraw"
+        )
+    )
+    options = Safe("")
+    if e.options:
+        picks = "".join(fill(book, "console_option", index=i, option=o) for i, o in enumerate(e.options, 1))
+        options = fill(book, "console_options", choices=Safe(picks))
+    approve = fill(book, "console_approve_fields") if "approve" in e.response_options else Safe("")
+    return fill(
+        book,
+        "console_answer_form",
+        escalation_id=e.escalation_id,
+        csrf=csrf,
+        revision=e.revision,
+        options=options,
+        choices=choices,
+        approve=approve,
+    )
+
+
+def escalation_body(book: PromptBook, e: Escalation, csrf: str, told: str) -> Safe:
+    """The escalation page: what fired, the evidence, the question, the answer, and ``told``:
+    what the agent reads about it now."""
+    task = e.context.get("task", {})
+    evidence = e.context.get("evidence", {})
+    actions = e.context.get("recent_actions", [])
+    return fill(
+        book,
+        "console_escalation",
+        escalation_id=e.escalation_id,
+        type=e.type,
+        headline=_headline(e),
+        status=e.status,
+        priority=e.priority,
+        task_id=e.task_id,
+        task_link=task_link(e.task_id),
+        title=task.get("title", ""),
+        project=task.get("project") or fill(book, "console_nothing"),
+        agent_id=e.agent_id,
+        scope=", ".join(task.get("scope") or []) or fill(book, "console_any_path"),
+        created_at=e.created_at,
+        revision=e.revision,
+        question=_question(book, e),
+        triggers=Safe("".join(_trigger(book, t) for t in e.triggers)),
+        evidence=Safe(
+            "".join(
+                fill(book, "console_evidence", heading=k, body=facts(evidence[k])) for k in sorted(evidence)
+            )
+        ),
+        actions=facts(actions) if actions else fill(book, "console_no_actions"),
+        answer=answer_part(book, e, csrf),
+        told=told,
+    )
+
+
+def answered_rows(book: PromptBook, summaries: list[EscalationSummary]) -> Safe:
+    """The rows of the answered list."""
+    return Safe(
+        "".join(
+            fill(
+                book,
+                "console_answered_row",
+                escalation_id=s.escalation_id,
+                type=s.type,
+                headline=s.headline,
+                task_link=task_link(s.task_id),
+                task_id=s.task_id,
+                agent_id=s.agent_id,
+                status=s.status,
+                created_at=s.created_at,
+            )
+            for s in summaries
+        )
+    )
+
+
+def task_body(book: PromptBook, view: TaskView) -> Safe:
+    """The task page: its state, what the agent is told now, its escalations and counters."""
+    task = view.task
+    links = Safe(
+        " ".join(f'<a href="/escalations/{int(i)}">#{int(i)}</a>' for i in reversed(view.escalation_ids))
+    )
+    details = view.model_dump(
+        mode="json",
+        include={"counters", "thresholds", "modified_files", "modified_count", "test_history"},
+    )
+    return fill(
+        book,
+        "console_task",
+        task_id=task.task_id,
+        title=task.title,
+        status=task.status,
+        project=task.project,
+        agent_id=task.agent_id,
+        approach=task.approach or fill(book, "console_nothing"),
+        directive=view.directive,
+        message=view.message,
+        escalations=links or fill(book, "console_nothing"),
+        details=facts(details),
+    )

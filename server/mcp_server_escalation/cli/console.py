@@ -1,0 +1,81 @@
+"""``console``: serve the operator console (adapters/console) on its own port.
+
+It needs ``ESCALATION_OPERATOR_TOKEN`` (the login's only key) and refuses to start without
+it; the agent token, when set, is known only to refuse it by name at the login.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..errors import ConfigError, StoreError
+from ..settings import Settings
+from .operator import missing_store
+
+# uvicorn waits for open responses on shutdown, and an SSE stream never ends by itself.
+SHUTDOWN_SECONDS = 2
+
+
+def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type: ignore[type-arg]
+    """``console [--host 127.0.0.1] [--port 8766] [--allowed-host NAME] [--allowed-origin URL]``."""
+    console = sub.add_parser(
+        "console",
+        help="serve the operator console in a browser (needs ESCALATION_OPERATOR_TOKEN)",
+        description="Serve the operator console: see and answer escalations in a browser. "
+        "Log in with the token in ESCALATION_OPERATOR_TOKEN.",
+    )
+    common(console)  # type: ignore[operator]
+    console.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    console.add_argument("--port", type=int, default=8766, help="port to listen on (default: 8766)")
+    console.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="NAME[:PORT]",
+        help="a Host name browsers use beyond loopback (repeatable; default: loopback names only)",
+    )
+    console.add_argument(
+        "--allowed-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="an Origin allowed besides http://127.0.0.1, localhost and [::1] (repeatable)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve the console until stopped."""
+    import uvicorn  # noqa: PLC0415 (the operator's other commands do not load the server)
+
+    from ..adapters.console.app import build_console  # noqa: PLC0415
+    from ..adapters.console.sessions import Sessions  # noqa: PLC0415
+    from ..adapters.http_auth import AGENT_TOKEN_ENV, OPERATOR_TOKEN_ENV, tokens_from_env  # noqa: PLC0415
+    from ..adapters.http_serving import Listen, transport_security, warn_about_exposure  # noqa: PLC0415
+
+    if not os.environ.get(OPERATOR_TOKEN_ENV):
+        raise ConfigError(
+            f"the console opens only with the operator token: set {OPERATOR_TOKEN_ENV} "
+            "(make one with: openssl rand -hex 16)"
+        )
+    tokens_from_env()  # the same checks as HTTP: long enough, not the agent's token
+    settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts, role="operator")
+    problem = missing_store(settings.db_path, args.db)
+    if problem:
+        raise StoreError(problem)
+    listen = Listen(
+        host=args.host,
+        port=args.port,
+        allowed_hosts=tuple(args.allowed_host or ()),
+        allowed_origins=tuple(args.allowed_origin or ()),
+    )
+    security = transport_security(listen)
+    warn_about_exposure(listen, security)
+    sessions = Sessions(os.environ[OPERATOR_TOKEN_ENV], os.environ.get(AGENT_TOKEN_ENV))
+    app = build_console(settings, sessions, security)
+    uvicorn.run(
+        app,
+        host=listen.host,
+        port=listen.port,
+        log_level="warning",
+        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+    )
+    return 0

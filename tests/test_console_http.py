@@ -1,0 +1,305 @@
+"""The console's doors over plain HTTP: who gets in, which requests are refused, 409 on a stale answer.
+
+One console process (the installed script) for the module, on its own store; each test
+raises its own escalation through a real server on the same file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from conftest import connect
+from console_support import RunningConsole, form_values, logged_in, running_console
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningConsole]:
+    with running_console(tmp_path_factory.mktemp("console")) as running:
+        yield running
+
+
+async def ask(console: RunningConsole, task_id: str, question: str = "Which database?") -> int:
+    """An ask_human escalation raised by an agent on the console's store; its id."""
+    async with connect(console.db_path) as agent:
+        await agent.call("start_task", title="Pick a database", task_id=task_id)
+        raised = await agent.call(
+            "raise_escalation", task_id=task_id, reason=question, options=["SQLite", "Postgres"]
+        )
+    return int(raised["escalation"]["escalation_id"])
+
+
+def test_pages_without_the_session_cookie_send_the_browser_to_the_login(console: RunningConsole) -> None:
+    with httpx2.Client(base_url=console.url) as anonymous:
+        for path in ("/", "/escalations/1"):
+            answer = anonymous.get(path)
+            assert answer.status_code == 303
+            assert answer.headers["location"] == "/login"
+        assert anonymous.get("/events").status_code == 401
+
+
+async def test_an_answer_without_the_session_cookie_is_refused_and_changes_nothing(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "http-no-cookie")
+    with httpx2.Client(base_url=console.url, headers={"Origin": console.url}) as anonymous:
+        answer = anonymous.post(
+            f"/escalations/{escalation_id}/answer", data={"response_type": "guidance", "content": "x"}
+        )
+    assert answer.status_code == 401
+    with logged_in(console) as operator:
+        assert "waiting for you" in operator.get("/").text
+
+
+def test_the_agent_token_does_not_open_the_console(console: RunningConsole) -> None:
+    with httpx2.Client(base_url=console.url, headers={"Origin": console.url}) as client:
+        answer = client.post("/login", data={"token": AGENT_TOKEN})
+        assert answer.status_code == 403
+        assert "agent token" in answer.text
+        assert "set-cookie" not in answer.headers
+        assert client.post("/login", data={"token": "x" * 40}).status_code == 401
+
+
+def test_the_login_sets_an_httponly_samesite_strict_cookie_and_no_token_in_the_url(
+    console: RunningConsole,
+) -> None:
+    with httpx2.Client(base_url=console.url, headers={"Origin": console.url}) as client:
+        answer = client.post("/login", data={"token": OPERATOR_TOKEN})
+    cookie = answer.headers["set-cookie"]
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert OPERATOR_TOKEN not in cookie
+    assert answer.headers["location"] == "/"
+
+
+def test_a_request_with_a_foreign_origin_or_host_is_refused_on_every_route(console: RunningConsole) -> None:
+    with logged_in(console) as operator:
+        for path in ("/", "/login", "/static/console.js"):
+            assert operator.get(path, headers={"Origin": "http://evil.example"}).status_code == 403
+            assert operator.get(path, headers={"Host": "evil.example"}).status_code == 421
+        refused = operator.post(
+            "/login", data={"token": OPERATOR_TOKEN}, headers={"Origin": "http://evil.example"}
+        )
+        assert refused.status_code == 403
+
+
+def test_a_post_without_an_origin_header_is_refused(console: RunningConsole) -> None:
+    with httpx2.Client(base_url=console.url) as client:
+        assert client.post("/login", data={"token": OPERATOR_TOKEN}).status_code == 403
+
+
+async def test_an_answer_without_the_csrf_token_is_refused(console: RunningConsole) -> None:
+    escalation_id = await ask(console, "http-no-csrf")
+    with logged_in(console) as operator:
+        page = operator.get(f"/escalations/{escalation_id}").text
+        revision = form_values(page)["revision"]
+        for csrf in (None, "not-the-token"):
+            data = {"response_type": "guidance", "content": "Use SQLite", "revision": revision}
+            if csrf:
+                data["csrf"] = csrf
+            answer = operator.post(f"/escalations/{escalation_id}/answer", data=data)
+            assert answer.status_code == 403
+        page = operator.get(f"/escalations/{escalation_id}").text
+        assert "Send the answer" in page
+        assert f"keep waiting with get_escalation({escalation_id}" in page  # what the agent is told
+
+
+async def test_a_second_answer_and_a_stale_answer_get_409(console: RunningConsole) -> None:
+    escalation_id = await ask(console, "http-twice")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        stale = {"csrf": shown["csrf"], "revision": str(int(shown["revision"]) - 1)}
+        answer = operator.post(
+            f"/escalations/{escalation_id}/answer",
+            data={**stale, "response_type": "guidance", "content": "A"},
+        )
+        assert answer.status_code == 409
+        assert "changed since revision" in answer.text
+        first = {**shown, "response_type": "guidance", "content": "Use SQLite"}
+        assert operator.post(f"/escalations/{escalation_id}/answer", data=first).status_code == 303
+        second = operator.post(
+            f"/escalations/{escalation_id}/answer", data={**first, "content": "No, Postgres"}
+        )
+        assert second.status_code == 409
+    async with connect(console.db_path, role="operator") as reader:
+        got = await reader.call("get_escalation", escalation_id=escalation_id, wait_seconds=0)
+    response = got["escalation"]["response"]
+    assert response["content"] == "Use SQLite"
+    assert response["responder"] == "console:operator"
+
+
+async def test_the_responder_is_the_logged_in_operator_whatever_the_form_says(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "http-responder")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        data = {**shown, "response_type": "guidance", "content": "Go", "responder": "operator:mallory"}
+        assert operator.post(f"/escalations/{escalation_id}/answer", data=data).status_code == 303
+    async with connect(console.db_path, role="operator") as reader:
+        got = await reader.call("get_escalation", escalation_id=escalation_id, wait_seconds=0)
+    assert got["escalation"]["response"]["responder"] == "console:operator"
+
+
+async def test_picking_one_of_the_agents_options_answers_with_its_text(console: RunningConsole) -> None:
+    escalation_id = await ask(console, "http-option")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        answer = operator.post(f"/escalations/{escalation_id}/answer", data={**shown, "option": "2"})
+        assert answer.status_code == 303
+        page = operator.get(f"/escalations/{escalation_id}").text
+    assert "Postgres" in page
+    assert "not yet" in page  # neither received nor acknowledged by the agent yet
+    assert f"call acknowledge_response({escalation_id}) now" in page  # what the agent is told
+
+
+def test_every_page_carries_a_strict_content_security_policy(console: RunningConsole) -> None:
+    with logged_in(console) as operator:
+        for path in ("/", "/login", "/static/console.js"):
+            policy = operator.get(path).headers["content-security-policy"]
+            assert policy.startswith("default-src 'self'")
+            assert "unsafe-inline" not in policy
+        page = operator.get("/").text
+    assert "<script>" not in page  # the one script is the vendored file, by src
+    assert 'style="' not in page
+
+
+def test_the_console_refuses_to_start_without_the_operator_token(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env["ESCALATION_AGENT_TOKEN"] = AGENT_TOKEN
+    done = subprocess.run(
+        [SCRIPT, "console", "--db", str(tmp_path / "none.db")],
+        env=env,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert b"ESCALATION_OPERATOR_TOKEN" in done.stderr
+
+
+async def test_the_queue_filters_by_project_agent_and_type(console: RunningConsole) -> None:
+    async with connect(console.db_path) as agent:
+        await agent.call("start_task", title="A", task_id="filter-a", project="alpha", agent_id="ann")
+        await agent.call("raise_escalation", task_id="filter-a", reason="Question from alpha")
+        await agent.call("start_task", title="B", task_id="filter-b", project="beta", agent_id="bob")
+        await agent.call(
+            "raise_escalation", task_id="filter-b", reason="Blocked in beta", kind="system_error"
+        )
+    with logged_in(console) as operator:
+        by_project = operator.get("/", params={"project": "alpha"}).text
+        by_agent = operator.get("/", params={"agent": "bob"}).text
+        by_type = operator.get("/", params={"type": "system_error", "agent": "bob"}).text
+        nothing = operator.get("/", params={"type": "repeated_error", "agent": "bob"}).text
+    assert "filter-a" in by_project
+    assert "filter-b" not in by_project
+    assert "filter-b" in by_agent
+    assert "filter-a" not in by_agent
+    assert "filter-b" in by_type
+    assert "Nothing is waiting for you." in nothing
+
+
+async def test_an_answer_the_agent_has_not_acknowledged_stays_in_the_queue_marked_as_such(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "queue-answered")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        data = {**shown, "response_type": "guidance", "content": "SQLite"}
+        assert operator.post(f"/escalations/{escalation_id}/answer", data=data).status_code == 303
+        queue = operator.get("/", params={"agent": "agent"}).text
+        row = next(line for line in queue.splitlines() if "queue-answered" in line)
+        assert "answered (guidance), not yet acknowledged by the agent" in row
+        async with connect(console.db_path) as agent:
+            await agent.call("get_escalation", escalation_id=escalation_id)
+            await agent.call("acknowledge_response", escalation_id=escalation_id)
+        assert "queue-answered" not in operator.get("/").text
+
+
+async def test_a_repeated_error_shows_each_occurrence_with_file_line_and_attempted_action(
+    console: RunningConsole,
+) -> None:
+    async with connect(console.db_path) as agent:
+        await agent.call("start_task", title="Fix the parser", task_id="evidence-occurrences")
+        for attempt, line in (("added a None check", 40), ("cast to str", 41), ("rewrote parse()", 57)):
+            result = await agent.call(
+                "record_failure",
+                task_id="evidence-occurrences",
+                message="TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+                file="src/parse.py",
+                line=line,
+                attempted_action=attempt,
+            )
+    escalation_id = result["escalation"]["escalation_id"]
+    with logged_in(console) as operator:
+        page = operator.get(f"/escalations/{escalation_id}").text
+    assert "<th>file:line</th>" in page
+    for place, attempt in (("src/parse.py:40", "added a None check"), ("src/parse.py:57", "rewrote parse()")):
+        assert f"<td>{place}</td>" in page
+        assert f"<td>{attempt}</td>" in page
+    assert "repeated_error" in page
+    assert "Threshold" in page
+
+
+async def test_approving_from_the_page_sets_the_file_limit_and_widens_the_scope(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "approve-page", "May I touch the migrations too?")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        data = {
+            **shown,
+            "response_type": "approve",
+            "file_limit": "12",
+            "add_scope": "migrations/**\ndocs/*.md",
+        }
+        assert operator.post(f"/escalations/{escalation_id}/answer", data=data).status_code == 303
+    async with connect(console.db_path, role="operator") as reader:
+        got = await reader.call("get_escalation", escalation_id=escalation_id, wait_seconds=0)
+    response = got["escalation"]["response"]
+    assert response["response_type"] == "approve"
+    assert response["new_file_limit"] == 12
+    assert response["add_scope"] == ["docs/*.md", "migrations/**"]
+
+
+async def test_the_task_page_shows_what_the_agent_is_told_its_escalations_and_test_history(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "task-page", "Which port?")
+    async with connect(console.db_path) as agent:
+        await agent.call("start_task", title="Other", task_id="task-page-runs")
+        await agent.call("report_progress", task_id="task-page-runs", tests_passed=3, tests_failed=1)
+    with logged_in(console) as operator:
+        page = operator.get("/tasks/task-page").text
+        runs = operator.get("/tasks/task-page-runs").text
+        missing = operator.get("/tasks/no-such-task")
+        queue = operator.get("/", params={"agent": "agent"}).text
+    assert "Task task-page: Pick a database" in page
+    assert f'<a href="/escalations/{escalation_id}">#{escalation_id}</a>' in page
+    assert "pause" in page  # the directive: the question holds the task
+    assert "<svg" in runs  # the pass-rate history as bars
+    assert "75%" in runs
+    assert missing.status_code == 404
+    assert '<a href="/tasks/task-page">task-page</a>' in queue
+
+
+async def test_the_answered_page_lists_answers_and_the_stats_page_counts_them(
+    console: RunningConsole,
+) -> None:
+    escalation_id = await ask(console, "answered-page")
+    with logged_in(console) as operator:
+        shown = form_values(operator.get(f"/escalations/{escalation_id}").text)
+        data = {**shown, "response_type": "terminate", "content": "Not needed"}
+        assert operator.post(f"/escalations/{escalation_id}/answer", data=data).status_code == 303
+        answered = operator.get("/answered").text
+        stats = operator.get("/stats").text
+    assert f'<a href="/escalations/{escalation_id}">{escalation_id}</a>' in answered
+    assert "resolved_with_termination" in answered
+    assert "<dt>by_status</dt>" in stats
+    assert "resolved_with_termination" in stats
