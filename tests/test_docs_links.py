@@ -105,3 +105,20 @@ def test_no_document_uses_words_a_reader_cannot_look_up() -> None:
         for match in unknown.finditer(path.read_text(encoding="utf-8"))
     ]
     assert not found, found
+
+
+def test_the_readme_configuration_table_names_every_config_key() -> None:
+    from mcp_server_escalation.settings import ConfigFile
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("## Configuration") : readme.index("## Troubleshooting")]
+    keys = []
+    for name, field in ConfigFile.model_fields.items():
+        table_model = field.annotation
+        if isinstance(table_model, type) and hasattr(table_model, "model_fields"):
+            assert f"`[{name}] " in table, f"README, Configuration: no row of the [{name}] table"
+            keys += list(table_model.model_fields)
+        else:
+            keys.append(name)
+    missing = [key for key in keys if not re.search(rf"`(\[\w+\] )?{key}`", table)]
+    assert not missing, f"config keys missing from README, Configuration: {missing}"
