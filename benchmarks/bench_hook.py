@@ -115,7 +115,7 @@ def running_server(env: dict[str, str], cwd: str) -> Iterator[None]:
 
     path = socket_path(env["ESCALATION_DB"], env, cwd)
     if path is None:
-        raise SystemExit("no relay socket on this machine (see README, Host hooks)")
+        raise SystemExit("no relay socket on this machine (see docs/hooks.md)")
     server = subprocess.Popen(
         [str(SCRIPT), "serve"],
         stdin=subprocess.PIPE,
@@ -145,7 +145,7 @@ def _daemon_socket(env: dict[str, str], cwd: str) -> tuple[str, str]:
 
     path = socket_path(env["ESCALATION_DB"], env, cwd)
     if path is None:
-        raise SystemExit("no relay socket on this machine (see README, Host hooks)")
+        raise SystemExit("no relay socket on this machine (see docs/hooks.md)")
     return path, lock_path(path)
 
 

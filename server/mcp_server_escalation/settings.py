@@ -22,7 +22,7 @@ path given explicitly must exist: a mistyped one is an error naming it, never th
     [elicitation]         # ask the human in the client (MCP elicitation): auto | on | off
     mode = "auto"
 
-    [hooks]               # host hooks (models/hook_config.py; README "Host hooks")
+    [hooks]               # host hooks (models/hook_config.py; docs/hooks.md)
     attempts = ["test_run"]
 """
 

@@ -140,7 +140,7 @@ def run_relay(args: argparse.Namespace) -> int:
     async def serve() -> int:
         async with open_runtime(settings) as rt, relay(rt) as path:
             if path is None:
-                print("error: no relay socket for this store (see README, Host hooks)", file=sys.stderr)
+                print("error: no relay socket for this store (see docs/hooks.md)", file=sys.stderr)
                 return 1
             print(f"hook relay for {settings.db_path} on {path}", file=sys.stderr)
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

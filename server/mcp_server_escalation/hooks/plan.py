@@ -1,6 +1,6 @@
 """From a finished tool call to the service calls that record it (pure, no I/O).
 
-What the hooks record (README, "Host hooks"), and why:
+What the hooks record (docs/hooks.md), and why:
 
 - **An edit** (``Edit``, ``Write``, ``MultiEdit``, ``NotebookEdit``, Cursor's ``Write``,
   ``Delete`` and ``afterFileEdit``) is ``report_progress(files_modified=[path])``: progress,

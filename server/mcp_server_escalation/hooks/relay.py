@@ -212,7 +212,7 @@ def _await_daemon(path: str) -> socket.socket | None:
     """A connection to the daemon as soon as it listens; None once it has gone or is too slow.
 
     Waiting is cheaper than doing the run alongside the daemon's start: both load the same
-    modules, and on a busy machine they compete for it (README, "Speed: the hook relay").
+    modules, and on a busy machine they compete for it (docs/hooks.md, "Speed: the hook relay").
     """
     import time  # noqa: PLC0415
 

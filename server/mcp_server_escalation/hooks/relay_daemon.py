@@ -192,7 +192,7 @@ async def run_daemon(settings: Settings, lock_fd: int | None) -> None:
         return
     path = socket_path(settings.db_path, os.environ, str(Path.cwd()))
     if path is None:
-        raise ConfigError("no relay socket for this store (see README, Host hooks)")
+        raise ConfigError("no relay socket for this store (see docs/hooks.md)")
     lock = _hold_lock(path, lock_fd)
     if lock is None:
         _ends("another daemon serves this store")

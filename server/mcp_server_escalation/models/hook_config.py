@@ -1,6 +1,6 @@
 """The ``[hooks]`` table of the config file: how the host hooks record, gate and pause.
 
-Defaults are the documented behaviour (README, "Host hooks"); every switch exists because
+Defaults are the documented behaviour (docs/hooks.md); every switch exists because
 a user may reasonably want the other choice. Lists of tools and commands *add* to the
 built-in read-only lists (``rules/commands.py``, ``hooks/events.py``), never replace them.
 """

@@ -9,7 +9,7 @@ Of a multi-line message (a tool's output) only the salient error is read (rules/
 the same failure printed with other noise around it (a debug print more, another count of
 passing tests, a shorter traceback) is the same error. A one-line message, and an output
 in which no error is recognised, is read whole. Measured on 250 real agent runs
-(benchmarks/measure_fingerprints.py, README "Salient errors"): more repeats found, and no
+(benchmarks/measure_fingerprints.py, docs/salient-errors.md): more repeats found, and no
 two different errors mapped together.
 """
 

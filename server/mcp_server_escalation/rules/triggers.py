@@ -330,7 +330,7 @@ def stagnation(cycles_done: int, t: Thresholds, *, step: str, similar_count: int
     )
 
 
-# The budgets (README, "Budgets"): the threshold that caps each, by the name its trigger key
+# The budgets (docs/triggers.md, "Budgets"): the threshold that caps each, by the name its trigger key
 # and evidence carry (``budget:tool_calls``).
 BUDGET_THRESHOLDS: dict[str, str] = {
     "tool_calls": "max_tool_calls",

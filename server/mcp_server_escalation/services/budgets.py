@@ -1,6 +1,6 @@
 """Budgets: caps on a task's recorded tool calls, minutes and failing test runs.
 
-A budget pauses the task and asks a human rather than ending it (README, "Budgets"). The
+A budget pauses the task and asks a human rather than ending it (docs/triggers.md, "Budgets"). The
 recording services count each call with ``count_call`` and add ``budget_evidence`` to what
 the call fires. Everything is read from the task's counters (and the headline from the task's
 latest error): the cost of a call does not grow with its history.

@@ -1,7 +1,7 @@
 """What the host hooks need besides the tools' own services: which task an event belongs
 to, whether a tool call was already counted, and what holds the task now.
 
-Binding an event to a task (README, "Host hooks"), first match wins:
+Binding an event to a task (docs/hooks.md), first match wins:
 
 1. ``ESCALATION_TASK`` names the task (created for the project if it does not exist).
 2. The most recently updated active or paused task of the event's project: the folder the
