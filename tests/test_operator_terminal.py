@@ -297,3 +297,27 @@ async def test_an_answer_without_its_text_or_with_approve_only_flags_is_refused_
     assert code == 1
     assert "--file-limit and --add-scope go only with --approve" in err
     assert "new_file_limit" not in err
+
+
+async def test_a_test_stall_shows_its_pass_rate_history_as_one_short_line(db_path: str, home: Path) -> None:
+    with anyio.fail_after(30):
+        async with connect(db_path) as agent:
+            await agent.call(
+                "start_task",
+                title="Stalled",
+                task_id="cli-stall",
+                thresholds={"no_test_improvement_after": 3},
+            )
+            for passed in (6, 7, 7, 7, 7):
+                result = await agent.call(
+                    "report_progress", task_id="cli-stall", tests_passed=passed, tests_failed=10 - passed
+                )
+    escalation_id = str(result["escalation"]["escalation_id"])
+    code, out, err = await run_cli(
+        "--db", db_path, "escalations", "show", escalation_id, home=home, COLUMNS="80"
+    )
+
+    assert code == 0, err
+    assert "history: pass rate over 5 runs 60% -> 70% -> 70% -> 70% -> 70% (last: 7" in out
+    assert "pass_rate" not in out
+    assert _narrow(out) == []

@@ -105,11 +105,20 @@ def _run(name: str, run: dict[str, Any], width: int, prefix: str, error: str) ->
     return lines
 
 
-def _test_runs(runs: list[dict[str, Any]], width: int, prefix: str) -> list[str]:
+def _test_runs(name: str, runs: list[dict[str, Any]], width: int, prefix: str) -> list[str]:
+    """Test runs as one line of pass rates, oldest first, and the last run's counts."""
     rates = " -> ".join(_rate(r.get("pass_rate")) for r in runs)
-    last = runs[-1] if runs else {}
-    tail = f" (last: {last.get('passed', 0)} passed, {last.get('failed', 0)} failed)" if runs else ""
-    return wrap(f"pass rate over {len(runs)} runs: {rates or '-'}{tail}", width, prefix)
+    last = runs[-1]
+    tail = f" (last: {last.get('passed', 0)} passed, {last.get('failed', 0)} failed)"
+    return wrap(f"{name}: pass rate over {len(runs)} runs {rates}{tail}", width, prefix, prefix + INDENT)
+
+
+def _is_test_runs(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(v, dict) and "pass_rate" in v for v in value)
+    )
 
 
 def _files(facts: dict[str, Any], width: int, prefix: str) -> list[str]:
@@ -161,8 +170,8 @@ def facts_lines(facts: dict[str, Any], width: int, prefix: str = INDENT, error: 
         name = key.replace("_", " ")
         if _is_run(value):
             lines += _run(name, value, width, prefix, error)
-        elif key == "test_runs" and isinstance(value, list):
-            lines += _test_runs(value, width, prefix)
+        elif _is_test_runs(value):
+            lines += _test_runs(name, value, width, prefix)
         elif isinstance(value, dict):
             lines += wrap(f"{name}:", width, prefix)
             lines += facts_lines(value, width, prefix + INDENT, error)
