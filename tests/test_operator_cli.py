@@ -62,7 +62,7 @@ async def _watch(db_path: str, home: Path, *args: str) -> Watcher:
     code, _, err = await run_cli("--db", db_path, "db", "init", home=home)
     assert code == 0, err
     process = await anyio.open_process(
-        [str(SCRIPT), "--db", db_path, "escalations", "watch", *args], env=cli_env(home)
+        [str(SCRIPT), "--db", db_path, "escalations", "watch", *args], env=cli_env(home, COLUMNS="80")
     )
     watcher = Watcher(process)
     with anyio.fail_after(30):
@@ -122,6 +122,7 @@ async def test_watch_follows_one_task_until_interrupted_and_shows_a_cli_answer(
     assert created[1:5] == ["created", f"#{escalation_id}", "pending", "ask_human"]
     assert created[6] == "w-mine"
     assert headline == "  The agent asks a human: Which operand type?"
+    assert max(len(line) for line in [*lines, headline]) <= 80
     assert answered[1:5] == ["answered", f"#{escalation_id}", "resolved", "ask_human"]
     assert stopped == 130
 
