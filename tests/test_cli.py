@@ -114,13 +114,15 @@ async def test_escalations_list_shows_pending_escalations_as_table_and_json(db_p
     as_json = await cli("--db", db_path, "escalations", "list", "--json", home=home)
 
     assert table.returncode == 0, table.stderr
-    header, *rows, footer = table.stdout.strip().splitlines()
-    assert header.split()[:3] == ["ID", "STATUS", "TYPE"]
+    *lines, footer = table.stdout.strip().splitlines()
     assert footer == "(2 of 2)"
-    by_id = {int(row.split()[0]): row.split() for row in rows}
+    # Each escalation: a row (number, triggers, priority, status, task), then its headline.
+    by_id = {int(line.split()[0][1:]): line.split() for line in lines if line.startswith("#")}
     assert set(by_id) == {made["repeated"]["escalation_id"], made["limit"]["escalation_id"]}
-    assert by_id[made["repeated"]["escalation_id"]][1:3] == ["pending", "repeated_error"]
-    assert by_id[made["limit"]["escalation_id"]][1:3] == ["pending", "file_limit"]
+    assert by_id[made["repeated"]["escalation_id"]][1:4] == ["repeated_error", "normal", "pending"]
+    assert by_id[made["repeated"]["escalation_id"]][-2:] == ["task", "cli-repeat"]
+    assert by_id[made["limit"]["escalation_id"]][1:4] == ["file_limit", "normal", "pending"]
+    assert "  TypeError: unsupported operand type(s) for +: 'int' and 'str'" in " ".join(lines)
     assert as_json.returncode == 0, as_json.stderr
     listed = as_json.json()
     assert listed["total"] == 2
@@ -148,7 +150,7 @@ async def test_escalations_list_status_all_includes_answered_escalations(db_path
     statuses = {e["escalation_id"]: e["status"] for e in everything["escalations"]}
     assert statuses == {answered: "resolved", made["limit"]["escalation_id"]: "pending"}
     assert everything["total"] == 2
-    assert any(line.split()[:2] == [str(answered), "resolved"] for line in table.stdout.splitlines())
+    assert any(line.split()[::3][:2] == [f"#{answered}", "resolved"] for line in table.stdout.splitlines())
 
 
 async def test_escalations_show_prints_type_triggers_evidence_and_response_options(
@@ -160,19 +162,21 @@ async def test_escalations_show_prints_type_triggers_evidence_and_response_optio
 
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
-    assert f"Escalation {escalation_id}  repeated_error  [pending]" in text
-    assert "Task      cli-repeat: Fix the adder" in text
-    assert "Triggers" in text
-    assert 'criteria {"same_error_repeated": 3}' in text
-    assert "Evidence" in text
+    lines = text.splitlines()
+    assert lines[0] == f"Escalation {escalation_id}  repeated_error  pending  priority normal  blocking"
+    assert lines[1].startswith("TypeError: unsupported operand type(s) for +: 'int' and 'str'")
+    assert "Task      cli-repeat" in lines
+    assert "          Fix the adder" in lines
+    assert "Triggers" in lines
+    assert "    threshold same error repeated 3" in lines
+    assert "Evidence" in lines
     # Each occurrence of the repeated error with its file, line and attempted action.
     for line in (11, 22, 33):
-        assert f'"line": {line}' in text
-        assert f"wrapped the operand in int() at line {line}" in text
-    assert '"file": "src/calc.py"' in text
-    assert "Respond with: guidance, override, terminate" in text
+        assert f"src/calc.py:{line}  wrapped the operand in int() at line {line}" in text
+    flat = " ".join(text.split())
+    assert "with one of --guidance TEXT | --override TEXT | --terminate [TEXT]" in flat
     # The store is not the default one: the hint must answer in this store, not another.
-    assert f"mcp-server-escalation --db {db_path} escalations respond {escalation_id}" in text
+    assert f"mcp-server-escalation --db {db_path} escalations respond {escalation_id}" in flat
 
 
 async def test_escalations_show_json_is_the_full_record_the_agent_got(db_path: str, home: Path) -> None:
@@ -208,7 +212,7 @@ async def test_escalations_respond_answers_and_changes_status(
             full = (await agent.call("get_escalation", escalation_id=escalation_id))["escalation"]
 
     assert answer.returncode == 0, answer.stderr
-    assert answer.stdout.strip() == (
+    assert " ".join(answer.stdout.split()) == (
         f"escalation {escalation_id} is now {status}; task cli-repeat is {task_status}"
     )
     assert summary["status"] == status
@@ -367,11 +371,14 @@ async def test_tasks_show_prints_counters_failures_and_escalations(db_path: str,
 
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
-    assert "Task cli-repeat: Fix the adder  [paused]" in text
+    assert "Task      cli-repeat\n          Fix the adder\nStatus    paused;" in text
     assert re.search(r"^consecutive_same_error +3 +3 +same_error_repeated$", text, re.MULTILINE)
     assert "Failures: 1 records, 3 occurrences" in text
-    assert re.search(rf"^  #{made['repeated']['escalation_id']} +pending +repeated_error", text, re.MULTILINE)
+    assert re.search(
+        rf"^  #{made['repeated']['escalation_id']} +repeated_error +normal +pending", text, re.MULTILINE
+    )
     assert "Directive: pause" in text
+    assert "Failures: 1 records, 3 occurrences" in text
     assert as_json.returncode == 0, as_json.stderr
     assert as_json.json() == view
     assert missing.returncode != 0

@@ -60,7 +60,7 @@ async def test_a_trigger_summary_leads_with_the_error_line_of_a_traceback(db_pat
     assert [e["headline"] for e in listed["escalations"]] == [summary]
 
 
-async def test_the_list_table_has_one_line_per_escalation_showing_the_error(
+async def test_the_list_shows_each_escalation_as_a_row_and_its_error_under_it(
     db_path: str, tmp_path: Path
 ) -> None:
     async with connect(db_path) as agent:
@@ -70,12 +70,11 @@ async def test_the_list_table_has_one_line_per_escalation_showing_the_error(
     code, out, err = await run_cli("--db", db_path, "escalations", "list", home=tmp_path)
 
     assert code == 0, err
-    header, *rows, footer = out.splitlines()
-    assert header.split()[-1] == "HEADLINE"
+    *lines, footer = out.splitlines()
     assert footer == "(2 of 2)"
-    assert len(rows) == 2
-    assert "ValueError: no price for" in rows[0]
-    assert ERROR in rows[1]
+    assert [line.split()[-1] for line in lines[::2]] == ["s-list-2", "s-list-1"]
+    assert lines[1].startswith("  ValueError: no price for")
+    assert lines[3].startswith(f"  {ERROR}")
     assert BANNER not in out
 
 

@@ -180,6 +180,14 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "elicitation_question": ["escalation_id", "type", "task_id", "title", "details"],
         "elicitation_field_response_type": ["options"],
         "elicitation_field_text": [],
+        # the operator CLI's hint and errors (issue 17)
+        "cli_answer_with": ["command", "flags"],
+        "cli_not_an_answer": ["escalation_id", "type", "flag", "flags"],
+        "cli_not_pending": ["escalation_id", "status", "store"],
+        "cli_no_escalation": ["escalation_id", "db", "store"],
+        "cli_no_task": ["task_id", "db", "store"],
+        "cli_needs_text": ["flag"],
+        "cli_approve_only": ["flag"],
         # host hooks: deny reasons, added context, Stop block reasons, notices (issue 6)
         "hook_task_title": ["host", "session_id"],
         "hook_ack_note": ["host"],

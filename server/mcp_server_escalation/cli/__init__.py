@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -19,6 +20,7 @@ from .. import __version__
 # top-level parser alone: building every subcommand's parser (and importing their modules)
 # was ~10 ms of each server start (SPEC 8: cold start within 1.15x of a minimal server).
 SERVE_OPTIONS = ("--db", "--config", "--prompts")
+JSON_HELP = "print the full records as JSON, for scripts (default: text that fits the terminal)"
 
 
 def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
@@ -34,7 +36,9 @@ def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
         help="TOML config file (default: $ESCALATION_CONFIG, else the per-user config.toml if it exists)",
     )
     parser.add_argument(
-        "--prompts", default=default, help="folder of prompt templates overriding the defaults"
+        "--prompts",
+        default=default,
+        help="folder of prompt templates overriding the defaults (default: $ESCALATION_PROMPTS, else none)",
     )
 
 
@@ -96,14 +100,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     parser = top_parser()
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="serve MCP (stdio by default)")
     _common(serve)
-    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
-    serve.add_argument("--role", choices=["agent", "operator"], default="agent")
+    serve.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="how clients connect (default: stdio)"
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="http: the address to listen on (default: 127.0.0.1)"
+    )
+    serve.add_argument("--port", type=int, default=8765, help="http: the port to listen on (default: 8765)")
+    serve.add_argument(
+        "--role",
+        choices=["agent", "operator"],
+        default="agent",
+        help="what callers may do: agents record and ask, operators also answer (default: agent)",
+    )
     serve.add_argument(
         "--allowed-host",
         action="append",
@@ -121,49 +134,91 @@ def build_parser() -> argparse.ArgumentParser:
     esc_sub = esc.add_subparsers(dest="action", required=True)
     listing = esc_sub.add_parser("list", help="escalation summaries, newest first")
     _common(listing)
-    listing.add_argument("--status", choices=["pending", "resolved", "all"], default="pending")
-    listing.add_argument("--task", help="only this task's escalations")
-    listing.add_argument("--limit", type=bounded(1, ID_MAX), default=50)
-    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    listing.add_argument(
+        "--status",
+        choices=["pending", "resolved", "all"],
+        default="pending",
+        help="which escalations: waiting for an answer, answered or closed, or both (default: pending)",
+    )
+    listing.add_argument(
+        "--task", metavar="TASK_ID", help="only this task's escalations (default: every task)"
+    )
+    listing.add_argument(
+        "--limit", type=bounded(1, ID_MAX), default=50, help="at most this many (default: 50)"
+    )
+    listing.add_argument("--json", action="store_true", help=JSON_HELP)
     show = esc_sub.add_parser("show", help="one escalation in full")
     _common(show)
-    show.add_argument("id", type=bounded(1, ID_MAX))
-    show.add_argument("--json", action="store_true")
-    respond = esc_sub.add_parser("respond", help="answer an escalation as the operator")
+    show.add_argument(
+        "id",
+        type=bounded(1, ID_MAX),
+        metavar="ID",
+        help="the escalation's number (escalations list shows them)",
+    )
+    show.add_argument("--json", action="store_true", help=JSON_HELP)
+    respond = esc_sub.add_parser(
+        "respond",
+        help="answer an escalation as the operator",
+        # argparse prints a required group on one line, whatever the width: spelled out here.
+        usage="%(prog)s ID\n"
+        "       (--guidance TEXT | --override TEXT | --terminate [TEXT] | --approve)\n"
+        "       [--file-limit N] [--add-scope GLOB] [--responder RESPONDER] [--json]\n"
+        "       [--db DB] [--config CONFIG] [--prompts PROMPTS] [-h]",
+    )
     _common(respond)
-    respond.add_argument("id", type=bounded(1, ID_MAX))
-    answer = respond.add_mutually_exclusive_group(required=True)
-    answer.add_argument("--guidance", metavar="TEXT")
-    answer.add_argument("--override", metavar="TEXT")
-    answer.add_argument("--terminate", metavar="TEXT", nargs="?", const="")
-    answer.add_argument("--approve", action="store_true")
     respond.add_argument(
-        "--file-limit", type=bounded(1, FILE_LIMIT_MAX), help="with --approve: the new file limit"
+        "id",
+        type=bounded(1, ID_MAX),
+        metavar="ID",
+        help="the escalation's number (escalations list shows them)",
+    )
+    answer = respond.add_mutually_exclusive_group(required=True)
+    answer.add_argument("--guidance", metavar="TEXT", help="advice; the agent continues its own way")
+    answer.add_argument("--override", metavar="TEXT", help="the approach the agent must follow instead")
+    answer.add_argument(
+        "--terminate", metavar="TEXT", nargs="?", const="", help="stop the task, with an optional reason"
+    )
+    answer.add_argument(
+        "--approve",
+        action="store_true",
+        help="allow the change the agent asked for (only where escalations show offers it)",
+    )
+    respond.add_argument(
+        "--file-limit",
+        type=bounded(1, FILE_LIMIT_MAX),
+        metavar="N",
+        help="with --approve: the task's new file limit (default: unchanged)",
     )
     respond.add_argument(
         "--add-scope",
         action="append",
         default=[],
         metavar="GLOB",
-        help="with --approve: widen the task's scope (repeatable)",
+        help="with --approve: widen the task's scope (repeatable; default: unchanged)",
     )
-    respond.add_argument("--responder", help="who answers (default: cli:$USER)")
-    respond.add_argument("--json", action="store_true")
+    respond.add_argument("--responder", help="who answers, as recorded (default: cli:$USER)")
+    respond.add_argument("--json", action="store_true", help=JSON_HELP)
     add_watch_parser(esc_sub, _common)
 
     task = sub.add_parser("tasks", help="list and show tasks")
     task_sub = task.add_subparsers(dest="action", required=True)
-    task_list = task_sub.add_parser("list")
+    task_list = task_sub.add_parser("list", help="tasks with their counters and pending escalations")
     _common(task_list)
     task_list.add_argument(
-        "--status", choices=["active", "paused", "terminated_by_human", "completed", "abandoned"]
+        "--status",
+        choices=["active", "paused", "terminated_by_human", "completed", "abandoned"],
+        metavar="STATUS",
+        help="only tasks in this state: active, paused, terminated_by_human, completed or "
+        "abandoned (default: every state)",
     )
-    task_list.add_argument("--limit", type=bounded(1, ID_MAX), default=50)
-    task_list.add_argument("--json", action="store_true")
-    task_show = task_sub.add_parser("show")
+    task_list.add_argument(
+        "--limit", type=bounded(1, ID_MAX), default=50, help="at most this many (default: 50)"
+    )
+    task_list.add_argument("--json", action="store_true", help=JSON_HELP)
+    task_show = task_sub.add_parser("show", help="one task: counters, limits, files, tests, escalations")
     _common(task_show)
-    task_show.add_argument("id")
-    task_show.add_argument("--json", action="store_true")
+    task_show.add_argument("id", metavar="TASK_ID", help="the task's id, whole (tasks list shows them)")
+    task_show.add_argument("--json", action="store_true", help=JSON_HELP)
     add_stats_parser(sub, _common)
 
     demo = sub.add_parser("demo", help="play the whole escalation loop against the real server")
@@ -237,17 +292,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
     except OSError as exc:  # an unwritable store path, a full disk, a broken pipe
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except BaseExceptionGroup as group:
         # The SDK runs the lifespan in a task group: a store that cannot be opened arrives
         # wrapped. Say it in one line, like every other door does.
+        if group.subgroup(BrokenPipeError) is not None:
+            return _reader_gone()
         matched, _rest = group.split(EscalationError)
         if matched is None:
             raise
         print(f"error: {_first(matched)}", file=sys.stderr)
         return 1
+
+
+def _reader_gone() -> int:
+    """The reader of stdout went away (``| head``): what it wanted was printed; end quietly.
+
+    Output still buffered would fail again when the interpreter flushes stdout at exit and
+    print "Exception ignored ... BrokenPipeError": stdout is pointed at the null device.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:

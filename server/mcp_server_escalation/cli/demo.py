@@ -445,7 +445,7 @@ class Demo:
                     GUIDANCE,
                 )
             # The CLI exited 0; what it wrote is checked where it matters, in the agent's hands.
-            self._say("operator_answer", id=escalation_id, cli=answered.strip())
+            self._say("operator_answer", id=escalation_id, cli=" ".join(answered.split()))
         with self.step("receive"):
             got = received["escalation"]
             response = got["response"] or {}

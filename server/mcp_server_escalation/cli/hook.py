@@ -57,7 +57,7 @@ def add_parser(
     )
     install = actions.add_parser("install", help="merge the hook configuration into the host's settings")
     common(install)
-    install.add_argument("host", choices=HOSTS)
+    install.add_argument("host", choices=HOSTS, help="the coding host whose settings to change")
     where = install.add_mutually_exclusive_group()
     where.add_argument("--project", action="store_true", help="the project's settings file (default)")
     where.add_argument("--user", action="store_true", help="the user's settings file")

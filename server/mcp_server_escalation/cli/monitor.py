@@ -17,11 +17,11 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
-from ..rules.salient import one_line
 from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
 from ..services.runtime import Runtime
+from .readable import INDENT, cut, terminal_width, wrap
 
 
 def out(text: str = "") -> None:
@@ -30,14 +30,48 @@ def out(text: str = "") -> None:
     sys.stdout.flush()
 
 
-def table(headers: list[str], rows: list[list[str]], *, right: frozenset[int] = frozenset()) -> list[str]:
-    """Aligned columns; the last column is left ragged."""
+# A last column narrower than this says too little: the table is stacked instead.
+LAST_COLUMN_MIN = 12
+
+
+def say(text: str) -> None:
+    """A message of one or more lines, wrapped to the terminal; continuation lines indented."""
+    lead = text[: len(text) - len(text.lstrip())]
+    for line in wrap(text.lstrip(), terminal_width(), lead, lead + INDENT):
+        out(line)
+
+
+def table(
+    headers: list[str],
+    rows: list[list[str]],
+    *,
+    right: frozenset[int] = frozenset(),
+    width: int | None = None,
+) -> list[str]:
+    """Aligned columns; the last column is left ragged, and cut to fit ``width``.
+
+    When even the other columns do not fit, each row becomes a block instead: its first
+    cell whole on a line (ids are never cut), the other cells as ``header value`` pairs
+    wrapped under it.
+    """
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    before_last = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    if width is not None and len(headers) > 1 and before_last + LAST_COLUMN_MIN > width:
+        return _stacked(headers, rows, width)
     lines = []
     for row in [headers, *rows]:
         cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
         cells[-1] = cells[-1].rstrip() if len(cells) > 1 and cells[-1].strip() else cells[-1]
-        lines.append("  ".join(cells).rstrip())
+        line = "  ".join(cells).rstrip()
+        lines.append(cut(line, width) if width is not None and len(line) > width else line)
+    return lines
+
+
+def _stacked(headers: list[str], rows: list[list[str]], width: int) -> list[str]:
+    lines = []
+    for row in rows:
+        pairs = ", ".join(f"{h.lower()} {cell}" for h, cell in zip(headers[1:], row[1:], strict=True))
+        lines += [row[0], *wrap(pairs, width, INDENT)]
     return lines
 
 
@@ -90,7 +124,8 @@ async def watch(rt: Runtime, args: argparse.Namespace) -> int:
             if done.is_set() or (args.task and change.task_id != args.task):
                 continue
             line = await describe(rt, change)
-            out(line.model_dump_json() if args.json else _watch_line(line))
+            for text in [line.model_dump_json()] if args.json else _watch_lines(line, terminal_width()):
+                out(text)
             printed += 1
             if args.once:
                 done.set()
@@ -108,12 +143,14 @@ async def watch(rt: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
-def _watch_line(line: WatchLine) -> str:
+def _watch_lines(line: WatchLine, width: int) -> list[str]:
+    """A change: what happened to which escalation (wrapped between words), then its headline."""
     s = line.escalation
-    return (
-        f"{line.at}  {line.event:<12} #{s.escalation_id:<5} {s.status:<26} {s.type:<19} "
-        f"{s.priority:<6} {s.task_id}  {one_line(s.headline, 100)}"
-    )
+    row = f"{line.at}  {line.event}  #{s.escalation_id}  {s.status}  {s.type}  {s.priority}  {s.task_id}"
+    return [
+        *wrap(row, width, "", INDENT, whole_words=True),
+        f"{INDENT}{cut(s.headline, width - len(INDENT))}",
+    ]
 
 
 async def _stats(rt: Runtime, args: argparse.Namespace) -> int:
@@ -121,7 +158,7 @@ async def _stats(rt: Runtime, args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True))
         return 0
-    for line in stats_lines(report):
+    for line in stats_lines(report, terminal_width()):
         out(line)
     return 0
 
@@ -139,8 +176,8 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds:.1f}s"
 
 
-def stats_lines(report: StatsReport) -> list[str]:
-    """The stats report as a terminal reads it."""
+def stats_lines(report: StatsReport, width: int) -> list[str]:
+    """The stats report as a terminal of ``width`` columns reads it."""
     lines = [f"Escalations: {report.total}   (as of {report.generated_at})"]
     if report.total:
         statuses = list(report.by_status)
@@ -151,25 +188,33 @@ def stats_lines(report: StatsReport) -> list[str]:
         rows.append(["total", *(str(report.by_status[s]) for s in statuses), str(report.total)])
         lines += [
             "",
-            *table(["TYPE", *statuses, "total"], rows, right=frozenset(range(1, len(statuses) + 2))),
+            *table(
+                ["TYPE", *statuses, "total"], rows, right=frozenset(range(1, len(statuses) + 2)), width=width
+            ),
         ]
     r = report.resolution
     lines += [
         "",
-        f"Answered by a human: {r.answered}   time to resolution: median {_duration(r.median_seconds)}, "
-        f"p95 {_duration(r.p95_seconds)}",
+        *wrap(
+            f"Answered by a human: {r.answered}   time to resolution: median "
+            f"{_duration(r.median_seconds)}, p95 {_duration(r.p95_seconds)}",
+            width,
+        ),
     ]
     if r.within_hour_share is None:
-        lines.append("Resolved within 1 hour (SC-010, target 95%): no escalation with a known outcome yet")
+        lines += wrap(
+            "Resolved within 1 hour (target 95%): no escalation with a known outcome yet", width
+        )
     else:
         verdict = "met" if r.sc010_met else "NOT met"
-        lines.append(
-            f"Resolved within 1 hour (SC-010, target 95%): {r.within_hour} of {r.counted} "
-            f"({r.within_hour_share:.1%}): {verdict}"
+        lines += wrap(
+            f"Resolved within 1 hour (target 95%): {r.within_hour} of {r.counted} "
+            f"({r.within_hour_share:.1%}): {verdict}",
+            width,
         )
     if report.notifications:
         rows = [
-            [n.notifier, str(n.delivered), str(n.waiting), str(n.failed_attempts), (n.last_error or "-")[:80]]
+            [n.notifier, str(n.delivered), str(n.waiting), str(n.failed_attempts), n.last_error or "-"]
             for n in report.notifications
         ]
         lines += [
@@ -179,12 +224,13 @@ def stats_lines(report: StatsReport) -> list[str]:
                 ["NOTIFIER", "DELIVERED", "WAITING", "FAILED ATTEMPTS", "LAST ERROR"],
                 rows,
                 right=frozenset({1, 2, 3}),
+                width=width,
             ),
         ]
     return lines
 
 
-def delivery_lines(deliveries: list[Delivery]) -> list[str]:
+def delivery_lines(deliveries: list[Delivery], width: int) -> list[str]:
     """How an escalation's notifications went, for ``escalations show`` (nothing if none)."""
     lines = []
     for d in deliveries:
@@ -193,8 +239,8 @@ def delivery_lines(deliveries: list[Delivery]) -> list[str]:
         else:
             state = f"not delivered after {d.attempts} attempt(s); next {d.next_attempt_at or '-'}"
         error = f"; last error: {d.last_error}" if d.last_error else ""
-        lines.append(f"  {d.event:<8} {d.notifier:<20} {state}{error}")
-    return ["Notified", *lines] if lines else []
+        lines += wrap(f"{d.event}  {d.notifier}  {state}{error}", width, INDENT, INDENT * 2)
+    return ["", "Notified", *lines] if lines else []
 
 
 async def _backup(rt: Runtime, args: argparse.Namespace) -> int:
@@ -202,7 +248,7 @@ async def _backup(rt: Runtime, args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True))
         return 0
-    out(
+    say(
         f"backed up {report.source} to {report.destination}: {report.bytes} bytes, schema version "
         f"{report.schema_version}, {report.escalations} escalations, {report.tasks} tasks "
         f"(integrity {report.integrity})"
@@ -215,14 +261,14 @@ async def _check(rt: Runtime, args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True))
         return 0 if report.ok else 1
-    out(f"{report.path}: {report.failure_records} failure records")
-    out(f"  file (PRAGMA integrity_check): {'; '.join(report.integrity)}")
+    say(f"{report.path}: {report.failure_records} failure records")
+    say(f"  file (PRAGMA integrity_check): {'; '.join(report.integrity)}")
     index = {
         "ok": "ok",
         "damaged": f"DAMAGED ({report.search_index_problem}); run again with --repair to rebuild it",
         "rebuilt": f"was damaged ({report.search_index_problem}); rebuilt from the failure records",
     }[report.search_index]
-    out(f"  search index (FTS5 integrity-check): {index}")
+    say(f"  search index (FTS5 integrity-check): {index}")
     if report.integrity != ["ok"]:
-        out("  the file itself is damaged: restore a backup (db backup makes one); --repair cannot fix it")
+        say("  the file itself is damaged: restore a backup (db backup makes one); --repair cannot fix it")
     return 0 if report.ok else 1

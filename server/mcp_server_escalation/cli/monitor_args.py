@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 AddCommon = Callable[[argparse.ArgumentParser], None]
+JSON_HELP = "print the full records as JSON, for scripts (default: text that fits the terminal)"
 
 
 def add_watch_parser(escalation_commands: Any, common: AddCommon) -> None:
@@ -19,28 +20,32 @@ def add_watch_parser(escalation_commands: Any, common: AddCommon) -> None:
         "watch", help="print each new or changed escalation as it happens (any process), until Ctrl-C"
     )
     common(watch)
-    watch.add_argument("--task", help="only this task's escalations")
-    watch.add_argument("--json", action="store_true", help="one JSON object per line")
-    watch.add_argument("--once", action="store_true", help="exit after the first change")
-    watch.add_argument("--timeout", type=float, metavar="SECONDS", help="exit after this long")
+    watch.add_argument("--task", metavar="TASK_ID", help="only this task's escalations (default: every task)")
+    watch.add_argument("--json", action="store_true", help="one JSON object per line (default: text)")
+    watch.add_argument(
+        "--once", action="store_true", help="exit after the first change (default: keep watching)"
+    )
+    watch.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="exit after this long (default: until Ctrl-C)"
+    )
 
 
 def add_stats_parser(commands: Any, common: AddCommon) -> None:
     """``stats``."""
     stats = commands.add_parser(
-        "stats", help="escalations by type and status, time to resolution, SC-010, notifier health"
+        "stats", help="escalations by type and status, answer times, answered within an hour, notifiers"
     )
     common(stats)
-    stats.add_argument("--json", action="store_true")
+    stats.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 def add_backup_parser(db_commands: Any, common: AddCommon) -> None:
     """``db backup PATH``."""
     backup = db_commands.add_parser("backup", help="an online, consistent copy of the store")
     common(backup)
-    backup.add_argument("path", metavar="PATH")
-    backup.add_argument("--force", action="store_true", help="replace PATH if it exists")
-    backup.add_argument("--json", action="store_true")
+    backup.add_argument("path", metavar="PATH", help="the file to write the copy to")
+    backup.add_argument("--force", action="store_true", help="replace PATH if it exists (default: refuse)")
+    backup.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 def add_check_parser(db_commands: Any, common: AddCommon) -> None:
@@ -50,6 +55,8 @@ def add_check_parser(db_commands: Any, common: AddCommon) -> None:
     )
     common(check)
     check.add_argument(
-        "--repair", action="store_true", help="rebuild a damaged search index from the failure records"
+        "--repair",
+        action="store_true",
+        help="rebuild a damaged search index from the failure records (default: only report)",
     )
-    check.add_argument("--json", action="store_true")
+    check.add_argument("--json", action="store_true", help=JSON_HELP)

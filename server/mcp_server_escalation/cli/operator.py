@@ -20,15 +20,16 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from ..errors import StoreError
+from ..errors import EscalationError, NotFound, StoreError
 from ..locations import store_origin
 from ..models.escalations import Escalation
-from ..rules.announce import HEADLINE_CHARS
-from ..rules.salient import headline, one_line
+from ..rules.announce import human_answers
 from ..services import escalations, reports
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, default_db_path, resolve_db_path
 from . import monitor, task_views
+from .escalation_view import answer_flags, escalation_lines, summary_lines
+from .readable import terminal_width
 
 
 def _out(text: str = "") -> None:
@@ -49,59 +50,13 @@ def _responder(args: argparse.Namespace) -> str:
         return "cli"
 
 
-def print_escalation(e: Escalation, db_path: str | None = None) -> None:
-    """The escalation as an operator reads it on a terminal.
-
-    ``db_path``: the store, when it is not the default one, so the printed respond command
-    answers this escalation and not one with the same id in another store.
-    """
-    task = e.context.get("task", {})
-    _out(
-        f"Escalation {e.escalation_id}  {e.type}  [{e.status}]  priority {e.priority}"
-        f"{'  blocking' if e.blocking else ''}"
-    )
-    _out(f"Task      {e.task_id}: {task.get('title', '')}  (agent {e.agent_id})")
-    if task.get("specification"):
-        _out(f"Spec      {task['specification']}")
-    _out(f"Scope     {', '.join(task.get('scope') or []) or '(any path)'}")
-    _out(f"Created   {e.created_at}   updated {e.updated_at}")
-    if e.question or e.reason:
-        _out(f"Question  {e.question or e.reason}")
-        for i, option in enumerate(e.options, 1):
-            _out(f"  option {i}: {option}")
-    _out("Triggers")
-    for t in e.triggers:
-        _out(f"  - {t.type}: {headline(t.summary, HEADLINE_CHARS)}")
-        _out(
-            f"    criteria {json.dumps(t.criteria, sort_keys=True)}  observed "
-            f"{json.dumps(t.observed, sort_keys=True)}  at {t.at}"
-            f"{f'  (fired {t.fired_count}x)' if t.fired_count > 1 else ''}"
-        )
-    _out("Evidence")
-    for name, facts in sorted(e.context.get("evidence", {}).items()):
-        _out(f"  [{name}]")
-        for line in json.dumps(facts, indent=2, sort_keys=True).splitlines():
-            _out(f"    {line}")
-    actions = e.context.get("recent_actions", [])
-    if actions:
-        _out("Recent actions")
-        for a in actions[-10:]:
-            _out(f"  {a['at']}  {a['kind']}  {json.dumps(a['detail'], sort_keys=True)[:160]}")
-    if e.response:
-        r = e.response
-        _out(f"Response  {r.response_type} by {r.responder} at {r.responded_at}: {r.content}")
-        if r.new_file_limit or r.add_scope:
-            _out(f"          file limit {r.new_file_limit}  add scope {r.add_scope}")
-        _out(f"Delivered {e.delivered_at or '-'}   acknowledged {e.acknowledged_at or '-'}")
-    else:
-        _out(
-            f"Respond with: {', '.join(e.response_options)}  "
-            f"(mcp-server-escalation{f' --db {shlex.quote(db_path)}' if db_path else ''} "
-            f"escalations respond {e.escalation_id} --guidance TEXT ...)"
-        )
+def store_flag(rt: Runtime) -> str:
+    """`` --db PATH`` when the store is not the default one (printed commands must answer it)."""
+    return "" if rt.db.path == str(default_db_path()) else f" --db {shlex.quote(rt.db.path)}"
 
 
 async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
+    width = terminal_width()
     if args.action == "list":
         result = await escalations.list_escalations(
             rt, status=args.status, task_id=args.task, limit=max(1, min(args.limit, 200))
@@ -112,25 +67,25 @@ async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
         if not result.escalations:
             _out(f"no {args.status} escalations")
             return 0
-        _out(f"{'ID':>5}  {'STATUS':<26} {'TYPE':<19} {'PRI':<6} {'TASK':<24} HEADLINE")
         for s in result.escalations:
-            _out(
-                f"{s.escalation_id:>5}  {s.status:<26} {s.type:<19} {s.priority:<6} "
-                f"{s.task_id[:24]:<24} {one_line(s.headline, 80)}"
-            )
+            for line in summary_lines(s, width):
+                _out(line)
         _out(f"({len(result.escalations)} of {result.total})")
         return 0
+    shown = await _load(rt, args.id)
     if args.action == "show":
-        shown = await escalations.show_escalation(rt, args.id)
         if args.json:
             _json(shown)
-        else:
-            default = str(default_db_path())
-            print_escalation(shown, None if rt.db.path == default else rt.db.path)
-            for line in monitor.delivery_lines(await reports.deliveries(rt, args.id)):
-                _out(line)
+            return 0
+        default = str(default_db_path())
+        for line in escalation_lines(shown, rt.prompts, width, None if rt.db.path == default else rt.db.path):
+            _out(line)
+        for line in monitor.delivery_lines(await reports.deliveries(rt, args.id), width):
+            _out(line)
         return 0
     response_type, content = _response(args)
+    _check_answer(rt, shown, response_type)
+    _check_flags(rt, args, response_type, content)
     result_ = await escalations.resolve_escalation(
         rt,
         escalation_id=args.id,
@@ -144,11 +99,58 @@ async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
     if args.json:
         _json(result_)
     else:
-        _out(
+        monitor.say(
             f"escalation {args.id} is now {result_.escalation.status}; "
             f"task {result_.escalation.task_id} is {result_.task_status}"
         )
     return 0
+
+
+async def _load(rt: Runtime, escalation_id: int) -> Escalation:
+    """The escalation, or an error that tells the operator which command lists the ids."""
+    try:
+        return await escalations.show_escalation(rt, escalation_id)
+    except NotFound:
+        raise EscalationError(
+            rt.prompts.render(
+                "cli_no_escalation", escalation_id=escalation_id, db=rt.db.path, store=store_flag(rt)
+            )
+        ) from None
+
+
+def _check_answer(rt: Runtime, shown: Escalation, response_type: str) -> None:
+    """Refuse, in the CLI's words, an answer the service would refuse in the model's words.
+
+    The service checks again inside its transaction: an answer given in between is still
+    refused, then in its words."""
+    if shown.status != "pending":
+        raise EscalationError(
+            rt.prompts.render(
+                "cli_not_pending",
+                escalation_id=shown.escalation_id,
+                status=shown.status,
+                store=store_flag(rt),
+            )
+        )
+    flags = answer_flags(shown)
+    if response_type not in human_answers(shown):
+        raise EscalationError(
+            rt.prompts.render(
+                "cli_not_an_answer",
+                escalation_id=shown.escalation_id,
+                type=shown.type,
+                flag=f"--{response_type}",
+                flags=", ".join(flags),
+            )
+        )
+
+
+def _check_flags(rt: Runtime, args: argparse.Namespace, response_type: str, content: str) -> None:
+    """The service's checks of the answer's text and approval flags, in flag terms."""
+    if response_type in ("guidance", "override") and not content.strip():
+        raise EscalationError(rt.prompts.render("cli_needs_text", flag=f"--{response_type}"))
+    if response_type != "approve" and (args.file_limit is not None or args.add_scope):
+        raise EscalationError(rt.prompts.render("cli_approve_only", flag=f"--{response_type}"))
 
 
 def _response(args: argparse.Namespace) -> tuple[str, str]:

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 
+from ..errors import EscalationError, NotFound
 from ..models.escalations import EscalationSummary
 from ..models.results import TaskView
 from ..services import escalations, tasks
 from ..services.runtime import Runtime
+from ..settings import default_db_path
+from .escalation_view import summary_lines
 from .monitor import out, table
+from .readable import INDENT, labelled, terminal_width, wrap
 
 # Each counter and the threshold it is compared with (SPEC 3).
 _COUNTER_LIMITS = (
@@ -30,13 +35,14 @@ LIST_LIMIT = 200
 
 async def run(rt: Runtime, args: argparse.Namespace) -> int:
     """Dispatch ``tasks list`` and ``tasks show``."""
+    width = terminal_width()
     if args.action == "show":
-        view = await tasks.get_task(rt, args.id)
+        view = await _task(rt, args.id)
         if args.json:
             out(json.dumps(view.model_dump(mode="json"), indent=2, sort_keys=True))
             return 0
         listed = await escalations.list_escalations(rt, status="all", task_id=args.id, limit=LIST_LIMIT)
-        for line in show_lines(view, listed.escalations):
+        for line in show_lines(view, listed.escalations, width):
             out(line)
         return 0
     found = await tasks.list_tasks(rt, status=args.status, limit=max(1, args.limit))
@@ -54,82 +60,88 @@ async def run(rt: Runtime, args: argparse.Namespace) -> int:
         [
             t.task_id,
             t.status,
-            t.agent_id[:16],
+            t.agent_id,
             f"{t.counters.files_modified}/{t.thresholds.files_modified_exceeds}",
             f"{t.counters.consecutive_same_error}/{t.thresholds.same_error_repeated}",
             f"{t.counters.verification_attempts}/{t.thresholds.total_verification_attempts}",
             ",".join(open_by_task.get(t.task_id, [])) or "-",
-            t.updated_at,
-            t.title[:60],
+            t.title,
         ]
         for t in found
     ]
-    headers = ["TASK", "STATUS", "AGENT", "FILES", "SAME-ERR", "VERIFY", "PENDING", "UPDATED", "TITLE"]
-    for line in table(headers, rows):
+    headers = ["TASK", "STATUS", "AGENT", "FILES", "SAME-ERR", "VERIFY", "PENDING", "TITLE"]
+    for line in table(headers, rows, width=width):
         out(line)
     return 0
+
+
+async def _task(rt: Runtime, task_id: str) -> TaskView:
+    """The task's view, or an error that tells the operator which command lists the ids."""
+    try:
+        return await tasks.get_task(rt, task_id)
+    except NotFound:
+        store = "" if rt.db.path == str(default_db_path()) else f" --db {shlex.quote(rt.db.path)}"
+        text = rt.prompts.render("cli_no_task", task_id=task_id, db=rt.db.path, store=store)
+        raise EscalationError(text) from None
 
 
 def _limit(value: object) -> str:
     return "off" if value is None else str(value)  # a budget that is not set
 
 
-def show_lines(view: TaskView, history: list[EscalationSummary]) -> list[str]:
-    """A task as an operator reads it on a terminal."""
+def show_lines(view: TaskView, history: list[EscalationSummary], width: int) -> list[str]:
+    """A task as an operator reads it on a terminal of ``width`` columns."""
     t = view.task
     lines = [
-        f"Task {t.task_id}: {t.title}  [{t.status}]  agent {t.agent_id} (generation {t.generation})",
-        f"Project   {t.project}",
-        f"Scope     {', '.join(t.scope) or '(any path)'}",
+        *labelled("Task", t.task_id, width, whole_words=True),
+        *labelled("", t.title, width),
+        *labelled("Status", f"{t.status}; agent {t.agent_id} (generation {t.generation})", width),
+        *labelled("Project", t.project, width),
+        *labelled("Scope", ", ".join(t.scope) or "(any path)", width),
     ]
     if t.specification:
-        lines.append(f"Spec      {t.specification}")
+        lines += labelled("Spec", t.specification, width)
     if t.approach:
-        lines.append(f"Approach  (operator override) {t.approach}")
-    lines.append(
-        f"Created   {t.created_at}   updated {t.updated_at}"
-        + (f"   ended {t.ended_at}" if t.ended_at else "")
-    )
+        lines += labelled("Approach", f"(operator override) {t.approach}", width)
+    ended = f", ended {t.ended_at}" if t.ended_at else ""
+    lines += labelled("Created", f"{t.created_at}, updated {t.updated_at}{ended}", width)
     counters = view.counters.model_dump()
     limits = view.thresholds.model_dump()
     rows = [[name, str(counters[name]), _limit(limits[limit]), limit] for name, limit in _COUNTER_LIMITS]
-    lines += ["", *table(["COUNTER", "VALUE", "LIMIT", "THRESHOLD"], rows, right=frozenset({1, 2}))]
+    lines += [
+        "",
+        *table(["COUNTER", "VALUE", "LIMIT", "THRESHOLD"], rows, right=frozenset({1, 2}), width=width),
+    ]
     shown = {limit for _, limit in _COUNTER_LIMITS}
-    others = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(limits.items()) if k not in shown)
-    lines.append(f"Other thresholds: {others}")
+    others = ", ".join(f"{k} {_limit(v)}" for k, v in sorted(limits.items()) if k not in shown)
+    lines += wrap(f"Other thresholds: {others}", width, "", INDENT)
     if t.counters.last_fingerprint:
-        lines.append(f"Last error fingerprint: {t.counters.last_fingerprint}")
+        lines += wrap(f"Last error fingerprint: {t.counters.last_fingerprint}", width)
     if view.thresholds.max_minutes is not None:
-        lines.append(f"Minutes budget counts from {t.counters.budget_since or t.created_at}")
+        lines += wrap(f"Minutes budget counts from {t.counters.budget_since or t.created_at}", width)
     listed = len(view.modified_files)
     latest = "" if view.modified_count == listed else f"; the latest {listed}"
     lines += ["", f"Modified files ({view.modified_count}{latest})"]
-    lines += [f"  {path}" for path in view.modified_files] or ["  -"]
+    lines += [line for path in view.modified_files for line in wrap(path, width, INDENT)] or ["  -"]
     lines += ["", f"Test history ({len(view.test_history)} runs; baseline {_rate(t.baseline_pass_rate)})"]
     if view.test_history:
         rows = [
             [r.at, r.step, str(r.passed), str(r.failed), _rate(r.pass_rate), "yes" if r.improved else "no"]
             for r in view.test_history
         ]
+        headers = ["AT", "STEP", "PASSED", "FAILED", "RATE", "IMPROVED"]
         lines += [
             f"  {line}"
-            for line in table(
-                ["AT", "STEP", "PASSED", "FAILED", "RATE", "IMPROVED"], rows, right=frozenset({2, 3, 4})
-            )
+            for line in table(headers, rows, right=frozenset({2, 3, 4}), width=width - len(INDENT))
         ]
     else:
         lines.append("  -")
     lines.append(f"Failures: {view.failure_records} records, {view.failure_occurrences} occurrences")
     lines += ["", f"Escalations ({len(history)})"]
-    if history:
-        rows = [
-            [f"#{s.escalation_id}", s.status, s.type, s.priority, s.created_at, s.headline[:70]]
-            for s in sorted(history, key=lambda s: s.escalation_id)
-        ]
-        lines += [f"  {line}" for line in table(["ID", "STATUS", "TYPE", "PRI", "CREATED", "HEADLINE"], rows)]
-    else:
-        lines.append("  -")
-    lines += ["", f"Directive: {view.directive}: {view.message}"]
+    for s in sorted(history, key=lambda s: s.escalation_id):
+        lines += [f"{INDENT}{line}" for line in summary_lines(s, width - len(INDENT))]
+    lines += [] if history else ["  -"]
+    lines += ["", *wrap(f"Directive: {view.directive}: {view.message}", width)]
     return lines
 
 

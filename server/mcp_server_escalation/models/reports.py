@@ -38,7 +38,7 @@ class NotifierStats(Record):
 
 
 class ResolutionStats(Record):
-    """How fast humans answer (SC-010)."""
+    """How fast humans answer."""
 
     answered: int = Field(description="Escalations with a human response (withdrawals excluded)")
     median_seconds: float | None
@@ -47,7 +47,7 @@ class ResolutionStats(Record):
     counted: int = Field(
         description="Escalations whose 1-hour outcome is known: answered, or pending for over an hour"
     )
-    within_hour_share: float | None = Field(description="within_hour / counted (SC-010 wants >= 0.95)")
+    within_hour_share: float | None = Field(description="within_hour / counted (the goal is >= 0.95)")
     sc010_met: bool | None
 
 

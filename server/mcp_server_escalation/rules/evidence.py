@@ -63,6 +63,12 @@ def clip(text: str, limit: int = TEXT_SHOWN) -> str:
     return text[:head] + _CLIP_MARK.format(omitted=len(text) - head - tail) + text[-tail:]
 
 
+def is_clipped(text: str) -> bool:
+    """Was ``text`` shortened by ``clip`` (its middle, where an error may be, left out)?"""
+    _, _, rest = text.partition(" […")
+    return bool(rest) and rest.split(" ", 1)[0].isdigit() and " characters omitted…] " in rest
+
+
 def clip_texts(value: Any, limit: int = TEXT_SHOWN) -> Any:
     """``value`` (JSON-like) with every string clipped (``clip``)."""
     if isinstance(value, str):

@@ -1,12 +1,12 @@
-"""Escalation statistics (SC-010) as pure functions of the escalations' times and ``now``.
+"""Escalation statistics as pure functions of the escalations' times and ``now``.
 
 - Time to resolution: from ``created_at`` to the human's ``responded_at``. Escalations that
   closed without a human (the agent withdrew its question, the task was abandoned) have no
-  resolution time and are left out of the SC-010 share.
+  resolution time and are left out of the share answered within an hour.
 - Median: the usual one (mean of the two middle values for an even count); p95: nearest
   rank (the smallest value with at least 95% of the values at or below it), which is always
   a measured value.
-- Share resolved within one hour (SC-010 wants 95%): among escalations whose outcome at one
+- Share resolved within one hour (the goal is 95%): among escalations whose outcome at one
   hour is known, i.e. answered ones, plus pending ones already older than an hour (misses);
   pending ones younger than an hour are still undecided and not counted.
 """

@@ -1,4 +1,4 @@
-"""Operator reports: escalation statistics (SC-010), notification delivery, store backups, checks."""
+"""Operator reports: escalation statistics, notification delivery, store backups, checks."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from .runtime import Runtime
 
 
 async def stats(rt: Runtime) -> StatsReport:
-    """Counts by type and status, resolution times, the SC-010 share, notifier health."""
+    """Counts by type and status, resolution times, the share answered within an hour, notifier health."""
     now = rt.clock()
 
     def read(conn: Conn) -> StatsReport:

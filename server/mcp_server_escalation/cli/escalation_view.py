@@ -1,0 +1,124 @@
+"""``escalations list`` and ``escalations show`` as an operator reads them (pure, no I/O).
+
+The headline of an escalation is its salient error (the first line of its first trigger's
+summary, ``rules/salient.py``), printed under the row that names it. Ids are printed whole,
+never cut to a column: an operator copies them into ``respond`` and ``tasks show``. The
+answer hint offers only what the escalation accepts from a human (``withdraw`` is the
+agent's own move; ``--approve`` only where a change can be approved); its words come from
+``prompts/operator.toml``.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from ..models.escalations import Escalation, EscalationSummary
+from ..prompts import PromptBook
+from ..rules.announce import human_answers
+from ..rules.salient import headline
+from .readable import INDENT, cut, facts_lines, labelled, pairs_line, wrap
+
+# How each answer is given on the command line, in the order offered.
+ANSWER_FLAGS = {
+    "guidance": "--guidance TEXT",
+    "override": "--override TEXT",
+    "approve": "--approve [--file-limit N] [--add-scope GLOB]",
+    "terminate": "--terminate [TEXT]",
+}
+RECENT_ACTIONS_SHOWN = 10
+
+
+def answer_flags(escalation: Escalation) -> list[str]:
+    """The ``respond`` flags this escalation accepts from an operator, in a fixed order."""
+    allowed = set(human_answers(escalation))
+    return [flag for answer, flag in ANSWER_FLAGS.items() if answer in allowed]
+
+
+def summary_lines(s: EscalationSummary, width: int) -> list[str]:
+    """One escalation of ``escalations list``: a row, the task id whole, the headline."""
+    # Every trigger, the escalation's own type first: one escalation can hold several.
+    types = "+".join([s.type, *(t for t in s.trigger_types if t != s.type)])
+    row = f"#{s.escalation_id}  {types}  {s.priority}  {s.status}{'  blocking' if s.blocking else ''}"
+    task = f"task {s.task_id}"
+    lines = [f"{row}  {task}"] if len(row) + 2 + len(task) <= width else [row, f"{INDENT}{task}"]
+    return [*lines, f"{INDENT}{cut(s.headline, width - len(INDENT))}"]
+
+
+def escalation_lines(e: Escalation, prompts: PromptBook, width: int, db_path: str | None = None) -> list[str]:
+    """The escalation in full, each line at most ``width`` wide (but for an unbreakable word).
+
+    ``db_path``: the store, when it is not the default one, so the printed respond command
+    answers this escalation and not one with the same id in another store.
+    """
+    task = e.context.get("task", {})
+    first = e.triggers[0].summary if e.triggers else e.reason or ""
+    lines = wrap(
+        f"Escalation {e.escalation_id}  {e.type}  {e.status}  priority {e.priority}"
+        f"{'  blocking' if e.blocking else ''}",
+        width,
+    )
+    lines += wrap(headline(first), width) if first else []
+    lines += ["", *labelled("Task", e.task_id, width, whole_words=True)]
+    lines += labelled("", str(task.get("title", "")), width) if task.get("title") else []
+    lines += labelled("Agent", e.agent_id, width)
+    if task.get("specification"):
+        lines += labelled("Spec", str(task["specification"]), width)
+    lines += labelled("Scope", ", ".join(task.get("scope") or []) or "(any path)", width)
+    lines += labelled("Created", f"{e.created_at}, updated {e.updated_at}", width)
+    if e.question or e.reason:
+        lines += labelled("Question", e.question or e.reason or "", width)
+        for i, option in enumerate(e.options, 1):
+            lines += wrap(option, width, f"{INDENT}option {i}: ")
+    lines += ["", "Triggers"]
+    for t in e.triggers:
+        lines += wrap(f"{t.type}: {headline(t.summary)}", width, f"{INDENT}- ", INDENT * 2)
+        fired = f"; fired {t.fired_count} times" if t.fired_count > 1 else ""
+        lines += wrap(f"threshold {pairs_line(t.criteria)}", width, INDENT * 2)
+        lines += wrap(f"observed {pairs_line(t.observed)}; at {t.at}{fired}", width, INDENT * 2)
+    lines += _evidence(e, width) + _actions(e, width) + _answer(e, prompts, width, db_path)
+    return lines
+
+
+def _evidence(e: Escalation, width: int) -> list[str]:
+    evidence = e.context.get("evidence", {})
+    lines = ["", "Evidence"] if evidence else []
+    errors = {t.key: headline(t.summary) for t in e.triggers}
+    for name, facts in sorted(evidence.items()):
+        lines += wrap(name, width, INDENT)
+        if isinstance(facts, dict):
+            lines += facts_lines(facts, width, INDENT * 2, errors.get(name, ""))
+    return lines
+
+
+def _actions(e: Escalation, width: int) -> list[str]:
+    actions = e.context.get("recent_actions", [])[-RECENT_ACTIONS_SHOWN:]
+    lines = ["", "Recent actions"] if actions else []
+    for a in actions:
+        detail = a.get("detail") or {}
+        said = detail.get("summary") if isinstance(detail, dict) and "summary" in detail else None
+        text = (
+            headline(str(said)) if said else pairs_line(detail) if isinstance(detail, dict) else str(detail)
+        )
+        lines += wrap(f"{a.get('at', '')}  {a.get('kind', '')}  {text}", width, INDENT, INDENT * 2)
+    return lines
+
+
+def _answer(e: Escalation, prompts: PromptBook, width: int, db_path: str | None) -> list[str]:
+    if e.response:
+        r = e.response
+        lines = ["", *labelled("Answer", f"{r.response_type} by {r.responder} at {r.responded_at}", width)]
+        lines += labelled("", r.content, width) if r.content else []
+        if r.new_file_limit or r.add_scope:
+            scope = ", ".join(r.add_scope) or "-"
+            lines += labelled("", f"file limit {r.new_file_limit or '-'}; scope added {scope}", width)
+        lines += labelled(
+            "Delivered", f"{e.delivered_at or '-'}, acknowledged {e.acknowledged_at or '-'}", width
+        )
+        return lines
+    flags = answer_flags(e)
+    if e.status != "pending" or not flags:
+        return []
+    store = f" --db {shlex.quote(db_path)}" if db_path else ""
+    command = f"mcp-server-escalation{store} escalations respond {e.escalation_id}"
+    text = prompts.render("cli_answer_with", command=command, flags=" | ".join(flags))
+    return ["", *wrap(text, width)]
