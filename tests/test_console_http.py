@@ -303,3 +303,5 @@ async def test_the_answered_page_lists_answers_and_the_stats_page_counts_them(
     assert "resolved_with_termination" in answered
     assert "<dt>by_status</dt>" in stats
     assert "resolved_with_termination" in stats
+    assert "<h2>Time to answer</h2>" in stats
+    assert "<title>≤ 5 min:" in stats  # answered at once: the first bar

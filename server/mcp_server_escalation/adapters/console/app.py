@@ -230,7 +230,9 @@ class Console:
         if session is None:
             return RedirectResponse("/login", status_code=303)
         report = await reports.stats(self.rt)
-        body = pages.fill(self.book, "console_stats", details=pages.facts(report.model_dump(mode="json")))
+        chart = pages.answer_time_chart(self.book, await reports.answer_time_buckets(self.rt))
+        details = pages.facts(report.model_dump(mode="json"))
+        body = pages.fill(self.book, "console_stats", details=details, answer_times=chart)
         title = self.book.render("console_title_stats")
         return HTMLResponse(pages.page(self.book, title, body, session.csrf))
 
