@@ -89,6 +89,32 @@ def test_a_request_with_a_foreign_origin_or_host_is_refused_on_every_route(conso
         assert refused.status_code == 403
 
 
+def _has_the_pages_security_headers(answer: httpx2.Response) -> bool:
+    headers = answer.headers
+    return (
+        "default-src 'self'" in headers.get("content-security-policy", "")
+        and "frame-ancestors 'none'" in headers.get("content-security-policy", "")
+        and headers.get("x-content-type-options") == "nosniff"
+        and headers.get("referrer-policy") == "same-origin"
+        and headers.get("x-frame-options") == "DENY"
+    )
+
+
+def test_the_host_and_origin_refusals_carry_the_same_security_headers_as_the_pages(
+    console: RunningConsole,
+) -> None:
+    with httpx2.Client(base_url=console.url) as client:
+        page = client.get("/login")
+        foreign_host = client.get("/login", headers={"Host": "evil.example"})
+        foreign_origin = client.get("/login", headers={"Origin": "http://evil.example"})
+        no_origin = client.post("/login", data={"token": "x"})
+    assert _has_the_pages_security_headers(page)
+    assert (foreign_host.status_code, foreign_origin.status_code, no_origin.status_code) == (421, 403, 403)
+    assert _has_the_pages_security_headers(foreign_host)
+    assert _has_the_pages_security_headers(foreign_origin)
+    assert _has_the_pages_security_headers(no_origin)
+
+
 def test_a_post_without_an_origin_header_is_refused(console: RunningConsole) -> None:
     with httpx2.Client(base_url=console.url) as client:
         assert client.post("/login", data={"token": OPERATOR_TOKEN}).status_code == 403

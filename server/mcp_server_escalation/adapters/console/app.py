@@ -82,13 +82,6 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request = Request(scope)
-        refused = await self.check.validate_request(request, is_post=False)
-        if refused is None and request.method == "POST" and not request.headers.get("origin"):
-            refused = Response("A POST needs an Origin header", status_code=403)
-        if refused is not None:
-            await refused(scope, receive, send)
-            return
 
         async def with_headers(message: dict[str, object]) -> None:
             if message["type"] == "http.response.start":
@@ -97,7 +90,13 @@ class Guard:
                 message["headers"] = headers
             await send(message)
 
-        await self.app(scope, receive, with_headers)  # type: ignore[arg-type]
+        request = Request(scope)
+        refused = await self.check.validate_request(request, is_post=False)
+        if refused is None and request.method == "POST" and not request.headers.get("origin"):
+            refused = Response("A POST needs an Origin header", status_code=403)
+        # A refusal is a page too (a browser shows its text): it gets the same headers.
+        answer = self.app if refused is None else refused
+        await answer(scope, receive, with_headers)  # type: ignore[arg-type]
 
 
 class Console:
