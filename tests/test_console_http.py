@@ -7,6 +7,7 @@ raises its own escalation through a real server on the same file.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +77,36 @@ def test_the_login_sets_an_httponly_samesite_strict_cookie_and_no_token_in_the_u
     assert "SameSite=strict" in cookie
     assert OPERATOR_TOKEN not in cookie
     assert answer.headers["location"] == "/"
+
+
+def test_the_session_cookie_is_not_marked_secure_without_the_option(console: RunningConsole) -> None:
+    with httpx2.Client(base_url=console.url, headers={"Origin": console.url}) as client:
+        cookie = client.post("/login", data={"token": OPERATOR_TOKEN}).headers["set-cookie"]
+    assert "secure" not in cookie.lower()  # plain HTTP on loopback: a Secure cookie would never come back
+
+
+def test_secure_cookie_marks_the_session_cookie_secure_for_a_tls_proxy(tmp_path: Path) -> None:
+    with (
+        running_console(tmp_path, "--secure-cookie") as secured,
+        httpx2.Client(base_url=secured.url, headers={"Origin": secured.url}) as client,
+    ):
+        login = client.post("/login", data={"token": OPERATOR_TOKEN})
+        session = login.headers["set-cookie"]
+        client.cookies.set("escalation_console", login.cookies["escalation_console"])
+        csrf = form_values_of_nav(client.get("/").text)
+        logout = client.post("/logout", data={"csrf": csrf})
+    assert "Secure" in session
+    assert "HttpOnly" in session
+    assert "SameSite=strict" in session
+    assert logout.status_code == 303
+    assert "Secure" in logout.headers["set-cookie"]  # the deletion names the same cookie
+
+
+def form_values_of_nav(page: str) -> str:
+    """The CSRF token of the log-out form every page carries."""
+    found = re.search(r'name="csrf" value="([^"]*)"', page)
+    assert found, page
+    return found.group(1)
 
 
 def test_a_request_with_a_foreign_origin_or_host_is_refused_on_every_route(console: RunningConsole) -> None:

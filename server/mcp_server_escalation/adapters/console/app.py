@@ -102,10 +102,12 @@ class Guard:
 class Console:
     """The routes, bound to one runtime and one set of sessions."""
 
-    def __init__(self, rt: Runtime, sessions: Sessions) -> None:
+    def __init__(self, rt: Runtime, sessions: Sessions, secure_cookie: bool) -> None:
         self.rt = rt
         self.sessions = sessions
         self.book = rt.prompts
+        # Behind a TLS proxy the browser sees https: the cookie then never travels in plain text.
+        self.secure_cookie = secure_cookie
 
     def _session(self, request: Request) -> Session | None:
         return self.sessions.find(request.cookies.get(COOKIE))
@@ -145,7 +147,14 @@ class Console:
         if session is None:
             return self._login(pages.fill(self.book, "console_login_refused"), 401)
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(COOKIE, session.session_id, httponly=True, samesite="strict", path="/")
+        response.set_cookie(
+            COOKIE,
+            session.session_id,
+            httponly=True,
+            samesite="strict",
+            path="/",
+            secure=self.secure_cookie,
+        )
         return response
 
     async def logout(self, request: Request) -> Response:
@@ -155,7 +164,7 @@ class Console:
             return self._refused(403, "console_refused_csrf")
         self.sessions.logout(session.session_id)
         response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(COOKIE, path="/")
+        response.delete_cookie(COOKIE, path="/", secure=self.secure_cookie, httponly=True, samesite="strict")
         return response
 
     async def queue_page(self, request: Request) -> Response:
@@ -311,8 +320,15 @@ def _int_field(value: object, field: str) -> int | None:
         raise InvalidInput(field, f"{text[:40]!r} is not a whole number") from None
 
 
-def build_console(settings: Settings, sessions: Sessions, security: TransportSecuritySettings) -> Guard:
-    """The console app on the store ``settings`` name (opened for the app's lifetime)."""
+def build_console(
+    settings: Settings,
+    sessions: Sessions,
+    security: TransportSecuritySettings,
+    *,
+    secure_cookie: bool = False,
+) -> Guard:
+    """The console app on the store ``settings`` name (opened for the app's lifetime);
+    ``secure_cookie`` marks the session cookie ``Secure`` (for a console behind a TLS proxy)."""
     holder: dict[str, Console] = {}
 
     @asynccontextmanager
@@ -320,7 +336,7 @@ def build_console(settings: Settings, sessions: Sessions, security: TransportSec
         # The standalone console refuses a missing store before it gets here; next to /mcp
         # the store is the server's, which creates it.
         async with open_runtime(settings) as rt:
-            holder["console"] = Console(rt, sessions)
+            holder["console"] = Console(rt, sessions, secure_cookie)
             yield
 
     def bound(name: str) -> Handler:
