@@ -109,6 +109,21 @@ def form_values_of_nav(page: str) -> str:
     return found.group(1)
 
 
+def test_after_five_wrong_tokens_from_one_address_even_the_right_one_gets_429(tmp_path: Path) -> None:
+    with (
+        running_console(tmp_path) as fresh,
+        httpx2.Client(base_url=fresh.url, headers={"Origin": fresh.url}) as client,
+    ):
+        wrong = [client.post("/login", data={"token": f"{n}" * 40}).status_code for n in range(5)]
+        held = client.post("/login", data={"token": OPERATOR_TOKEN})
+    assert wrong == [401] * 5
+    assert held.status_code == 429
+    assert int(held.headers["retry-after"]) > 0
+    assert "Too many wrong tokens" in held.text
+    assert "set-cookie" not in held.headers
+    assert _has_the_pages_security_headers(held)
+
+
 def test_a_request_with_a_foreign_origin_or_host_is_refused_on_every_route(console: RunningConsole) -> None:
     with logged_in(console) as operator:
         for path in ("/", "/login", "/static/console.js"):

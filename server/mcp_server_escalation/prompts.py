@@ -214,6 +214,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "console_login": ["error"],
         "console_login_refused_agent": [],
         "console_login_refused": [],
+        "console_login_refused_throttled": ["seconds"],
         "console_queue": ["project", "agent", "type", "count", "rows"],
         "console_queue_row": [
             "state_class",

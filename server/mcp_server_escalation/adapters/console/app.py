@@ -34,6 +34,7 @@ from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from . import pages
 from .sessions import COOKIE, RESPONDER, Session, Sessions, csrf_matches
+from .throttle import LoginThrottle
 
 STATIC = Path(__file__).parent / "static"
 HEADERS = {
@@ -108,6 +109,7 @@ class Console:
         self.book = rt.prompts
         # Behind a TLS proxy the browser sees https: the cookie then never travels in plain text.
         self.secure_cookie = secure_cookie
+        self.throttle = LoginThrottle()
 
     def _session(self, request: Request) -> Session | None:
         return self.sessions.find(request.cookies.get(COOKIE))
@@ -138,14 +140,23 @@ class Console:
         return HTMLResponse(pages.page(self.book, title, body, None), status_code=status)
 
     async def login(self, request: Request) -> Response:
-        """Check the operator token; set the session cookie."""
+        """Check the operator token (unless the address tried too often); set the session cookie."""
+        address = request.client.host if request.client else ""
+        wait = self.throttle.retry_after(address)
+        if wait is not None:
+            refused = self._login(pages.fill(self.book, "console_login_refused_throttled", seconds=wait), 429)
+            refused.headers["Retry-After"] = str(wait)
+            return refused
         form = await request.form()
         token = str(form.get("token") or "")
         if self.sessions.is_agent_token(token):
+            self.throttle.failed(address)
             return self._login(pages.fill(self.book, "console_login_refused_agent"), 403)
         session = self.sessions.login(token)
         if session is None:
+            self.throttle.failed(address)
             return self._login(pages.fill(self.book, "console_login_refused"), 401)
+        self.throttle.succeeded(address)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(
             COOKIE,
