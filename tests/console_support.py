@@ -70,8 +70,8 @@ def create_store(db_path: str) -> None:
 
 
 @contextmanager
-def running_console(folder: Path) -> Iterator[RunningConsole]:
-    """``mcp-server-escalation console`` on a fresh store; stopped on exit."""
+def running_console(folder: Path, *options: str) -> Iterator[RunningConsole]:
+    """``mcp-server-escalation console [options]`` on a fresh store; stopped on exit."""
     db_path = str(folder / "console.db")
     create_store(db_path)
     port = free_port()
@@ -79,7 +79,7 @@ def running_console(folder: Path) -> Iterator[RunningConsole]:
     log = folder / "console.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            [SCRIPT, "console", "--db", db_path, "--port", str(port)],
+            [SCRIPT, "console", "--db", db_path, "--port", str(port), *options],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=stderr,

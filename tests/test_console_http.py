@@ -7,6 +7,7 @@ raises its own escalation through a real server on the same file.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,6 +79,51 @@ def test_the_login_sets_an_httponly_samesite_strict_cookie_and_no_token_in_the_u
     assert answer.headers["location"] == "/"
 
 
+def test_the_session_cookie_is_not_marked_secure_without_the_option(console: RunningConsole) -> None:
+    with httpx2.Client(base_url=console.url, headers={"Origin": console.url}) as client:
+        cookie = client.post("/login", data={"token": OPERATOR_TOKEN}).headers["set-cookie"]
+    assert "secure" not in cookie.lower()  # plain HTTP on loopback: a Secure cookie would never come back
+
+
+def test_secure_cookie_marks_the_session_cookie_secure_for_a_tls_proxy(tmp_path: Path) -> None:
+    with (
+        running_console(tmp_path, "--secure-cookie") as secured,
+        httpx2.Client(base_url=secured.url, headers={"Origin": secured.url}) as client,
+    ):
+        login = client.post("/login", data={"token": OPERATOR_TOKEN})
+        session = login.headers["set-cookie"]
+        client.cookies.set("escalation_console", login.cookies["escalation_console"])
+        csrf = form_values_of_nav(client.get("/").text)
+        logout = client.post("/logout", data={"csrf": csrf})
+    assert "Secure" in session
+    assert "HttpOnly" in session
+    assert "SameSite=strict" in session
+    assert logout.status_code == 303
+    assert "Secure" in logout.headers["set-cookie"]  # the deletion names the same cookie
+
+
+def form_values_of_nav(page: str) -> str:
+    """The CSRF token of the log-out form every page carries."""
+    found = re.search(r'name="csrf" value="([^"]*)"', page)
+    assert found, page
+    return found.group(1)
+
+
+def test_after_five_wrong_tokens_from_one_address_even_the_right_one_gets_429(tmp_path: Path) -> None:
+    with (
+        running_console(tmp_path) as fresh,
+        httpx2.Client(base_url=fresh.url, headers={"Origin": fresh.url}) as client,
+    ):
+        wrong = [client.post("/login", data={"token": f"{n}" * 40}).status_code for n in range(5)]
+        held = client.post("/login", data={"token": OPERATOR_TOKEN})
+    assert wrong == [401] * 5
+    assert held.status_code == 429
+    assert int(held.headers["retry-after"]) > 0
+    assert "Too many wrong tokens" in held.text
+    assert "set-cookie" not in held.headers
+    assert _has_the_pages_security_headers(held)
+
+
 def test_a_request_with_a_foreign_origin_or_host_is_refused_on_every_route(console: RunningConsole) -> None:
     with logged_in(console) as operator:
         for path in ("/", "/login", "/static/console.js"):
@@ -87,6 +133,32 @@ def test_a_request_with_a_foreign_origin_or_host_is_refused_on_every_route(conso
             "/login", data={"token": OPERATOR_TOKEN}, headers={"Origin": "http://evil.example"}
         )
         assert refused.status_code == 403
+
+
+def _has_the_pages_security_headers(answer: httpx2.Response) -> bool:
+    headers = answer.headers
+    return (
+        "default-src 'self'" in headers.get("content-security-policy", "")
+        and "frame-ancestors 'none'" in headers.get("content-security-policy", "")
+        and headers.get("x-content-type-options") == "nosniff"
+        and headers.get("referrer-policy") == "same-origin"
+        and headers.get("x-frame-options") == "DENY"
+    )
+
+
+def test_the_host_and_origin_refusals_carry_the_same_security_headers_as_the_pages(
+    console: RunningConsole,
+) -> None:
+    with httpx2.Client(base_url=console.url) as client:
+        page = client.get("/login")
+        foreign_host = client.get("/login", headers={"Host": "evil.example"})
+        foreign_origin = client.get("/login", headers={"Origin": "http://evil.example"})
+        no_origin = client.post("/login", data={"token": "x"})
+    assert _has_the_pages_security_headers(page)
+    assert (foreign_host.status_code, foreign_origin.status_code, no_origin.status_code) == (421, 403, 403)
+    assert _has_the_pages_security_headers(foreign_host)
+    assert _has_the_pages_security_headers(foreign_origin)
+    assert _has_the_pages_security_headers(no_origin)
 
 
 def test_a_post_without_an_origin_header_is_refused(console: RunningConsole) -> None:
@@ -303,3 +375,5 @@ async def test_the_answered_page_lists_answers_and_the_stats_page_counts_them(
     assert "resolved_with_termination" in answered
     assert "<dt>by_status</dt>" in stats
     assert "resolved_with_termination" in stats
+    assert "<h2>Time to answer</h2>" in stats
+    assert "<title>≤ 5 min:" in stats  # answered at once: the first bar

@@ -39,3 +39,15 @@ def test_serve_over_http_without_the_operator_token_serves_no_console(tmp_path: 
             assert client.get("/login").status_code == 404
     finally:
         stop_http(process)
+
+
+def test_serve_over_http_passes_secure_cookie_to_the_mounted_console(tmp_path: Path) -> None:
+    process, port, _log = start_http(tmp_path, "--secure-cookie")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with httpx2.Client(base_url=url, headers={"Origin": url}) as browser:
+            login = browser.post("/login", data={"token": OPERATOR_TOKEN})
+    finally:
+        stop_http(process)
+    assert login.status_code == 303
+    assert "Secure" in login.headers["set-cookie"]

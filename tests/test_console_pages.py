@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_server_escalation.adapters.console.pages import Safe, age, facts, fill, pass_rate_chart
+from mcp_server_escalation.adapters.console.pages import (
+    Safe,
+    age,
+    answer_time_chart,
+    facts,
+    fill,
+    pass_rate_chart,
+)
 from mcp_server_escalation.prompts import PromptBook
 
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
@@ -52,3 +59,15 @@ def test_age_is_said_in_its_largest_whole_unit() -> None:
     assert age(start, "2026-11-23T10:12:59.000Z") == "12m"
     assert age(start, "2026-11-23T13:00:00.000Z") == "3h"
     assert age(start, "2026-11-25T10:00:00.000Z") == "2d"
+
+
+def test_the_answer_times_are_drawn_as_one_labelled_bar_per_bucket_with_escaped_labels() -> None:
+    chart = answer_time_chart(PromptBook.load(PROMPTS), [3, 0, 1, 0, 2])
+    assert chart.count("<rect") == 5
+    assert "(6 in all)" in chart
+    assert "<title>≤ 5 min: 3</title>" in chart
+    assert "<title>&gt; 4 h: 2</title>" in chart  # a label is text, never markup
+    assert 'width="220"' in chart  # the most-filled bucket spans the full width
+    assert 'width="0"' in chart  # an empty bucket has no bar
+    assert "<script" not in chart
+    assert "style=" not in chart

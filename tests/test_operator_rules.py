@@ -138,3 +138,19 @@ def test_no_answered_escalation_gives_no_share_rather_than_a_fake_one() -> None:
     assert figures.counted == 0
     assert figures.within_hour_share is None
     assert figures.sc010_met is None
+
+
+def test_answer_times_fall_in_buckets_that_agree_with_the_share_within_the_hour() -> None:
+    timings = [
+        _timing(-90_000, -90_000 + 300),  # exactly 5 min: the first bucket
+        _timing(-90_000, -90_000 + 301),
+        _timing(-90_000, -90_000 + 3600),  # exactly the hour: within it
+        _timing(-90_000, -90_000 + 3601),
+        _timing(-90_000, -90_000 + 86_400),
+        _timing(-90_000, -89_000, status="withdrawn", kind="withdraw"),  # no human: no bar
+        _timing(-7200, None, status="pending"),
+    ]
+    buckets = stats.answer_time_buckets(timings)
+    assert buckets == [1, 1, 1, 1, 1]
+    assert sum(buckets[:3]) == stats.resolution(timings, NOW).within_hour
+    assert stats.answer_time_buckets([]) == [0, 0, 0, 0, 0]

@@ -129,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="http: a browser Origin allowed to call, e.g. https://console.example (repeatable)",
     )
+    serve.add_argument(
+        "--secure-cookie",
+        action="store_true",
+        help="http: mark the console's session cookie Secure (when reached over https via a TLS proxy)",
+    )
 
     esc = sub.add_parser("escalations", help="list, show and answer escalations")
     esc_sub = esc.add_subparsers(dest="action", required=True)

@@ -15,10 +15,15 @@ from .operator import missing_store
 
 # uvicorn waits for open responses on shutdown, and an SSE stream never ends by itself.
 SHUTDOWN_SECONDS = 2
+SECURE_COOKIE_HELP = (
+    "mark the session cookie Secure, for a console reached over https through a TLS proxy "
+    "(a browser then never sends it over plain http, so logging in over plain http stops working)"
+)
 
 
 def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type: ignore[type-arg]
-    """``console [--host 127.0.0.1] [--port 8766] [--allowed-host NAME] [--allowed-origin URL]``."""
+    """``console [--host 127.0.0.1] [--port 8766] [--allowed-host NAME] [--allowed-origin URL]
+    [--secure-cookie]``."""
     console = sub.add_parser(
         "console",
         help="serve the operator console in a browser (needs ESCALATION_OPERATOR_TOKEN)",
@@ -40,6 +45,7 @@ def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type
         metavar="ORIGIN",
         help="an Origin allowed besides http://127.0.0.1, localhost and [::1] (repeatable)",
     )
+    console.add_argument("--secure-cookie", action="store_true", help=SECURE_COOKIE_HELP)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     security = transport_security(listen)
     warn_about_exposure(listen, security)
     sessions = Sessions(os.environ[OPERATOR_TOKEN_ENV], os.environ.get(AGENT_TOKEN_ENV))
-    app = build_console(settings, sessions, security)
+    app = build_console(settings, sessions, security, secure_cookie=args.secure_cookie)
     uvicorn.run(
         app,
         host=listen.host,

@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 SHUTDOWN_SECONDS = 2
 
 
-def console_beside_mcp(settings: Settings, security: TransportSecuritySettings) -> Guard | None:
+def console_beside_mcp(
+    settings: Settings, security: TransportSecuritySettings, *, secure_cookie: bool = False
+) -> Guard | None:
     """The console for ``serve --transport http``, when the operator token is set (else None:
     without it nobody could log in, so nothing is mounted)."""
     from ..adapters.console.app import build_console  # noqa: PLC0415
@@ -32,7 +34,8 @@ def console_beside_mcp(settings: Settings, security: TransportSecuritySettings) 
     if not operator_token:
         log.info("no console next to /mcp: %s is not set", OPERATOR_TOKEN_ENV)
         return None
-    return build_console(settings, Sessions(operator_token, os.environ.get(AGENT_TOKEN_ENV)), security)
+    sessions = Sessions(operator_token, os.environ.get(AGENT_TOKEN_ENV))
+    return build_console(settings, sessions, security, secure_cookie=secure_cookie)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -60,7 +63,7 @@ def serve(args: argparse.Namespace) -> int:
         security = transport_security(listen)
         warn_about_exposure(listen, security)
         body_limit = anyio.run(request_body_limit, server)
-        console = console_beside_mcp(settings, security)
+        console = console_beside_mcp(settings, security, secure_cookie=args.secure_cookie)
         if console is None:
             server.run(
                 "streamable-http",

@@ -21,6 +21,10 @@ from ..models.reports import ResolutionStats
 
 HOUR_SECONDS = 3600.0
 SC010_TARGET = 0.95
+# The console's chart of answer times: each bucket holds the answers at or below its bound
+# (5 min, 15 min, 1 h, 4 h), the last one the rest. The hour is a bound, so the buckets up
+# to it add up to ``within_hour``.
+ANSWER_TIME_BOUNDS = (300.0, 900.0, HOUR_SECONDS, 4 * HOUR_SECONDS)
 
 # (type, status, created_at, responded_at, response_type) of one escalation.
 Timing = tuple[str, str, str, str | None, str | None]
@@ -72,6 +76,17 @@ def resolution(timings: list[Timing], now: datetime) -> ResolutionStats:
         within_hour_share=share,
         sc010_met=None if share is None else share >= SC010_TARGET,
     )
+
+
+def answer_time_buckets(timings: list[Timing]) -> list[int]:
+    """How many human answers fell in each bucket of ``ANSWER_TIME_BOUNDS`` (plus the rest)."""
+    buckets = [0] * (len(ANSWER_TIME_BOUNDS) + 1)
+    for timing in timings:
+        seconds = resolution_seconds(timing)
+        if seconds is not None:
+            index = next((i for i, bound in enumerate(ANSWER_TIME_BOUNDS) if seconds <= bound), -1)
+            buckets[index] += 1
+    return buckets
 
 
 def counts(timings: list[Timing]) -> tuple[dict[str, int], dict[str, int], dict[str, dict[str, int]]]:

@@ -38,6 +38,11 @@ async def stats(rt: Runtime) -> StatsReport:
     return await rt.db.read(read)
 
 
+async def answer_time_buckets(rt: Runtime) -> list[int]:
+    """Human answers per bucket of answer time (``rules/stats.py``), from the figures ``stats`` uses."""
+    return await rt.db.read(lambda conn: stats_rules.answer_time_buckets(report_store.escalation_times(conn)))
+
+
 async def deliveries(rt: Runtime, escalation_id: int) -> list[Delivery]:
     """How the escalation's announcements went, per notifier (oldest first)."""
     return await rt.db.read(lambda conn: outbox_store.deliveries(conn, escalation_id))

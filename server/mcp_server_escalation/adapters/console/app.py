@@ -34,6 +34,7 @@ from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from . import pages
 from .sessions import COOKIE, RESPONDER, Session, Sessions, csrf_matches
+from .throttle import LoginThrottle
 
 STATIC = Path(__file__).parent / "static"
 HEADERS = {
@@ -82,13 +83,6 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request = Request(scope)
-        refused = await self.check.validate_request(request, is_post=False)
-        if refused is None and request.method == "POST" and not request.headers.get("origin"):
-            refused = Response("A POST needs an Origin header", status_code=403)
-        if refused is not None:
-            await refused(scope, receive, send)
-            return
 
         async def with_headers(message: dict[str, object]) -> None:
             if message["type"] == "http.response.start":
@@ -97,16 +91,25 @@ class Guard:
                 message["headers"] = headers
             await send(message)
 
-        await self.app(scope, receive, with_headers)  # type: ignore[arg-type]
+        request = Request(scope)
+        refused = await self.check.validate_request(request, is_post=False)
+        if refused is None and request.method == "POST" and not request.headers.get("origin"):
+            refused = Response("A POST needs an Origin header", status_code=403)
+        # A refusal is a page too (a browser shows its text): it gets the same headers.
+        answer = self.app if refused is None else refused
+        await answer(scope, receive, with_headers)  # type: ignore[arg-type]
 
 
 class Console:
     """The routes, bound to one runtime and one set of sessions."""
 
-    def __init__(self, rt: Runtime, sessions: Sessions) -> None:
+    def __init__(self, rt: Runtime, sessions: Sessions, secure_cookie: bool) -> None:
         self.rt = rt
         self.sessions = sessions
         self.book = rt.prompts
+        # Behind a TLS proxy the browser sees https: the cookie then never travels in plain text.
+        self.secure_cookie = secure_cookie
+        self.throttle = LoginThrottle()
 
     def _session(self, request: Request) -> Session | None:
         return self.sessions.find(request.cookies.get(COOKIE))
@@ -137,16 +140,32 @@ class Console:
         return HTMLResponse(pages.page(self.book, title, body, None), status_code=status)
 
     async def login(self, request: Request) -> Response:
-        """Check the operator token; set the session cookie."""
+        """Check the operator token (unless the address tried too often); set the session cookie."""
+        address = request.client.host if request.client else ""
+        wait = self.throttle.retry_after(address)
+        if wait is not None:
+            refused = self._login(pages.fill(self.book, "console_login_refused_throttled", seconds=wait), 429)
+            refused.headers["Retry-After"] = str(wait)
+            return refused
         form = await request.form()
         token = str(form.get("token") or "")
         if self.sessions.is_agent_token(token):
+            self.throttle.failed(address)
             return self._login(pages.fill(self.book, "console_login_refused_agent"), 403)
         session = self.sessions.login(token)
         if session is None:
+            self.throttle.failed(address)
             return self._login(pages.fill(self.book, "console_login_refused"), 401)
+        self.throttle.succeeded(address)
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(COOKIE, session.session_id, httponly=True, samesite="strict", path="/")
+        response.set_cookie(
+            COOKIE,
+            session.session_id,
+            httponly=True,
+            samesite="strict",
+            path="/",
+            secure=self.secure_cookie,
+        )
         return response
 
     async def logout(self, request: Request) -> Response:
@@ -156,7 +175,7 @@ class Console:
             return self._refused(403, "console_refused_csrf")
         self.sessions.logout(session.session_id)
         response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(COOKIE, path="/")
+        response.delete_cookie(COOKIE, path="/", secure=self.secure_cookie, httponly=True, samesite="strict")
         return response
 
     async def queue_page(self, request: Request) -> Response:
@@ -230,7 +249,9 @@ class Console:
         if session is None:
             return RedirectResponse("/login", status_code=303)
         report = await reports.stats(self.rt)
-        body = pages.fill(self.book, "console_stats", details=pages.facts(report.model_dump(mode="json")))
+        chart = pages.answer_time_chart(self.book, await reports.answer_time_buckets(self.rt))
+        details = pages.facts(report.model_dump(mode="json"))
+        body = pages.fill(self.book, "console_stats", details=details, answer_times=chart)
         title = self.book.render("console_title_stats")
         return HTMLResponse(pages.page(self.book, title, body, session.csrf))
 
@@ -310,8 +331,15 @@ def _int_field(value: object, field: str) -> int | None:
         raise InvalidInput(field, f"{text[:40]!r} is not a whole number") from None
 
 
-def build_console(settings: Settings, sessions: Sessions, security: TransportSecuritySettings) -> Guard:
-    """The console app on the store ``settings`` name (opened for the app's lifetime)."""
+def build_console(
+    settings: Settings,
+    sessions: Sessions,
+    security: TransportSecuritySettings,
+    *,
+    secure_cookie: bool = False,
+) -> Guard:
+    """The console app on the store ``settings`` name (opened for the app's lifetime);
+    ``secure_cookie`` marks the session cookie ``Secure`` (for a console behind a TLS proxy)."""
     holder: dict[str, Console] = {}
 
     @asynccontextmanager
@@ -319,7 +347,7 @@ def build_console(settings: Settings, sessions: Sessions, security: TransportSec
         # The standalone console refuses a missing store before it gets here; next to /mcp
         # the store is the server's, which creates it.
         async with open_runtime(settings) as rt:
-            holder["console"] = Console(rt, sessions)
+            holder["console"] = Console(rt, sessions, secure_cookie)
             yield
 
     def bound(name: str) -> Handler:

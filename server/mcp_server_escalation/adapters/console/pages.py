@@ -27,6 +27,17 @@ NESTING_SHOWN = 3
 # The pass-rate chart: one bar per test run, the full height a 100 % pass rate.
 CHART_BAR_WIDTH = 14
 CHART_HEIGHT = 40
+# The answer-time chart: one labelled row per bucket, the longest bar the full width.
+ANSWER_LABELS = (
+    "console_answer_within_5m",
+    "console_answer_within_15m",
+    "console_answer_within_1h",
+    "console_answer_within_4h",
+    "console_answer_longer",
+)
+ROW_HEIGHT = 18
+LABEL_WIDTH = 70
+BAR_WIDTH = 220
 
 
 class Safe(str):
@@ -156,6 +167,28 @@ def pass_rate_chart(records: list[dict[str, Any]]) -> Safe:
         f'<svg class="chart" viewBox="0 0 {box} {height}" width="{box * 2}" height="{height * 2}" '
         f'role="img">{bars}</svg>'
     )
+
+
+def answer_time_chart(book: PromptBook, buckets: list[int]) -> Safe:
+    """Human answers per bucket of answer time as labelled bars (inline SVG, escaped labels)."""
+    tallest = max(buckets, default=0) or 1
+    rows = []
+    for i, (template, count) in enumerate(zip(ANSWER_LABELS, buckets, strict=True)):
+        label = escape(book.render(template))
+        top = i * ROW_HEIGHT
+        length = round(count / tallest * BAR_WIDTH)
+        rows.append(
+            f'<text x="0" y="{top + 13}">{label}</text>'
+            f'<rect x="{LABEL_WIDTH}" y="{top + 3}" width="{length}" height="{ROW_HEIGHT - 6}">'
+            f"<title>{label}: {count}</title></rect>"
+            f'<text x="{LABEL_WIDTH + length + 4}" y="{top + 13}">{count}</text>'
+        )
+    width, height = LABEL_WIDTH + BAR_WIDTH + 40, len(ANSWER_LABELS) * ROW_HEIGHT
+    chart = Safe(
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width * 2}" height="{height * 2}" '
+        f'role="img">{"".join(rows)}</svg>'
+    )
+    return fill(book, "console_answer_times", answered=sum(buckets), chart=chart)
 
 
 def _table(records: list[dict[str, Any]], depth: int) -> Safe:
