@@ -521,7 +521,7 @@ tests/test_parse.py ...F                                                   [100%
 >       assert parse('1,5') == 1.5
 E       {ASSERTION}
 
-tests/test_parse.py:12: {ASSERTION.split(':', maxsplit=1)[0]}
+tests/test_parse.py:12: {ASSERTION.split(":", maxsplit=1)[0]}
 =========================== short test summary info ============================
 FAILED tests/test_parse.py::test_comma - {ASSERTION}
 ========================= 1 failed, 3 passed in 0.12s ==========================

@@ -202,9 +202,7 @@ def stats_lines(report: StatsReport, width: int) -> list[str]:
         ),
     ]
     if r.within_hour_share is None:
-        lines += wrap(
-            "Resolved within 1 hour (target 95%): no escalation with a known outcome yet", width
-        )
+        lines += wrap("Resolved within 1 hour (target 95%): no escalation with a known outcome yet", width)
     else:
         verdict = "met" if r.sc010_met else "NOT met"
         lines += wrap(

@@ -322,4 +322,3 @@ def _repeat_evidence(
         key=f"{repeated.type}:{print_}",
         run=Run("occurrences", [o.model_dump() for o in latest], consecutive),
     )
-

@@ -259,4 +259,3 @@ def first_seen_at(conn: Conn, seq: int) -> str | None:
     """When the record's first occurrence happened."""
     row = conn.execute("SELECT created_at FROM failures WHERE seq = ?", (seq,)).fetchone()
     return row[0] if row else None
-
