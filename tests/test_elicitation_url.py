@@ -9,6 +9,7 @@ the client hears ``notifications/elicitation/complete`` for the link it accepted
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from conftest import Agent, make_settings
 from http_support import AGENT_TOKEN, start_http, stop_http
 from mcp_server_escalation.adapters.app import build_server
 from mcp_server_escalation.settings import ElicitationConfig
-from operator_support import eventually, run_cli
+from operator_support import SCRIPT, eventually, run_cli
 from test_elicitation import Human, _blocking_question
 
 CONSOLE = "http://127.0.0.1:8766"
@@ -171,3 +172,70 @@ async def test_serve_over_http_with_the_console_points_the_link_at_its_own_addre
     assert isinstance(link, ElicitRequestURLParams)
     assert link.url == f"http://127.0.0.1:{port}/escalations/{escalation_id}"
     assert "Traceback" not in log.read_text()
+
+
+class RawClient:
+    """A client speaking JSON-RPC lines to the installed script, declaring what it is told."""
+
+    def __init__(self, process: Any) -> None:
+        self.process = process
+        self.buffer = b""
+        self.asked: list[dict[str, Any]] = []  # the elicitation requests, answered "decline"
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.process.stdin.send(json.dumps(message).encode() + b"\n")
+
+    async def _line(self) -> dict[str, Any]:
+        while b"\n" not in self.buffer:
+            self.buffer += await self.process.stdout.receive()
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return dict(json.loads(line))
+
+    async def call(self, request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        await self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        while True:
+            message = await self._line()
+            if message.get("method") == "elicitation/create":
+                self.asked.append(message["params"])
+                await self.send({"jsonrpc": "2.0", "id": message["id"], "result": {"action": "decline"}})
+            elif message.get("id") == request_id and "method" not in message:
+                return message
+
+
+@pytest.mark.parametrize(
+    ("declared", "mode"), [({"form": {}}, "form"), ({"url": {}}, "url"), ({}, "form")]
+)
+async def test_a_client_is_asked_in_the_one_mode_it_declared(
+    db_path: str, tmp_path: Path, declared: dict[str, Any], mode: str
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[elicitation]\nconsole_url = "{CONSOLE}"\n', encoding="utf-8")
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": declared},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
+    with anyio.fail_after(30):
+        process = await anyio.open_process([str(SCRIPT), "--db", db_path, "--config", str(config)])
+        try:
+            client = RawClient(process)
+            await client.call(1, "initialize", hello)
+            await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            calls = [
+                ("start_task", {"title": "Wire the API", "task_id": "raw"}),
+                ("raise_escalation", {"task_id": "raw", "reason": "Which auth?", "question": "OAuth?"}),
+            ]
+            for n, (tool, arguments) in enumerate(calls, start=2):
+                await client.call(n, "tools/call", {"name": tool, "arguments": arguments})
+            wait = {"escalation_id": 1, "wait_seconds": 1}
+            waited = await client.call(9, "tools/call", {"name": "get_escalation", "arguments": wait})
+        finally:
+            process.kill()
+            await process.wait()
+    assert waited["result"]["structuredContent"]["escalation"]["status"] == "pending"
+    (asked,) = client.asked
+    assert asked.get("mode", "form") == mode
+    assert ("url" in asked) == (mode == "url")
+    if mode == "url":
+        assert asked["url"] == f"{CONSOLE}/escalations/1"
+        assert asked["elicitationId"]
