@@ -252,7 +252,9 @@ class AskInClient:
         if answer.action != "accept":
             self._remember_refusal(*asked)
             log.info(
-                "escalation %d: the console link was %sd; it stays pending", escalation_id, answer.action
+                "escalation %d: the human chose %s for the console link; it stays pending",
+                escalation_id,
+                answer.action,
             )
             return
         self._opened[asked] = elicitation_id
