@@ -180,6 +180,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "elicitation_question": ["escalation_id", "type", "task_id", "title", "details"],
         "elicitation_field_response_type": ["options"],
         "elicitation_field_text": [],
+        "elicitation_url_message": ["escalation_id", "type", "task_id", "title", "details"],
         # the operator CLI's hint and errors (issue 17)
         "cli_answer_with": ["command", "flags"],
         "cli_not_an_answer": ["escalation_id", "type", "flag", "flags"],

@@ -21,6 +21,7 @@ path given explicitly must exist: a mistyped one is an error naming it, never th
 
     [elicitation]         # ask the human in the client (MCP elicitation): auto | on | off
     mode = "auto"
+    console_url = "http://127.0.0.1:8766"   # point URL-mode clients at the console
 
     [hooks]               # host hooks (models/hook_config.py; docs/hooks.md)
     attempts = ["test_run"]
@@ -68,11 +69,21 @@ class ElicitationConfig(BaseModel):
 
     ``auto`` (the default) asks on stdio connections only, and only while the agent itself
     waits in ``get_escalation``; ``on`` also asks over HTTP; ``off`` never asks.
+    ``console_url`` is where the human reaches the operator console: a client that can open
+    a link (URL mode) is sent ``<console_url>/escalations/<id>`` instead of a form.
     """
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     mode: Literal["auto", "on", "off"] = "auto"
+    console_url: Annotated[
+        str | None,
+        Field(
+            pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$",
+            max_length=2048,
+            description="The console's public base URL (no query); unset: no URL elicitation",
+        ),
+    ] = None
 
 
 class GuidanceConfig(BaseModel):

@@ -23,6 +23,17 @@ default) asks on stdio only; over HTTP the caller's role comes from its bearer t
 an agent-token client answering a form would be answering as an operator, so HTTP needs
 ``mode = "on"``; ``off`` never asks.
 
+Or a link (URL mode), where ``[elicitation] console_url`` is set and the client declared
+``elicitation.url``: the client is asked to open ``<console_url>/escalations/<id>``, the
+console page of the escalation, and the human logs in and answers there (the link carries no
+token). A client that declares both modes is sent the link: the operator who set
+``console_url`` chose the console, where the whole escalation and its evidence can be read.
+The link is offered over HTTP too (unless ``mode = "off"``): the console, not the agent's
+token, decides who may answer. Declined, cancelled or accepted, it is sent once per
+connection and escalation (an accepted link is open in the human's browser already); once
+the escalation is answered, the next wait to end sends ``notifications/elicitation/complete``
+for it.
+
 Implemented as a middleware around ``tools/call`` of ``get_escalation``: the tool itself is
 unchanged, the question runs next to its wait.
 """
@@ -30,13 +41,14 @@ unchanged, the question runs next to its wait.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import OrderedDict
 from typing import Any, Literal
 
 import anyio
 from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.elicitation import AcceptedElicitation, elicit_with_validation
+from mcp.server.elicitation import AcceptedElicitation, elicit_url, elicit_with_validation
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, create_model
 
@@ -69,31 +81,49 @@ def _number(value: object) -> float | None:
 class AskInClient:
     """The elicitation middleware of one server."""
 
-    def __init__(self, prompts: PromptBook, mode: Literal["auto", "on", "off"], *, http: bool) -> None:
+    def __init__(
+        self,
+        prompts: PromptBook,
+        mode: Literal["auto", "on", "off"],
+        *,
+        http: bool,
+        console_url: str | None = None,
+    ) -> None:
         self.prompts = prompts
         self.enabled = mode == "on" or (mode == "auto" and not http)
+        self.console_url = console_url.rstrip("/") if console_url and mode != "off" else None
         # (connection, escalation id) the human declined or cancelled: not asked again.
         self._refused: OrderedDict[tuple[int, int], None] = OrderedDict()
+        # (connection, escalation id) -> elicitation id of an accepted link, until completed.
+        self._opened: OrderedDict[tuple[int, int], str] = OrderedDict()
 
     async def __call__(
         self, ctx: ServerRequestContext[AppContext, Any], call_next: CallNext
     ) -> HandlerResult:
         """Run ``get_escalation`` and, where allowed, the question next to its wait."""
-        escalation_id = self._waiting_on(ctx) if self.enabled else None
-        if escalation_id is None:
+        waiting = self._waiting_on(ctx)
+        if waiting is None:
             return await call_next(ctx)
+        escalation_id, how = waiting
         rt = ctx.lifespan_context.runtime
         try:
             escalation = await escalations.show_escalation(rt, escalation_id)
         except EscalationError:
             return await call_next(ctx)  # the tool reports the unknown id itself
-        refused = (connection_key(ctx.session), escalation_id)
-        if escalation.status != "pending" or not escalation.blocking or refused in self._refused:
-            return await call_next(ctx)
+        asked = (connection_key(ctx.session), escalation_id)
+        if (
+            escalation.status != "pending"
+            or not escalation.blocking
+            or asked in self._refused
+            or asked in self._opened
+        ):
+            result = await call_next(ctx)
+            await self._complete_if_answered(ctx, rt, asked)
+            return result
         error: Exception | None = None
-        result: HandlerResult = None
+        result = None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._ask, ctx, rt, escalation)
+            tg.start_soon(self._ask if how == "form" else self._link, ctx, rt, escalation)
             try:
                 result = await call_next(ctx)
             except Exception as exc:  # noqa: BLE001 (re-raised below, outside the task group, unchanged)
@@ -102,19 +132,35 @@ class AskInClient:
             tg.cancel_scope.cancel()
         if error is not None:
             raise error
+        await self._complete_if_answered(ctx, rt, asked)
         return result
 
-    def _waiting_on(self, ctx: ServerRequestContext[AppContext, Any]) -> int | None:
-        """The escalation a handshake-era ``get_escalation`` call with a wait is about."""
+    def _how(self, ctx: ServerRequestContext[AppContext, Any]) -> Literal["form", "url"] | None:
+        """How this client may be asked: a console link, a form, or not at all."""
+        capabilities = ctx.session.client_capabilities
+        elicitation = capabilities.elicitation if capabilities else None
+        if elicitation is None:
+            return None
+        if self.console_url and elicitation.url is not None:
+            return "url"
+        # An empty ``elicitation`` capability means form mode (clients from before URL mode).
+        if self.enabled and (elicitation.form is not None or elicitation.url is None):
+            return "form"
+        return None  # never ask a client that cannot show a form
+
+    def _waiting_on(
+        self, ctx: ServerRequestContext[AppContext, Any]
+    ) -> tuple[int, Literal["form", "url"]] | None:
+        """The escalation a handshake-era ``get_escalation`` call with a wait is about, and
+        how to ask about it."""
         params = ctx.params or {}
         if ctx.method != "tools/call" or params.get("name") != "get_escalation":
             return None
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return None
-        capabilities = ctx.session.client_capabilities
-        elicitation = capabilities.elicitation if capabilities else None
-        if elicitation is None or (elicitation.form is None and elicitation.url is not None):
-            return None  # never ask a client that cannot show a form
+        how = self._how(ctx)
+        if how is None:
+            return None
         arguments = params.get("arguments")
         if not isinstance(arguments, dict):
             return None
@@ -124,7 +170,7 @@ class AskInClient:
             return None
         if not 0 < wait <= WAIT_MAX_SECONDS:
             return None
-        return int(escalation_id)
+        return int(escalation_id), how
 
     def _form(self, escalation: Escalation) -> type[BaseModel]:
         options = tuple(human_answers(escalation))
@@ -185,6 +231,54 @@ class AskInClient:
             log.warning("escalation %d: the answer from %s was not recorded: %s", escalation_id, client, exc)
             return
         log.info("escalation %d answered in %s (%s)", escalation_id, client, data.response_type)  # type: ignore[attr-defined]
+
+    async def _link(
+        self, ctx: ServerRequestContext[AppContext, Any], _rt: Runtime, escalation: Escalation
+    ) -> None:
+        escalation_id = escalation.escalation_id
+        asked = (connection_key(ctx.session), escalation_id)
+        elicitation_id = f"escalation-{escalation_id}-{uuid.uuid4().hex}"
+        try:
+            answer = await elicit_url(
+                session=ctx.session,
+                message=elicitation_question(self.prompts, escalation, template="elicitation_url_message"),
+                url=f"{self.console_url}/escalations/{escalation_id}",
+                elicitation_id=elicitation_id,
+                related_request_id=ctx.request_id,
+            )
+        except (MCPError, ValueError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            log.warning("escalation %d: sending the console link failed: %s", escalation_id, exc)
+            return
+        if answer.action != "accept":
+            self._remember_refusal(*asked)
+            log.info(
+                "escalation %d: the human chose %s for the console link; it stays pending",
+                escalation_id,
+                answer.action,
+            )
+            return
+        self._opened[asked] = elicitation_id
+        while len(self._opened) > MAX_REMEMBERED:
+            self._opened.popitem(last=False)
+
+    async def _complete_if_answered(
+        self, ctx: ServerRequestContext[AppContext, Any], rt: Runtime, asked: tuple[int, int]
+    ) -> None:
+        """Tell the client an accepted console link is done with, once the escalation is."""
+        elicitation_id = self._opened.get(asked)
+        if elicitation_id is None:
+            return
+        try:
+            escalation = await escalations.show_escalation(rt, asked[1])
+        except EscalationError:
+            escalation = None
+        if escalation is not None and escalation.status == "pending":
+            return
+        del self._opened[asked]
+        try:
+            await ctx.session.send_elicit_complete(elicitation_id, related_request_id=ctx.request_id)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            log.warning("escalation %d: completing the console link failed: %s", asked[1], exc)
 
     def _remember_refusal(self, connection: int, escalation_id: int) -> None:
         self._refused[(connection, escalation_id)] = None

@@ -33,7 +33,9 @@ class OperatorSide:
         self.clients = ConnectedClients(prompts, self.bus)
         self.middleware: list[ServerMiddleware[Any]] = [
             self.clients.middleware,
-            AskInClient(prompts, settings.elicitation.mode, http=http),
+            AskInClient(
+                prompts, settings.elicitation.mode, http=http, console_url=settings.elicitation.console_url
+            ),
         ]
 
     @asynccontextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 from typing import TYPE_CHECKING
@@ -38,6 +39,16 @@ def console_beside_mcp(
     return build_console(settings, sessions, security, secure_cookie=secure_cookie)
 
 
+def with_console_link(settings: Settings, host: str, port: int) -> Settings:
+    """``settings`` whose URL elicitation points at the console mounted on this port, unless
+    the config names the console's address itself (a proxy, another name for the host)."""
+    if settings.elicitation.console_url:
+        return settings
+    shown = f"[{host}]" if ":" in host else host
+    elicitation = settings.elicitation.model_copy(update={"console_url": f"http://{shown}:{port}"})
+    return dataclasses.replace(settings, elicitation=elicitation)
+
+
 def serve(args: argparse.Namespace) -> int:
     """Serve until the client disconnects (stdio) or the process is stopped (http)."""
     from ..adapters.app import build_server  # noqa: PLC0415 (keeps the operator CLI free of the SDK)
@@ -59,11 +70,13 @@ def serve(args: argparse.Namespace) -> int:
             allowed_hosts=tuple(args.allowed_host or ()),
             allowed_origins=tuple(args.allowed_origin or ()),
         )
-        server = build_server(settings, http=True, hook_relay=True)
         security = transport_security(listen)
         warn_about_exposure(listen, security)
-        body_limit = anyio.run(request_body_limit, server)
         console = console_beside_mcp(settings, security, secure_cookie=args.secure_cookie)
+        if console is not None:
+            settings = with_console_link(settings, listen.host, listen.port)
+        server = build_server(settings, http=True, hook_relay=True)
+        body_limit = anyio.run(request_body_limit, server)
         if console is None:
             server.run(
                 "streamable-http",

@@ -161,11 +161,14 @@ def human_answers(escalation: Escalation) -> list[str]:
     return [option for option in escalation.response_options if option in _HUMAN_ANSWERS]
 
 
-def elicitation_question(prompts: PromptBook, escalation: Escalation) -> str:
-    """The question a client shows its human for a pending blocking escalation."""
+def elicitation_question(
+    prompts: PromptBook, escalation: Escalation, *, template: str = "elicitation_question"
+) -> str:
+    """The question a client shows its human for a pending blocking escalation (above the
+    form, or next to the console link with ``template="elicitation_url_message"``)."""
     values = _values(escalation)
     return prompts.render(
-        "elicitation_question",
+        template,
         escalation_id=escalation.escalation_id,
         type=escalation.type,
         task_id=escalation.task_id,
