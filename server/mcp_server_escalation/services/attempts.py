@@ -130,11 +130,9 @@ async def record_attempt(
                         rt,
                         conn,
                         task.task_id,
-                        rt.prompts.render(
-                            "trigger_verification_limit",
-                            count=counters.verification_attempts,
-                            threshold=t.total_verification_attempts,
-                        ),
+                        "trigger_verification_limit",
+                        count=counters.verification_attempts,
+                        threshold=t.total_verification_attempts,
                     ),
                     {
                         "attempts": latest_only(

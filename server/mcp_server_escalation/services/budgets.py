@@ -44,9 +44,14 @@ def budget_evidence(rt: Runtime, conn: Conn, task: Task, counters: Counters, now
             "used": firing.observed["used"],
             "since": since,
         }
-        counted = rt.prompts.render(
-            f"trigger_budget_{name}", used=facts["used"], limit=facts["limit"], since=since
+        summary = lead_with_latest_error(
+            rt,
+            conn,
+            task.task_id,
+            f"trigger_budget_{name}",
+            used=facts["used"],
+            limit=facts["limit"],
+            since=since,
         )
-        summary = lead_with_latest_error(rt, conn, task.task_id, counted)
         evidence.append(Evidence(firing, summary, facts, key=triggers.BUDGET_KEY_PREFIX + name))
     return evidence

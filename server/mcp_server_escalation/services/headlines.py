@@ -18,8 +18,10 @@ from .runtime import Runtime
 LATEST_ERROR_WITHIN = 50
 
 
-def lead_with_latest_error(rt: Runtime, conn: Conn, task_id: str, summary: str) -> str:
-    """``summary`` led by the task's latest error, or as it is when the task recorded none."""
+def lead_with_latest_error(rt: Runtime, conn: Conn, task_id: str, template: str, **fields: object) -> str:
+    """The trigger summary ``template`` renders, led by the task's latest error, or alone
+    when the task recorded none."""
+    summary = rt.prompts.render(template, **fields)
     failure_id = progress_store.latest_failure_id(conn, task_id, LATEST_ERROR_WITHIN)
     latest = failure_store.recent_occurrences(conn, failure_id, 1) if failure_id else []
     if not latest:
