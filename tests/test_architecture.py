@@ -1,15 +1,20 @@
 """Layer boundaries (STYLE.md): adapters -> services -> store, pure rules, no SQL above the store.
 
 Every module's imports are read with ``ast``; a module that reaches the wrong way fails here.
+The store alone knows tables, columns and how it encodes JSON: services speak in models and
+values, and no module above the store names a ``*_json`` column.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
+
+from conftest import migrate_by_hand
 
 PACKAGE = Path(__file__).resolve().parents[1] / "server" / "mcp_server_escalation"
 
@@ -72,6 +77,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "mcp",
         "aiosqlite",
         "sqlite3",
+        # JSON is how the store encodes lists and objects in its columns; services pass models
+        # and values (rendering facts as JSON for a reader is a pure rule's job).
+        "json",
         "mcp_server_escalation.adapters",
         "mcp_server_escalation.cli",
     ),
@@ -116,6 +124,75 @@ def test_no_sql_outside_the_store(path: Path) -> None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     ]
     assert not [s for s in strings if _SQL.search(s)]
+
+
+def _json_columns() -> frozenset[str]:
+    """Every ``*_json`` column of a store migrated to the latest version."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        migrate_by_hand(conn)
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return frozenset(
+            column
+            for table in tables
+            for (column,) in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))
+            if column.endswith("_json")
+        )
+    finally:
+        conn.close()
+
+
+JSON_COLUMNS = _json_columns()
+_JSON_COLUMN = re.compile(r"\b(" + "|".join(sorted(JSON_COLUMNS)) + r")\b")
+# Encoding a model for a column (``thresholds_json=model.model_dump_json()``) is the store's.
+_ENCODERS = ("model_dump_json", "model_validate_json")
+
+
+def _column_knowledge(path: Path, source: str | None = None) -> list[str]:
+    """What in a module outside the store knows the store's JSON columns or encodes for them."""
+    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg is not None and node.arg.endswith("_json"):
+            found.append(f"keyword {node.arg}=")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.extend(f"string naming {m}" for m in _JSON_COLUMN.findall(node.value))
+        elif _layer(path) == "services" and isinstance(node, ast.Attribute) and node.attr in _ENCODERS:
+            found.append(f"call of {node.attr}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id.endswith("_store")
+            and node.attr.startswith("_")
+        ):
+            # The store's private column setters (``_update(**columns)``) are the back door.
+            found.append(f"private {node.value.id}.{node.attr}")
+    return sorted(found)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _modules() if _layer(p) != "store"],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_only_the_store_knows_its_json_columns(path: Path) -> None:
+    assert _column_knowledge(path) == []
+
+
+def test_the_column_checker_itself_catches_a_column_outside_the_store() -> None:
+    # Guard against a checker that silently passes everything (or knows no columns).
+    assert {"triggers_json", "scope_json", "context_json"} <= JSON_COLUMNS
+    service = PACKAGE / "services" / "x.py"
+    assert _column_knowledge(service, "store.update(conn, 1, now, triggers_json=text)\n") == [
+        "keyword triggers_json="
+    ]
+    assert _column_knowledge(service, "row = conn['scope_json']\n") == ["string naming scope_json"]
+    assert _column_knowledge(service, "text = thresholds.model_dump_json()\n") == ["call of model_dump_json"]
+    assert _column_knowledge(service, "task_store._update(conn, task_id, now, status=s)\n") == [
+        "private task_store._update"
+    ]
+    assert _column_knowledge(service, "task_store.set_limits(conn, task_id, thresholds, scope, now)\n") == []
+    assert _violations(service, "import json\n") == ["json"]
 
 
 def test_the_checker_itself_catches_a_wrong_way_import() -> None:

@@ -3,9 +3,8 @@ briefing for the operator, and the resume instructions after a human answer."""
 
 from __future__ import annotations
 
-import json
-
 from ..rules.directives import decide
+from ..rules.evidence import facts_text
 from ..rules.feedback import finding_values
 from ..store import escalations as escalation_store
 from ..store import feedback as feedback_store
@@ -55,8 +54,8 @@ async def escalation_briefing(rt: Runtime, escalation_id: int) -> str:
                 "prompt_briefing_trigger",
                 type=t.type,
                 summary=t.summary,
-                criteria=json.dumps(t.criteria, sort_keys=True),
-                observed=json.dumps(t.observed, sort_keys=True),
+                criteria=facts_text(t.criteria),
+                observed=facts_text(t.observed),
             )
             for t in e.triggers
         )
@@ -72,7 +71,7 @@ async def escalation_briefing(rt: Runtime, escalation_id: int) -> str:
             scope=", ".join(task.get("scope") or []) or "(any path)",
             agent_id=e.agent_id,
             triggers=triggers,
-            evidence=json.dumps(e.context.get("evidence", {}), indent=2, sort_keys=True),
+            evidence=facts_text(e.context.get("evidence", {}), indent=2),
             response_options=", ".join(e.response_options),
         )
 

@@ -9,13 +9,12 @@ limit and scope applied to the task at once; withdraw (the agent's own question 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 import anyio
 
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound, TaskEnded
-from ..models.escalations import Escalation, EscalationRef, Trigger
+from ..models.escalations import Escalation, EscalationRef, EscalationResponse, Trigger
 from ..models.limits import ENDED_STATUSES, WAIT_MAX_SECONDS, Directive, Role
 from ..models.results import (
     AcknowledgeResult,
@@ -209,7 +208,7 @@ async def get_escalation(
             return _unchanged(rt, conn, named)
         escalation = load_escalation(conn, escalation_id)
         if deliver and escalation.response is not None and escalation.delivered_at is None:
-            escalation_store.update(conn, escalation_id, now, delivered_at=now)
+            escalation_store.mark_delivered(conn, escalation_id, now)
             escalation = load_escalation(conn, escalation_id)
         task = load_task(conn, escalation.task_id)
         directed = direct(rt, conn, task)
@@ -314,15 +313,8 @@ async def acknowledge_response(
             )
         task = load_task(conn, escalation.task_id)
         if escalation.acknowledged_at is None and response.response_type != "withdraw":
-            escalation_store.update(
-                conn,
-                escalation_id,
-                now,
-                acknowledged_at=now,
-                acknowledgement_note=note,
-                delivered_at=escalation.delivered_at or now,
-            )
-            resets = {
+            escalation_store.acknowledge(conn, escalation, note, now)
+            resets: dict[str, object] = {
                 name: 0
                 for trigger in escalation.triggers
                 for name in COUNTER_RESET_ON_ACK.get(trigger.type, ())
@@ -330,9 +322,10 @@ async def acknowledge_response(
             resets.update(budget_resets([t.key for t in escalation.triggers], now))
             if task.status not in ENDED_STATUSES and resets:
                 if "consecutive_same_error" in resets:
-                    resets["last_fingerprint"] = None  # type: ignore[assignment]
-                    resets["last_failed_operation"] = None  # type: ignore[assignment]
-                task_store.update(conn, task.task_id, now, **resets)
+                    resets["last_fingerprint"] = None
+                    resets["last_failed_operation"] = None
+                counters = task.counters.model_copy(update=resets)
+                task_store.save_counters(conn, task.task_id, counters, now)
             progress_store.add_action(
                 conn,
                 task,
@@ -447,17 +440,16 @@ async def resolve_escalation(
         if task.status in ENDED_STATUSES:
             raise TaskEnded(f"escalation_id: task {task.task_id!r} is already {task.status}.")
         _apply_effects(conn, task, escalation, response_type, content, new_file_limit, add_scope, now)
-        escalation_store.update(
-            conn,
-            escalation_id,
-            now,
-            status=_STATUS_BY_RESPONSE[response_type],
+        response = EscalationResponse(
             response_type=response_type,
-            response_content=content,
+            content=content,
             new_file_limit=new_file_limit,
-            add_scope_json=_json_list(add_scope),
+            add_scope=add_scope,
             responder=recorded_responder,
             responded_at=now,
+        )
+        escalation_store.record_response(
+            conn, escalation_id, _STATUS_BY_RESPONSE[response_type], response, now
         )
         progress_store.add_action(
             conn,
@@ -475,7 +467,7 @@ async def resolve_escalation(
         if response_type == "terminate":
             # The agent is stopped: its other open questions can no longer be acted on.
             for other in escalation_store.pending_for_task(conn, task.task_id):
-                escalation_store.update(conn, other.escalation_id, now, status="agent_terminated")
+                escalation_store.close_unanswered(conn, other.escalation_id, "agent_terminated", now)
         return ResolveResult(escalation=escalation, task_status=task.status)
 
     result = await rt.db.write(work)
@@ -523,10 +515,6 @@ def _recorded_responder(role: Role, responder: str | None) -> str:
     return responder if responder.startswith("agent:") else f"agent:{responder}"
 
 
-def _json_list(values: list[str]) -> str:
-    return json.dumps(values)
-
-
 def _apply_effects(
     conn: Conn,
     task: Task,
@@ -538,16 +526,9 @@ def _apply_effects(
     now: str,
 ) -> None:
     if response_type == "terminate":
-        task_store.update(
-            conn,
-            task.task_id,
-            now,
-            status="terminated_by_human",
-            ended_at=now,
-            end_note=content or None,
-        )
+        task_store.end(conn, task.task_id, "terminated_by_human", content or None, now)
     elif response_type == "override":
-        task_store.update(conn, task.task_id, now, approach=content)
+        task_store.set_approach(conn, task.task_id, content, now)
     elif response_type == "approve":
         thresholds = task.thresholds
         proposed = _proposed_files(escalation)
@@ -568,13 +549,7 @@ def _apply_effects(
         scope = list(task.scope)
         widen = add_scope or (_out_of_scope_paths(escalation) if task.scope else [])
         scope = sorted(set(scope) | set(widen))
-        task_store.update(
-            conn,
-            task.task_id,
-            now,
-            thresholds_json=thresholds.model_dump_json(),
-            scope_json=_json_list(scope),
-        )
+        task_store.set_limits(conn, task.task_id, thresholds, scope, now)
 
 
 def _proposed_files(escalation: Escalation) -> list[str]:

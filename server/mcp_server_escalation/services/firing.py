@@ -6,7 +6,6 @@ escalation it created commit together or not at all.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar
@@ -196,14 +195,14 @@ def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Fired | 
                 )
             evidence[e.identity] = e.facts_after(evidence.get(e.identity))
         priority = "high" if open_escalation.priority == "high" else _priority(fired)
-        escalation_store.update(
+        escalation_store.revise_triggers(
             conn,
             escalation_id,
-            now,
-            triggers_json=_dump(triggers),
+            triggers=triggers,
             priority=priority,
-            context_json=_json(escalation_context(conn, task, evidence)),
-            response_options_json=_json(response_options([t.type for t in triggers])),
+            context=escalation_context(conn, task, evidence),
+            response_options=response_options([t.type for t in triggers]),
+            now=now,
         )
     sync_pause(rt, conn, task.task_id)
     escalation = escalation_store.get(conn, escalation_id)
@@ -224,14 +223,6 @@ def _unique(fired: list[Evidence]) -> list[Evidence]:
 
 def _priority(fired: list[Evidence]) -> str:
     return "high" if any(e.firing.priority == "high" for e in fired) else "normal"
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
-def _dump(triggers: list[Trigger]) -> str:
-    return _json([t.model_dump() for t in triggers])
 
 
 def current_task(conn: Conn, task: Task, fired: Fired | None, **changes: Any) -> Task:
@@ -255,7 +246,7 @@ def sync_pause(rt: Runtime, conn: Conn, task_id: str) -> Task:
     holding = escalation_store.holding(conn, task_id)
     wanted = "paused" if holding is not None else "active"
     if task.status != wanted:
-        task_store.update(conn, task_id, rt.now(), status=wanted)
+        task_store.set_status(conn, task_id, wanted, rt.now())
         task = task.model_copy(update={"status": wanted})
     return task
 

@@ -238,7 +238,7 @@ def progress_recording(
             now=now,
         )
         counters = count_call(counters, call=new_call, failing_test_run=is_test_run and failed > 0)
-        task_store.save_counters(conn, task_id, counters, now, best_pass_rate=best)
+        task_store.save_progress(conn, task_id, counters, best, now)
         progress_store.add_action(
             conn,
             task,

@@ -96,7 +96,7 @@ async def start_task(
                 reassigned = True
             if thresholds is not None and thresholds.model_dump(exclude_none=True):
                 merged = existing.thresholds.merged(thresholds)
-                task_store.update(conn, chosen_id, now, thresholds_json=merged.model_dump_json())
+                task_store.set_thresholds(conn, chosen_id, merged, now)
         task = load_task(conn, chosen_id)
         if created or reassigned:
             progress_store.add_action(
@@ -174,9 +174,9 @@ async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None 
         closed: list[int] = []
         closing_status = "agent_terminated" if outcome == "abandoned" else "withdrawn"
         for escalation in escalation_store.pending_for_task(conn, task_id):
-            escalation_store.update(conn, escalation.escalation_id, now, status=closing_status)
+            escalation_store.close_unanswered(conn, escalation.escalation_id, closing_status, now)
             closed.append(escalation.escalation_id)
-        task_store.update(conn, task_id, now, status=outcome, end_note=note, ended_at=now)
+        task_store.end(conn, task_id, outcome, note, now)
         progress_store.add_action(conn, task, "end_task", {"outcome": outcome, "note": note}, now)
         task = load_task(conn, task_id)
         result = EndTaskResult(

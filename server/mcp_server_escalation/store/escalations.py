@@ -142,7 +142,7 @@ def insert(
     return cur.lastrowid
 
 
-def update(conn: Conn, escalation_id: int, now: str, **columns: Any) -> None:
+def _update(conn: Conn, escalation_id: int, now: str, **columns: Any) -> None:
     """Set allow-listed columns; every change bumps ``revision`` (watchers key on it)."""
     unknown = set(columns) - _UPDATABLE
     if unknown:
@@ -154,6 +154,69 @@ def update(conn: Conn, escalation_id: int, now: str, **columns: Any) -> None:
         " WHERE escalation_id = ?",
         (*(columns[name] for name in names), now, escalation_id),
     )
+
+
+def revise_triggers(
+    conn: Conn,
+    escalation_id: int,
+    *,
+    triggers: list[Trigger],
+    priority: str,
+    context: Mapping[str, Any],
+    response_options: Sequence[str],
+    now: str,
+) -> None:
+    """The open escalation after a call fired its triggers again or added new ones: the
+    triggers, the priority, the context with their evidence and the answers they allow."""
+    _update(
+        conn,
+        escalation_id,
+        now,
+        triggers_json=json.dumps([t.model_dump() for t in triggers], sort_keys=True),
+        priority=priority,
+        context_json=json.dumps(context, sort_keys=True),
+        response_options_json=json.dumps(list(response_options), sort_keys=True),
+    )
+
+
+def record_response(
+    conn: Conn, escalation_id: int, status: str, response: EscalationResponse, now: str
+) -> None:
+    """The answer to a pending escalation, and the status it closes it with."""
+    _update(
+        conn,
+        escalation_id,
+        now,
+        status=status,
+        response_type=response.response_type,
+        response_content=response.content,
+        new_file_limit=response.new_file_limit,
+        add_scope_json=json.dumps(response.add_scope),
+        responder=response.responder,
+        responded_at=response.responded_at,
+    )
+
+
+def mark_delivered(conn: Conn, escalation_id: int, now: str) -> None:
+    """The agent has received the answer."""
+    _update(conn, escalation_id, now, delivered_at=now)
+
+
+def acknowledge(conn: Conn, escalation: Escalation, note: str | None, now: str) -> None:
+    """The agent confirms it read the answer (which it has then received, if not before)."""
+    _update(
+        conn,
+        escalation.escalation_id,
+        now,
+        acknowledged_at=now,
+        acknowledgement_note=note,
+        delivered_at=escalation.delivered_at or now,
+    )
+
+
+def close_unanswered(conn: Conn, escalation_id: int, status: str, now: str) -> None:
+    """A pending escalation nobody will answer any more: its task ended or its agent was stopped."""
+    _update(conn, escalation_id, now, status=status)
 
 
 def open_triggered(conn: Conn, task_id: str) -> Escalation | None:

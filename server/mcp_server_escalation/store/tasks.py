@@ -152,7 +152,7 @@ def insert(
     )
 
 
-def update(conn: Conn, task_id: str, now: str, **columns: Any) -> None:
+def _update(conn: Conn, task_id: str, now: str, **columns: Any) -> None:
     """Set the given columns (from a fixed allow-list) and ``updated_at``."""
     unknown = set(columns) - _UPDATABLE
     if unknown:
@@ -165,9 +165,33 @@ def update(conn: Conn, task_id: str, now: str, **columns: Any) -> None:
     )
 
 
-def save_counters(conn: Conn, task_id: str, counters: Counters, now: str, **extra: Any) -> None:
-    """Persist the counters (files_modified is derived, never stored)."""
-    update(
+def set_status(conn: Conn, task_id: str, status: str, now: str) -> None:
+    """A live task's status: ``paused`` while an escalation holds it, else ``active``."""
+    _update(conn, task_id, now, status=status)
+
+
+def end(conn: Conn, task_id: str, status: str, note: str | None, now: str) -> None:
+    """The task ends now with that status and note."""
+    _update(conn, task_id, now, status=status, end_note=note, ended_at=now)
+
+
+def set_approach(conn: Conn, task_id: str, approach: str, now: str) -> None:
+    """The approach a human's override gave the task."""
+    _update(conn, task_id, now, approach=approach)
+
+
+def set_thresholds(conn: Conn, task_id: str, thresholds: Thresholds, now: str) -> None:
+    """The task's effective thresholds from now on."""
+    _update(conn, task_id, now, thresholds_json=thresholds.model_dump_json())
+
+
+def set_limits(conn: Conn, task_id: str, thresholds: Thresholds, scope: list[str], now: str) -> None:
+    """The thresholds and scope an approval gave the task."""
+    _update(conn, task_id, now, thresholds_json=thresholds.model_dump_json(), scope_json=json.dumps(scope))
+
+
+def _save_counters(conn: Conn, task_id: str, counters: Counters, now: str, **extra: Any) -> None:
+    _update(
         conn,
         task_id,
         now,
@@ -189,11 +213,23 @@ def save_counters(conn: Conn, task_id: str, counters: Counters, now: str, **extr
     )
 
 
+def save_counters(conn: Conn, task_id: str, counters: Counters, now: str) -> None:
+    """Persist the counters (files_modified is derived, never stored)."""
+    _save_counters(conn, task_id, counters, now)
+
+
+def save_progress(
+    conn: Conn, task_id: str, counters: Counters, best_pass_rate: float | None, now: str
+) -> None:
+    """Persist the counters and the best pass rate after a progress report."""
+    _save_counters(conn, task_id, counters, now, best_pass_rate=best_pass_rate)
+
+
 def reassign(conn: Conn, task: Task, agent_id: str, now: str) -> None:
     """Hand the task to another agent: a new generation with zeroed counters and budgets."""
     generation = task.generation + 1
     fresh = Counters(budget_since=now)
-    save_counters(conn, task.task_id, fresh, now, agent_id=agent_id, generation=generation)
+    _save_counters(conn, task.task_id, fresh, now, agent_id=agent_id, generation=generation)
     conn.execute(
         "INSERT INTO task_assignments (task_id, generation, agent_id, assigned_at) VALUES (?, ?, ?, ?)",
         (task.task_id, generation, agent_id, now),
