@@ -212,7 +212,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         # the operator console's pages (adapters/console); values are escaped before filling
         "console_layout": ["title", "nav", "body"],
         "console_nav": ["csrf"],
-        "console_login": ["error"],
+        "console_login": ["error", "next"],
         "console_login_refused_agent": [],
         "console_login_refused": [],
         "console_login_refused_throttled": ["seconds"],

@@ -33,6 +33,7 @@ from ...services.console import QueueFilter, queue
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from . import pages
+from .landing import landing, login_location
 from .sessions import COOKIE, RESPONDER, Session, Sessions, csrf_matches
 from .throttle import LoginThrottle
 
@@ -130,34 +131,37 @@ class Console:
         body = pages.fill(self.book, "console_error", title=title, message=message, back=back)
         return HTMLResponse(pages.page(self.book, title, body, session.csrf), status_code=status)
 
-    async def login_page(self, _request: Request) -> Response:
-        """The login form."""
-        return self._login(pages.Safe(""), 200)
+    async def login_page(self, request: Request) -> Response:
+        """The login form, carrying the page to land on after it (``next``, when it is ours)."""
+        return self._login(pages.Safe(""), 200, landing(request.query_params.get("next", "")))
 
-    def _login(self, error: pages.Safe, status: int) -> HTMLResponse:
-        body = pages.fill(self.book, "console_login", error=error)
+    def _login(self, error: pages.Safe, status: int, next_path: str) -> HTMLResponse:
+        body = pages.fill(self.book, "console_login", error=error, next=next_path)
         title = self.book.render("console_title_login")
         return HTMLResponse(pages.page(self.book, title, body, None), status_code=status)
 
     async def login(self, request: Request) -> Response:
-        """Check the operator token (unless the address tried too often); set the session cookie."""
+        """Check the operator token (unless the address tried too often); set the session cookie and
+        land on the page asked for before the login (``next``), else the queue."""
         address = request.client.host if request.client else ""
+        form = await request.form()
+        next_path = landing(str(form.get("next") or ""))
         wait = self.throttle.retry_after(address)
         if wait is not None:
-            refused = self._login(pages.fill(self.book, "console_login_refused_throttled", seconds=wait), 429)
+            throttled = pages.fill(self.book, "console_login_refused_throttled", seconds=wait)
+            refused = self._login(throttled, 429, next_path)
             refused.headers["Retry-After"] = str(wait)
             return refused
-        form = await request.form()
         token = str(form.get("token") or "")
         if self.sessions.is_agent_token(token):
             self.throttle.failed(address)
-            return self._login(pages.fill(self.book, "console_login_refused_agent"), 403)
+            return self._login(pages.fill(self.book, "console_login_refused_agent"), 403, next_path)
         session = self.sessions.login(token)
         if session is None:
             self.throttle.failed(address)
-            return self._login(pages.fill(self.book, "console_login_refused"), 401)
+            return self._login(pages.fill(self.book, "console_login_refused"), 401, next_path)
         self.throttle.succeeded(address)
-        response = RedirectResponse("/", status_code=303)
+        response = RedirectResponse(next_path, status_code=303)
         response.set_cookie(
             COOKIE,
             session.session_id,
@@ -182,7 +186,7 @@ class Console:
         """Pending escalations and answers not yet acknowledged, filtered by the query string."""
         session = self._session(request)
         if session is None:
-            return RedirectResponse("/login", status_code=303)
+            return RedirectResponse(login_location(request), status_code=303)
         wanted = QueueFilter(
             project=request.query_params.get("project", ""),
             agent=request.query_params.get("agent", ""),
@@ -205,7 +209,7 @@ class Console:
         """One escalation: triggers, evidence, question, and the answer form or the answer."""
         session = self._session(request)
         if session is None:
-            return RedirectResponse("/login", status_code=303)
+            return RedirectResponse(login_location(request), status_code=303)
         try:
             escalation_id = int(request.path_params["id"])
             escalation = await escalations.show_escalation(self.rt, escalation_id)
@@ -220,7 +224,7 @@ class Console:
         """One task: its state, what its agent is told now, its escalations, counters and tests."""
         session = self._session(request)
         if session is None:
-            return RedirectResponse("/login", status_code=303)
+            return RedirectResponse(login_location(request), status_code=303)
         try:
             view = await tasks.get_task(self.rt, str(request.path_params["task_id"]))
         except NotFound as exc:
@@ -232,7 +236,7 @@ class Console:
         """The latest answered (or otherwise closed) escalations."""
         session = self._session(request)
         if session is None:
-            return RedirectResponse("/login", status_code=303)
+            return RedirectResponse(login_location(request), status_code=303)
         found = await escalations.list_escalations(self.rt, status="resolved", limit=ANSWERED_SHOWN)
         body = pages.fill(
             self.book,
@@ -247,7 +251,7 @@ class Console:
         """The ``stats`` figures: counts by type and status, time to answer, notifier health."""
         session = self._session(request)
         if session is None:
-            return RedirectResponse("/login", status_code=303)
+            return RedirectResponse(login_location(request), status_code=303)
         report = await reports.stats(self.rt)
         chart = pages.answer_time_chart(self.book, await reports.answer_time_buckets(self.rt))
         details = pages.facts(report.model_dump(mode="json"))
