@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from .base import Record
-from .limits import EscalationStatus, EscalationType, Priority, ResponseType
+from .limits import Directive, EscalationStatus, EscalationType, Priority, ResponseType
 
 
 class Trigger(Record):
@@ -87,3 +87,11 @@ class EscalationSummary(Record):
     headline: str
     created_at: str
     updated_at: str
+
+
+class ToldAtFiring(Record):
+    """What the tool result that created an escalation told its agent to do, as it was told."""
+
+    directive: Directive
+    message: str
+    told_at: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from ..models.escalations import Escalation
+from ..models.escalations import Escalation, ToldAtFiring
 from ..store import escalations as escalation_store
 from ..store.db import Conn
 from .runtime import Runtime
@@ -59,3 +59,9 @@ async def queue(rt: Runtime, wanted: QueueFilter) -> list[Escalation]:
         return pending + [e for e in answered if awaits_acknowledgement(e)]
 
     return [e for e in await rt.db.read(read) if wanted.matches(e)]
+
+
+async def told_when_fired(rt: Runtime, escalation_id: int) -> ToldAtFiring | None:
+    """What the escalation's agent was told when it fired, or None when it was raised before
+    that was kept."""
+    return await rt.db.read(lambda conn: escalation_store.told_agent(conn, escalation_id))

@@ -7,7 +7,14 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..models.escalations import Escalation, EscalationRef, EscalationResponse, EscalationSummary, Trigger
+from ..models.escalations import (
+    Escalation,
+    EscalationRef,
+    EscalationResponse,
+    EscalationSummary,
+    ToldAtFiring,
+    Trigger,
+)
 from ..models.limits import SQLITE_INTEGER_MAX
 from ..rules.announce import headline
 from .db import Conn
@@ -296,3 +303,22 @@ def task_of(conn: Conn, escalation_id: int) -> str:
     if row is None:
         raise LookupError(f"escalation {escalation_id} vanished")
     return str(row[0])
+
+
+def record_told_agent(conn: Conn, escalation_id: int, directive: str, message: str, now: str) -> None:
+    """Keep what the agent was told when the escalation fired; the first record stays."""
+    conn.execute(
+        "INSERT INTO told_at_firing (escalation_id, directive, message, told_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (escalation_id) DO NOTHING",
+        (escalation_id, directive, message, now),
+    )
+
+
+def told_agent(conn: Conn, escalation_id: int) -> ToldAtFiring | None:
+    """What the agent was told when the escalation fired, or None (raised before it was kept)."""
+    if not _storable(escalation_id):
+        return None
+    row = conn.execute(
+        "SELECT directive, message, told_at FROM told_at_firing WHERE escalation_id = ?", (escalation_id,)
+    ).fetchone()
+    return ToldAtFiring(directive=row[0], message=row[1], told_at=row[2]) if row else None

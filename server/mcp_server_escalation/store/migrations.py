@@ -546,4 +546,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE tasks ADD COLUMN previous_operation TEXT",
         ),
     ),
+    Migration(
+        14,
+        "what the agent was told when an escalation fired",
+        (
+            # The directive and message of the tool result that created the escalation, kept
+            # as they were: what the agent reads about it later (an answer to acknowledge, a
+            # task that ended) says nothing of what it was told to do then. Written once, in
+            # the creating transaction; an escalation raised before has no row. A table of its
+            # own, so the escalation rows every call reads do not grow by a message each.
+            """CREATE TABLE told_at_firing (
+                escalation_id INTEGER PRIMARY KEY REFERENCES escalations (escalation_id),
+                directive TEXT NOT NULL,
+                message TEXT NOT NULL,
+                told_at TEXT NOT NULL
+            )""",
+        ),
+    ),
 )

@@ -29,7 +29,7 @@ from starlette.types import Receive, Scope, Send
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound
 from ...services import escalations, reports, tasks
 from ...services.changes import ChangeFeed
-from ...services.console import QueueFilter, queue
+from ...services.console import QueueFilter, queue, told_when_fired
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from . import pages
@@ -214,9 +214,10 @@ class Console:
             escalation_id = int(request.path_params["id"])
             escalation = await escalations.show_escalation(self.rt, escalation_id)
             told = await escalations.agent_message(self.rt, escalation_id)
+            told_then = await told_when_fired(self.rt, escalation_id)
         except NotFound as exc:
             return self._error(404, str(exc), session, "/")
-        body = pages.escalation_body(self.book, escalation, session.csrf, told)
+        body = pages.escalation_body(self.book, escalation, session.csrf, told, told_then)
         title = f"#{escalation.escalation_id} {escalation.type}"
         return HTMLResponse(pages.page(self.book, title, body, session.csrf))
 

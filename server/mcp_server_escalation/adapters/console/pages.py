@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from ...models.escalations import Escalation, EscalationSummary, Trigger
+from ...models.escalations import Escalation, EscalationSummary, ToldAtFiring, Trigger
 from ...models.results import TaskView
 from ...prompts import PromptBook
 from ...rules.announce import HEADLINE_CHARS
@@ -266,9 +266,20 @@ def answer_part(book: PromptBook, e: Escalation, csrf: str) -> Safe:
     )
 
 
-def escalation_body(book: PromptBook, e: Escalation, csrf: str, told: str) -> Safe:
-    """The escalation page: what fired, the evidence, the question, the answer, and ``told``:
-    what the agent reads about it now."""
+def told_at_firing(book: PromptBook, told: ToldAtFiring | None) -> Safe:
+    """What the agent was told when the escalation fired, or that it was not kept then."""
+    if told is None:
+        return fill(book, "console_told_not_recorded")
+    return fill(
+        book, "console_told_at_firing", directive=told.directive, message=told.message, told_at=told.told_at
+    )
+
+
+def escalation_body(
+    book: PromptBook, e: Escalation, csrf: str, told: str, told_then: ToldAtFiring | None
+) -> Safe:
+    """The escalation page: what fired, the evidence, the question, the answer, ``told_then``:
+    what the agent was told when it fired, and ``told``: what the agent reads about it now."""
     task = e.context.get("task", {})
     evidence = e.context.get("evidence", {})
     actions = e.context.get("recent_actions", [])
@@ -298,6 +309,7 @@ def escalation_body(book: PromptBook, e: Escalation, csrf: str, told: str) -> Sa
         actions=facts(actions) if actions else fill(book, "console_no_actions"),
         answer=answer_part(book, e, csrf),
         told=told,
+        told_then=told_at_firing(book, told_then),
     )
 
 
