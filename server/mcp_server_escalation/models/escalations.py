@@ -95,3 +95,19 @@ class ToldAtFiring(Record):
     directive: Directive
     message: str
     told_at: str
+
+
+class QueuePlace(Record):
+    """A place in the operator's queue (pending escalations first, then answers the agent has
+    not acknowledged; newest first in each): where the next page starts, after it."""
+
+    answered: bool
+    escalation_id: int
+
+
+class QueuePage(Record):
+    """One page of the operator's queue, and where it stands in the whole queue."""
+
+    escalations: list[Escalation]
+    total: int = Field(description="How many escalations the whole (filtered) queue holds")
+    before: int = Field(description="How many of them come before this page")

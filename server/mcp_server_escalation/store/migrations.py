@@ -26,6 +26,14 @@ _ESCALATION_STATUSES = (
     "'resolved_with_approval','withdrawn','agent_terminated'"
 )
 
+# An escalation answered by a human and not yet acknowledged by its agent: migration 14's
+# partial index is kept on exactly these terms, and a query that names them all reads it
+# (store/escalations.py). Frozen here like every shipped migration.
+AWAITING_ACKNOWLEDGEMENT = (
+    "status != 'pending' AND response_type IS NOT NULL AND response_type != 'withdraw'"
+    " AND acknowledged_at IS NULL"
+)
+
 _FTS_COLUMNS = "message, error_type, tool_name, signal_type, recommended_adjustment, attempted_action"
 # Migration 7 leaves the attempted action out of the index (see there).
 _FTS_COLUMNS_7 = "message, error_type, tool_name, signal_type, recommended_adjustment"
@@ -561,6 +569,11 @@ MIGRATIONS: tuple[Migration, ...] = (
                 message TEXT NOT NULL,
                 told_at TEXT NOT NULL
             )""",
+            # The console's queue holds the answers an agent has not acknowledged yet, paged
+            # newest first; without this index each page read every answered escalation ever
+            # stored. Partial: it holds the few rows waiting, not the answered history.
+            f"""CREATE INDEX escalations_awaiting_acknowledgement ON escalations (escalation_id)
+            WHERE {AWAITING_ACKNOWLEDGEMENT}""",
         ),
     ),
 )

@@ -29,10 +29,10 @@ from starlette.types import Receive, Scope, Send
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound
 from ...services import escalations, reports, tasks
 from ...services.changes import ChangeFeed
-from ...services.console import QueueFilter, queue, told_when_fired
+from ...services.console import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
-from . import pages
+from . import pages, queue_view
 from .landing import landing, login_location
 from .sessions import COOKIE, RESPONDER, Session, Sessions, csrf_matches
 from .throttle import LoginThrottle
@@ -183,7 +183,8 @@ class Console:
         return response
 
     async def queue_page(self, request: Request) -> Response:
-        """Pending escalations and answers not yet acknowledged, filtered by the query string."""
+        """Pending escalations and answers not yet acknowledged, filtered by the query string,
+        a page at a time (``after``: the place the previous page ended)."""
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
@@ -192,15 +193,19 @@ class Console:
             agent=request.query_params.get("agent", ""),
             type=request.query_params.get("type", ""),
         )
-        found = await queue(self.rt, wanted)
+        try:
+            found = await queue(self.rt, wanted, read_place(request.query_params.get("after", "")))
+        except InvalidInput as exc:
+            return self._error(400, str(exc), session, "/")
         body = pages.fill(
             self.book,
             "console_queue",
             project=wanted.project,
             agent=wanted.agent,
             type=wanted.type,
-            count=len(found),
-            rows=pages.queue_rows(self.book, found, self.rt.now()),
+            count=queue_view.queue_count(self.book, found),
+            rows=queue_view.queue_rows(self.book, found.escalations, self.rt.now()),
+            pages=queue_view.queue_pages(self.book, found, wanted),
         )
         title = self.book.render("console_title_queue")
         return HTMLResponse(pages.page(self.book, title, body, session.csrf))

@@ -20,7 +20,6 @@ from ...models.results import TaskView
 from ...prompts import PromptBook
 from ...rules.announce import HEADLINE_CHARS
 from ...rules.salient import headline
-from ...services.console import awaits_acknowledgement
 
 # How deep nested evidence is drawn as tables and lists before the rest is shown as JSON.
 NESTING_SHOWN = 3
@@ -76,46 +75,9 @@ def task_link(task_id: str) -> str:
     return quote(task_id, safe="")
 
 
-def _headline(e: Escalation) -> str:
+def salient_line(e: Escalation) -> str:
     """The salient line: the first line of the first trigger's summary."""
     return headline(e.triggers[0].summary if e.triggers else e.reason or "", HEADLINE_CHARS)
-
-
-def _project(escalation: Escalation) -> str:
-    return str(escalation.context.get("task", {}).get("project") or "")
-
-
-def queue_rows(book: PromptBook, escalations: list[Escalation], now: str) -> Safe:
-    """The queue's table rows, or the one row that says nothing is waiting."""
-    if not escalations:
-        return fill(book, "console_queue_empty")
-    rows = []
-    for e in escalations:
-        answered = awaits_acknowledgement(e)
-        state = (
-            fill(book, "console_state_answered", response_type=e.response.response_type)
-            if answered and e.response
-            else fill(book, "console_state_pending")
-        )
-        rows.append(
-            fill(
-                book,
-                "console_queue_row",
-                state_class="answered" if answered else "pending",
-                escalation_id=e.escalation_id,
-                priority=e.priority,
-                age=age(e.created_at, now),
-                type=e.type,
-                triggers=", ".join(t.type for t in e.triggers),
-                headline=_headline(e),
-                task_link=task_link(e.task_id),
-                task_id=e.task_id,
-                project=_project(e),
-                agent_id=e.agent_id,
-                state=state,
-            )
-        )
-    return Safe("".join(rows))
 
 
 def facts(value: Any, depth: int = 0) -> Safe:
@@ -288,7 +250,7 @@ def escalation_body(
         "console_escalation",
         escalation_id=e.escalation_id,
         type=e.type,
-        headline=_headline(e),
+        headline=salient_line(e),
         status=e.status,
         priority=e.priority,
         task_id=e.task_id,
