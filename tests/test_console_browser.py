@@ -129,6 +129,7 @@ def test_an_agents_question_appears_live_is_answered_in_the_page_and_reaches_the
     row = page.locator("#queue tr", has_text="browser-live")
     row.wait_for()
     assert page.evaluate("window.sameDocument") is True  # it came without a reload
+    assert "Showing 1-" in page.inner_text("#queue .count")  # the count came with it
     assert "waiting for you" in row.inner_text()
     assert "ask_human" in row.inner_text()
     assert "web" in row.inner_text()
@@ -186,3 +187,30 @@ def test_an_error_holding_a_script_tag_and_an_onerror_attribute_renders_as_text(
     assert page.evaluate("window.pwned") is None
     assert page.locator("main img").count() == 0
     assert page.locator("main script").count() == 0
+
+
+def test_an_escalation_link_opened_logged_out_lands_on_that_escalation_after_the_login(
+    browser: Any, console: RunningConsole
+) -> None:
+    async def ask() -> int:
+        async with connect(console.db_path) as agent:
+            await agent.call("start_task", title="Pick a queue", task_id="browser-next")
+            raised = await agent.call(
+                "raise_escalation", task_id="browser-next", reason="RabbitMQ or SQS for the job queue?"
+            )
+        return int(raised["escalation"]["escalation_id"])
+
+    escalation_id = run_async(ask)
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        opened = context.new_page()
+        opened.set_default_timeout(WAIT_MS)
+        opened.goto(f"{console.url}/escalations/{escalation_id}")  # the link a notifier sent
+        assert "/login?next=" in opened.url
+        opened.fill("input[name=token]", OPERATOR_TOKEN)
+        opened.click("button[type=submit]")
+        opened.wait_for_url(f"{console.url}/escalations/{escalation_id}")
+        assert "RabbitMQ or SQS for the job queue?" in opened.inner_text("main")
+        assert OPERATOR_TOKEN not in opened.url
+    finally:
+        context.close()

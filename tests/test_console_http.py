@@ -38,11 +38,58 @@ async def ask(console: RunningConsole, task_id: str, question: str = "Which data
 
 def test_pages_without_the_session_cookie_send_the_browser_to_the_login(console: RunningConsole) -> None:
     with httpx2.Client(base_url=console.url) as anonymous:
-        for path in ("/", "/escalations/1"):
+        for path, login in (("/", "/login"), ("/escalations/1", "/login?next=%2Fescalations%2F1")):
             answer = anonymous.get(path)
             assert answer.status_code == 303
-            assert answer.headers["location"] == "/login"
+            assert answer.headers["location"] == login
         assert anonymous.get("/events").status_code == 401
+
+
+async def test_logging_in_from_an_escalations_link_lands_on_that_escalation(console: RunningConsole) -> None:
+    escalation_id = await ask(console, "http-next")
+    link = f"/escalations/{escalation_id}"
+    with httpx2.Client(base_url=console.url, headers={"Origin": console.url}) as browser:
+        sent = browser.get(link).headers["location"]
+        login_page = browser.get(sent).text
+        carried = re.search(r'name="next" value="([^"]*)"', login_page)
+        assert carried is not None
+        assert carried.group(1) == link
+        answer = browser.post("/login", data={"token": OPERATOR_TOKEN, "next": carried.group(1)})
+        assert answer.status_code == 303
+        assert answer.headers["location"] == link
+        assert "Which database?" in browser.get(answer.headers["location"]).text
+
+
+def test_a_wrong_token_keeps_the_page_to_land_on_for_the_next_try(console: RunningConsole) -> None:
+    with httpx2.Client(base_url=console.url, headers={"Origin": console.url}) as browser:
+        refused = browser.post("/login", data={"token": "x" * 40, "next": "/escalations/7"})
+    assert refused.status_code == 401
+    assert 'name="next" value="/escalations/7"' in refused.text
+
+
+OTHER_SITES = (
+    "//evil.example",
+    "/\\evil.example",
+    "https://evil.example",
+    "javascript:alert(document.cookie)",
+    "%2F%2Fevil.example",
+    "/%2F%2Fevil.example",
+    "/%5Cevil.example",
+    "/escalations/1\r\nSet-Cookie: taken=1",
+)
+
+
+def test_a_login_never_sends_the_browser_to_another_site(console: RunningConsole) -> None:
+    with httpx2.Client(base_url=console.url, headers={"Origin": console.url}) as browser:
+        for requested in OTHER_SITES:
+            shown = browser.get("/login", params={"next": requested}).text
+            assert 'name="next" value="/"' in shown, requested
+            answer = browser.post("/login", data={"token": OPERATOR_TOKEN, "next": requested})
+            assert answer.status_code == 303
+            assert answer.headers["location"] == "/", requested
+        # Encoded once more in the login page's own address: decoded once, still refused.
+        shown = browser.get("/login?next=%252F%252Fevil.example").text
+        assert 'name="next" value="/"' in shown
 
 
 async def test_an_answer_without_the_session_cookie_is_refused_and_changes_nothing(

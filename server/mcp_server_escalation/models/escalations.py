@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from .base import Record
-from .limits import EscalationStatus, EscalationType, Priority, ResponseType
+from .limits import Directive, EscalationStatus, EscalationType, Priority, ResponseType
 
 
 class Trigger(Record):
@@ -87,3 +87,27 @@ class EscalationSummary(Record):
     headline: str
     created_at: str
     updated_at: str
+
+
+class ToldAtFiring(Record):
+    """What the tool result that created an escalation told its agent to do, as it was told."""
+
+    directive: Directive
+    message: str
+    told_at: str
+
+
+class QueuePlace(Record):
+    """A place in the operator's queue (pending escalations first, then answers the agent has
+    not acknowledged; newest first in each): where the next page starts, after it."""
+
+    answered: bool
+    escalation_id: int
+
+
+class QueuePage(Record):
+    """One page of the operator's queue, and where it stands in the whole queue."""
+
+    escalations: list[Escalation]
+    total: int = Field(description="How many escalations the whole (filtered) queue holds")
+    before: int = Field(description="How many of them come before this page")

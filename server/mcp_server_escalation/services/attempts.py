@@ -21,7 +21,17 @@ from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
 from .budgets import budget_evidence, count_call
-from .firing import Evidence, Fired, Run, current_task, direct, fire, publish_fired, stop_if_ended
+from .firing import (
+    Evidence,
+    Fired,
+    Run,
+    current_task,
+    direct,
+    fire,
+    keep_told_if_created,
+    publish_fired,
+    stop_if_ended,
+)
 from .headlines import lead_with_latest_error
 from .runtime import Runtime
 from .tasks import load_task
@@ -175,6 +185,7 @@ async def record_attempt(
                 },
             )
         directed = direct(rt, conn, task, template, **values)
+        keep_told_if_created(rt, conn, changed, directed)
         result = AttemptResult(
             attempt_number=number,
             cycle=cycle,

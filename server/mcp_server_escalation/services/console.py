@@ -1,21 +1,29 @@
 """What the operator console shows: the queue of escalations waiting for a human.
 
 The queue is the pending escalations and the answered ones whose answer the agent has not
-acknowledged yet (an answer nobody has read is still the operator's business). Both lists
-are bounded; the filters are the operator's query string, applied to those rows.
+acknowledged yet (an answer nobody has read is still the operator's business), pending ones
+first, newest first in each part. It is read a page at a time, after a place in it (the
+last escalation of the page before): a page costs the same however long the queue or the
+store's history, and an escalation raised meanwhile never shifts a page onto rows already
+shown. The filters are the operator's query string, applied by the store to the whole queue.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from pathlib import PurePath
 
-from ..models.escalations import Escalation
+from ..errors import InvalidInput
+from ..models.escalations import Escalation, QueuePage, QueuePlace, ToldAtFiring
+from ..models.limits import SQLITE_INTEGER_MAX
 from ..store import escalations as escalation_store
-from ..store.db import Conn
 from .runtime import Runtime
 
-QUEUE_ROWS = 200
+# Escalations on one page of the queue (and the most a page may ask for).
+QUEUE_PAGE = 200
+# A place in the queue as the page's link writes it: ``p`` (pending) or ``a`` (answered, not
+# yet acknowledged), then the id of the last escalation shown.
+_PLACE = re.compile(r"([pa])([0-9]{1,19})")
 
 
 @dataclass(frozen=True)
@@ -25,16 +33,6 @@ class QueueFilter:
     project: str = ""
     agent: str = ""
     type: str = ""
-
-    def matches(self, escalation: Escalation) -> bool:
-        """Does the escalation pass every filter that is set?"""
-        project = str(escalation.context.get("task", {}).get("project") or "")
-        # A project is stored as its folder's path; its last part is the name people type.
-        return (
-            (not self.project or self.project in (project, PurePath(project).name))
-            and (not self.agent or escalation.agent_id == self.agent)
-            and (not self.type or escalation.type == self.type)
-        )
 
 
 def awaits_acknowledgement(escalation: Escalation) -> bool:
@@ -48,14 +46,37 @@ def awaits_acknowledgement(escalation: Escalation) -> bool:
     )
 
 
-async def queue(rt: Runtime, wanted: QueueFilter) -> list[Escalation]:
-    """Pending escalations (newest first), then answered ones not yet acknowledged."""
+def place_after(escalation: Escalation) -> str:
+    """The place in the queue just after ``escalation``, as a link writes it."""
+    return f"{'a' if awaits_acknowledgement(escalation) else 'p'}{escalation.escalation_id}"
 
-    def read(conn: Conn) -> list[Escalation]:
-        pending, _ = escalation_store.list_escalations(conn, status="pending", task_id=None, limit=QUEUE_ROWS)
-        answered, _ = escalation_store.list_escalations(
-            conn, status="resolved", task_id=None, limit=QUEUE_ROWS
+
+def read_place(text: str) -> QueuePlace | None:
+    """The place a link names (None for the first page), or InvalidInput naming ``after``."""
+    if not text:
+        return None
+    found = _PLACE.fullmatch(text)
+    if found is None or not 0 < int(found.group(2)) <= SQLITE_INTEGER_MAX:
+        problem = f"{text[:40]!r} is not a place in the queue"
+        raise InvalidInput("after", f"{problem}: 'p' or 'a' then an escalation id of 1 to 19 digits")
+    return QueuePlace(answered=found.group(1) == "a", escalation_id=int(found.group(2)))
+
+
+async def queue(
+    rt: Runtime, wanted: QueueFilter, after: QueuePlace | None = None, size: int = QUEUE_PAGE
+) -> QueuePage:
+    """The page of the queue after ``after`` (the first page without it): at most ``size``
+    escalations, with how many the filtered queue holds and how many come before the page."""
+    if not 1 <= size <= QUEUE_PAGE:
+        raise InvalidInput("size", f"{size} escalations per page; give 1 to {QUEUE_PAGE}")
+    return await rt.db.read(
+        lambda conn: escalation_store.waiting_for_operator(
+            conn, project=wanted.project, agent_id=wanted.agent, type_=wanted.type, after=after, limit=size
         )
-        return pending + [e for e in answered if awaits_acknowledgement(e)]
+    )
 
-    return [e for e in await rt.db.read(read) if wanted.matches(e)]
+
+async def told_when_fired(rt: Runtime, escalation_id: int) -> ToldAtFiring | None:
+    """What the escalation's agent was told when it fired, or None when it was raised before
+    that was kept."""
+    return await rt.db.read(lambda conn: escalation_store.told_agent(conn, escalation_id))

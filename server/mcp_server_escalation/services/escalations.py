@@ -31,7 +31,7 @@ from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .firing import direct, escalation_context, stop_if_ended, sync_pause
+from .firing import direct, escalation_context, keep_told, stop_if_ended, sync_pause
 from .runtime import Runtime
 from .tasks import load_task
 
@@ -149,6 +149,7 @@ async def raise_escalation(
             task_id=task_id,
             escalation_id=escalation_id,
         )
+        keep_told(rt, conn, escalation_id, directed)
         return RaiseEscalationResult(escalation=escalation, **directed.model_dump())
 
     result = await rt.db.write(work)

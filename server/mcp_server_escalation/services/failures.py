@@ -21,7 +21,18 @@ from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
 from .budgets import budget_evidence, count_call
-from .firing import Evidence, Fired, Recording, Run, committed, current_task, direct, fire, stop_if_ended
+from .firing import (
+    Evidence,
+    Fired,
+    Recording,
+    Run,
+    committed,
+    current_task,
+    direct,
+    fire,
+    keep_told_if_created,
+    stop_if_ended,
+)
 from .guidance import build_guidance
 from .runtime import Runtime
 from .tasks import load_task
@@ -220,6 +231,7 @@ def failure_recording(
             threshold=task.thresholds.same_error_repeated,
             occurrences=record.occurrence_count,
         )
+        keep_told_if_created(rt, conn, changed, directed)
         result = RecordFailureResult(
             failure=FailureSummary(
                 failure_id=record.failure_id,

@@ -27,6 +27,9 @@ from .runtime import Runtime
 # task's history keeps them all, whole. Ten is what `escalations show` prints; twenty
 # identical record_failure entries were most of a stuck agent's escalation.
 RECENT_ACTIONS = 10
+# What is kept of the message an escalation's agent was told when it fired: a message is a
+# sentence or two and a headline (500 characters); a longer one is clipped in the middle.
+TOLD_MESSAGE_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -85,11 +88,13 @@ class Fired:
     """What a call's triggers did to the task's open escalation.
 
     ``news``: the call created the escalation or added a trigger to it, so the agent should
-    read it whole; a repeat that only refreshed a trigger is no news.
+    read it whole; a repeat that only refreshed a trigger is no news. ``created``: the call
+    created it (what the call tells its agent is then kept: ``keep_told``).
     """
 
     escalation: Escalation
     news: bool
+    created: bool = False
 
     @property
     def shown(self) -> Escalation | None:
@@ -208,7 +213,7 @@ def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Fired | 
     escalation = escalation_store.get(conn, escalation_id)
     if escalation is None:
         raise RuntimeError(f"escalation {escalation_id} vanished inside its own transaction")
-    return Fired(escalation, news)
+    return Fired(escalation, news, created=open_escalation is None)
 
 
 def _unique(fired: list[Evidence]) -> list[Evidence]:
@@ -272,6 +277,19 @@ def direct(
         message=rt.prompts.render(decision.template, **decision.values),
         holding=holding if decision.directive == "pause" else None,
     )
+
+
+def keep_told(rt: Runtime, conn: Conn, escalation_id: int, directed: Directed) -> None:
+    """Keep what the call that created the escalation tells its agent (the console shows it)."""
+    message = clip(directed.message, TOLD_MESSAGE_CHARS)
+    escalation_store.record_told_agent(conn, escalation_id, directed.directive, message, rt.now())
+
+
+def keep_told_if_created(rt: Runtime, conn: Conn, fired: Fired | None, directed: Directed) -> None:
+    """``keep_told`` when this call's triggers created the escalation; a later call tells
+    its agent other things, and they are not what it was told when the escalation fired."""
+    if fired is not None and fired.created:
+        keep_told(rt, conn, fired.escalation.escalation_id, directed)
 
 
 def stop_if_ended(rt: Runtime, conn: Conn, task: Task) -> Directed | None:

@@ -23,7 +23,18 @@ from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
 from .budgets import budget_evidence, count_call
-from .firing import Evidence, Fired, Recording, Run, committed, current_task, direct, fire, stop_if_ended
+from .firing import (
+    Evidence,
+    Fired,
+    Recording,
+    Run,
+    committed,
+    current_task,
+    direct,
+    fire,
+    keep_told_if_created,
+    stop_if_ended,
+)
 from .headlines import lead_with_latest_error
 from .runtime import Runtime
 from .tasks import load_task
@@ -326,6 +337,7 @@ def progress_recording(
         )
         task = current_task(conn, task, changed, counters=counters, best_pass_rate=best)
         directed = direct(rt, conn, task, "message_progress_recorded", task_id=task_id)
+        keep_told_if_created(rt, conn, changed, directed)
         result = ProgressResult(
             counters=task.counters,
             test_run=test_run,
@@ -417,6 +429,7 @@ def edit_check(rt: Runtime, *, task_id: str, paths: list[str]) -> Recording[Chec
         changed = fire(rt, conn, task, fired)
         task = current_task(conn, task, changed)
         directed = direct(rt, conn, task, "message_edit_allowed", task_id=task_id, count=len(paths))
+        keep_told_if_created(rt, conn, changed, directed)
         reasons = [v.reason for v in verdicts if v.reason]
         result = CheckEditResult(
             allowed=allowed,

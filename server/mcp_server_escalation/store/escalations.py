@@ -7,10 +7,20 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..models.escalations import Escalation, EscalationRef, EscalationResponse, EscalationSummary, Trigger
+from ..models.escalations import (
+    Escalation,
+    EscalationRef,
+    EscalationResponse,
+    EscalationSummary,
+    QueuePage,
+    QueuePlace,
+    ToldAtFiring,
+    Trigger,
+)
 from ..models.limits import SQLITE_INTEGER_MAX
 from ..rules.announce import headline
 from .db import Conn
+from .migrations import AWAITING_ACKNOWLEDGEMENT
 
 RESOLVED_STATUSES = (
     "resolved",
@@ -359,3 +369,82 @@ def task_of(conn: Conn, escalation_id: int) -> str:
     if row is None:
         raise LookupError(f"escalation {escalation_id} vanished")
     return str(row[0])
+
+
+def record_told_agent(conn: Conn, escalation_id: int, directive: str, message: str, now: str) -> None:
+    """Keep what the agent was told when the escalation fired; the first record stays."""
+    conn.execute(
+        "INSERT INTO told_at_firing (escalation_id, directive, message, told_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (escalation_id) DO NOTHING",
+        (escalation_id, directive, message, now),
+    )
+
+
+def told_agent(conn: Conn, escalation_id: int) -> ToldAtFiring | None:
+    """What the agent was told when the escalation fired, or None (raised before it was kept)."""
+    if not _storable(escalation_id):
+        return None
+    row = conn.execute(
+        "SELECT directive, message, told_at FROM told_at_firing WHERE escalation_id = ?", (escalation_id,)
+    ).fetchone()
+    return ToldAtFiring(directive=row[0], message=row[1], told_at=row[2]) if row else None
+
+
+# The operator's queue: pending escalations, then answers not yet acknowledged. Each part is
+# read newest first from its own index (status and id; migration 14's partial index), after
+# a place in it: a page never reads the rows before it, nor the answered history.
+_PARTS = (("status = 'pending'", False), (AWAITING_ACKNOWLEDGEMENT, True))
+_PROJECT = "json_extract(context_json, '$.task.project')"
+
+
+def _queue_filters(project: str, agent_id: str, type_: str) -> tuple[str, tuple[str, ...]]:
+    """The filters that are set, as SQL terms: exact values; a project by its path or by its
+    folder's name (the path's last part)."""
+    terms: list[str] = []
+    params: list[str] = []
+    if project:
+        if "/" in project:
+            terms.append(f"{_PROJECT} = ?")
+            params.append(project)
+        else:
+            terms.append(f"({_PROJECT} = ? OR substr({_PROJECT}, -length(?) - 1) = '/' || ?)")
+            params.extend((project, project, project))
+    if agent_id:
+        terms.append("agent_id = ?")
+        params.append(agent_id)
+    if type_:
+        terms.append("type = ?")
+        params.append(type_)
+    return "".join(f" AND {term}" for term in terms), tuple(params)
+
+
+def waiting_for_operator(
+    conn: Conn, *, project: str, agent_id: str, type_: str, after: QueuePlace | None, limit: int
+) -> QueuePage:
+    """The page of the operator's queue that follows ``after`` (the first page without it),
+    at most ``limit`` escalations, with how many the filtered queue holds and precede it."""
+    filters, params = _queue_filters(project, agent_id, type_)
+    found: list[Escalation] = []
+    total = before = 0
+    for where, answered in _PARTS:
+        count_sql = f"SELECT count(*) FROM escalations WHERE {where}{filters}"  # noqa: S608 (constant terms)
+        in_part = int(conn.execute(count_sql, params).fetchone()[0])
+        total += in_part
+        if after is not None and after.answered and not answered:
+            before += in_part  # the whole pending part came before an answered place
+            continue
+        bound: tuple[int, ...] = ()
+        beyond = ""
+        if after is not None and after.answered == answered:
+            beyond = " AND escalation_id < ?"
+            bound = (after.escalation_id,)
+            ahead_sql = f"SELECT count(*) FROM escalations WHERE {where}{filters} AND escalation_id >= ?"  # noqa: S608
+            before += int(conn.execute(ahead_sql, (*params, after.escalation_id)).fetchone()[0])
+        if len(found) < limit:
+            rows = conn.execute(
+                f"SELECT * FROM escalations WHERE {where}{filters}{beyond}"  # noqa: S608 (constant terms)
+                " ORDER BY escalation_id DESC LIMIT ?",
+                (*params, *bound, limit - len(found)),
+            ).fetchall()
+            found.extend(_escalation(row) for row in rows)
+    return QueuePage(escalations=found, total=total, before=before)

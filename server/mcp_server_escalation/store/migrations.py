@@ -26,6 +26,14 @@ _ESCALATION_STATUSES = (
     "'resolved_with_approval','withdrawn','agent_terminated'"
 )
 
+# An escalation answered by a human and not yet acknowledged by its agent: migration 14's
+# partial index is kept on exactly these terms, and a query that names them all reads it
+# (store/escalations.py). Frozen here like every shipped migration.
+AWAITING_ACKNOWLEDGEMENT = (
+    "status != 'pending' AND response_type IS NOT NULL AND response_type != 'withdraw'"
+    " AND acknowledged_at IS NULL"
+)
+
 _FTS_COLUMNS = "message, error_type, tool_name, signal_type, recommended_adjustment, attempted_action"
 # Migration 7 leaves the attempted action out of the index (see there).
 _FTS_COLUMNS_7 = "message, error_type, tool_name, signal_type, recommended_adjustment"
@@ -544,6 +552,28 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE tasks ADD COLUMN previous_fingerprint TEXT",
             "ALTER TABLE tasks ADD COLUMN previous_count INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE tasks ADD COLUMN previous_operation TEXT",
+        ),
+    ),
+    Migration(
+        14,
+        "what the agent was told when an escalation fired",
+        (
+            # The directive and message of the tool result that created the escalation, kept
+            # as they were: what the agent reads about it later (an answer to acknowledge, a
+            # task that ended) says nothing of what it was told to do then. Written once, in
+            # the creating transaction; an escalation raised before has no row. A table of its
+            # own, so the escalation rows every call reads do not grow by a message each.
+            """CREATE TABLE told_at_firing (
+                escalation_id INTEGER PRIMARY KEY REFERENCES escalations (escalation_id),
+                directive TEXT NOT NULL,
+                message TEXT NOT NULL,
+                told_at TEXT NOT NULL
+            )""",
+            # The console's queue holds the answers an agent has not acknowledged yet, paged
+            # newest first; without this index each page read every answered escalation ever
+            # stored. Partial: it holds the few rows waiting, not the answered history.
+            f"""CREATE INDEX escalations_awaiting_acknowledgement ON escalations (escalation_id)
+            WHERE {AWAITING_ACKNOWLEDGEMENT}""",
         ),
     ),
 )

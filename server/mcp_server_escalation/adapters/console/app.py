@@ -29,10 +29,11 @@ from starlette.types import Receive, Scope, Send
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound
 from ...services import escalations, reports, tasks
 from ...services.changes import ChangeFeed
-from ...services.console import QueueFilter, queue
+from ...services.console import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
-from . import pages
+from . import pages, queue_view
+from .landing import landing, login_location
 from .sessions import COOKIE, RESPONDER, Session, Sessions, csrf_matches
 from .throttle import LoginThrottle
 
@@ -130,34 +131,37 @@ class Console:
         body = pages.fill(self.book, "console_error", title=title, message=message, back=back)
         return HTMLResponse(pages.page(self.book, title, body, session.csrf), status_code=status)
 
-    async def login_page(self, _request: Request) -> Response:
-        """The login form."""
-        return self._login(pages.Safe(""), 200)
+    async def login_page(self, request: Request) -> Response:
+        """The login form, carrying the page to land on after it (``next``, when it is ours)."""
+        return self._login(pages.Safe(""), 200, landing(request.query_params.get("next", "")))
 
-    def _login(self, error: pages.Safe, status: int) -> HTMLResponse:
-        body = pages.fill(self.book, "console_login", error=error)
+    def _login(self, error: pages.Safe, status: int, next_path: str) -> HTMLResponse:
+        body = pages.fill(self.book, "console_login", error=error, next=next_path)
         title = self.book.render("console_title_login")
         return HTMLResponse(pages.page(self.book, title, body, None), status_code=status)
 
     async def login(self, request: Request) -> Response:
-        """Check the operator token (unless the address tried too often); set the session cookie."""
+        """Check the operator token (unless the address tried too often); set the session cookie and
+        land on the page asked for before the login (``next``), else the queue."""
         address = request.client.host if request.client else ""
+        form = await request.form()
+        next_path = landing(str(form.get("next") or ""))
         wait = self.throttle.retry_after(address)
         if wait is not None:
-            refused = self._login(pages.fill(self.book, "console_login_refused_throttled", seconds=wait), 429)
+            throttled = pages.fill(self.book, "console_login_refused_throttled", seconds=wait)
+            refused = self._login(throttled, 429, next_path)
             refused.headers["Retry-After"] = str(wait)
             return refused
-        form = await request.form()
         token = str(form.get("token") or "")
         if self.sessions.is_agent_token(token):
             self.throttle.failed(address)
-            return self._login(pages.fill(self.book, "console_login_refused_agent"), 403)
+            return self._login(pages.fill(self.book, "console_login_refused_agent"), 403, next_path)
         session = self.sessions.login(token)
         if session is None:
             self.throttle.failed(address)
-            return self._login(pages.fill(self.book, "console_login_refused"), 401)
+            return self._login(pages.fill(self.book, "console_login_refused"), 401, next_path)
         self.throttle.succeeded(address)
-        response = RedirectResponse("/", status_code=303)
+        response = RedirectResponse(next_path, status_code=303)
         response.set_cookie(
             COOKIE,
             session.session_id,
@@ -179,24 +183,29 @@ class Console:
         return response
 
     async def queue_page(self, request: Request) -> Response:
-        """Pending escalations and answers not yet acknowledged, filtered by the query string."""
+        """Pending escalations and answers not yet acknowledged, filtered by the query string,
+        a page at a time (``after``: the place the previous page ended)."""
         session = self._session(request)
         if session is None:
-            return RedirectResponse("/login", status_code=303)
+            return RedirectResponse(login_location(request), status_code=303)
         wanted = QueueFilter(
             project=request.query_params.get("project", ""),
             agent=request.query_params.get("agent", ""),
             type=request.query_params.get("type", ""),
         )
-        found = await queue(self.rt, wanted)
+        try:
+            found = await queue(self.rt, wanted, read_place(request.query_params.get("after", "")))
+        except InvalidInput as exc:
+            return self._error(400, str(exc), session, "/")
         body = pages.fill(
             self.book,
             "console_queue",
             project=wanted.project,
             agent=wanted.agent,
             type=wanted.type,
-            count=len(found),
-            rows=pages.queue_rows(self.book, found, self.rt.now()),
+            count=queue_view.queue_count(self.book, found),
+            rows=queue_view.queue_rows(self.book, found.escalations, self.rt.now()),
+            pages=queue_view.queue_pages(self.book, found, wanted),
         )
         title = self.book.render("console_title_queue")
         return HTMLResponse(pages.page(self.book, title, body, session.csrf))
@@ -205,14 +214,15 @@ class Console:
         """One escalation: triggers, evidence, question, and the answer form or the answer."""
         session = self._session(request)
         if session is None:
-            return RedirectResponse("/login", status_code=303)
+            return RedirectResponse(login_location(request), status_code=303)
         try:
             escalation_id = int(request.path_params["id"])
             escalation = await escalations.show_escalation(self.rt, escalation_id)
             told = await escalations.agent_message(self.rt, escalation_id)
+            told_then = await told_when_fired(self.rt, escalation_id)
         except NotFound as exc:
             return self._error(404, str(exc), session, "/")
-        body = pages.escalation_body(self.book, escalation, session.csrf, told)
+        body = pages.escalation_body(self.book, escalation, session.csrf, told, told_then)
         title = f"#{escalation.escalation_id} {escalation.type}"
         return HTMLResponse(pages.page(self.book, title, body, session.csrf))
 
@@ -220,7 +230,7 @@ class Console:
         """One task: its state, what its agent is told now, its escalations, counters and tests."""
         session = self._session(request)
         if session is None:
-            return RedirectResponse("/login", status_code=303)
+            return RedirectResponse(login_location(request), status_code=303)
         try:
             view = await tasks.get_task(self.rt, str(request.path_params["task_id"]))
         except NotFound as exc:
@@ -232,7 +242,7 @@ class Console:
         """The latest answered (or otherwise closed) escalations."""
         session = self._session(request)
         if session is None:
-            return RedirectResponse("/login", status_code=303)
+            return RedirectResponse(login_location(request), status_code=303)
         found = await escalations.list_escalations(self.rt, status="resolved", limit=ANSWERED_SHOWN)
         body = pages.fill(
             self.book,
@@ -247,7 +257,7 @@ class Console:
         """The ``stats`` figures: counts by type and status, time to answer, notifier health."""
         session = self._session(request)
         if session is None:
-            return RedirectResponse("/login", status_code=303)
+            return RedirectResponse(login_location(request), status_code=303)
         report = await reports.stats(self.rt)
         chart = pages.answer_time_chart(self.book, await reports.answer_time_buckets(self.rt))
         details = pages.facts(report.model_dump(mode="json"))

@@ -15,12 +15,11 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from ...models.escalations import Escalation, EscalationSummary, Trigger
+from ...models.escalations import Escalation, EscalationSummary, ToldAtFiring, Trigger
 from ...models.results import TaskView
 from ...prompts import PromptBook
 from ...rules.announce import HEADLINE_CHARS
 from ...rules.salient import headline
-from ...services.console import awaits_acknowledgement
 
 # How deep nested evidence is drawn as tables and lists before the rest is shown as JSON.
 NESTING_SHOWN = 3
@@ -76,46 +75,9 @@ def task_link(task_id: str) -> str:
     return quote(task_id, safe="")
 
 
-def _headline(e: Escalation) -> str:
+def salient_line(e: Escalation) -> str:
     """The salient line: the first line of the first trigger's summary."""
     return headline(e.triggers[0].summary if e.triggers else e.reason or "", HEADLINE_CHARS)
-
-
-def _project(escalation: Escalation) -> str:
-    return str(escalation.context.get("task", {}).get("project") or "")
-
-
-def queue_rows(book: PromptBook, escalations: list[Escalation], now: str) -> Safe:
-    """The queue's table rows, or the one row that says nothing is waiting."""
-    if not escalations:
-        return fill(book, "console_queue_empty")
-    rows = []
-    for e in escalations:
-        answered = awaits_acknowledgement(e)
-        state = (
-            fill(book, "console_state_answered", response_type=e.response.response_type)
-            if answered and e.response
-            else fill(book, "console_state_pending")
-        )
-        rows.append(
-            fill(
-                book,
-                "console_queue_row",
-                state_class="answered" if answered else "pending",
-                escalation_id=e.escalation_id,
-                priority=e.priority,
-                age=age(e.created_at, now),
-                type=e.type,
-                triggers=", ".join(t.type for t in e.triggers),
-                headline=_headline(e),
-                task_link=task_link(e.task_id),
-                task_id=e.task_id,
-                project=_project(e),
-                agent_id=e.agent_id,
-                state=state,
-            )
-        )
-    return Safe("".join(rows))
 
 
 def facts(value: Any, depth: int = 0) -> Safe:
@@ -266,9 +228,20 @@ def answer_part(book: PromptBook, e: Escalation, csrf: str) -> Safe:
     )
 
 
-def escalation_body(book: PromptBook, e: Escalation, csrf: str, told: str) -> Safe:
-    """The escalation page: what fired, the evidence, the question, the answer, and ``told``:
-    what the agent reads about it now."""
+def told_at_firing(book: PromptBook, told: ToldAtFiring | None) -> Safe:
+    """What the agent was told when the escalation fired, or that it was not kept then."""
+    if told is None:
+        return fill(book, "console_told_not_recorded")
+    return fill(
+        book, "console_told_at_firing", directive=told.directive, message=told.message, told_at=told.told_at
+    )
+
+
+def escalation_body(
+    book: PromptBook, e: Escalation, csrf: str, told: str, told_then: ToldAtFiring | None
+) -> Safe:
+    """The escalation page: what fired, the evidence, the question, the answer, ``told_then``:
+    what the agent was told when it fired, and ``told``: what the agent reads about it now."""
     task = e.context.get("task", {})
     evidence = e.context.get("evidence", {})
     actions = e.context.get("recent_actions", [])
@@ -277,7 +250,7 @@ def escalation_body(book: PromptBook, e: Escalation, csrf: str, told: str) -> Sa
         "console_escalation",
         escalation_id=e.escalation_id,
         type=e.type,
-        headline=_headline(e),
+        headline=salient_line(e),
         status=e.status,
         priority=e.priority,
         task_id=e.task_id,
@@ -298,6 +271,7 @@ def escalation_body(book: PromptBook, e: Escalation, csrf: str, told: str) -> Sa
         actions=facts(actions) if actions else fill(book, "console_no_actions"),
         answer=answer_part(book, e, csrf),
         told=told,
+        told_then=told_at_firing(book, told_then),
     )
 
 
