@@ -202,9 +202,7 @@ class RawClient:
                 return message
 
 
-@pytest.mark.parametrize(
-    ("declared", "mode"), [({"form": {}}, "form"), ({"url": {}}, "url"), ({}, "form")]
-)
+@pytest.mark.parametrize(("declared", "mode"), [({"form": {}}, "form"), ({"url": {}}, "url"), ({}, "form")])
 async def test_a_client_is_asked_in_the_one_mode_it_declared(
     db_path: str, tmp_path: Path, declared: dict[str, Any], mode: str
 ) -> None:

@@ -321,3 +321,31 @@ async def test_a_test_stall_shows_its_pass_rate_history_as_one_short_line(db_pat
     assert "history: pass rate over 5 runs 60% -> 70% -> 70% -> 70% -> 70% (last: 7" in out
     assert "pass_rate" not in out
     assert _narrow(out) == []
+
+
+def _wrapped_whole(text: str, *whole: str) -> None:
+    """Every line fits 80 columns but a word longer than a line, which is never cut."""
+    for line in text.splitlines():
+        assert len(line) <= 80 or " " not in line.strip(), line
+    words = text.split()
+    for item in whole:
+        assert item in words, item
+
+
+async def test_a_long_error_wraps_to_80_columns_after_a_stable_prefix_with_paths_and_ids_whole(
+    db_path: str, home: Path, tmp_path: Path
+) -> None:
+    await populate(db_path)
+    deep = tmp_path / "a-folder-whose-name-is-long-enough" / "and-another-one-below-it" / "stores"
+    missing = str(deep / "the-store-the-operator-meant-to-give-but-mistyped.db")
+    task_id = f"{TASK}-and-then-some-more-words-to-be-sure"
+
+    no_store = await run_cli("--db", missing, "escalations", "list", home=home, COLUMNS="80")
+    no_task = await run_cli("--db", db_path, "tasks", "show", task_id, home=home, COLUMNS="80")
+
+    assert no_store[0] == no_task[0] == 1  # the exit code a script checks is unchanged
+    assert no_store[2].startswith("error: no store at")
+    assert no_task[2].startswith("error: there is no task")
+    _wrapped_whole(no_store[2], missing)
+    _wrapped_whole(no_task[2], task_id, db_path + ".")
+    assert len(no_store[2].splitlines()) > 1

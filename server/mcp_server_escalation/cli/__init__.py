@@ -293,14 +293,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run(args)
     except EscalationError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        report_error(str(exc))
         return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return _reader_gone()
     except OSError as exc:  # an unwritable store path, a full disk, a broken pipe
-        print(f"error: {exc}", file=sys.stderr)
+        report_error(str(exc))
         return 1
     except BaseExceptionGroup as group:
         # The SDK runs the lifespan in a task group: a store that cannot be opened arrives
@@ -310,8 +310,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         matched, _rest = group.split(EscalationError)
         if matched is None:
             raise
-        print(f"error: {_first(matched)}", file=sys.stderr)
+        report_error(str(_first(matched)))
         return 1
+
+
+def report_error(text: str) -> None:
+    """``error: text`` on stderr, wrapped like every operator output (the prefix stays first)."""
+    from .readable import error_lines, stderr_width  # noqa: PLC0415 (only on the way out)
+
+    sys.stderr.write("".join(f"{line}\n" for line in error_lines(text, stderr_width())))
+    sys.stderr.flush()
 
 
 def _reader_gone() -> int:

@@ -13,7 +13,9 @@ against their limit. ``--json`` keeps the records whole for scripts.
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import textwrap
 from typing import Any
 
@@ -33,6 +35,30 @@ def terminal_width() -> int:
     """Columns to print in: ``COLUMNS``, else the terminal's, else ``FALLBACK_COLUMNS``."""
     columns = shutil.get_terminal_size((FALLBACK_COLUMNS, 24)).columns
     return max(MIN_COLUMNS, columns)
+
+
+def stderr_width() -> int:
+    """Columns for error lines: ``COLUMNS``, else stderr's terminal, else ``FALLBACK_COLUMNS``."""
+    given = os.environ.get("COLUMNS", "")
+    if given.isdigit() and int(given) > 0:
+        return max(MIN_COLUMNS, int(given))
+    try:
+        return max(MIN_COLUMNS, os.get_terminal_size(sys.stderr.fileno()).columns)
+    except (OSError, ValueError):  # not a terminal, or no file behind stderr
+        return FALLBACK_COLUMNS
+
+
+def error_lines(text: str, width: int, lead: str = "error: ") -> list[str]:
+    """``error: text`` wrapped to ``width``; its lines kept, each continued two spaces in.
+
+    The first line always starts with ``lead``, whatever the width, so that a script can
+    still match it; a path or an id longer than a line stays whole, on a line of its own."""
+    lines: list[str] = []
+    for number, part in enumerate(text.splitlines() or [""]):
+        indent = part[: len(part) - len(part.lstrip())]
+        first = lead if number == 0 else INDENT + indent
+        lines += wrap(part.strip(), width, first, INDENT + indent, whole_words=True)
+    return lines
 
 
 def wrap(
