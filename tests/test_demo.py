@@ -19,6 +19,7 @@ import anyio
 
 from conftest import connect, evidence_of
 from mcp_server_escalation.cli.demo import GUIDANCE, IN_SCOPE, OUT_OF_SCOPE, SCOPE
+from operator_support import flat
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 STORE_ENV = ("ESCALATION_DB", "ESCALATION_CONFIG", "ESCALATION_PROMPTS", "XDG_DATA_HOME", "TMPDIR")
@@ -189,7 +190,8 @@ async def test_demo_on_a_file_that_is_not_a_store_fails_naming_the_server_step(t
 
     assert run.returncode == 1
     assert "error: demo step 1 (start the server) failed:" in run.stderr
-    assert "file is not a database" in run.stderr  # the server's own words, from its stderr
+    # The server's own words, from its stderr (wrapped, each line behind "server: ").
+    assert "file is not a database" in flat(run.stderr.replace("server: ", ""))
     assert run.steps() == []
     assert not_a_store.read_bytes() == content
 
