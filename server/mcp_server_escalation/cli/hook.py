@@ -38,10 +38,24 @@ def add_parser(
     common: Callable[[argparse.ArgumentParser], None],
 ) -> None:
     """The ``hook`` command and its subcommands."""
-    hook = sub.add_parser("hook", help="run as a coding host's hook (event on stdin), or install the hooks")
-    actions = hook.add_subparsers(dest="action", required=True)
+    hook = sub.add_parser(
+        "hook",
+        help="run as a coding host's hook (event on stdin), or install the hooks",
+        description="Run as a coding host's hook, or install the hooks into a host's settings. A "
+        "hook run reads one event (JSON) on stdin and prints the host's answer (JSON) on stdout, "
+        "or nothing for no decision; whatever goes wrong, it says so in one line on stderr and "
+        "exits 0, so that the host's tool call proceeds.",
+    )
+    actions = hook.add_subparsers(dest="action", required=True, metavar="ACTION")
     for host in HOSTS:
-        common(actions.add_parser(host, help=f"handle one {host} hook event (JSON on stdin)"))
+        common(
+            actions.add_parser(
+                host,
+                help=f"handle one {host} hook event (JSON on stdin)",
+                description=f"Handle one {host} hook event: its JSON on stdin, the host's answer "
+                "on stdout (nothing: no decision), a problem as one line on stderr; exit 0.",
+            )
+        )
     relay = actions.add_parser(
         "relay", help="answer hook runs for the store from this process (when no MCP server runs)"
     )
@@ -53,15 +67,25 @@ def add_parser(
     )
     common(daemon)
     daemon.add_argument(
-        "--lock-fd", type=int, help="the store's lock file, already locked by the hook that starts this"
+        "--lock-fd",
+        type=int,
+        metavar="FD",
+        help="the store's lock file, already locked by the hook run that starts the daemon "
+        "(default: none; the daemon takes the lock itself)",
     )
     install = actions.add_parser("install", help="merge the hook configuration into the host's settings")
     common(install)
     install.add_argument("host", choices=HOSTS, help="the coding host whose settings to change")
     where = install.add_mutually_exclusive_group()
-    where.add_argument("--project", action="store_true", help="the project's settings file (default)")
-    where.add_argument("--user", action="store_true", help="the user's settings file")
-    install.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    where.add_argument("--project", action="store_true", help="the project's settings file (the default)")
+    where.add_argument(
+        "--user", action="store_true", help="the user's settings file (default: the project's)"
+    )
+    install.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would change and the settings file it would write; write nothing (default: write)",
+    )
     install.add_argument(
         "--command",
         dest="hook_command",
