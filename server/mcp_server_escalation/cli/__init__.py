@@ -291,10 +291,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             if exc.code == 2 and is_hook_run(given):
                 return 0
             raise
+    from .log_lines import WrappedFormatter, stderr_width  # noqa: PLC0415
+
+    handler = logging.StreamHandler(sys.stderr)  # stdout belongs to the protocol
+    line = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    # A hook's stderr is its host's, and the hook daemon's a log file for grep: one line each.
+    wrapped = args.command != "hook"
+    handler.setFormatter(WrappedFormatter(line, stderr_width()) if wrapped else logging.Formatter(line))
     logging.basicConfig(
         level=logging.INFO if args.command in (None, "serve", "console") else logging.WARNING,
-        stream=sys.stderr,  # stdout belongs to the protocol
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=[handler],
     )
     from ..errors import EscalationError  # noqa: PLC0415
 
@@ -342,7 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def report_error(text: str) -> None:
     """``error: text`` on stderr, wrapped like every operator output (the prefix stays first)."""
-    from .readable import error_lines, stderr_width  # noqa: PLC0415 (only on the way out)
+    from .log_lines import stderr_width  # noqa: PLC0415 (only on the way out)
+    from .readable import error_lines  # noqa: PLC0415
 
     sys.stderr.write("".join(f"{line}\n" for line in error_lines(text, stderr_width())))
     sys.stderr.flush()

@@ -164,7 +164,9 @@ def run_relay(args: argparse.Namespace) -> int:
     async def serve() -> int:
         async with open_runtime(settings) as rt, relay(rt) as path:
             if path is None:
-                print("error: no relay socket for this store (see docs/hooks.md)", file=sys.stderr)
+                from . import report_error  # noqa: PLC0415
+
+                report_error("no relay socket for this store (see docs/hooks.md)")
                 return 1
             print(f"hook relay for {settings.db_path} on {path}", file=sys.stderr)
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -222,6 +224,18 @@ def _given_command(command: str) -> str:
     return command
 
 
+def _said(text: str) -> None:
+    """A line of ``hook install`` wrapped to the terminal; the settings file it shows (several
+    lines of JSON, to paste or compare) exactly as it would be written."""
+    if "\n" in text:
+        print(text)
+        return
+    from .readable import INDENT, terminal_width, wrap  # noqa: PLC0415
+
+    for line in wrap(text, terminal_width(), "", INDENT, whole_words=True):
+        print(line)
+
+
 def install_hooks(args: argparse.Namespace) -> int:
     """``hook install <host>``: the hook command line with the store and config given here."""
     from ..errors import ConfigError  # noqa: PLC0415
@@ -246,7 +260,7 @@ def install_hooks(args: argparse.Namespace) -> int:
         prompts=str(Path(explicit_prompts).expanduser().absolute()) if explicit_prompts else None,
     )
     if not store.exists():
-        print(f"note: no store at {store} yet; the first hook run or server start creates it")
+        _said(f"note: no store at {store} yet; the first hook run or server start creates it")
     project = args.project_dir or env.get("CLAUDE_PROJECT_DIR") or Path.cwd()
     return install(
         args.host,
@@ -255,7 +269,7 @@ def install_hooks(args: argparse.Namespace) -> int:
         home=Path.home(),
         command=command,
         dry_run=bool(args.dry_run),
-        out=print,
+        out=_said,
     )
 
 

@@ -13,9 +13,7 @@ against their limit. ``--json`` keeps the records whole for scripts.
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 import textwrap
 from typing import Any
 
@@ -35,17 +33,6 @@ def terminal_width() -> int:
     """Columns to print in: ``COLUMNS``, else the terminal's, else ``FALLBACK_COLUMNS``."""
     columns = shutil.get_terminal_size((FALLBACK_COLUMNS, 24)).columns
     return max(MIN_COLUMNS, columns)
-
-
-def stderr_width() -> int:
-    """Columns for error lines: ``COLUMNS``, else stderr's terminal, else ``FALLBACK_COLUMNS``."""
-    given = os.environ.get("COLUMNS", "")
-    if given.isdigit() and int(given) > 0:
-        return max(MIN_COLUMNS, int(given))
-    try:
-        return max(MIN_COLUMNS, os.get_terminal_size(sys.stderr.fileno()).columns)
-    except (OSError, ValueError):  # not a terminal, or no file behind stderr
-        return FALLBACK_COLUMNS
 
 
 def error_lines(text: str, width: int, lead: str = "error: ") -> list[str]:
