@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -82,3 +83,34 @@ def test_hook_install_wraps_its_notes_and_shows_the_settings_file_as_written(tmp
     written = json.loads("{" + settings)  # the file, whole: lines of JSON are never wrapped
     assert "PreToolUse" in written["hooks"]
     assert not (project / ".claude").exists()
+
+
+def test_a_taken_port_is_refused_by_name_before_anything_starts(tmp_path: Path) -> None:
+    tokens = {"ESCALATION_AGENT_TOKEN": AGENT_TOKEN, "ESCALATION_OPERATOR_TOKEN": OPERATOR_TOKEN}
+    store = tmp_path / "esc.db"
+
+    def run(*command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [SCRIPT, "--db", str(store), *command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, **tokens, "COLUMNS": "80"},
+        )
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        served = run("serve", "--transport", "http", "--port", port)
+        assert not store.exists()  # refused before the server opened (and created) its store
+        assert run("db", "init").returncode == 0  # the console opens only a store that exists
+        console = run("console", "--port", port)
+
+    for done in (served, console):
+        assert done.returncode == 1
+        assert done.stderr.startswith(f"error: port {port} on 127.0.0.1 is taken"), done.stderr
+        assert "choose another port with --port" in flat(done.stderr)
+        assert "Errno" not in done.stderr
+        assert _fits(done.stderr) == []

@@ -13,6 +13,7 @@ from ..errors import ConfigError, StoreError
 from ..settings import Settings
 from . import PORT_MAX, bounded
 from .operator import missing_store
+from .serve import refuse_a_taken_port
 
 # uvicorn waits for open responses on shutdown, and an SSE stream never ends by itself.
 SHUTDOWN_SECONDS = 2
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         allowed_hosts=tuple(args.allowed_host or ()),
         allowed_origins=tuple(args.allowed_origin or ()),
     )
+    refuse_a_taken_port(listen.host, listen.port)
     security = transport_security(listen)
     warn_about_exposure(listen, security)
     sessions = Sessions(os.environ[OPERATOR_TOKEN_ENV], os.environ.get(AGENT_TOKEN_ENV))
