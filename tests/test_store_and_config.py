@@ -265,7 +265,7 @@ async def test_hook_install_writes_the_absolute_script_with_the_store_and_config
 
     assert installed.returncode == 0, installed.stderr
     assert hook_commands(project / ".claude" / "settings.json") == {line}
-    assert f"note: no store at {store} yet" in installed.stdout
+    assert f"note: no store at {store} yet" in flat(installed.stdout)
 
     # The host runs the line through a shell of its own: no virtualenv on PATH, no variables.
     edit = {
