@@ -134,6 +134,11 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
     return environment
 
 
+def flat(text: str) -> str:
+    """Wrapped output as one line: what it says, whatever the width it was wrapped to."""
+    return " ".join(text.split())
+
+
 async def run_cli(*args: str, home: Path, **env: str) -> tuple[int, str, str]:
     """Run the console script to completion: (exit code, stdout, stderr)."""
     with anyio.fail_after(60):

@@ -20,6 +20,7 @@ import pytest
 
 from conftest import Agent, connect
 from mcp_server_escalation.store.migrations import MIGRATIONS
+from operator_support import flat
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 STORE_ENV = ("ESCALATION_DB", "ESCALATION_CONFIG", "ESCALATION_PROMPTS", "XDG_DATA_HOME")
@@ -306,7 +307,7 @@ async def test_db_option_is_accepted_before_and_after_the_subcommand(db_path: st
     assert after.json() == before.json()
     assert default.returncode == 1
     assert default.stdout == ""
-    assert f"no store at {home / 'mcp-server-escalation' / 'escalations.db'}" in default.stderr
+    assert f"no store at {home / 'mcp-server-escalation' / 'escalations.db'}" in flat(default.stderr)
     assert made["repeated"]["escalation_id"] in [e["escalation_id"] for e in after.json()["escalations"]]
 
 
@@ -386,12 +387,12 @@ async def test_tasks_show_prints_counters_failures_and_escalations(db_path: str,
     assert missing.stdout == ""
 
 
-async def test_a_file_that_is_not_a_store_is_a_one_line_error(tmp_path: Path, home: Path) -> None:
+async def test_a_file_that_is_not_a_store_is_one_error_and_no_traceback(tmp_path: Path, home: Path) -> None:
     garbage = tmp_path / "not-a-store.db"
     garbage.write_bytes(b"this is not sqlite at all" * 100)
     run = await cli("--db", str(garbage), "escalations", "list", home=home)
     assert run.returncode == 1
-    assert run.stderr.strip() == f"error: store {garbage}: file is not a database"
+    assert flat(run.stderr) == f"error: store {garbage}: file is not a database"
     assert run.stdout == ""
 
 

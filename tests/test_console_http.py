@@ -239,7 +239,7 @@ async def test_a_second_answer_and_a_stale_answer_get_409(console: RunningConsol
             data={**stale, "response_type": "guidance", "content": "A"},
         )
         assert answer.status_code == 409
-        assert "changed since revision" in answer.text
+        assert "changed while you were reading it" in answer.text
         first = {**shown, "response_type": "guidance", "content": "Use SQLite"}
         assert operator.post(f"/escalations/{escalation_id}/answer", data=first).status_code == 303
         second = operator.post(

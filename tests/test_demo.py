@@ -19,6 +19,7 @@ import anyio
 
 from conftest import connect, evidence_of
 from mcp_server_escalation.cli.demo import GUIDANCE, IN_SCOPE, OUT_OF_SCOPE, SCOPE
+from operator_support import flat
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 STORE_ENV = ("ESCALATION_DB", "ESCALATION_CONFIG", "ESCALATION_PROMPTS", "XDG_DATA_HOME", "TMPDIR")
@@ -42,6 +43,8 @@ STEP_HEADS = [
     "get_feedback",
 ]
 STEP_LINE = re.compile(r"^\s?(\d+)\. (\S+)\s+(.*)$")
+# Where a step's text starts, and its wrapped lines continue.
+STEP_TEXT_COLUMN = 20
 
 
 @dataclass
@@ -53,9 +56,16 @@ class Run:
     stderr: str
 
     def steps(self) -> list[tuple[int, str, str]]:
-        """(number, head, rest) of every numbered step line."""
-        found = [STEP_LINE.match(line) for line in self.stdout.splitlines()]
-        return [(int(m[1]), m[2], m[3]) for m in found if m]
+        """(number, head, rest) of every numbered step, its wrapped lines joined."""
+        found: list[tuple[int, str, str]] = []
+        for line in self.stdout.splitlines():
+            match = STEP_LINE.match(line)
+            if match:
+                found.append((int(match[1]), match[2], match[3]))
+            elif found and line.startswith(" " * STEP_TEXT_COLUMN) and line.strip():
+                number, head, rest = found[-1]
+                found[-1] = (number, head, f"{rest} {line.strip()}")
+        return found
 
     def step(self, number: int) -> str:
         """The text of step ``number`` after its head."""
@@ -104,12 +114,15 @@ async def test_demo_plays_the_whole_loop_and_leaves_the_records_it_claims(tmp_pa
     directives = re.findall(r"^    agent <- (proceed|pause|stop): ", run.stdout, flags=re.MULTILINE)
     assert directives == ["proceed"] * 6 + ["pause"] * 3 + ["proceed", "pause"]
     assert "    | - Escalation 1 (repeated_error): guidance by cli" in run.stdout
-    assert f"The store is kept at {db}." in run.stdout
-    assert "escalations respond 2 --approve" in run.stdout
-    assert f"claude mcp add escalation -- {SCRIPT}" in run.stdout
-    assert json.dumps({"mcpServers": {"escalation": {"command": str(SCRIPT), "args": []}}}) in run.stdout
+    assert f"The store is kept at {db}." in flat(run.stdout)
+    assert "escalations respond 2 --approve" in flat(run.stdout)
+    assert f"claude mcp add escalation -- {SCRIPT}" in flat(run.stdout)
+    pasted = run.stdout.split("or in .mcp.json:\n")[1].split("\n\n")[0]
+    assert json.loads(pasted) == {"mcpServers": {"escalation": {"command": str(SCRIPT), "args": []}}}
     assert "every step got the answer it expected" in run.stdout
     assert run.stderr == ""
+    # A pipe is 80 columns wide: every line fits, but a path or an id longer than a line.
+    assert [line for line in run.stdout.splitlines() if len(line) > 80 and " " in line.strip()] == []
 
     # The store it names holds exactly what it printed.
     with anyio.fail_after(30):
@@ -169,7 +182,7 @@ async def test_demo_without_keep_removes_its_throw_away_store(tmp_path: Path) ->
 
     assert run.returncode == 0, run.stderr
     server = re.fullmatch(
-        r"\S+ --db (\S+)  \(stdio subprocess; a temp store, removed at the end\)", run.step(1)
+        r"\S+ --db (\S+) +\(stdio subprocess; a temp store, removed at the end\)", run.step(1)
     )
     assert server is not None, run.step(1)
     store = Path(server[1])
@@ -189,7 +202,8 @@ async def test_demo_on_a_file_that_is_not_a_store_fails_naming_the_server_step(t
 
     assert run.returncode == 1
     assert "error: demo step 1 (start the server) failed:" in run.stderr
-    assert "file is not a database" in run.stderr  # the server's own words, from its stderr
+    # The server's own words, from its stderr (wrapped, each line behind "server: ").
+    assert "file is not a database" in flat(run.stderr.replace("server: ", ""))
     assert run.steps() == []
     assert not_a_store.read_bytes() == content
 
@@ -206,7 +220,7 @@ async def test_demo_stops_at_the_step_whose_answer_differs_from_the_script(tmp_p
     assert [n for n, _, _ in run.steps()] == list(range(1, 8))
     assert (
         "error: demo step 8 (record_failure escalates) failed: expected a repeated_error escalation, got None"
-        in run.stderr
+        in flat(run.stderr)
     )
 
 
@@ -216,3 +230,22 @@ async def test_demo_refuses_an_in_memory_store(tmp_path: Path) -> None:
     assert run.returncode == 2
     assert "needs a store file" in run.stderr
     assert run.stdout == ""
+
+
+async def test_a_reader_that_leaves_early_ends_the_demo_quietly(tmp_path: Path) -> None:
+    # ``| head -3``: the reader goes once it has its lines; the demo must not report a failed step.
+    errors = tmp_path / "stderr.txt"
+    environment = {k: v for k, v in os.environ.items() if k not in STORE_ENV}
+    environment.update(XDG_DATA_HOME=str(tmp_path / "xdg-data"), TMPDIR=str(tmp_path), ERRORS=str(errors))
+    script = '"$@" 2>"$ERRORS" | head -3 >/dev/null; echo "${PIPESTATUS[0]}"'
+    with anyio.fail_after(90):
+        done = await anyio.run_process(
+            ["bash", "-c", script, "bash", str(SCRIPT), "demo"], check=False, env=environment, cwd=tmp_path
+        )
+
+    said = errors.read_text()
+    assert "Broken pipe" not in said, said
+    assert "BrokenPipeError" not in said, said
+    assert "demo step" not in said, said
+    assert done.stdout.decode().strip() == "0"
+    assert not list(tmp_path.glob("mcp-escalation-demo-*"))  # the throw-away store is still removed

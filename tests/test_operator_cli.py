@@ -23,7 +23,7 @@ from mcp_server_escalation.services import escalations, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store.migrations import MIGRATIONS
-from operator_support import SCRIPT, cli_env, run_cli
+from operator_support import SCRIPT, cli_env, flat, run_cli
 
 
 @pytest.fixture
@@ -281,12 +281,12 @@ async def test_db_backup_refuses_to_overwrite_without_force_and_explains_memory_
     assert json.loads(first[1])["tasks"] == 1
     assert again[0] == 1
     assert again[1] == ""
-    assert f"{target} already exists; pass --force to replace it" in again[2]
+    assert f"{target} already exists; pass --force to replace it" in flat(again[2])
     assert forced[0] == 0, forced[2]
     assert memory[0] == 1
-    assert "in memory" in memory[2]
+    assert "in memory" in flat(memory[2])
     assert no_folder[0] == 1
-    assert "does not exist" in no_folder[2]
+    assert "does not exist" in flat(no_folder[2])
     assert "Traceback" not in again[2] + memory[2] + no_folder[2]
 
 

@@ -237,21 +237,30 @@ async def test_a_reader_that_closes_the_pipe_early_gets_no_broken_pipe_message(
         assert done.stdout.decode().strip() == "0"
 
 
-def test_every_flag_and_argument_says_what_it_is_in_help() -> None:
+def test_every_flag_and_argument_says_what_it_is_and_its_default_in_help() -> None:
+    import argparse
+
     from mcp_server_escalation.cli import build_parser
 
     parsers = [build_parser()]
     undescribed = []
     while parsers:
         parser = parsers.pop()
+        # The answers of `respond`: one of them is required, so none has a default.
+        required = {a for g in parser._mutually_exclusive_groups if g.required for a in g._group_actions}
         for action in parser._actions:
-            if hasattr(action, "choices") and isinstance(action.choices, dict):
+            name = f"{parser.prog} {'/'.join(action.option_strings) or action.dest}"
+            if isinstance(action, argparse._SubParsersAction):
                 parsers.extend(action.choices.values())
+                if action.metavar is None:  # else a line of every choice, wider than 80 columns
+                    undescribed.append(f"{name}: no metavar")
+                continue
+            if isinstance(action, argparse._HelpAction | argparse._VersionAction):
                 continue
             if not action.help:
-                undescribed.append(f"{parser.prog} {'/'.join(action.option_strings) or action.dest}")
-            elif action.default not in (None, False, [], "==SUPPRESS==") and "default" not in action.help:
-                undescribed.append(f"{parser.prog} {action.dest}: default {action.default!r} not said")
+                undescribed.append(name)
+            elif action.option_strings and action not in required and "default" not in action.help:
+                undescribed.append(f"{name}: default {action.default!r} not said")
     assert undescribed == []
 
 
@@ -265,6 +274,15 @@ async def test_the_help_of_every_operator_command_fits_80_columns(home: Path) ->
         ("stats",),
         ("db", "backup"),
         ("db", "check"),
+        ("serve",),
+        ("demo",),
+        ("console",),
+        ("hook",),
+        ("hook", "claude-code"),
+        ("hook", "daemon"),
+        ("hook", "install"),
+        ("db",),
+        ("tasks",),
     ]
     for command in commands:
         code, out, err = await run_cli(*command, "--help", home=home, COLUMNS="80")
@@ -321,3 +339,31 @@ async def test_a_test_stall_shows_its_pass_rate_history_as_one_short_line(db_pat
     assert "history: pass rate over 5 runs 60% -> 70% -> 70% -> 70% -> 70% (last: 7" in out
     assert "pass_rate" not in out
     assert _narrow(out) == []
+
+
+def _wrapped_whole(text: str, *whole: str) -> None:
+    """Every line fits 80 columns but a word longer than a line, which is never cut."""
+    for line in text.splitlines():
+        assert len(line) <= 80 or " " not in line.strip(), line
+    words = text.split()
+    for item in whole:
+        assert item in words, item
+
+
+async def test_a_long_error_wraps_to_80_columns_after_a_stable_prefix_with_paths_and_ids_whole(
+    db_path: str, home: Path, tmp_path: Path
+) -> None:
+    await populate(db_path)
+    deep = tmp_path / "a-folder-whose-name-is-long-enough" / "and-another-one-below-it" / "stores"
+    missing = str(deep / "the-store-the-operator-meant-to-give-but-mistyped.db")
+    task_id = f"{TASK}-and-then-some-more-words-to-be-sure"
+
+    no_store = await run_cli("--db", missing, "escalations", "list", home=home, COLUMNS="80")
+    no_task = await run_cli("--db", db_path, "tasks", "show", task_id, home=home, COLUMNS="80")
+
+    assert no_store[0] == no_task[0] == 1  # the exit code a script checks is unchanged
+    assert no_store[2].startswith("error: no store at")
+    assert no_task[2].startswith("error: there is no task")
+    _wrapped_whole(no_store[2], missing)
+    _wrapped_whole(no_task[2], task_id, db_path + ".")
+    assert len(no_store[2].splitlines()) > 1

@@ -291,7 +291,9 @@ def test_serving_an_unusable_store_is_a_one_line_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stdout == ""
-    assert done.stderr.strip().splitlines()[-1] == f"error: store {garbage}: file is not a database"
+    # After the start-up log lines, the one error (wrapped to the width, behind "error: ").
+    error = done.stderr[("\n" + done.stderr).index("\nerror: ") :]
+    assert " ".join(error.split()) == f"error: store {garbage}: file is not a database"
     assert "Traceback" not in done.stderr
 
 

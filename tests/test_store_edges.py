@@ -34,7 +34,7 @@ from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import db as db_module
 from mcp_server_escalation.store.db import Database
 from mcp_server_escalation.store.migrations import MIGRATIONS
-from operator_support import SCRIPT, cli_env, run_cli
+from operator_support import SCRIPT, cli_env, flat, run_cli
 
 TOO_BIG = SQLITE_INTEGER_MAX + 1  # 2**63: no SQLite INTEGER holds it
 LATEST = MIGRATIONS[-1].version
@@ -90,7 +90,7 @@ async def test_db_backup_onto_the_live_wal_is_refused_and_every_acknowledged_wri
 
     assert code == 1
     assert out == ""
-    assert f"{wal} is the store's write-ahead log" in err
+    assert f"{wal} is the store's write-ahead log" in flat(err)
     assert "Traceback" not in err
     assert title == "acknowledged write 19"
 

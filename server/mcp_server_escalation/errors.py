@@ -4,6 +4,11 @@ Every error a caller can fix is an ``EscalationError``; the MCP adapter turns it
 tool error (``isError``) whose text the model reads, the CLI into a message on stderr and
 a non-zero exit. Anything else is a bug and is reported as such.
 
+The message is written for the model: field names and tool calls. A refusal a human
+operator can meet also says what it is (``refusal``) and the values it names (``facts``),
+so that the CLI and the console word it for a person from the same facts
+(``rules/refusals.py``) while the model's text stays as it is.
+
     EscalationError
     ├── InvalidInput          a field's value breaks a documented limit or format
     ├── NotFound              an id names nothing in the store
@@ -20,9 +25,23 @@ a non-zero exit. Anything else is a bug and is reported as such.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Self
+
 
 class EscalationError(Exception):
     """Base of every error whose message tells the caller how to fix the call."""
+
+    # "" for an error only the model's message words (rules/refusals.py words the others).
+    refusal: str = ""
+    facts: Mapping[str, object] = MappingProxyType({})
+
+    def because(self, refusal: str, **facts: object) -> Self:
+        """This error, named for the operator's wording: what was refused and its values."""
+        self.refusal = refusal
+        self.facts = MappingProxyType(facts)
+        return self
 
 
 class InvalidInput(EscalationError):
@@ -37,9 +56,11 @@ class NotFound(EscalationError):
     """An id that names nothing in the store."""
 
     def __init__(self, field: str, value: object, hint: str = "") -> None:
-        text = f"{field}: no {field.removesuffix('_id')} with id {value!r}"
+        noun = field.removesuffix("_id")
+        text = f"{field}: no {noun} with id {value!r}"
         super().__init__(f"{text}. {hint}" if hint else text)
         self.field = field
+        self.because(f"no_{noun}", id=value)
 
 
 class Conflict(EscalationError):

@@ -47,6 +47,8 @@ def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
 ID_MAX = 2**63 - 1
 # resolve_escalation's file limit, the same bound as the tool's.
 FILE_LIMIT_MAX = 1_000_000
+# The largest TCP port (0: any free one the system picks).
+PORT_MAX = 65535
 
 
 def bounded(low: int, high: int) -> Callable[[str], int]:
@@ -100,9 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     parser = top_parser()
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="(default: serve)")
 
-    serve = sub.add_parser("serve", help="serve MCP (stdio by default)")
+    serve = sub.add_parser(
+        "serve",
+        help="serve MCP (stdio by default)",
+        description="Serve MCP to agents. On stdio (the default; what an agent's host launches) "
+        "stdout carries the protocol only and every log line goes to stderr. Over http it "
+        "listens on --host and --port and, when ESCALATION_OPERATOR_TOKEN is set, serves the "
+        "operator console next to /mcp.",
+    )
     _common(serve)
     serve.add_argument(
         "--transport", choices=["stdio", "http"], default="stdio", help="how clients connect (default: stdio)"
@@ -110,7 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--host", default="127.0.0.1", help="http: the address to listen on (default: 127.0.0.1)"
     )
-    serve.add_argument("--port", type=int, default=8765, help="http: the port to listen on (default: 8765)")
+    serve.add_argument(
+        "--port", type=bounded(0, PORT_MAX), default=8765, help="http: the port to listen on (default: 8765)"
+    )
     serve.add_argument(
         "--role",
         choices=["agent", "operator"],
@@ -121,22 +132,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--allowed-host",
         action="append",
         metavar="NAME[:PORT]",
-        help="http: a Host name clients use beyond loopback (repeatable; without a port: any port)",
+        help="http: a Host name clients use beyond loopback (repeatable; without a port: any port; "
+        "default: loopback names only)",
     )
     serve.add_argument(
         "--allowed-origin",
         action="append",
         metavar="ORIGIN",
-        help="http: a browser Origin allowed to call, e.g. https://console.example (repeatable)",
+        help="http: a browser Origin allowed to call, e.g. https://console.example (repeatable; "
+        "default: loopback origins only)",
     )
     serve.add_argument(
         "--secure-cookie",
         action="store_true",
-        help="http: mark the console's session cookie Secure (when reached over https via a TLS proxy)",
+        help="http: mark the console's session cookie Secure, when it is reached over https through "
+        "a TLS proxy (default: off)",
     )
 
     esc = sub.add_parser("escalations", help="list, show and answer escalations")
-    esc_sub = esc.add_subparsers(dest="action", required=True)
+    esc_sub = esc.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = esc_sub.add_parser("list", help="escalation summaries, newest first")
     _common(listing)
     listing.add_argument(
@@ -206,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_watch_parser(esc_sub, _common)
 
     task = sub.add_parser("tasks", help="list and show tasks")
-    task_sub = task.add_subparsers(dest="action", required=True)
+    task_sub = task.add_subparsers(dest="action", required=True, metavar="ACTION")
     task_list = task_sub.add_parser("list", help="tasks with their counters and pending escalations")
     _common(task_list)
     task_list.add_argument(
@@ -226,9 +240,21 @@ def build_parser() -> argparse.ArgumentParser:
     task_show.add_argument("--json", action="store_true", help=JSON_HELP)
     add_stats_parser(sub, _common)
 
-    demo = sub.add_parser("demo", help="play the whole escalation loop against the real server")
+    demo = sub.add_parser(
+        "demo",
+        help="play the whole escalation loop against the real server",
+        description="Play the escalation loop once: a scripted agent talks to the real server over "
+        "stdio, an operator answers from another process, and each step's answer is checked (exit 1 "
+        "names the step that differed). It uses a throw-away store unless --db names one, and "
+        "notifies nobody.",
+    )
     _common(demo)
-    demo.add_argument("--keep", action="store_true", help="keep the throw-away store afterwards")
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the throw-away store and print commands to look at it (default: remove it; a "
+        "--db store is always kept)",
+    )
 
     add_hook_parser(sub, _common)
 
@@ -237,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_console_parser(sub, _common)
 
     db = sub.add_parser("db", help="the store file")
-    db_sub = db.add_subparsers(dest="action", required=True)
+    db_sub = db.add_subparsers(dest="action", required=True, metavar="ACTION")
     for name, text in (
         ("path", "print the store path (exit 1 when no store is there)"),
         ("init", "create the store (and its folders) if it does not exist, and migrate it"),
@@ -265,10 +291,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             if exc.code == 2 and is_hook_run(given):
                 return 0
             raise
+    from .log_lines import WrappedFormatter, stderr_width  # noqa: PLC0415
+
+    handler = logging.StreamHandler(sys.stderr)  # stdout belongs to the protocol
+    line = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    # A hook's stderr is its host's, and the hook daemon's a log file for grep: one line each.
+    wrapped = args.command != "hook"
+    handler.setFormatter(WrappedFormatter(line, stderr_width()) if wrapped else logging.Formatter(line))
     logging.basicConfig(
         level=logging.INFO if args.command in (None, "serve", "console") else logging.WARNING,
-        stream=sys.stderr,  # stdout belongs to the protocol
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=[handler],
     )
     from ..errors import EscalationError  # noqa: PLC0415
 
@@ -293,14 +325,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run(args)
     except EscalationError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        report_error(str(exc))
         return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return _reader_gone()
     except OSError as exc:  # an unwritable store path, a full disk, a broken pipe
-        print(f"error: {exc}", file=sys.stderr)
+        report_error(str(exc))
         return 1
     except BaseExceptionGroup as group:
         # The SDK runs the lifespan in a task group: a store that cannot be opened arrives
@@ -310,8 +342,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         matched, _rest = group.split(EscalationError)
         if matched is None:
             raise
-        print(f"error: {_first(matched)}", file=sys.stderr)
+        report_error(str(_first(matched)))
         return 1
+
+
+def report_error(text: str) -> None:
+    """``error: text`` on stderr, wrapped like every operator output (the prefix stays first)."""
+    from .log_lines import stderr_width  # noqa: PLC0415 (only on the way out)
+    from .readable import error_lines  # noqa: PLC0415
+
+    sys.stderr.write("".join(f"{line}\n" for line in error_lines(text, stderr_width())))
+    sys.stderr.flush()
 
 
 def _reader_gone() -> int:

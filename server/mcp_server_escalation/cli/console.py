@@ -11,13 +11,16 @@ import os
 
 from ..errors import ConfigError, StoreError
 from ..settings import Settings
+from . import PORT_MAX, bounded
 from .operator import missing_store
+from .serve import refuse_a_taken_port
 
 # uvicorn waits for open responses on shutdown, and an SSE stream never ends by itself.
 SHUTDOWN_SECONDS = 2
 SECURE_COOKIE_HELP = (
     "mark the session cookie Secure, for a console reached over https through a TLS proxy "
-    "(a browser then never sends it over plain http, so logging in over plain http stops working)"
+    "(a browser then never sends it over plain http, so logging in over plain http stops "
+    "working; default: off)"
 )
 
 
@@ -32,7 +35,9 @@ def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type
     )
     common(console)  # type: ignore[operator]
     console.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    console.add_argument("--port", type=int, default=8766, help="port to listen on (default: 8766)")
+    console.add_argument(
+        "--port", type=bounded(0, PORT_MAX), default=8766, help="port to listen on (default: 8766)"
+    )
     console.add_argument(
         "--allowed-host",
         action="append",
@@ -43,7 +48,8 @@ def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type
         "--allowed-origin",
         action="append",
         metavar="ORIGIN",
-        help="an Origin allowed besides http://127.0.0.1, localhost and [::1] (repeatable)",
+        help="an Origin allowed besides http://127.0.0.1, localhost and [::1] (repeatable; "
+        "default: those alone)",
     )
     console.add_argument("--secure-cookie", action="store_true", help=SECURE_COOKIE_HELP)
 
@@ -73,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         allowed_hosts=tuple(args.allowed_host or ()),
         allowed_origins=tuple(args.allowed_origin or ()),
     )
+    refuse_a_taken_port(listen.host, listen.port)
     security = transport_security(listen)
     warn_about_exposure(listen, security)
     sessions = Sessions(os.environ[OPERATOR_TOKEN_ENV], os.environ.get(AGENT_TOKEN_ENV))

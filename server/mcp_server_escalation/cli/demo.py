@@ -64,6 +64,8 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from .readable import INDENT, error_lines, terminal_width, wrap
+
 # -- the script ------------------------------------------------------------------------------
 
 # step key -> (short title used when the step fails, narration printed when it succeeds)
@@ -157,10 +159,10 @@ STORE_KEPT_COMMANDS = (
 STORE_REMOVED = "The throw-away store was removed (run `demo --keep` to look at it afterwards)."
 CLAUDE_CODE = "Add the server to Claude Code (all agents then share the default store):"
 FINISHED = "Demo finished in {seconds:.1f} s: every step got the answer it expected."
-FAILED = "error: demo step {number} ({title}) failed: {problem}"
+FAILED = "demo step {number} ({title}) failed: {problem}"
 LOG_TAIL = "the server's stderr, last {count} lines:"
 LOG_LINES = 25
-NEEDS_FILE = "error: the demo needs a store file that the server and the operator CLI share, not :memory:"
+NEEDS_FILE = "the demo needs a store file that the server and the operator CLI share, not :memory:"
 
 
 # -- plumbing --------------------------------------------------------------------------------
@@ -170,9 +172,26 @@ class StepFailed(Exception):
     """The server (or the operator CLI) answered something the script did not expect."""
 
 
+# The narration's columns: "NN. " and a 16-character step name, then what happened; what the
+# agent was told and what the operator saw go under it, behind these prefixes.
+TEXT_COLUMN = 20
+TOLD = "    agent <- "
+BLOCK = "    | "
+
+
 def _out(text: str = "") -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
+
+
+def _wrapped(text: str, first: str = "", rest: str = INDENT) -> None:
+    """``text`` wrapped to the terminal (80 columns in a pipe); an id or a path stays whole."""
+    for line in wrap(text, terminal_width(), first, rest, whole_words=True):
+        _out(line)
+
+
+def _error(text: str) -> None:
+    sys.stderr.write("".join(f"{line}\n" for line in error_lines(text, terminal_width())))
 
 
 def _expect(condition: bool, problem: str) -> None:
@@ -224,16 +243,21 @@ class Demo:
 
     def _say(self, key: str, **fields: Any) -> None:
         self.done += 1
-        _out(f"{self.done:>2}. {STEPS[key][1].format(**fields)}")
+        _wrapped(f"{self.done:>2}. {STEPS[key][1].format(**fields)}", rest=" " * TEXT_COLUMN)
 
     @staticmethod
     def _directive(result: dict[str, Any]) -> None:
-        _out(f"    agent <- {result['directive']}: {result['message']}")
+        _wrapped(f"{result['directive']}: {result['message']}", TOLD, " " * len(TOLD))
 
     @staticmethod
     def _block(text: str) -> None:
+        """Lines another part printed, each behind the bar; a longer one continues under it."""
         for line in text.rstrip("\n").splitlines():
-            _out(f"    | {line}".rstrip())
+            lead = line[: len(line) - len(line.lstrip())]
+            if not line.strip():
+                _out(BLOCK.rstrip())
+                continue
+            _wrapped(line.strip(), BLOCK + lead, BLOCK + lead + INDENT)
 
     @contextmanager
     def step(self, key: str) -> Iterator[None]:
@@ -268,6 +292,8 @@ class Demo:
     async def operator(self, *args: str) -> str:
         """The operator CLI as another process on the same store; its stdout."""
         env = {**{k: v for k, v in os.environ.items() if k not in STORE_ENV}, **NO_CONFIG}
+        # What the operator's command prints is shown behind the bar: it is laid out to fit there.
+        env["COLUMNS"] = str(terminal_width() - len(BLOCK))
         command = [*server_command(), "--db", self.db_path, *self.extra_args, *args]
         done = await anyio.run_process(command, check=False, env=env)
         if done.returncode != 0:
@@ -280,7 +306,7 @@ class Demo:
 
     async def run(self) -> None:
         """Play the script; every step checks what the server answered."""
-        _out(HEADER)
+        _wrapped(HEADER)
         _out()
         with anyio.fail_after(TOTAL_SECONDS):
             async with self.agent() as agent:
@@ -538,26 +564,31 @@ def _closing(demo: Demo, kept: bool, seconds: float) -> None:
     command = " ".join(server_command())
     _out()
     if kept:
-        _out(STORE_KEPT.format(db=demo.db_path, id=demo.open_escalation))
+        _wrapped(STORE_KEPT.format(db=demo.db_path, id=demo.open_escalation))
         for line in STORE_KEPT_COMMANDS:
-            _out(line.format(command=command, db=demo.db_path, id=demo.open_escalation, task_id=demo.task_id))
+            text = line.format(
+                command=command, db=demo.db_path, id=demo.open_escalation, task_id=demo.task_id
+            )
+            _wrapped(text.strip(), INDENT, INDENT * 3)
     else:
-        _out(STORE_REMOVED)
+        _wrapped(STORE_REMOVED)
     _out()
-    _out(CLAUDE_CODE)
-    _out(f"  claude mcp add escalation -- {command}")
+    _wrapped(CLAUDE_CODE)
+    _wrapped(f"claude mcp add escalation -- {command}", INDENT, INDENT * 3)
     _out("  or in .mcp.json:")
     first, *rest = server_command()
     config = {"mcpServers": {"escalation": {"command": first, "args": rest}}}
-    _out("  " + json.dumps(config))
+    # Text to paste into a file: JSON by nature, one short line per key.
+    for line in json.dumps(config, indent=2).splitlines():
+        _out(INDENT + line)
     _out()
-    _out(FINISHED.format(seconds=seconds))
+    _wrapped(FINISHED.format(seconds=seconds))
 
 
 def run(args: argparse.Namespace) -> int:
     """Play the demo: 0 when every step got what it expected, else 1 naming the failed step."""
     if args.db == ":memory:":
-        sys.stderr.write(NEEDS_FILE + "\n")
+        _error(NEEDS_FILE)
         return 2
     workdir = None if args.db else tempfile.mkdtemp(prefix="mcp-escalation-demo-")
     # Absolute, so the closing commands work from any directory.
@@ -581,7 +612,9 @@ def run(args: argparse.Namespace) -> int:
         # The top level of the demo: any failure, foreseen or not, must name its step, because
         # the demo doubles as a smoke test of an installation.
         except Exception as exc:  # noqa: BLE001
-            sys.stderr.write(demo.failure(_problem(exc)) + "\n")
+            if any(isinstance(leaf, BrokenPipeError) for leaf in _leaves(exc)):
+                raise BrokenPipeError from None  # the reader left (| head): no failure of the demo
+            _error(demo.failure(_problem(exc)))
             server_log.seek(0)
             logged = server_log.read().splitlines()[-LOG_LINES:]
             if logged:

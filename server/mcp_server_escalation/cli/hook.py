@@ -38,10 +38,24 @@ def add_parser(
     common: Callable[[argparse.ArgumentParser], None],
 ) -> None:
     """The ``hook`` command and its subcommands."""
-    hook = sub.add_parser("hook", help="run as a coding host's hook (event on stdin), or install the hooks")
-    actions = hook.add_subparsers(dest="action", required=True)
+    hook = sub.add_parser(
+        "hook",
+        help="run as a coding host's hook (event on stdin), or install the hooks",
+        description="Run as a coding host's hook, or install the hooks into a host's settings. A "
+        "hook run reads one event (JSON) on stdin and prints the host's answer (JSON) on stdout, "
+        "or nothing for no decision; whatever goes wrong, it says so in one line on stderr and "
+        "exits 0, so that the host's tool call proceeds.",
+    )
+    actions = hook.add_subparsers(dest="action", required=True, metavar="ACTION")
     for host in HOSTS:
-        common(actions.add_parser(host, help=f"handle one {host} hook event (JSON on stdin)"))
+        common(
+            actions.add_parser(
+                host,
+                help=f"handle one {host} hook event (JSON on stdin)",
+                description=f"Handle one {host} hook event: its JSON on stdin, the host's answer "
+                "on stdout (nothing: no decision), a problem as one line on stderr; exit 0.",
+            )
+        )
     relay = actions.add_parser(
         "relay", help="answer hook runs for the store from this process (when no MCP server runs)"
     )
@@ -53,15 +67,25 @@ def add_parser(
     )
     common(daemon)
     daemon.add_argument(
-        "--lock-fd", type=int, help="the store's lock file, already locked by the hook that starts this"
+        "--lock-fd",
+        type=int,
+        metavar="FD",
+        help="the store's lock file, already locked by the hook run that starts the daemon "
+        "(default: none; the daemon takes the lock itself)",
     )
     install = actions.add_parser("install", help="merge the hook configuration into the host's settings")
     common(install)
     install.add_argument("host", choices=HOSTS, help="the coding host whose settings to change")
     where = install.add_mutually_exclusive_group()
-    where.add_argument("--project", action="store_true", help="the project's settings file (default)")
-    where.add_argument("--user", action="store_true", help="the user's settings file")
-    install.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    where.add_argument("--project", action="store_true", help="the project's settings file (the default)")
+    where.add_argument(
+        "--user", action="store_true", help="the user's settings file (default: the project's)"
+    )
+    install.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would change and the settings file it would write; write nothing (default: write)",
+    )
     install.add_argument(
         "--command",
         dest="hook_command",
@@ -140,7 +164,9 @@ def run_relay(args: argparse.Namespace) -> int:
     async def serve() -> int:
         async with open_runtime(settings) as rt, relay(rt) as path:
             if path is None:
-                print("error: no relay socket for this store (see docs/hooks.md)", file=sys.stderr)
+                from . import report_error  # noqa: PLC0415
+
+                report_error("no relay socket for this store (see docs/hooks.md)")
                 return 1
             print(f"hook relay for {settings.db_path} on {path}", file=sys.stderr)
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -198,6 +224,18 @@ def _given_command(command: str) -> str:
     return command
 
 
+def _said(text: str) -> None:
+    """A line of ``hook install`` wrapped to the terminal; the settings file it shows (several
+    lines of JSON, to paste or compare) exactly as it would be written."""
+    if "\n" in text:
+        print(text)
+        return
+    from .readable import INDENT, terminal_width, wrap  # noqa: PLC0415
+
+    for line in wrap(text, terminal_width(), "", INDENT, whole_words=True):
+        print(line)
+
+
 def install_hooks(args: argparse.Namespace) -> int:
     """``hook install <host>``: the hook command line with the store and config given here."""
     from ..errors import ConfigError  # noqa: PLC0415
@@ -222,7 +260,7 @@ def install_hooks(args: argparse.Namespace) -> int:
         prompts=str(Path(explicit_prompts).expanduser().absolute()) if explicit_prompts else None,
     )
     if not store.exists():
-        print(f"note: no store at {store} yet; the first hook run or server start creates it")
+        _said(f"note: no store at {store} yet; the first hook run or server start creates it")
     project = args.project_dir or env.get("CLAUDE_PROJECT_DIR") or Path.cwd()
     return install(
         args.host,
@@ -231,7 +269,7 @@ def install_hooks(args: argparse.Namespace) -> int:
         home=Path.home(),
         command=command,
         dry_run=bool(args.dry_run),
-        out=print,
+        out=_said,
     )
 
 

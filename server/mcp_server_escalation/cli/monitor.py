@@ -21,6 +21,7 @@ from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
 from ..services.runtime import Runtime
+from . import report_error
 from .readable import INDENT, cut, terminal_width, wrap
 
 
@@ -113,7 +114,7 @@ async def run(rt: Runtime, args: argparse.Namespace) -> int:
 async def watch(rt: Runtime, args: argparse.Namespace) -> int:
     """Print changes as they are committed, by any process, until interrupted."""
     if args.timeout is not None and args.timeout <= 0:
-        sys.stderr.write("error: --timeout must be a positive number of seconds\n")
+        report_error("--timeout must be a positive number of seconds")
         return 1
     done = anyio.Event()
     printed = 0
@@ -138,7 +139,7 @@ async def watch(rt: Runtime, args: argparse.Namespace) -> int:
         with anyio.move_on_after(args.timeout if args.timeout is not None else math.inf):
             await done.wait()
     if args.once and not printed:
-        sys.stderr.write(f"error: no escalation changed within {args.timeout:g} s\n")
+        report_error(f"no escalation changed within {args.timeout:g} s")
         return 1
     return 0
 

@@ -20,16 +20,25 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from ..errors import EscalationError, NotFound, StoreError
+from ..errors import EscalationError, StoreError
 from ..locations import store_origin
-from ..models.escalations import Escalation
-from ..rules.announce import human_answers
+from ..rules.refusals import Door, worded
 from ..services import escalations, reports
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, default_db_path, resolve_db_path
-from . import monitor, task_views
-from .escalation_view import answer_flags, escalation_lines, summary_lines
+from . import monitor, report_error, task_views
+from .escalation_view import ANSWER_FLAGS, escalation_lines, summary_lines
 from .readable import terminal_width
+
+# The CLI's names for what an operator gives, in its refusals (rules/refusals.py).
+FLAG_NAMES = {
+    "guidance": "--guidance",
+    "override": "--override",
+    "terminate": "--terminate",
+    "approve": "--approve",
+    "new_file_limit": "--file-limit",
+    "add_scope": "--add-scope",
+}
 
 
 def _out(text: str = "") -> None:
@@ -72,8 +81,8 @@ async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
                 _out(line)
         _out(f"({len(result.escalations)} of {result.total})")
         return 0
-    shown = await _load(rt, args.id)
     if args.action == "show":
+        shown = await escalations.show_escalation(rt, args.id)
         if args.json:
             _json(shown)
             return 0
@@ -84,8 +93,7 @@ async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
             _out(line)
         return 0
     response_type, content = _response(args)
-    _check_answer(rt, shown, response_type)
-    _check_flags(rt, args, response_type, content)
+    # The service checks the answer; a refusal reaches the operator in the CLI's words (_main).
     result_ = await escalations.resolve_escalation(
         rt,
         escalation_id=args.id,
@@ -106,51 +114,9 @@ async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _load(rt: Runtime, escalation_id: int) -> Escalation:
-    """The escalation, or an error that tells the operator which command lists the ids."""
-    try:
-        return await escalations.show_escalation(rt, escalation_id)
-    except NotFound:
-        raise EscalationError(
-            rt.prompts.render(
-                "cli_no_escalation", escalation_id=escalation_id, db=rt.db.path, store=store_flag(rt)
-            )
-        ) from None
-
-
-def _check_answer(rt: Runtime, shown: Escalation, response_type: str) -> None:
-    """Refuse, in the CLI's words, an answer the service would refuse in the model's words.
-
-    The service checks again inside its transaction: an answer given in between is still
-    refused, then in its words."""
-    if shown.status != "pending":
-        raise EscalationError(
-            rt.prompts.render(
-                "cli_not_pending",
-                escalation_id=shown.escalation_id,
-                status=shown.status,
-                store=store_flag(rt),
-            )
-        )
-    flags = answer_flags(shown)
-    if response_type not in human_answers(shown):
-        raise EscalationError(
-            rt.prompts.render(
-                "cli_not_an_answer",
-                escalation_id=shown.escalation_id,
-                type=shown.type,
-                flag=f"--{response_type}",
-                flags=", ".join(flags),
-            )
-        )
-
-
-def _check_flags(rt: Runtime, args: argparse.Namespace, response_type: str, content: str) -> None:
-    """The service's checks of the answer's text and approval flags, in flag terms."""
-    if response_type in ("guidance", "override") and not content.strip():
-        raise EscalationError(rt.prompts.render("cli_needs_text", flag=f"--{response_type}"))
-    if response_type != "approve" and (args.file_limit is not None or args.add_scope):
-        raise EscalationError(rt.prompts.render("cli_approve_only", flag=f"--{response_type}"))
+def cli_door(rt: Runtime) -> Door:
+    """The CLI as a door for refusals: answers and fields named by their flags."""
+    return Door(name="cli", offers=ANSWER_FLAGS, names=FLAG_NAMES, db=rt.db.path, store=store_flag(rt))
 
 
 def _response(args: argparse.Namespace) -> tuple[str, str]:
@@ -165,10 +131,15 @@ def _response(args: argparse.Namespace) -> tuple[str, str]:
 
 async def _main(settings: Settings, args: argparse.Namespace) -> int:
     async with open_runtime(settings, create=False) as rt:
-        if (args.command, getattr(args, "action", None)) in _MONITOR_COMMANDS:
-            return await monitor.run(rt, args)
-        # Every command that opens the store also sends announcements left undelivered.
-        return await monitor.with_delivery(rt, _dispatch(rt, args))
+        try:
+            if (args.command, getattr(args, "action", None)) in _MONITOR_COMMANDS:
+                return await monitor.run(rt, args)
+            # Every command that opens the store also sends announcements left undelivered.
+            return await monitor.with_delivery(rt, _dispatch(rt, args))
+        except EscalationError as exc:
+            if not exc.refusal:
+                raise
+            raise EscalationError(worded(rt.prompts, exc, cli_door(rt))) from None
 
 
 _MONITOR_COMMANDS = {("escalations", "watch"), ("stats", None), ("db", "backup"), ("db", "check")}
@@ -216,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         _out(path)  # printed either way, so that a script sees which path was meant
         problem = missing_store(path, args.db)
         if problem:
-            sys.stderr.write(f"error: {problem}\n")
+            report_error(problem)
         return 1 if problem else 0
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts, role="operator")
     problem = missing_store(settings.db_path, args.db)

@@ -35,6 +35,19 @@ def terminal_width() -> int:
     return max(MIN_COLUMNS, columns)
 
 
+def error_lines(text: str, width: int, lead: str = "error: ") -> list[str]:
+    """``error: text`` wrapped to ``width``; its lines kept, each continued two spaces in.
+
+    The first line always starts with ``lead``, whatever the width, so that a script can
+    still match it; a path or an id longer than a line stays whole, on a line of its own."""
+    lines: list[str] = []
+    for number, part in enumerate(text.splitlines() or [""]):
+        indent = part[: len(part) - len(part.lstrip())]
+        first = lead if number == 0 else INDENT + indent
+        lines += wrap(part.strip(), width, first, INDENT + indent, whole_words=True)
+    return lines
+
+
 def wrap(
     text: str, width: int, first: str = "", rest: str | None = None, *, whole_words: bool = False
 ) -> list[str]:

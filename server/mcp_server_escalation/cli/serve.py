@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import logging
 import os
+import socket
 from typing import TYPE_CHECKING
 
 import anyio
@@ -15,6 +17,7 @@ if TYPE_CHECKING:
 
     from ..adapters.console.app import Guard
 
+from ..errors import ConfigError
 from ..settings import Settings
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,28 @@ def console_beside_mcp(
         return None
     sessions = Sessions(operator_token, os.environ.get(AGENT_TOKEN_ENV))
     return build_console(settings, sessions, security, secure_cookie=secure_cookie)
+
+
+def refuse_a_taken_port(host: str, port: int) -> None:
+    """A ``ConfigError`` naming the port when something listens there already.
+
+    Left to uvicorn, it was an errno and an address tuple, logged after the store had been
+    opened, and exit code 3. Bound the way uvicorn binds (``SO_REUSEADDR``), so a port that
+    only lingers from a server just stopped is not refused."""
+    if port == 0:  # any free port
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return  # an address this host lacks, a port it forbids: the server says it
+            raise ConfigError(
+                f"port {port} on {host} is taken: another process listens there (an earlier "
+                "serve or console?). Stop it, or choose another port with --port."
+            ) from None
 
 
 def with_console_link(settings: Settings, host: str, port: int) -> Settings:
@@ -70,6 +95,7 @@ def serve(args: argparse.Namespace) -> int:
             allowed_hosts=tuple(args.allowed_host or ()),
             allowed_origins=tuple(args.allowed_origin or ()),
         )
+        refuse_a_taken_port(listen.host, listen.port)
         security = transport_security(listen)
         warn_about_exposure(listen, security)
         console = console_beside_mcp(settings, security, secure_cookie=args.secure_cookie)

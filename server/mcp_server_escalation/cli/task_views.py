@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 
-from ..errors import EscalationError, NotFound
 from ..models.escalations import EscalationSummary
 from ..models.results import TaskView
 from ..services import escalations, tasks
 from ..services.runtime import Runtime
-from ..settings import default_db_path
 from .escalation_view import summary_lines
 from .monitor import out, table
 from .readable import INDENT, labelled, terminal_width, wrap
@@ -37,7 +34,7 @@ async def run(rt: Runtime, args: argparse.Namespace) -> int:
     """Dispatch ``tasks list`` and ``tasks show``."""
     width = terminal_width()
     if args.action == "show":
-        view = await _task(rt, args.id)
+        view = await tasks.get_task(rt, args.id)  # an unknown id: worded in cli/operator.py
         if args.json:
             out(json.dumps(view.model_dump(mode="json"), indent=2, sort_keys=True))
             return 0
@@ -73,16 +70,6 @@ async def run(rt: Runtime, args: argparse.Namespace) -> int:
     for line in table(headers, rows, width=width):
         out(line)
     return 0
-
-
-async def _task(rt: Runtime, task_id: str) -> TaskView:
-    """The task's view, or an error that tells the operator which command lists the ids."""
-    try:
-        return await tasks.get_task(rt, task_id)
-    except NotFound:
-        store = "" if rt.db.path == str(default_db_path()) else f" --db {shlex.quote(rt.db.path)}"
-        text = rt.prompts.render("cli_no_task", task_id=task_id, db=rt.db.path, store=store)
-        raise EscalationError(text) from None
 
 
 def _limit(value: object) -> str:

@@ -33,6 +33,8 @@ OPTIONS_TOTAL_MAX = 4000
 # under the minutes hosts allow a tool call before they give up on it.
 WAIT_MAX_SECONDS = 60.0
 TASK_ID_PATTERN = r"^[A-Za-z0-9._:/@-]{1,128}$"
+# A task's file limit, as a threshold or an approval's new limit (models/thresholds.py).
+FILE_LIMIT_MAX = 1_000_000
 # The largest integer SQLite stores (a signed 64-bit INTEGER): an id or revision above it
 # names no row, and binding it fails inside SQLite instead of saying what is wrong.
 SQLITE_INTEGER_MAX = 2**63 - 1

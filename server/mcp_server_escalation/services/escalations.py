@@ -15,7 +15,15 @@ import anyio
 
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound, TaskEnded
 from ..models.escalations import Escalation, EscalationRef, EscalationResponse, Trigger
-from ..models.limits import ENDED_STATUSES, WAIT_MAX_SECONDS, Directive, Role
+from ..models.limits import (
+    ENDED_STATUSES,
+    FILE_LIMIT_MAX,
+    LIST_MAX,
+    PATH_MAX,
+    WAIT_MAX_SECONDS,
+    Directive,
+    Role,
+)
 from ..models.results import (
     AcknowledgeResult,
     EscalationResult,
@@ -407,6 +415,7 @@ async def resolve_escalation(
     escalation that changed since, new evidence or another answer, is a Conflict: the human
     answered something they did not see."""
     add_scope = sorted(set(add_scope or []))
+    _check_approval_values(new_file_limit, add_scope)
     now = rt.now()
     recorded_responder = _recorded_responder(role, responder)
 
@@ -418,28 +427,45 @@ async def resolve_escalation(
             raise Conflict(
                 f"escalation_id: escalation {escalation_id} is already {escalation.status}; "
                 "only a pending escalation can be answered."
+            ).because(
+                "answered" if escalation.response is not None else "closed",
+                escalation_id=escalation_id,
+                status=escalation.status,
+                task_id=escalation.task_id,
             )
         if expected_revision is not None and expected_revision != escalation.revision:
             raise Conflict(
                 f"revision: escalation {escalation_id} changed since revision {expected_revision} "
                 f"(it is at revision {escalation.revision}); read it again before answering."
+            ).because(
+                "changed", escalation_id=escalation_id, seen=expected_revision, current=escalation.revision
             )
         if response_type not in escalation.response_options:
             raise InvalidInput(
                 "response_type",
                 f"{response_type!r} is not an option for this {escalation.type} escalation; "
                 f"choose one of {escalation.response_options}",
+            ).because(
+                "not_an_answer",
+                escalation_id=escalation_id,
+                type=escalation.type,
+                response_type=response_type,
+                options=tuple(escalation.response_options),
             )
         if response_type in ("guidance", "override") and not content.strip():
-            raise InvalidInput("content", f"a {response_type} response needs text (1 to 65536 characters)")
+            raise InvalidInput(
+                "content", f"a {response_type} response needs text (1 to 65536 characters)"
+            ).because("needs_text", response_type=response_type)
         if response_type != "approve" and (new_file_limit is not None or add_scope):
             raise InvalidInput(
                 "new_file_limit",
                 "new_file_limit and add_scope go only with response_type 'approve'",
-            )
+            ).because("approve_only", response_type=response_type)
         task = load_task(conn, escalation.task_id)
         if task.status in ENDED_STATUSES:
-            raise TaskEnded(f"escalation_id: task {task.task_id!r} is already {task.status}.")
+            raise TaskEnded(f"escalation_id: task {task.task_id!r} is already {task.status}.").because(
+                "task_ended", escalation_id=escalation_id, task_id=task.task_id, task_status=task.status
+            )
         _apply_effects(conn, task, escalation, response_type, content, new_file_limit, add_scope, now)
         response = EscalationResponse(
             response_type=response_type,
@@ -474,6 +500,19 @@ async def resolve_escalation(
     result = await rt.db.write(work)
     await rt.publish(result.escalation, "resolved")
     return result
+
+
+def _check_approval_values(new_file_limit: int | None, add_scope: list[str]) -> None:
+    """The tool's schema bounds for an approval, for the doors without one (the console's form)."""
+    if new_file_limit is not None and not 1 <= new_file_limit <= FILE_LIMIT_MAX:
+        raise InvalidInput(
+            "new_file_limit", f"{new_file_limit} is not between 1 and {FILE_LIMIT_MAX}"
+        ).because("file_limit_range", limit=new_file_limit, high=FILE_LIMIT_MAX)
+    longest = max((len(glob) for glob in add_scope), default=0)
+    if len(add_scope) > LIST_MAX or longest > PATH_MAX:
+        raise InvalidInput(
+            "add_scope", f"at most {LIST_MAX} globs of at most {PATH_MAX} characters each"
+        ).because("scope_too_large", count=len(add_scope), longest=longest, globs=LIST_MAX, chars=PATH_MAX)
 
 
 def _check_agent_may_withdraw(
@@ -545,6 +584,11 @@ def _apply_effects(
                     "new_file_limit",
                     f"{new_file_limit} is below the {task.counters.files_modified} files "
                     "the task has already modified",
+                ).because(
+                    "limit_below_modified",
+                    limit=new_file_limit,
+                    modified=task.counters.files_modified,
+                    task_id=task.task_id,
                 )
             thresholds = thresholds.model_copy(update={"files_modified_exceeds": new_file_limit})
         scope = list(task.scope)

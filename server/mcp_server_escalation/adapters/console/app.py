@@ -34,6 +34,7 @@ from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from . import pages, queue_view
 from .landing import landing, login_location
+from .refusals import refusal_text
 from .sessions import COOKIE, RESPONDER, Session, Sessions, csrf_matches
 from .throttle import LoginThrottle
 
@@ -221,7 +222,7 @@ class Console:
             told = await escalations.agent_message(self.rt, escalation_id)
             told_then = await told_when_fired(self.rt, escalation_id)
         except NotFound as exc:
-            return self._error(404, str(exc), session, "/")
+            return self._error(404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
         body = pages.escalation_body(self.book, escalation, session.csrf, told, told_then)
         title = f"#{escalation.escalation_id} {escalation.type}"
         return HTMLResponse(pages.page(self.book, title, body, session.csrf))
@@ -234,7 +235,7 @@ class Console:
         try:
             view = await tasks.get_task(self.rt, str(request.path_params["task_id"]))
         except NotFound as exc:
-            return self._error(404, str(exc), session, "/")
+            return self._error(404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
         title = f"{self.book.render('console_title_task')} {view.task.task_id}"
         return HTMLResponse(pages.page(self.book, title, pages.task_body(self.book, view), session.csrf))
 
@@ -290,7 +291,7 @@ class Console:
             )
         except EscalationError as exc:
             status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 400)
-            return self._error(status, str(exc), session, back)
+            return self._error(status, refusal_text(self.book, exc, self.rt.db.path), session, back)
         return RedirectResponse(back, status_code=303)
 
     async def _answer_fields(self, escalation_id: int, form: FormData) -> Answer:
@@ -303,14 +304,18 @@ class Console:
             escalation = await escalations.show_escalation(self.rt, escalation_id)
             index = _int_field(option, "option")
             if index is None or not 1 <= index <= len(escalation.options):
-                raise InvalidInput("option", f"pick one of 1 to {len(escalation.options)}")
+                raise InvalidInput("option", f"pick one of 1 to {len(escalation.options)}").because(
+                    "option_range", field="option", count=len(escalation.options)
+                )
             picked = escalation.options[index - 1]
             response_type = response_type or "guidance"
             content = f"{picked}\n\n{content}".strip() if content.strip() else picked
         if not response_type:
-            raise InvalidInput("response_type", "choose the kind of answer")
+            raise InvalidInput("response_type", "choose the kind of answer").because("no_answer_kind")
         if len(content) > CONTENT_MAX_CHARS:
-            raise InvalidInput("content", f"{len(content)} characters, more than {CONTENT_MAX_CHARS}")
+            raise InvalidInput(
+                "content", f"{len(content)} characters, more than {CONTENT_MAX_CHARS}"
+            ).because("too_long", field="content", length=len(content), limit=CONTENT_MAX_CHARS)
         scope = [line.strip() for line in str(get("add_scope") or "").splitlines() if line.strip()]
         return Answer(response_type, content, _int_field(get("file_limit"), "file_limit"), scope)
 
@@ -338,7 +343,9 @@ def _int_field(value: object, field: str) -> int | None:
     try:
         return int(text)
     except ValueError:
-        raise InvalidInput(field, f"{text[:40]!r} is not a whole number") from None
+        raise InvalidInput(field, f"{text[:40]!r} is not a whole number").because(
+            "not_a_number", field=field, text=text[:40]
+        ) from None
 
 
 def build_console(
