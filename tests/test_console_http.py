@@ -101,6 +101,9 @@ async def test_an_answer_without_the_session_cookie_is_refused_and_changes_nothi
             f"/escalations/{escalation_id}/answer", data={"response_type": "guidance", "content": "x"}
         )
     assert answer.status_code == 401
+    # The answer is lost with the session; the way back goes through the login to the same
+    # escalation, not to the queue.
+    assert f'href="/login?next=%2Fescalations%2F{escalation_id}"' in answer.text
     with logged_in(console) as operator:
         assert "waiting for you" in operator.get("/").text
 

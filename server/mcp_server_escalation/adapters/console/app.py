@@ -33,7 +33,7 @@ from ...services.console import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from . import pages, queue_view
-from .landing import landing, login_location
+from .landing import landing, login_location, login_to
 from .refusals import refusal_text
 from .sessions import COOKIE, RESPONDER, Session, Sessions, csrf_matches
 from .throttle import LoginThrottle
@@ -268,14 +268,15 @@ class Console:
 
     async def answer(self, request: Request) -> Response:
         """Answer through the CLI's service, as the logged-in operator, on the revision shown."""
+        escalation_id = int(request.path_params["id"])
+        back = f"/escalations/{escalation_id}"
         session = self._session(request)
         if session is None:
-            return self._refused(401, "console_refused_session", "/login")
+            # The answer is lost with the session: back to the escalation through the login.
+            return self._refused(401, "console_refused_session", login_to(back))
         form = await request.form()
         if not csrf_matches(session, str(form.get("csrf") or "")):
             return self._refused(403, "console_refused_csrf")
-        escalation_id = int(request.path_params["id"])
-        back = f"/escalations/{escalation_id}"
         try:
             answer = await self._answer_fields(escalation_id, form)
             await escalations.resolve_escalation(

@@ -53,10 +53,15 @@ def landing(requested: str) -> str:
     return QUEUE if parts.path in NOT_LANDINGS else requested
 
 
+def login_to(path: str) -> str:
+    """The login page, landing on ``path`` afterwards when it is one of this site's own pages."""
+    requested = landing(path)
+    return LOGIN if requested == QUEUE else f"{LOGIN}?{urlencode({'next': requested})}"
+
+
 def login_location(request: Request) -> str:
     """The login page, carrying the page asked for as ``next`` when it is not the queue."""
     raw = request.scope.get("raw_path")
     path = raw.decode("latin-1") if isinstance(raw, bytes) else request.url.path
     query = request.url.query
-    requested = landing(f"{path}?{query}" if query else path)
-    return LOGIN if requested == QUEUE else f"{LOGIN}?{urlencode({'next': requested})}"
+    return login_to(f"{path}?{query}" if query else path)
