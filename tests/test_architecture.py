@@ -209,8 +209,10 @@ def test_the_checker_itself_catches_a_wrong_way_import() -> None:
 
 def test_no_model_facing_wording_in_the_tool_adapter() -> None:
     # Descriptions come from prompts/tools.toml; the adapter only carries types and limits.
-    source = (PACKAGE / "adapters" / "tools.py").read_text(encoding="utf-8")
-    assert "description=" not in source
+    modules = sorted((PACKAGE / "adapters" / "tools").glob("*.py"))
+    assert modules
+    for module in modules:
+        assert "description=" not in module.read_text(encoding="utf-8"), module.name
 
 
 # Phrases that only prompt text contains (seed 000's check, extended to our sections).

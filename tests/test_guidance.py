@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from conftest import Agent, FakeClock, connect
 from mcp_server_escalation.clock import parse_iso
+from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.rules import ranking
 from mcp_server_escalation.services import failures, guidance, tasks
 from mcp_server_escalation.services.runtime import open_runtime
@@ -426,7 +427,7 @@ def test_guidance_never_errors_is_bounded_and_is_deterministic(
         async with open_runtime(Settings(db_path=":memory:", project_root="/p")) as rt:
             await tasks.start_task(rt, title="t", task_id="h1")
             for message in messages:
-                await failures.record_failure(rt, task_id="h1", message=message)
+                await failures.record_failure(rt, FailureReport(task_id="h1", message=message))
             first = await guidance.get_guidance(rt, task_id="h1", query=query, k=k, scope=scope)
             second = await guidance.get_guidance(rt, task_id="h1", query=query, k=k, scope=scope)
         assert len(first.items) <= k

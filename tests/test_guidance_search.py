@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import PROJECT, migrate_by_hand
+from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.models.thresholds import ThresholdOverrides
 from mcp_server_escalation.rules import ranking
 from mcp_server_escalation.rules.fingerprint import message_key
@@ -37,7 +38,7 @@ async def _runtime(db_path: str) -> AsyncIterator[Runtime]:
 
 
 async def _fail(rt: Runtime, message: str, task_id: str = "s1", **extra: Any) -> str:
-    result = await failures.record_failure(rt, task_id=task_id, message=message, **extra)
+    result = await failures.record_failure(rt, FailureReport(task_id=task_id, message=message, **extra))
     return result.failure.failure_id
 
 

@@ -9,6 +9,7 @@ import sqlite3
 from typing import Any
 
 from conftest import connect, make_settings
+from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.models.limits import POLL_MAX_BYTES, RESULT_MAX_BYTES
 from mcp_server_escalation.services import failures, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
@@ -94,7 +95,7 @@ class VmSteps:
 
 async def _steps_and_row_of_one_repeat(rt: Runtime, steps: VmSteps, i: int) -> tuple[int, int]:
     before = steps.count
-    await failures.record_failure(rt, **failure_args("flat", i))
+    await failures.record_failure(rt, FailureReport(**failure_args("flat", i)))
     used = steps.count - before
 
     def row_bytes(conn: Conn) -> int:
@@ -122,7 +123,7 @@ async def test_a_repeat_while_paused_reads_and_writes_as_much_at_the_thousandth_
             if i + 1 in (100, 1000):
                 measured[i + 1] = await _steps_and_row_of_one_repeat(rt, steps, i)
             else:
-                await failures.record_failure(rt, **failure_args("flat", i))
+                await failures.record_failure(rt, FailureReport(**failure_args("flat", i)))
     (steps_100, row_100), (steps_1000, row_1000) = measured[100], measured[1000]
     # Digits grow (99 -> 999) and nothing else: the stored escalation keeps its size...
     assert row_1000 - row_100 < 64, (row_100, row_1000)

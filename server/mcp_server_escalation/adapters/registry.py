@@ -6,6 +6,10 @@ time; we build each ``Tool`` from its argument model (which validation needs any
 the schemas generated ahead of time into ``schemas/tools/`` (``python -m
 mcp_server_escalation.adapters.schemas``; a test fails when they differ from the models).
 Descriptions then come from ``prompts/tools.toml``, strictly: every tool and argument.
+
+What every tool does alike is done here once: the tool function receives its ``call``
+(what the request brings: the runtime, the caller), and a domain error it raises becomes
+the tool error the model reads.
 """
 
 from __future__ import annotations
@@ -16,19 +20,23 @@ import types
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..datafiles import data_dir
-from ..errors import ConfigError
+from ..errors import ConfigError, EscalationError
 from ..models.limits import TEXT_MAX
 from ..prompts import PromptBook
 from .flat_schemas import flat_schema, input_schema
 
 ToolFunction = Callable[..., Awaitable[BaseModel]]
-CONTEXT_PARAMETER = "ctx"  # every tool takes its request context under this name
+# What a tool function receives first, from the request's context (never an argument).
+CALL_PARAMETER = "call"
+# The name the SDK passes the request's context under, to the function it calls.
+CONTEXT_PARAMETER = "ctx"
 COMPACT = (",", ":")  # json.dumps separators without spaces
 
 
@@ -112,12 +120,12 @@ def _argument_model(fn: ToolFunction) -> tuple[type[LazyArguments], frozenset[st
     """One model of the arguments, and the arguments that admit no string.
 
     The same model as the SDK's (field per parameter, its annotation and default, the
-    context parameter left out), on a base that defers building; ``tests/test_schemas.py``
+    call parameter left out), on a base that defers building; ``tests/test_schemas.py``
     checks its schema against the published one, and the bad-input tests its errors.
     """
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn, eval_str=True).parameters.values():
-        if param.name == CONTEXT_PARAMETER:
+        if param.name == CALL_PARAMETER:
             continue
         if hasattr(BaseModel, param.name) or param.name.startswith("_"):
             raise TypeError(f"{fn.__name__}: parameter {param.name!r} would shadow the argument model")
@@ -142,9 +150,15 @@ def _published(name: str) -> dict[str, Any] | None:
     return loaded if isinstance(loaded, dict) else None
 
 
-def tool_result(fn: ToolFunction, text: str | None) -> Callable[..., Awaitable[CallToolResult]]:
-    """``fn`` answering with its whole result as ``structuredContent``, and as the text the
-    model reads either the ``text`` field of it or, without one, the result as compact JSON.
+def tool_result(
+    fn: ToolFunction, text: str | None, bind: Callable[[Any], object]
+) -> Callable[..., Awaitable[CallToolResult]]:
+    """``fn`` called with ``bind(context)`` first, answering with its whole result as
+    ``structuredContent``, and as the text the model reads either the ``text`` field of it
+    or, without one, the result as compact JSON.
+
+    A domain error (``EscalationError``) becomes a tool error whose text tells the model
+    how to fix the call; anything else is a bug, which the SDK reports without its text.
 
     The feedback and guidance tools name their rendered text: the model reads it as written
     instead of JSON-escaped inside a copy of the structured result, which would double the
@@ -153,8 +167,12 @@ def tool_result(fn: ToolFunction, text: str | None) -> Callable[..., Awaitable[C
     own dump, so it is not validated again on the way out.
     """
 
-    async def call(**arguments: Any) -> CallToolResult:
-        structured = (await fn(**arguments)).model_dump(mode="json", by_alias=True)
+    async def call(ctx: Any, **arguments: Any) -> CallToolResult:
+        try:
+            result = await fn(bind(ctx), **arguments)
+        except EscalationError as exc:
+            raise ToolError(str(exc)) from exc
+        structured = result.model_dump(mode="json", by_alias=True)
         shown = (
             str(structured[text]) if text else json.dumps(structured, ensure_ascii=False, separators=COMPACT)
         )
@@ -164,10 +182,17 @@ def tool_result(fn: ToolFunction, text: str | None) -> Callable[..., Awaitable[C
 
 
 def structured_tool(
-    fn: ToolFunction, annotations: ToolAnnotations, *, use_published: bool = True, text: str | None = None
+    fn: ToolFunction,
+    annotations: ToolAnnotations,
+    bind: Callable[[Any], object],
+    *,
+    use_published: bool = True,
+    text: str | None = None,
 ) -> Tool:
-    """A ``Tool`` with a structured result, published flattened (``tool_result``)."""
-    context = CONTEXT_PARAMETER if CONTEXT_PARAMETER in inspect.signature(fn).parameters else None
+    """A ``Tool`` with a structured result, published flattened (``tool_result``), whose
+    function takes ``bind(context)`` as its first parameter, named ``call``."""
+    if next(iter(inspect.signature(fn).parameters), None) != CALL_PARAMETER:
+        raise TypeError(f"{fn.__name__}: a tool's first parameter is {CALL_PARAMETER!r}")
     metadata = argument_metadata(fn)
     # The return annotation is a plain class name of the defining module (postponed
     # annotations); looking it up avoids evaluating every annotation at start-up.
@@ -180,13 +205,13 @@ def structured_tool(
     metadata.output_model = None
     metadata.output_schema = output or flat_schema(result_model)
     return Tool(
-        fn=tool_result(fn, text),
+        fn=tool_result(fn, text, bind),
         name=name,
         description=fn.__doc__ or name,
         parameters=parameters or input_schema(metadata.arguments_model()),
         fn_metadata=metadata,
         is_async=True,
-        context_kwarg=context,
+        context_kwarg=CONTEXT_PARAMETER,
         annotations=annotations,
     )
 

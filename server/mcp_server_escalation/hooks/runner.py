@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..models.escalations import Escalation
+from ..models.failures import FailureReport
 from ..models.hook_config import HooksConfig
 from ..models.limits import ENDED_STATUSES
 from ..models.tasks import Task
@@ -223,6 +224,16 @@ async def _pre_tool(call: Call) -> Answer:
     )
 
 
+def observed_failure(**fields: Any) -> FailureReport:
+    """A failure a hook saw, as the report the service records.
+
+    Not held to the limits of ``record_failure``'s arguments: an event is clipped to the
+    hook's own limits as it is read (hooks/events.py), and a host's long output or tool name
+    is recorded as the host gave it rather than lost with the whole call.
+    """
+    return FailureReport.model_construct(**fields)
+
+
 async def _post_tool(call: Call) -> Answer:
     event, cfg = call.event, call.cfg
     plan = plan_post(event, call.kind, call.root, rules(cfg))
@@ -235,18 +246,8 @@ async def _post_tool(call: Call) -> Answer:
     subject = path or (plan.failure.file if plan.failure else None)
     failure = progress_ = None
     if plan.failure is not None:
-        f = plan.failure
-        failure = failures.failure_recording(
-            call.rt,
-            task_id=task.task_id,
-            message=f.message,
-            signal_type=f.signal_type,
-            step=cfg.step,
-            tool_name=f.tool_name,
-            error_code=f.error_code,
-            file=f.file,
-            attempted_action=f.attempted_action,
-        )
+        report = observed_failure(task_id=task.task_id, step=cfg.step, **plan.failure._asdict())
+        failure = failures.failure_recording(call.rt, report)
     if plan.progress is not None:
         p = plan.progress
         progress_ = progress.progress_recording(
@@ -340,8 +341,7 @@ async def _stop_failure(call: Call) -> Answer:
     if task is None or task.status in ENDED_STATUSES:
         return Answer()
     error = event.failure_type or "unknown"
-    await failures.record_failure(
-        call.rt,
+    report = observed_failure(
         task_id=task.task_id,
         message=event.output or f"API error: {error}",
         signal_type="api_unavailable",
@@ -349,6 +349,7 @@ async def _stop_failure(call: Call) -> Answer:
         tool_name=f"{event.host} API",
         error_code=error,
     )
+    await failures.record_failure(call.rt, report)
     return Answer()
 
 

@@ -1,13 +1,47 @@
-"""Failure records (seed 004's binding schema) and their occurrences."""
+"""Failures as reported, and the records (one per task and fingerprint) that count them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .base import Record
-from .limits import FailureStatus, Severity
+from .limits import LIST_MAX, FailureStatus, Path, Severity, ShortText, SignalType, StepName, TaskId
+
+# The limits of a failure's fields, shared by record_failure's flat arguments and the report.
+FailureMessage = Annotated[ShortText, Field(min_length=1)]
+ErrorName = Annotated[str, Field(max_length=256)]  # a phase, error type, tool name or code
+LineNumber = Annotated[int, Field(ge=0, le=100_000_000)]
+ContextRefs = Annotated[dict[str, Any], Field(max_length=LIST_MAX)]
+
+
+class FailureReport(BaseModel):
+    """One failure as reported, by the agent (``record_failure``) or by a host's hook (a
+    failed tool call): what the service classifies, fingerprints and stores.
+
+    ``signal_type`` and ``severity`` left out are decided by the service; ``details`` are
+    the facts given about a blocker (``BlockerDetails``, checked by the tool).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    task_id: TaskId
+    message: FailureMessage
+    signal_type: SignalType | None = None
+    severity: Severity | None = None
+    step: StepName = "main"
+    phase: ErrorName | None = None
+    error_type: ErrorName | None = None
+    tool_name: ErrorName | None = None
+    error_code: ErrorName | None = None
+    file: Path | None = None
+    line: LineNumber | None = None
+    attempted_action: ShortText | None = None
+    observed_outcome: ShortText | None = None
+    recommended_adjustment: ShortText | None = None
+    context_refs: ContextRefs = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
 
 
 class Occurrence(Record):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidInput
+from ..models.failures import FailureReport
 from ..models.limits import BLOCKER_SIGNALS
 from ..models.results import FailureSummary, RecordFailureResult
 from ..models.tasks import Task
@@ -61,81 +62,52 @@ def blocker_subject(signal_type: str, details: dict[str, Any], message: str) -> 
     return headline(message)
 
 
-def failure_recording(
-    rt: Runtime,
-    *,
-    task_id: str,
-    message: str,
-    signal_type: str | None = None,
-    severity: str | None = None,
-    step: str = "main",
-    phase: str | None = None,
-    error_type: str | None = None,
-    tool_name: str | None = None,
-    error_code: str | None = None,
-    file: str | None = None,
-    line: int | None = None,
-    attempted_action: str | None = None,
-    observed_outcome: str | None = None,
-    recommended_adjustment: str | None = None,
-    context_refs: dict[str, Any] | None = None,
-    details: dict[str, Any] | None = None,
-) -> Recording[RecordFailureResult]:
+def failure_recording(rt: Runtime, report: FailureReport) -> Recording[RecordFailureResult]:
     """Store one failure occurrence and fire whatever trigger it completes.
 
     The recording, to run in a transaction (``record_failure`` runs it in its own)."""
-    problem = pointer_problem(context_refs or {})
+    problem = pointer_problem(report.context_refs)
     if problem is not None:
         raise InvalidInput("context_refs", problem)
-    given = {k: v for k, v in (details or {}).items() if v is not None}
-    if signal_type is None:
-        chosen = classify(message, rt.patterns, error_type=error_type, tool_name=tool_name)
+    message, attempted_action, line = report.message, report.attempted_action, report.line
+    given = {k: v for k, v in report.details.items() if v is not None}
+    if report.signal_type is None:
+        chosen = classify(message, rt.patterns, error_type=report.error_type, tool_name=report.tool_name)
         signal, classified_by = chosen.signal_type, chosen.rule
         found = {**chosen.details, **given}
     else:
-        signal, classified_by = signal_type, "caller"
+        signal, classified_by = report.signal_type, "caller"
         found = extract_details(message, signal, rt.patterns, given)
-    level = severity or DEFAULT_SEVERITY.get(signal, "medium")
+    level = report.severity or DEFAULT_SEVERITY.get(signal, "medium")
     print_ = fingerprint(
         signal_type=signal,
-        step=step,
+        step=report.step,
         message=message,
-        error_type=error_type,
-        tool_name=tool_name,
-        error_code=error_code,
+        error_type=report.error_type,
+        tool_name=report.tool_name,
+        error_code=report.error_code,
     )
     now = rt.now()
+    task_id = report.task_id
 
     def work(conn: Conn) -> tuple[RecordFailureResult, Fired | None]:
         task = load_task(conn, task_id)
         stop = stop_if_ended(rt, conn, task)
         if stop is not None:
             return RecordFailureResult(failure=None, escalation=None, **stop.model_dump()), None
-        where = normalise_path(file, task.project).path if file else None
+        where = normalise_path(report.file, task.project).path if report.file else None
+        decided = report.model_copy(
+            update={"signal_type": signal, "severity": level, "details": found, "file": where}
+        )
         record = failure_store.record_occurrence(
             conn,
             failure_store.NewFailure(
-                task_id=task_id,
+                report=decided,
                 project=task.project,
                 generation=task.generation,
                 agent_id=task.agent_id,
-                step=step,
-                phase=phase,
-                signal_type=signal,
                 classified_by=classified_by,
-                severity=level,
                 fingerprint=print_,
-                message=message,
-                error_type=error_type,
-                tool_name=tool_name,
-                error_code=error_code,
-                attempted_action=attempted_action,
-                observed_outcome=observed_outcome,
-                recommended_adjustment=recommended_adjustment,
-                context_refs=context_refs or {},
-                details=found,
-                file=where,
-                line=line,
             ),
             now,
         )

@@ -7,9 +7,8 @@ import json
 import re
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
 
-from ..models.failures import FailureRecord, Occurrence
+from ..models.failures import FailureRecord, FailureReport, Occurrence
 from ..rules.fingerprint import message_key
 from .db import Conn
 
@@ -58,31 +57,18 @@ def record_from_row(row: sqlite3.Row) -> FailureRecord:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NewFailure:
-    """What record_failure stores about one occurrence."""
+    """What record_failure stores about one occurrence: the report as decided (its signal
+    type, severity and details chosen, its file relative to the project), and the task's
+    hand it came from."""
 
-    task_id: str
+    report: FailureReport
     project: str
     generation: int
     agent_id: str
-    step: str
-    phase: str | None
-    signal_type: str
     classified_by: str
-    severity: str
     fingerprint: str
-    message: str
-    error_type: str | None
-    tool_name: str | None
-    error_code: str | None
-    attempted_action: str | None
-    observed_outcome: str | None
-    recommended_adjustment: str | None
-    context_refs: dict[str, Any]
-    details: dict[str, Any]
-    file: str | None
-    line: int | None
 
 
 # A repeat of a record, in place. Only the columns a repeat changes are assigned: SQLite
@@ -124,22 +110,23 @@ class Counted:
 
 def _repeat(conn: Conn, new: NewFailure, now: str, refs: str, details: str) -> Counted | None:
     """Count one more occurrence of an existing record; None when there is none yet."""
-    advice = (new.recommended_adjustment,) if new.recommended_adjustment is not None else ()
+    report = new.report
+    advice = (report.recommended_adjustment,) if report.recommended_adjustment is not None else ()
     row = conn.execute(
         _REPEAT_WITH_ADVICE if advice else _REPEAT_KEEPING_ADVICE,
         (
             now,
-            new.phase,
-            new.attempted_action,
-            new.observed_outcome,
+            report.phase,
+            report.attempted_action,
+            report.observed_outcome,
             *advice,
             refs,
             refs,
             details,
             details,
-            new.severity,
-            new.severity,
-            new.task_id,
+            report.severity,
+            report.severity,
+            report.task_id,
             new.fingerprint,
         ),
     ).fetchone()
@@ -161,8 +148,9 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> Counted:
     the advice when new advice is given, reactivates a resolved record (it happened again),
     and keeps the highest severity seen.
     """
-    refs = json.dumps(new.context_refs, sort_keys=True)
-    details = json.dumps(new.details, sort_keys=True)
+    report = new.report
+    refs = json.dumps(report.context_refs, sort_keys=True)
+    details = json.dumps(report.details, sort_keys=True)
     counted = _repeat(conn, new, now, refs, details)
     if counted is None:
         row = conn.execute(
@@ -171,45 +159,45 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> Counted:
                    attempted_action, observed_outcome, recommended_adjustment,
                    context_refs_json, details_json, created_at, last_seen_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-               RETURNING seq""",
+               RETURNING seq, severity""",
             (
-                new.task_id,
+                report.task_id,
                 new.project,
-                new.step,
-                new.phase,
-                new.signal_type,
+                report.step,
+                report.phase,
+                report.signal_type,
                 new.classified_by,
-                new.severity,
+                report.severity,
                 new.fingerprint,
-                new.message,
-                message_key(new.message),
-                new.error_type,
-                new.tool_name,
-                new.error_code,
-                new.attempted_action,
-                new.observed_outcome,
-                new.recommended_adjustment,
+                report.message,
+                message_key(report.message),
+                report.error_type,
+                report.tool_name,
+                report.error_code,
+                report.attempted_action,
+                report.observed_outcome,
+                report.recommended_adjustment,
                 refs,
                 details,
                 now,
                 now,
             ),
         ).fetchone()
-        counted = Counted(row[0], new.severity, 1, "active")
+        counted = Counted(row[0], row[1], 1, "active")
     conn.execute(
         """INSERT INTO failure_occurrences (failure_seq, task_id, generation, agent_id, step,
                message, file, line, attempted_action, details_json, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (
             counted.seq,
-            new.task_id,
+            report.task_id,
             new.generation,
             new.agent_id,
-            new.step,
-            new.message,
-            new.file,
-            new.line,
-            new.attempted_action,
+            report.step,
+            report.message,
+            report.file,
+            report.line,
+            report.attempted_action,
             details,
             now,
         ),

@@ -1,0 +1,71 @@
+"""What every tool function receives first: its request's runtime and caller."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+
+from ...models.limits import Role
+from ...services.runtime import Runtime
+from ..app_context import AppContext
+from ..holders import STDIO_HOLDER, TaskHolders
+from ..registry import ToolFunction
+
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+IDEMPOTENT_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+
+
+class Served(NamedTuple):
+    """A tool as served: its function, its hints to the client, and the field of its result
+    the model reads as text (None: the whole result, as JSON)."""
+
+    fn: ToolFunction
+    annotations: ToolAnnotations
+    text: str | None = None
+
+
+class ToolCall:
+    """One tool call's request: the runtime of its session, and who is calling on what
+    (``role``: the server's --role, which a bearer token overrides over HTTP)."""
+
+    __slots__ = ("_context", "_http", "_role")
+
+    def __init__(self, context: Context[AppContext], role: Role, http: bool) -> None:
+        self._context = context
+        self._role = role
+        self._http = http
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._context.request_context.lifespan_context.runtime
+
+    @property
+    def holders(self) -> TaskHolders:
+        return self._context.request_context.lifespan_context.holders
+
+    def role(self) -> Role:
+        """The caller's role. Over HTTP the bearer token decides; on stdio there is no
+        token, only --role (and the auth machinery is not even imported: it costs cold start)."""
+        if not self._http:
+            return self._role
+        from ..http_auth import request_role  # noqa: PLC0415
+
+        return request_role(self._role)
+
+    def connection(self) -> str | None:
+        """Which connection the call came on (adapters/holders.py): the process on stdio,
+        the MCP session over HTTP; None for a sessionless HTTP request."""
+        if not self._http:
+            return STDIO_HOLDER
+        headers = self._context.headers
+        return headers.get("mcp-session-id") if headers else None
