@@ -194,3 +194,28 @@ async def test_a_connection_that_fails_to_open_raises_its_error_and_leaves_no_th
     [thread] = opened_in
     thread.join(10)  # it has answered its last call; it ends right after
     assert not thread.is_alive()
+
+
+async def test_eight_reads_at_once_open_four_readers_and_closing_leaves_no_thread(db_path: str) -> None:
+    before = set(threading.enumerate())
+    db = await Database.open(db_path)
+    ran_in: list[threading.Thread] = []
+
+    def read(conn: sqlite3.Connection) -> None:
+        ran_in.append(threading.current_thread())
+        conn.execute("SELECT count(*) FROM schema_migrations").fetchone()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for _ in range(8):
+                tg.start_soon(db.read, read)
+        await db.write(lambda conn: conn.execute("SELECT 1").fetchone())
+        opened = set(threading.enumerate()) - before
+    finally:
+        await db.close()
+    assert len(ran_in) == 8
+    assert len(set(ran_in)) == db_module.READERS
+    assert len(opened) == 1 + db_module.READERS  # the writer's thread and the readers'
+    for thread in opened:
+        thread.join(10)  # each has answered its close; it ends right after
+    assert not [thread for thread in opened if thread.is_alive()]
