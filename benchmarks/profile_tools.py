@@ -4,10 +4,9 @@ Serves ``mcp-server-escalation`` and the no-op server in this process through th
 in-memory ``Client`` and splits each tool call into:
 
 - the service call (``services.*``), and within it:
-  - the store transactions (``Database._run``: ``BEGIN`` .. ``COMMIT``, with the Python of
-    the unit of work in between), how many there were, and how many had to wait for the
-    write lock in a worker thread (``Database._run_waiting``; 0 unless another process
-    holds the lock);
+  - the store transactions (``db._run``: ``BEGIN`` .. ``COMMIT``, with the Python of the
+    unit of work in between, in the store's thread) and how many there were;
+  - the trips to the store's thread and back (``Worker.run`` minus the transactions in it);
   - the time SQLite itself spent in statements (``execute``/``executemany`` and the
     fetches that step a cursor) and how many statements ran, ``BEGIN``/``COMMIT``
     included;
@@ -16,7 +15,7 @@ in-memory ``Client`` and splits each tool call into:
   serialisation, dispatch, and the client's validation of the structured result.
 
 It times SQLite with a ``sqlite3.Connection`` subclass given to the store's connection
-factory, and patches ``Database._run``/``_run_waiting`` and the service functions the
+factory, and patches ``db._run``, ``Worker.run`` and the service functions the
 adapters call, so it is a diagnostic, not a benchmark of record (the wrappers add a few
 microseconds per statement). ``--cprofile DIR`` also writes one cProfile file per tool
 (``python -m pstats DIR/record_failure.prof``).
@@ -55,6 +54,7 @@ from mcp_server_escalation.adapters.app import build_server
 from mcp_server_escalation.services import failures, feedback, progress
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import db as db_module
+from mcp_server_escalation.store import worker as worker_module
 
 # get_feedback last, as in bench_stdio: by then the task has the other tools' failures.
 TOOLS = ("record_failure", "report_progress", "check_edit", "get_feedback")
@@ -65,7 +65,7 @@ SERVICES = (
     (feedback, "get_feedback"),
 )
 HEAVY = "get_feedback*"  # bench_feedback.py's heavy step: 200 attempts, 3 cycles, 20 findings
-COLUMNS = ("call", "svc", "txn", "sql", "py", "out")
+COLUMNS = ("call", "svc", "txn", "hop", "sql", "py", "out")
 
 
 class Meter:
@@ -78,7 +78,7 @@ class Meter:
         self.service = 0.0
         self.transaction = 0.0
         self.transactions = 0
-        self.waited = 0
+        self.trip = 0.0
         self.sqlite = 0.0
         self.statements = 0
 
@@ -151,23 +151,26 @@ def instrument() -> None:
     # The store calls ``sqlite3.connect`` through its module: give it the timed factory.
     db_module.sqlite3 = _SqliteProxy(connect)  # type: ignore[assignment]
 
-    original_run = db_module.Database._run
-    original_waiting = db_module.Database._run_waiting
+    original_run = db_module._run
+    original_trip = worker_module.Worker.run
 
-    def _run(self: db_module.Database, begin: str, fn: Callable[..., Any], *, commit: bool) -> Any:
+    def _run(conn: sqlite3.Connection, begin: str, fn: Callable[..., Any], *, commit: bool) -> Any:
         t0 = time.perf_counter()
         try:
-            return original_run(self, begin, fn, commit=commit)
+            return original_run(conn, begin, fn, commit=commit)
         finally:
             METER.transaction += time.perf_counter() - t0
             METER.transactions += 1
 
-    def _run_waiting(self: db_module.Database, begin: str, fn: Callable[..., Any], *, commit: bool) -> Any:
-        METER.waited += 1
-        return original_waiting(self, begin, fn, commit=commit)
+    async def trip(self: worker_module.Worker, fn: Callable[..., Any]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await original_trip(self, fn)
+        finally:
+            METER.trip += time.perf_counter() - t0
 
-    db_module.Database._run = _run  # type: ignore[method-assign]
-    db_module.Database._run_waiting = _run_waiting  # type: ignore[method-assign]
+    db_module._run = _run
+    worker_module.Worker.run = trip  # type: ignore[method-assign]
 
     for module, name in SERVICES:
         service = getattr(module, name)
@@ -199,14 +202,14 @@ def check_instrumented(settings: Settings) -> None:
     async def probe() -> None:
         database = await db_module.Database.open(settings.db_path)
         try:
-            if not isinstance(database._conn, TimedConnection):
+            if not isinstance(database._writer._conn, TimedConnection):
                 raise SystemExit(
                     "profile_tools: the store no longer opens via sqlite3.connect; update the script"
                 )
             METER.reset()
             await database.read(lambda conn: conn.execute("SELECT 1").fetchone())
             if METER.transactions != 1 or METER.statements < 2:
-                raise SystemExit("profile_tools: Database._run is no longer used; update the script")
+                raise SystemExit("profile_tools: db._run is no longer used; update the script")
         finally:
             await database.close()
 
@@ -234,7 +237,7 @@ async def measure(
     rows: dict[str, list[float]] = {k: [] for k in COLUMNS}
     transactions: list[int] = []
     statements: list[int] = []
-    waited = escalated = 0
+    escalated = 0
     profiler = cProfile.Profile() if profile_dir else None
     for i in range(warmup, warmup + calls):
         args = make(i)
@@ -253,29 +256,28 @@ async def measure(
         rows["call"].append(elapsed)
         rows["svc"].append(METER.service)
         rows["txn"].append(METER.transaction)
+        rows["hop"].append(METER.trip - METER.transaction)
         rows["sql"].append(METER.sqlite)
         rows["py"].append(METER.service - METER.sqlite)
         rows["out"].append(elapsed - METER.service)
         transactions.append(METER.transactions)
         statements.append(METER.statements)
-        waited += METER.waited
     m = {k: median_ms(v) for k, v in rows.items()}
     entry: dict[str, Any] = {f"{k}_median_ms": v for k, v in m.items()}
     entry["transactions_median"] = statistics.median(transactions)
     entry["statements_median"] = statistics.median(statements)
-    entry["waited_for_lock"] = waited
     entry["escalations"] = escalated
     entry["ratio_call_vs_noop"] = m["call"] / base
     entry["ratio_outside_vs_noop"] = m["out"] / base
     print(
-        f"{label:<16} {m['call']:>7.3f} {m['svc']:>8.3f} {m['txn']:>7.3f} {m['sql']:>7.3f} "
+        f"{label:<16} {m['call']:>7.3f} {m['svc']:>8.3f} {m['txn']:>7.3f} {m['hop']:>7.3f} {m['sql']:>7.3f} "
         f"{entry['statements_median']:>6.0f} {m['py']:>10.3f} {m['out']:>12.3f}  "
         f"(call {entry['ratio_call_vs_noop']:.2f}x, "
         f"outside {entry['ratio_outside_vs_noop']:.2f}x noop; "
         f"{entry['transactions_median']:.0f} txn)"
     )
-    if waited or escalated:
-        print(f"  note: {waited} transactions waited for the lock, {escalated} results escalated")
+    if escalated:
+        print(f"  note: {escalated} results escalated")
     if profiler and profile_dir:
         profiler.dump_stats(profile_dir / f"{label.replace('*', '_heavy')}.prof")
     return entry
@@ -306,7 +308,7 @@ async def run(
         report["noop_median_ms"] = base
         print(f"\nin-process, mode={mode}, {calls} calls/tool; noop median {base:.3f} ms")
         print(
-            f"{'tool':<16} {'call':>7} {'service':>8} {'txn':>7} {'sqlite':>7} {'stmts':>6} "
+            f"{'tool':<16} {'call':>7} {'service':>8} {'txn':>7} {'hop':>7} {'sqlite':>7} {'stmts':>6} "
             f"{'py in svc':>10} {'outside svc':>12}  (ms, medians; txn/stmts per call)"
         )
         for tool in TOOLS:
@@ -326,8 +328,9 @@ async def run(
         if profile_dir:
             print(f"cProfile files in {profile_dir} (timings above are inflated by the profiler)")
     print(
-        "txn = BEGIN..COMMIT including the Python of the unit of work; sqlite = time inside "
-        "statements and fetches;\npy in svc = service - sqlite; outside svc = call - service "
+        "txn = BEGIN..COMMIT including the Python of the unit of work; hop = the trips to the "
+        "store's thread and back;\nsqlite = time inside statements and fetches; "
+        "py in svc = service - sqlite; outside svc = call - service "
         "(SDK validation, serialisation, dispatch, client)."
     )
     return report

@@ -11,9 +11,7 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +33,7 @@ from mcp_server_escalation.store import db as db_module
 from mcp_server_escalation.store.db import Database
 from mcp_server_escalation.store.migrations import MIGRATIONS
 from operator_support import SCRIPT, cli_env, flat, run_cli
+from store_faults import read_only
 
 TOO_BIG = SQLITE_INTEGER_MAX + 1  # 2**63: no SQLite INTEGER holds it
 LATEST = MIGRATIONS[-1].version
@@ -225,35 +224,12 @@ async def test_the_cli_refuses_numbers_beyond_their_limit_with_a_usage_error(
 # --- Item 5: a read-only store, a full disk ------------------------------------------------
 
 
-@contextmanager
-def _read_only(path: Path) -> Iterator[None]:
-    """The store file refuses writes, as on a read-only file system.
-
-    Its mode is enough for an ordinary user; root writes whatever the mode says, so for
-    root the file is made immutable (``chattr +i``), which root's writes respect too.
-    """
-    if os.geteuid() != 0:
-        path.chmod(0o444)
-        try:
-            yield
-        finally:
-            path.chmod(0o644)
-        return
-    made = subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False)
-    if made.returncode != 0:
-        pytest.skip(f"cannot make {path} read-only for root here: {made.stderr.decode().strip()}")
-    try:
-        yield
-    finally:
-        subprocess.run(["chattr", "-i", str(path)], check=True)
-
-
 async def test_a_read_only_store_answers_writes_with_a_tool_error_and_still_serves_reads(
     db_path: str,
 ) -> None:
     await _store_with_a_task(db_path)
     before = dump(db_path)
-    with _read_only(Path(db_path)):
+    with read_only(Path(db_path)):
         async with connect(db_path) as agent:
             errors = [
                 await agent.error("record_failure", task_id="edge", message="ImportError: no module x"),

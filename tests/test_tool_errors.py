@@ -7,13 +7,11 @@ that handling, shows here as a crash whose text the SDK hides from the model.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-import pytest
-
 from conftest import Agent, connect
-from mcp_server_escalation.errors import StoreUnwritable
-from mcp_server_escalation.store.db import Database
+from store_faults import read_only
 
 # One call per tool that its service refuses, and the words of the refusal.
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
@@ -50,7 +48,13 @@ async def test_every_tools_refusal_reaches_the_model_as_a_tool_error_with_its_wo
 
 
 # What a call needs beyond its required arguments to reach the store.
-REACHING_THE_STORE: dict[str, dict[str, Any]] = {"update_failure": {"status": "resolved"}}
+REACHING_THE_STORE: dict[str, dict[str, Any]] = {
+    "update_failure": {"failure_id": "F-1", "status": "resolved"},
+    "resolve_escalation": {"escalation_id": 2, "response_type": "guidance", "content": "Go left"},
+    "end_task": {"outcome": "abandoned"},
+    # a paused task's edit is refused without writing; an active task's is counted
+    "check_edit": {"task_id": "b"},
+}
 
 
 def _minimal(schema: dict[str, Any]) -> Any:
@@ -71,23 +75,36 @@ def _minimal(schema: dict[str, Any]) -> Any:
     return "a"
 
 
-async def test_a_store_refusal_in_any_tool_reaches_the_model_as_a_tool_error(
-    db_path: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    refusal = "the disk is full: the store cannot grow"
-
-    async def refuse(*_: Any) -> Any:
-        raise StoreUnwritable(refusal)
-
+async def test_a_store_refusal_in_any_writing_tool_reaches_the_model_as_a_tool_error(db_path: str) -> None:
     async with connect(db_path) as agent:
         tools = (await agent.client.list_tools()).tools
-        # As a full disk would, from now on: every read and write of the store is refused.
-        monkeypatch.setattr(Database, "read", refuse)
-        monkeypatch.setattr(Database, "write", refuse)
-        for tool in tools:
-            properties = tool.input_schema.get("properties", {})
-            arguments = {name: _minimal(properties[name]) for name in tool.input_schema.get("required", [])}
-            arguments |= REACHING_THE_STORE.get(tool.name, {})
-            result = await agent.client.call_tool(tool.name, arguments)
-            assert result.is_error, tool.name
-            assert result.content[0].text == f"Error executing tool {tool.name}: {refusal}"  # type: ignore[union-attr]
+        # What the calls name exists and is in the state the call needs, so each gets as
+        # far as writing: escalation 1 answered (to acknowledge), task b active (to check an
+        # edit), escalation 2 pending (for the operator to answer).
+        await agent.call("start_task", title="Refused", task_id="a")
+        await agent.call("record_failure", task_id="a", message="boom")
+        await agent.call("raise_escalation", task_id="a", reason="why")
+        await agent.call("start_task", title="Active", task_id="b")
+        await agent.call("start_task", title="Asking", task_id="c")
+        await agent.call("raise_escalation", task_id="c", reason="which way?")
+    async with connect(db_path, role="operator") as operator:
+        await operator.call("resolve_escalation", escalation_id=1, response_type="guidance", content="Go on")
+    writing = [t for t in tools if not (t.annotations and t.annotations.read_only_hint)]
+    assert len(writing) >= 10
+    # The store's file refuses writes (a read-only file system): every writing tool meets
+    # the store's refusal.
+    answered: dict[str, str] = {}
+    with read_only(Path(db_path)):
+        async with connect(db_path) as agent, connect(db_path, role="operator") as operator:
+            for tool in writing:
+                properties = tool.input_schema.get("properties", {})
+                required = tool.input_schema.get("required", [])
+                arguments = {name: _minimal(properties[name]) for name in required}
+                arguments |= REACHING_THE_STORE.get(tool.name, {})
+                caller = operator if tool.name == "resolve_escalation" else agent
+                result = await caller.client.call_tool(tool.name, arguments)
+                text = result.content[0].text  # type: ignore[union-attr]
+                answered[tool.name] = text if result.is_error else "(no error)"
+    for tool_name, text in answered.items():
+        assert text.startswith(f"Error executing tool {tool_name}: "), text
+        assert "is read-only" in text, (tool_name, text)

@@ -1,21 +1,25 @@
-"""The SQLite connection, its PRAGMAs, transactions and migrations.
+"""The SQLite connections, their PRAGMAs, transactions and migrations.
 
 Design:
-- One ``sqlite3`` connection per process, in autocommit mode (``isolation_level=None``) so
-  every transaction is explicit: ``BEGIN IMMEDIATE`` for read-modify-write (it takes the
-  write lock up front, so two processes never both read a counter and both write it),
-  ``BEGIN`` for multi-statement reads (one consistent snapshot).
+- A transaction is one synchronous function of a ``sqlite3`` connection (``fn(conn)``),
+  handed whole to the thread that owns the connection (aiosqlite's; ``worker.py``): BEGIN,
+  ``fn``, COMMIT or ROLLBACK, the wait for another process's lock and the search-index
+  repair are one trip to that thread and back. The event loop never runs SQLite, so a
+  slow query, an index rebuild or a lock another process holds stalls no other client.
+- Connections are in autocommit mode (``isolation_level=None``) so every transaction is
+  explicit: ``BEGIN IMMEDIATE`` for read-modify-write (it takes the write lock up front, so
+  two processes never both read a counter and both write it), ``BEGIN`` for reads (one
+  consistent snapshot).
+- Writes go to the process's one writer connection, one after another in the order they
+  came: SQLite lets one connection write at a time anyway. A write that finds the lock held
+  by another process waits in the writer's thread, up to the busy timeout; only the writes
+  after it wait with it.
+- Reads go to reader connections, opened as concurrent reads need them (``READERS`` at
+  most), so no read queues behind a waiting write or behind a slow read. WAL lets them read
+  the last commit while another connection writes; a read that follows a write of this
+  process sees it (the write has committed before it returns).
 - WAL, so readers never block the writer and the CLI can read while agents write;
-  ``synchronous=NORMAL`` is durable against a killed process (what SPEC 7 asks).
-- A transaction is one synchronous unit of work (``fn(conn)``). It runs on the event loop
-  when the write lock is free at once, and in a worker thread, waiting up to the busy
-  timeout, when another process holds it. Why not aiosqlite: it hands every statement to
-  its thread and back (three hops for execute + fetch), and those hops, not SQLite, were
-  two thirds of a tool call: 2.2-3.9x a no-op tool over stdio against SPEC 8's 1.5x
-  (benchmarks/README.md). A whole transaction here costs 0.1-0.4 ms of SQLite work, so
-  running it on the loop blocks nothing noticeably, and a contended lock never does.
-- The connection is shared by every concurrent tool call of the process and SQLite has one
-  transaction per connection, so an ``anyio.Lock`` serialises transactions in-process.
+  ``synchronous=NORMAL`` is durable against a killed process.
 - A write the file or the disk refuses (a read-only store, a full disk) is rolled back
   whole and raised as ``StoreUnwritable``, which says what is wrong and who can fix it;
   the connection stays usable, so reads go on and writes work again once fixed.
@@ -34,13 +38,13 @@ from pathlib import Path
 from typing import TypeVar
 
 import anyio
-import anyio.to_thread
 
 from ..errors import StoreError, StoreUnwritable
 from ..rules.fingerprint import message_key
 from . import search_index
 from .files import companion_of
 from .migrations import MIGRATIONS, Migration
+from .worker import Worker, closed_error
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +62,9 @@ WAL_SWITCH_SECONDS = 30.0
 # A transaction start that still finds the database busy after the busy timeout is retried
 # this many times before the error reaches anyone (8 writers x 30 s is far beyond any run).
 _BUSY_RETRIES = 5
+# Reads that run at once, each on a connection and thread of its own; one more waits for
+# the first of them to end.
+READERS = 4
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -102,15 +109,15 @@ def _connect(path: str, *, create: bool) -> sqlite3.Connection:
         )
     try:
         if path == ":memory:":
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(path, isolation_level=None)
         elif create:
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(path, isolation_level=None)
         else:
             # mode=rw: SQLite itself refuses to create the file, whatever happened to it since
             # the caller looked.
             uri = f"{Path(path).expanduser().absolute().as_uri()}?mode=rw"
-            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None)
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"store {path}: {exc}") from exc
     conn.row_factory = sqlite3.Row
@@ -119,174 +126,97 @@ def _connect(path: str, *, create: bool) -> sqlite3.Connection:
     return conn
 
 
-class Database:
-    """The process's connection to one store file (or ``:memory:``)."""
+def _open(path: str, *, create: bool) -> sqlite3.Connection:
+    """A configured connection to the store (run in the thread that will use it)."""
+    conn = _connect(path, create=create)
+    try:
+        _configure(conn, path)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StoreError(f"store {path}: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
-    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
-        self._conn = conn
-        # Held across a whole transaction. On the fast path the transaction runs on the
-        # loop without awaiting, so the lock is free whenever a call arrives (unless one is
-        # waiting for another process in a worker thread): taking it need not yield to the
-        # loop, which cost each tool call a trip around the event loop.
-        self._lock = anyio.Lock(fast_acquire=True)
+
+def _configure(conn: sqlite3.Connection, path: str) -> None:
+    # The store thread waits for another process's lock itself, up to the busy timeout.
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if path != ":memory:":
+        _enable_wal(conn)
+        conn.execute("PRAGMA synchronous = NORMAL")
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch a new store to WAL, also when several processes create it at once.
+
+    SQLite answers "database is locked" to this PRAGMA at once, without its busy
+    timeout, while another connection writes a store that is not in WAL mode yet; so
+    wait and retry (at open, before any request is served), and accept the store as
+    soon as another process has switched it.
+    """
+    deadline = time.monotonic() + WAL_SWITCH_SECONDS
+    delay = 0.01
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() > deadline:
+                raise
+            log.warning("store busy while switching to WAL, retrying in %.2f s", delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+            continue
+        if mode is not None and str(mode[0]).lower() == "wal":
+            return
+        raise sqlite3.OperationalError(f"journal_mode stayed {mode[0] if mode else None!r}")
+
+
+class Database:
+    """The process's store (a file, or ``:memory:``): one writer, readers as reads need them."""
+
+    def __init__(self, writer: Worker, path: str) -> None:
+        self._writer = writer
+        # Two connections to ":memory:" would be two databases: there, reads take the writer.
+        self._readers = None if path == ":memory:" else _Readers(functools.partial(_open, path, create=False))
         self.path = path
 
     @classmethod
     async def open(cls, path: str, *, create: bool = True) -> Database:
         """Open and migrate the store at ``path``; create it (and its folders) only if ``create``."""
-        # Opening is quick local work done once before the first request, so it runs on the
-        # loop; a thread hop here would only add start-up time (SPEC 8 cold start).
-        conn = _connect(path, create=create)
-        db = cls(conn, path)
+        writer = await Worker.open(functools.partial(_open, path, create=create))
+        db = cls(writer, path)
         try:
-            db._configure()
             await db.migrate()
         except sqlite3.DatabaseError as exc:
-            conn.close()
+            await db.close()
             raise StoreError(f"store {path}: {exc}") from exc
         except BaseException:
-            conn.close()
+            await db.close()
             raise
         return db
 
-    def _configure(self) -> None:
-        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        if self.path != ":memory:":
-            self._enable_wal()
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-        self._conn.execute("PRAGMA busy_timeout = 0")
-
-    def _enable_wal(self) -> None:
-        """Switch a new store to WAL, also when several processes create it at once.
-
-        SQLite answers "database is locked" to this PRAGMA at once, without its busy
-        timeout, while another connection writes a store that is not in WAL mode yet; so
-        wait and retry (start-up only, before any request is served), and accept the store
-        as soon as another process has switched it.
-        """
-        deadline = time.monotonic() + WAL_SWITCH_SECONDS
-        delay = 0.01
-        while True:
-            try:
-                mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
-            except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or time.monotonic() > deadline:
-                    raise
-                log.warning("store busy while switching to WAL, retrying in %.2f s", delay)
-                time.sleep(delay)
-                delay = min(delay * 2, 0.5)
-                continue
-            if mode is not None and str(mode[0]).lower() == "wal":
-                return
-            raise sqlite3.OperationalError(f"journal_mode stayed {mode[0] if mode else None!r}")
-
     async def close(self) -> None:
-        """Close the connection; WAL content is already durable."""
-        async with self._lock:
-            self._conn.close()
-
-    def _run(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
-        """BEGIN, ``fn(conn)``, then COMMIT (or ROLLBACK for reads and on any error)."""
-        self._conn.execute(begin)
-        try:
-            result = fn(self._conn)
-            self._conn.execute("COMMIT" if commit else "ROLLBACK")
-        except BaseException:
-            # A full disk may have rolled the transaction back already, and a COMMIT that
-            # failed leaves it open: end it either way, or every later BEGIN of this
-            # connection fails.
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            raise
-        return result
-
-    def _run_waiting(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
-        """The same, in a worker thread, waiting for the lock up to the busy timeout."""
-        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        try:
-            for attempt in range(_BUSY_RETRIES):
-                try:
-                    return self._run(begin, fn, commit=commit)
-                except sqlite3.OperationalError as exc:
-                    if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1 or self._conn.in_transaction:
-                        raise
-                    log.warning("store busy after %d ms, retrying", BUSY_TIMEOUT_MS)
-            raise AssertionError("unreachable")  # pragma: no cover
-        finally:
-            self._conn.execute("PRAGMA busy_timeout = 0")
-
-    async def _transact(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
-        try:
-            return await self._transact_repairing(begin, fn, commit=commit)
-        except sqlite3.DatabaseError as exc:
-            refused = _unwritable(exc, self.path)
-            if refused is None:
-                raise
-            log.warning("store %s refused a write: %s", self.path, exc)
-            raise refused from exc
-
-    async def _transact_repairing(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
-        async with self._lock:
-            try:
-                return await self._attempt(begin, fn, commit=commit)
-            except sqlite3.DatabaseError as exc:
-                # A damaged index shows itself as "malformed", "vtable constructor failed", or
-                # even a failed constraint of its own tables: any store error is checked for it.
-                if (
-                    _is_busy_error(exc)
-                    or _unwritable(exc, self.path)
-                    or not await self._repair_search_index(exc)
-                ):
-                    raise
-            # The damage was the search index's, and it is rebuilt: the same work again.
-            return await self._attempt(begin, fn, commit=commit)
-
-    async def _attempt(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
-        try:
-            # Fast path: the lock is free (busy_timeout is 0 here), run on the loop.
-            return self._run(begin, fn, commit=commit)
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or self._conn.in_transaction:
-                raise
-        # Another process holds the lock: wait for it off the event loop.
-        return await anyio.to_thread.run_sync(lambda: self._run_waiting(begin, fn, commit=commit))
-
-    async def _repair_search_index(self, error: sqlite3.DatabaseError) -> bool:
-        """Rebuild the search index if it is what SQLite found damaged; was it?
-
-        The index is derived from the failure records, so a damaged one costs a rebuild (a
-        second or two for 100,000 records, off the event loop), never a failed tool call.
-        Damage anywhere else is not ours to repair: the caller raises it.
-        """
-        try:
-            repair = await anyio.to_thread.run_sync(
-                lambda: self._run_waiting("BEGIN IMMEDIATE", search_index.repair_if_damaged, commit=True)
-            )
-        except sqlite3.Error as check_error:
-            # No index to check (a store still being migrated) or a store too damaged to
-            # check: the original error is the one to report.
-            log.debug("store %s: the search index could not be checked: %s", self.path, check_error)
-            return False
-        if repair.damage is None:
-            if search_index.is_corruption(error):
-                log.error("store %s is damaged outside the search index: %s", self.path, error)
-            return False
-        log.warning(
-            "store %s: the search index was damaged (%s); rebuilt from the failure records in %.2f s",
-            self.path,
-            repair.damage,
-            repair.seconds,
-        )
-        return True
+        """Close every connection once its work is done; WAL content is already durable."""
+        if self._readers is not None:
+            await self._readers.close()
+        await self._writer.close()
 
     async def write(self, fn: Callable[[Conn], T]) -> T:
         """Run ``fn`` in a write transaction (``BEGIN IMMEDIATE``); commit, or roll back on error."""
-        return await self._transact("BEGIN IMMEDIATE", fn, commit=True)
+        return await self._writer.run(self._transaction("BEGIN IMMEDIATE", fn, commit=True))
 
     async def read(self, fn: Callable[[Conn], T]) -> T:
         """Run ``fn`` on one consistent snapshot; nothing it does is kept."""
-        return await self._transact("BEGIN", fn, commit=False)
+        job = self._transaction("BEGIN", fn, commit=False)
+        if self._readers is None:
+            return await self._writer.run(job)
+        return await self._readers.run(job)
+
+    def _transaction(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> Callable[[Conn], T]:
+        return lambda conn: transact(conn, self.path, begin, fn, commit=commit)
 
     async def schema_version(self) -> int:
         """The highest migration applied to this store."""
@@ -295,7 +225,8 @@ class Database:
     async def migrate(self) -> list[int]:
         """Apply every pending migration, each in its own transaction with its record."""
         applied: list[int] = []
-        current = await self.read(_current_version)
+        # On the writer: opening a store opens no reader.
+        current = await self._writer.run(self._transaction("BEGIN", _current_version, commit=False))
         if current > MIGRATIONS[-1].version:
             raise StoreError(newer_schema(self.path, current))
         if current == MIGRATIONS[-1].version:
@@ -306,6 +237,122 @@ class Database:
                 applied.append(migration.version)
                 log.info("applied migration %03d %s", migration.version, migration.name)
         return applied
+
+
+class _Readers:
+    """Connections for reads, opened as concurrent reads need them, at most ``READERS``."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect
+        self._idle: list[Worker] = []
+        self._opened: list[Worker] = []
+        self._closed = False
+        # Taking a free slot need not yield to the loop (a trip around it per read).
+        self._slots = anyio.Semaphore(READERS, fast_acquire=True)
+
+    async def run(self, job: Callable[[Conn], T]) -> T:
+        async with self._slots:
+            reader = self._idle.pop() if self._idle else await self._open()
+            try:
+                return await reader.run(job)
+            finally:
+                self._idle.append(reader)
+
+    async def _open(self) -> Worker:
+        if self._closed:
+            raise closed_error()  # a thread opened now would outlive the store
+        reader = await Worker.open(self._connect)
+        if self._closed:  # closed while this one opened
+            await reader.close()
+            raise closed_error()
+        self._opened.append(reader)
+        return reader
+
+    async def close(self) -> None:
+        self._closed = True
+        for reader in self._opened:
+            await reader.close()
+
+
+def transact(conn: Conn, path: str, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+    """One whole transaction, in a store thread: ``fn`` between BEGIN and COMMIT (or
+    ROLLBACK), waiting for another process's lock, the search index repaired if damaged, a
+    refused write raised as ``StoreUnwritable``."""
+    try:
+        return _repairing(conn, path, begin, fn, commit=commit)
+    except sqlite3.DatabaseError as exc:
+        refused = _unwritable(exc, path)
+        if refused is None:
+            raise
+        log.warning("store %s refused a write: %s", path, exc)
+        raise refused from exc
+
+
+def _repairing(conn: Conn, path: str, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+    try:
+        return _waiting(conn, begin, fn, commit=commit)
+    except sqlite3.DatabaseError as exc:
+        # A damaged index shows itself as "malformed", "vtable constructor failed", or
+        # even a failed constraint of its own tables: any store error is checked for it.
+        if _is_busy_error(exc) or _unwritable(exc, path) or not _repair_search_index(conn, path, exc):
+            raise
+    # The damage was the search index's, and it is rebuilt: the same work again.
+    return _waiting(conn, begin, fn, commit=commit)
+
+
+def _waiting(conn: Conn, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+    """The transaction, started again when the busy timeout ran out before the lock was free."""
+    for attempt in range(_BUSY_RETRIES):
+        try:
+            return _run(conn, begin, fn, commit=commit)
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1 or conn.in_transaction:
+                raise
+            log.warning("store busy after %d ms, retrying", BUSY_TIMEOUT_MS)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _run(conn: Conn, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+    """BEGIN, ``fn(conn)``, then COMMIT (or ROLLBACK for reads and on any error)."""
+    conn.execute(begin)
+    try:
+        result = fn(conn)
+        conn.execute("COMMIT" if commit else "ROLLBACK")
+    except BaseException:
+        # A full disk may have rolled the transaction back already, and a COMMIT that
+        # failed leaves it open: end it either way, or every later BEGIN of this
+        # connection fails.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _repair_search_index(conn: Conn, path: str, error: sqlite3.DatabaseError) -> bool:
+    """Rebuild the search index if it is what SQLite found damaged; was it?
+
+    The index is derived from the failure records, so a damaged one costs a rebuild (a
+    second or two for 100,000 records, in the store thread), never a failed tool call.
+    Damage anywhere else is not ours to repair: the caller raises it.
+    """
+    try:
+        repair = _waiting(conn, "BEGIN IMMEDIATE", search_index.repair_if_damaged, commit=True)
+    except sqlite3.Error as check_error:
+        # No index to check (a store still being migrated) or a store too damaged to
+        # check: the original error is the one to report.
+        log.debug("store %s: the search index could not be checked: %s", path, check_error)
+        return False
+    if repair.damage is None:
+        if search_index.is_corruption(error):
+            log.error("store %s is damaged outside the search index: %s", path, error)
+        return False
+    log.warning(
+        "store %s: the search index was damaged (%s); rebuilt from the failure records in %.2f s",
+        path,
+        repair.damage,
+        repair.seconds,
+    )
+    return True
 
 
 def newer_schema(path: str, version: int) -> str:
