@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from conftest import connect
-from operator_support import SCRIPT, cli_env, run_cli
+from operator_support import SCRIPT, cli_env, flat, run_cli
 
 TASK = "billing-rounding-per-currency-2026-11-23-a-long-task-identifier"
 DEEP = (
@@ -367,3 +367,18 @@ async def test_a_long_error_wraps_to_80_columns_after_a_stable_prefix_with_paths
     _wrapped_whole(no_store[2], missing)
     _wrapped_whole(no_task[2], task_id, db_path + ".")
     assert len(no_store[2].splitlines()) > 1
+
+
+async def test_a_mistyped_command_line_is_refused_in_80_columns_with_exit_2(home: Path) -> None:
+    refusals = [
+        (("escalations", "list", "--limit", "abc"), "argument --limit: 'abc' is not a whole number"),
+        (("escalations", "respond"), "the following arguments are required: ID"),
+        (("tasks", "show", "--no-such-flag", "x"), "unrecognized arguments: --no-such-flag"),
+    ]
+    for command, words in refusals:
+        code, out, err = await run_cli(*command, home=home, COLUMNS="80")
+        assert code == 2, (command, err)  # argparse's exit code, which scripts check
+        assert out == ""
+        assert _narrow(err) == [], (command, err)
+        assert words in flat(err), (command, err)
+        assert "usage: mcp-server-escalation" in err

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from .. import __version__
 
@@ -21,6 +22,16 @@ from .. import __version__
 # was ~10 ms of each server start (SPEC 8: cold start within 1.15x of a minimal server).
 SERVE_OPTIONS = ("--db", "--config", "--prompts")
 JSON_HELP = "print the full records as JSON, for scripts (default: text that fits the terminal)"
+
+
+class OperatorParser(argparse.ArgumentParser):
+    """argparse's parser, whose refusal of a mistyped command line fits the terminal like
+    every other error (its subcommands' parsers are of the same class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        report_error(message)
+        self.exit(2)  # argparse's exit code for a command line it refuses
 
 
 def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
@@ -82,7 +93,7 @@ def serve_options_only(argv: Sequence[str]) -> bool:
 
 def top_parser() -> argparse.ArgumentParser:
     """The options before any subcommand: what a host's launch line uses."""
-    parser = argparse.ArgumentParser(
+    parser = OperatorParser(
         prog="mcp-server-escalation",
         description="MCP server giving coding agents objective escalation; operator CLI.",
     )
