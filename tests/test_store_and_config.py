@@ -184,7 +184,7 @@ async def test_a_server_launched_without_config_variables_notifies_by_the_per_us
                     "raise_escalation", {"task_id": "cfg-1", "reason": "Which auth scheme?"}
                 )
                 escalation = raised.structured_content["escalation"]  # type: ignore[index]
-                await eventually(hook.delivered, 15, "the per-user config's webhook got the escalation")
+                await eventually(hook.delivered, 60, "the per-user config's webhook got the escalation")
 
     assert [r.body["escalation_id"] for r in hook.delivered()] == [escalation["escalation_id"]]
 
