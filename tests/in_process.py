@@ -3,8 +3,8 @@
 Starting the installed script costs a Python start-up and the imports (~0.3 s a run; the
 hook tests make hundreds of runs). Where what a test checks is the command's behaviour and
 not the process boundary, it runs ``launch.main`` here instead: the same argument list, the
-same bytes on stdin, the same environment (swapped in for the run), stdout and stderr
-captured, the exit code from the return value or ``SystemExit``. A few tests per entry point
+same bytes on stdin, the same environment and working folder (swapped in for the run),
+stdout and stderr captured, the exit code from the return value or ``SystemExit``. A few tests per entry point
 still start the real script (``hooks_support.run_script``) to keep the boundary covered.
 
 Runs are serialised (one lock): the environment, ``sys.argv`` and the standard streams are
@@ -41,7 +41,9 @@ def _exit_code(exc: SystemExit) -> tuple[int, str]:
     return 1, f"{exc.code}\n"
 
 
-def _main(args: list[str], stdin: bytes, env: Mapping[str, str]) -> tuple[int, bytes, bytes]:
+def _main(
+    args: list[str], stdin: bytes, env: Mapping[str, str], cwd: Path | None
+) -> tuple[int, bytes, bytes]:
     stdout, stderr = io.BytesIO(), io.BytesIO()
     out = io.TextIOWrapper(stdout, encoding="utf-8", write_through=True)
     err = io.TextIOWrapper(stderr, encoding="utf-8", write_through=True)
@@ -50,7 +52,7 @@ def _main(args: list[str], stdin: bytes, env: Mapping[str, str]) -> tuple[int, b
     handler.setLevel(logging.WARNING)
     root = logging.getLogger()
     with _ONE_AT_A_TIME:
-        saved_env = dict(os.environ)
+        saved_env, saved_cwd = dict(os.environ), Path.cwd()
         saved = (sys.argv, sys.stdin, sys.stdout, sys.stderr, root.level)
         os.environ.clear()
         os.environ.update(env)
@@ -59,6 +61,8 @@ def _main(args: list[str], stdin: bytes, env: Mapping[str, str]) -> tuple[int, b
         sys.stdout, sys.stderr = out, err
         root.addHandler(handler)
         root.setLevel(logging.WARNING)
+        if cwd is not None:
+            os.chdir(cwd)
         try:
             try:
                 code = launch.main()
@@ -76,12 +80,13 @@ def _main(args: list[str], stdin: bytes, env: Mapping[str, str]) -> tuple[int, b
             root.setLevel(level)
             os.environ.clear()
             os.environ.update(saved_env)
+            os.chdir(saved_cwd)
     return code, stdout.getvalue(), stderr.getvalue()
 
 
 async def run_main(
-    args: list[str], *, stdin: bytes = b"", env: Mapping[str, str]
+    args: list[str], *, stdin: bytes = b"", env: Mapping[str, str], cwd: Path | None = None
 ) -> tuple[int, bytes, bytes]:
     """(exit code, stdout, stderr) of ``mcp-server-escalation ARGS`` run in this process."""
     with anyio.fail_after(60):  # a hang guard, as for the subprocess
-        return await anyio.to_thread.run_sync(_main, args, stdin, dict(env), abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(_main, args, stdin, dict(env), cwd, abandon_on_cancel=True)
