@@ -29,7 +29,6 @@ from hooks_support import (
     escalation_loop,
     hook,
     post_bash,
-    run_cli,
     run_script,
     snapshot,
     stop_daemons,
@@ -253,7 +252,10 @@ async def test_with_an_mcp_server_running_no_daemon_starts_and_a_started_one_lea
 
 
 async def test_a_lock_file_not_of_the_store_is_refused(tmp_path: Path) -> None:
-    refused = await run_cli("--db", str(tmp_path / "x.db"), "hook", "daemon", "--lock-fd", "0", tmp=tmp_path)
+    # A daemon is a process of its own: never run one inside the test process.
+    refused = await run_script(
+        "--db", str(tmp_path / "x.db"), "hook", "daemon", "--lock-fd", "0", tmp=tmp_path
+    )
     assert refused.returncode == 1
     assert "--lock-fd 0: not this store's lock file" in refused.stderr
 
