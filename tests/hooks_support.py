@@ -21,6 +21,8 @@ from typing import Any
 
 import anyio
 
+from in_process import run_main
+
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 PROJECT = "/work/project"  # the same project as conftest's servers
 SCRUBBED = (
@@ -67,8 +69,8 @@ def environment(tmp: Path, **env: str) -> dict[str, str]:
     return base
 
 
-async def run_cli(*args: str, stdin: bytes = b"", tmp: Path, **env: str) -> Run:
-    """The console script with ``args`` and ``stdin``; bounded, never hangs a test."""
+async def run_script(*args: str, stdin: bytes = b"", tmp: Path, **env: str) -> Run:
+    """The installed console script with ``args`` and ``stdin``, as a process; bounded."""
     with anyio.fail_after(60):
         done = await anyio.run_process(
             [str(SCRIPT), *args], input=stdin, check=False, env=environment(tmp, **env)
@@ -76,10 +78,23 @@ async def run_cli(*args: str, stdin: bytes = b"", tmp: Path, **env: str) -> Run:
     return Run(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
+async def run_cli(*args: str, stdin: bytes = b"", tmp: Path, **env: str) -> Run:
+    """The console script's ``main`` with ``args`` and ``stdin``, in this process (see
+    ``in_process.py``): what it prints and returns is what the process would."""
+    code, out, err = await run_main(list(args), stdin=stdin, env=environment(tmp, **env))
+    return Run(code, out.decode(), err.decode())
+
+
 async def hook(entry: str, payload: dict[str, Any] | bytes, *, db: str, tmp: Path, **env: str) -> Run:
-    """``mcp-server-escalation --db DB hook ENTRY`` with the payload on stdin."""
+    """``mcp-server-escalation --db DB hook ENTRY`` with the payload on stdin, in this process."""
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     return await run_cli("--db", db, "hook", entry, stdin=raw, tmp=tmp, **env)
+
+
+async def hook_process(entry: str, payload: dict[str, Any] | bytes, *, db: str, tmp: Path, **env: str) -> Run:
+    """The same hook run as a process of the installed script (the boundary a host sees)."""
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    return await run_script("--db", db, "hook", entry, stdin=raw, tmp=tmp, **env)
 
 
 # --- Relay daemons (hooks/relay_daemon.py) -------------------------------------------------

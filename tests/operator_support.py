@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 from mcp import types
 
+from in_process import run_main
 from mcp_server_escalation.models.reports import Delivery
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
@@ -140,7 +141,14 @@ def flat(text: str) -> str:
 
 
 async def run_cli(*args: str, home: Path, **env: str) -> tuple[int, str, str]:
-    """Run the console script to completion: (exit code, stdout, stderr)."""
+    """The console script's ``main`` run to completion in this process (``in_process.py``):
+    (exit code, stdout, stderr), as the process would give them."""
+    code, out, err = await run_main(list(args), env=cli_env(home, **env))
+    return code, out.decode(), err.decode()
+
+
+async def run_script(*args: str, home: Path, **env: str) -> tuple[int, str, str]:
+    """The installed console script run to completion as a process: (exit code, stdout, stderr)."""
     with anyio.fail_after(60):
         done = await anyio.run_process([str(SCRIPT), *args], check=False, env=cli_env(home, **env))
     return done.returncode, done.stdout.decode(), done.stderr.decode()

@@ -146,8 +146,8 @@ async def test_a_notification_stays_under_what_chat_webhooks_accept_and_names_th
         )
         escalation_id = asked["escalation"]["escalation_id"]
         received = inbox / f"{escalation_id}.json"
-        await eventually(lambda: received.exists() and received.stat().st_size > 0, 10, "the command ran")
-        await eventually(lambda: _complete_json(received), 5, "the command wrote the whole payload")
+        await eventually(lambda: received.exists() and received.stat().st_size > 0, 60, "the command ran")
+        await eventually(lambda: _complete_json(received), 60, "the command wrote the whole payload")
     sent = received.read_bytes()
     payload = json.loads(sent)
     assert len(sent) <= NOTIFY_PAYLOAD_MAX_BYTES, f"{len(sent)} bytes"

@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from conftest import Agent, connect
+from in_process import run_main
 from mcp_server_escalation.store.migrations import MIGRATIONS
 from operator_support import flat
 
@@ -47,13 +48,24 @@ def home(tmp_path: Path) -> Path:
     return path
 
 
-async def cli(*args: str, home: Path, **env: str) -> Run:
-    """Run the console script with ``args``; the store comes only from ``args`` and ``env``."""
+def _environment(home: Path, **env: str) -> dict[str, str]:
+    """The store comes only from the arguments and ``env``."""
     environment = {k: v for k, v in os.environ.items() if k not in STORE_ENV}
     environment["XDG_DATA_HOME"] = str(home)
     environment.update(env)
-    with anyio.fail_after(30):
-        done = await anyio.run_process([str(SCRIPT), *args], check=False, env=environment)
+    return environment
+
+
+async def cli(*args: str, home: Path, **env: str) -> Run:
+    """The console script's ``main`` with ``args``, in this process (``in_process.py``)."""
+    code, out, err = await run_main(list(args), env=_environment(home, **env))
+    return Run(code, out.decode(), err.decode())
+
+
+async def cli_process(*args: str, home: Path, **env: str) -> Run:
+    """The installed console script with ``args``, as a process."""
+    with anyio.fail_after(60):
+        done = await anyio.run_process([str(SCRIPT), *args], check=False, env=_environment(home, **env))
     return Run(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
@@ -159,7 +171,10 @@ async def test_escalations_show_prints_type_triggers_evidence_and_response_optio
 ) -> None:
     made = await populate(db_path)
     escalation_id = made["repeated"]["escalation_id"]
-    shown = await cli("--db", db_path, "escalations", "show", str(escalation_id), home=home)
+    # A terminal wide enough for the hint's store path whole, however long the test's
+    # folder is: at 80 columns a path is wrapped at one of its hyphens.
+    wide = {"COLUMNS": "400"}
+    shown = await cli("--db", db_path, "escalations", "show", str(escalation_id), home=home, **wide)
 
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
@@ -286,7 +301,7 @@ async def test_unknown_escalation_id_exits_non_zero_naming_the_id(
     db_path: str, home: Path, command: list[str]
 ) -> None:
     await populate(db_path)
-    run = await cli("--db", db_path, *command, home=home)
+    run = await cli_process("--db", db_path, *command, home=home)  # the status a shell sees
 
     assert run.returncode != 0
     assert run.stdout == ""

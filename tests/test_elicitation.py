@@ -59,7 +59,7 @@ def _client(db_path: str, human: Human | None, *, mode: str = "legacy", **settin
 
 async def test_an_accepted_answer_is_recorded_as_an_operator_response_and_ends_the_wait(db_path: str) -> None:
     human = Human(content={"response_type": "guidance", "text": "Use OAuth with PKCE."})
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         async with _client(db_path, human) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "e-accept")
@@ -87,7 +87,7 @@ async def test_a_declined_or_cancelled_form_leaves_the_escalation_pending_and_is
     db_path: str, action: str
 ) -> None:
     human = Human(action=action)
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         async with _client(db_path, human) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, f"e-{action}")
@@ -104,7 +104,7 @@ async def test_a_declined_or_cancelled_form_leaves_the_escalation_pending_and_is
 async def test_a_client_without_the_capability_is_never_asked_and_the_wait_works_as_before(
     db_path: str,
 ) -> None:
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         async with _client(db_path, None) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "e-none")
@@ -118,12 +118,12 @@ async def test_a_client_without_the_capability_is_never_asked_and_the_wait_works
 
 async def test_an_unanswered_form_times_out_with_the_wait_and_is_asked_again_next_time(db_path: str) -> None:
     human = Human(hold=True)
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         async with _client(db_path, human) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "e-timeout")
             first = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.5)
-            await eventually(lambda: human.withdrawn == 1, 5, "the open form was withdrawn")
+            await eventually(lambda: human.withdrawn == 1, 60, "the open form was withdrawn")
             second = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.5)
 
     assert first["escalation"]["status"] == second["escalation"]["status"] == "pending"
@@ -149,10 +149,10 @@ async def test_an_answer_from_the_cli_ends_the_wait_and_withdraws_the_open_form(
                     )
 
                 tg.start_soon(wait)
-                await eventually(lambda: human.asked, 5, "the form is open")
+                await eventually(lambda: human.asked, 60, "the form is open")
                 answer = ["escalations", "respond", str(escalation_id), "--override", "Use API keys"]
                 code, _, err = await run_cli("--db", db_path, *answer, home=home)
-            await eventually(lambda: human.withdrawn == 1, 5, "the open form was withdrawn")
+            await eventually(lambda: human.withdrawn == 1, 60, "the open form was withdrawn")
 
     assert code == 0, err
     (waited,) = results

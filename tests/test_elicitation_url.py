@@ -67,10 +67,10 @@ async def test_a_url_capable_client_is_sent_the_console_page_and_told_when_it_wa
                     )
 
                 tg.start_soon(wait)
-                await eventually(lambda: human.asked, 5, "the link was sent")
+                await eventually(lambda: human.asked, 60, "the link was sent")
                 answer = ["escalations", "respond", str(escalation_id), "--guidance", "Use OAuth"]
                 code, _, err = await run_cli("--db", db_path, *answer, home=home)
-            await eventually(lambda: heard.ids, 5, "the link was completed")
+            await eventually(lambda: heard.ids, 60, "the link was completed")
             again = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.3)
 
     assert code == 0, err
@@ -93,7 +93,7 @@ async def test_the_console_link_is_sent_once_per_escalation_and_never_completed_
     db_path: str, action: str
 ) -> None:
     human, heard = Human(action=action), Completions()
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         async with _client(db_path, human, heard, console_url=CONSOLE) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, f"u-{action}")
@@ -107,7 +107,7 @@ async def test_the_console_link_is_sent_once_per_escalation_and_never_completed_
 
 async def test_a_client_without_elicitation_gets_no_link(db_path: str) -> None:
     heard = Completions()
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         async with _client(db_path, None, heard, console_url=CONSOLE) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "u-none")
@@ -119,7 +119,7 @@ async def test_a_client_without_elicitation_gets_no_link(db_path: str) -> None:
 
 async def test_without_console_url_no_link_is_sent_and_the_form_is_asked_as_before(db_path: str) -> None:
     human, heard = Human(action="decline"), Completions()
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         async with _client(db_path, human, heard) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "u-unset")
@@ -131,7 +131,7 @@ async def test_without_console_url_no_link_is_sent_and_the_form_is_asked_as_befo
 
 async def test_mode_off_sends_no_link_even_with_console_url(db_path: str) -> None:
     human, heard = Human(action="accept"), Completions()
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         async with _client(db_path, human, heard, console_url=CONSOLE, mode="off") as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "u-off")

@@ -23,6 +23,7 @@ from hooks_support import (
     codex_post_patch,
     codex_pre_patch,
     hook,
+    hook_process,
     snapshot,
 )
 from mcp_server_escalation.hooks import codex as codex_host
@@ -143,7 +144,7 @@ async def test_a_patch_with_a_file_out_of_scope_is_denied_whole_in_codex_shape(
 ) -> None:
     await start(db)
     patch = codex_patch("*** Update File: src/calc.py", "@@", "+x = 1", "*** Add File: docs/notes.md", "+x")
-    run = await hook("codex", codex_pre_patch(patch), db=db, tmp=tmp_path)
+    run = await hook_process("codex", codex_pre_patch(patch), db=db, tmp=tmp_path)  # as Codex runs it
     assert run.returncode == 0
     out = run.json()["hookSpecificOutput"]
     assert (out["hookEventName"], out["permissionDecision"]) == ("PreToolUse", "deny")

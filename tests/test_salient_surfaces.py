@@ -125,8 +125,8 @@ async def test_notifiers_get_the_error_line_in_their_text(db_path: str, tmp_path
     async with connect(db_path, mode="legacy", notify=notify) as agent:
         escalation = await _escalate(agent, "s-notify")
         received = inbox / f"{escalation['escalation_id']}.json"
-        await eventually(lambda: received.exists() and received.stat().st_size > 0, 5, "the notification")
-        await eventually(lambda: json.loads(received.read_text()), 5, "the whole notification")
+        await eventually(lambda: received.exists() and received.stat().st_size > 0, 60, "the notification")
+        await eventually(lambda: json.loads(received.read_text()), 60, "the whole notification")
 
     text = json.loads(received.read_text())["text"]
     assert f"awaits a human: {ERROR} (" in text
@@ -145,7 +145,7 @@ async def test_a_client_log_message_carries_the_error_line(db_path: str) -> None
         agent = Agent(client)
         escalation = await _escalate(agent, "s-client")
         created = f"Escalation {escalation['escalation_id']} (repeated_error) was raised"
-        await eventually(lambda: any(m.startswith(created) for m in logs), 5, "the log message")
+        await eventually(lambda: any(m.startswith(created) for m in logs), 60, "the log message")
 
     message = next(m for m in logs if m.startswith(created))
     assert message.endswith(f"awaits a human: {escalation['triggers'][0]['summary']}")

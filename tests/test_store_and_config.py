@@ -22,6 +22,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from in_process import run_main
 from operator_support import eventually, flat, receiver
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
@@ -63,7 +64,15 @@ def environment(home: Path, **extra: str) -> dict[str, str]:
 
 
 async def run(*args: str, home: Path, cwd: Path | None = None, stdin: bytes = b"", **extra: str) -> Run:
-    """The console script with ``args``; bounded, never hangs a test."""
+    """The console script's ``main`` with ``args``, in this process (``in_process.py``)."""
+    code, out, err = await run_main(list(args), stdin=stdin, env=environment(home, **extra), cwd=cwd)
+    return Run(code, out.decode(), err.decode())
+
+
+async def run_process(
+    *args: str, home: Path, cwd: Path | None = None, stdin: bytes = b"", **extra: str
+) -> Run:
+    """The installed console script with ``args``, as a process; bounded, never hangs a test."""
     with anyio.fail_after(60):
         done = await anyio.run_process(
             [str(SCRIPT), *args], input=stdin, check=False, env=environment(home, **extra), cwd=cwd
@@ -184,7 +193,7 @@ async def test_a_server_launched_without_config_variables_notifies_by_the_per_us
                     "raise_escalation", {"task_id": "cfg-1", "reason": "Which auth scheme?"}
                 )
                 escalation = raised.structured_content["escalation"]  # type: ignore[index]
-                await eventually(hook.delivered, 15, "the per-user config's webhook got the escalation")
+                await eventually(hook.delivered, 60, "the per-user config's webhook got the escalation")
 
     assert [r.body["escalation_id"] for r in hook.delivered()] == [escalation["escalation_id"]]
 
@@ -232,7 +241,8 @@ async def test_a_config_path_given_but_missing_is_an_error_naming_it(
     given: dict[str, Any] = {"ESCALATION_CONFIG": str(missing)} if via == "environment" else {}
     options = ["--config", str(missing)] if via == "flag" else []
     cli = await run("--db", str(store), *options, "tasks", "list", home=home, **given)
-    server = await run("--db", str(store), *options, home=home, **given)
+    # The server as a host starts it: a process, whose status and stderr the host reads.
+    server = await run_process("--db", str(store), *options, home=home, **given)
 
     origin = "--config" if via == "flag" else "ESCALATION_CONFIG"
     for done in (cli, server):
