@@ -16,12 +16,17 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("server", "benchmarks", "scripts")
+SOURCES = ("server", "benchmarks", "scripts", "tests")
 OUTSIDE = re.compile(
-    r"\bSPEC\b|\bseed \d{3}\b|shared/reference|\.\./shared|host-hooks\.md|\bSC-\d{3}\b|\bFR-\d{3}\b"
+    r"\bSPEC\b|\bseed \d{3}\b|shared/reference|\.\./shared|host-hooks\.md|STYLE\.md"
+    r"|\bSC-\d{3}\b|\bFR-\d{3}\b"
 )
-# Owned by a parallel change (the decide step of attempts); its docstring is rewritten there.
-NOT_YET = {"server/mcp_server_escalation/services/attempts.py"}
+SKIPPED = {
+    # Owned by a parallel change (the decide step of attempts), which rewrites its docstring.
+    "server/mcp_server_escalation/services/attempts.py",
+    # This module names the citations it looks for.
+    "tests/test_own_words.py",
+}
 
 
 def _comments_and_docstrings(source: str) -> list[tuple[int, str]]:
@@ -50,7 +55,7 @@ def _citations(path: Path) -> list[str]:
 
 def test_no_comment_or_docstring_cites_a_document_outside_the_repository() -> None:
     modules = [p for folder in SOURCES for p in sorted((ROOT / folder).rglob("*.py"))]
-    found = [c for p in modules if p.relative_to(ROOT).as_posix() not in NOT_YET for c in _citations(p)]
+    found = [c for p in modules if p.relative_to(ROOT).as_posix() not in SKIPPED for c in _citations(p)]
     assert not found, "\n".join(found)
 
 
