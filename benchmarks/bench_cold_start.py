@@ -1,6 +1,7 @@
 """Cold start: spawn to an answered ``initialize``, ``mcp-server-escalation`` vs a no-op server.
 
-SPEC 8: cold start to an answered ``initialize`` within 1.15x of a minimal ``MCPServer``.
+The target (benchmarks/README.md): cold start to an answered ``initialize`` within 1.15x of a
+minimal ``MCPServer``.
 
 Each run spawns the server, writes a raw JSON-RPC ``initialize`` line to its stdin at once
 and stops the clock when the response line arrives on stdout (the SDK client is not used,

@@ -1,4 +1,4 @@
-"""Eight server processes writing one store at once: zero errors, zero lost writes (SPEC 8).
+"""Eight server processes writing one store at once: zero errors, zero lost writes.
 
 Spawns ``--processes`` (default 8) copies of the installed ``mcp-server-escalation``
 console script, all with ``--db`` pointing at ONE new store file, and drives each over

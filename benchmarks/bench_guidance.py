@@ -1,4 +1,4 @@
-"""get_guidance at scale (SPEC 8): 100,000 active failure records in one project.
+"""get_guidance at scale: 100,000 active failure records in one project.
 
 Seeds the store directly through SQL on a migrated store (one transaction of bulk inserts;
 the FTS5 index is kept in step by its triggers, and each row carries the fingerprint and

@@ -1,4 +1,4 @@
-"""Operator-side latencies: SC-005 (notifications within 5 s) and SC-006 (answers within 2 s).
+"""Operator-side latencies: notifications within 5 s and answers within 2 s.
 
 1. **Notification latency**: the installed console script runs over stdio (legacy
    handshake, as Claude Code launches it) with a ``[notify]`` table naming a real shell
@@ -7,7 +7,7 @@
    latency runs from the escalation's ``created_at`` (stamped by the server when it commits)
    to the moment the command ran (it writes ``date +%s.%N`` to a file) and the moment the
    webhook request arrived. Both clocks are this machine's wall clock.
-2. **Answer latency (SC-006)**: the agent waits in ``get_escalation(id, wait_seconds=30)``
+2. **Answer latency**: the agent waits in ``get_escalation(id, wait_seconds=30)``
    while ``mcp-server-escalation escalations respond`` runs as a separate process; the
    latency runs from the answer's ``responded_at`` (stamped by the CLI process when it
    commits) to the moment the waiting call returned to the agent. The time from starting
@@ -88,7 +88,7 @@ async def _structured(client: Client, tool: str, arguments: dict[str, Any]) -> d
 
 
 async def notification_latency(workdir: Path, count: int, gap: float) -> dict[str, Any]:
-    """SC-005: creation to command run and to webhook arrival."""
+    """Notification latency: creation to command run and to webhook arrival."""
     hook = _Webhook()
     receipts = workdir / "command-receipts.txt"
     config = workdir / "notify.toml"
@@ -129,7 +129,7 @@ def _count_lines(path: Path) -> int:
 
 
 async def answer_latency(workdir: Path, count: int) -> dict[str, Any]:
-    """SC-006: a CLI answer reaching an agent waiting in get_escalation."""
+    """Answer latency: a CLI answer reaching an agent waiting in get_escalation."""
     db = workdir / "answers.db"
     params = StdioServerParameters(command=str(SERVER_SCRIPT), args=["--db", str(db)])
     from_commit: list[float] = []
@@ -181,15 +181,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 def _print(results: dict[str, Any]) -> None:
     notify = results.get("notification_latency")
     if notify:
-        print(
-            f"SC-005 notification latency (creation -> receipt), gap {notify['gap_s']} s between escalations"
-        )
+        print(f"Notification latency (creation -> receipt), gap {notify['gap_s']} s between escalations")
         for name in ("command", "webhook"):
             s = notify[name]
             print(f"  {name:<8} n={s['n']}  p50 {s['p50_ms']} ms  p95 {s['p95_ms']} ms  max {s['max_ms']} ms")
     answers = results.get("answer_latency")
     if answers:
-        print("SC-006 answer latency (CLI respond -> waiting get_escalation returns)")
+        print("Answer latency (CLI respond -> waiting get_escalation returns)")
         for name, label in (("from_commit", "from the CLI's commit"), ("from_cli_start", "from CLI start")):
             s = answers[name]
             print(

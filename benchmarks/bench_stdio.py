@@ -1,7 +1,8 @@
 """Tool-call latency over stdio: ``mcp-server-escalation`` against a no-op ``MCPServer``.
 
-SPEC 8: a tool call over stdio (``record_failure``, ``report_progress``, ``check_edit``,
-``get_feedback``) must have a median within 1.5x of a no-op tool served by the same SDK.
+The target (benchmarks/README.md): a tool call over stdio (``record_failure``,
+``report_progress``, ``check_edit``, ``get_feedback``) must have a median within 1.5x of a
+no-op tool served by the same SDK.
 
 Both servers are spawned with this interpreter (the installed console script and
 ``benchmarks/noop_server.py``) and driven by the real SDK ``Client`` over stdio, in legacy

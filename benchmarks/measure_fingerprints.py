@@ -1,7 +1,7 @@
 """Should a failure's fingerprint be computed from its salient error line? Measured on real runs.
 
-Replays the 250 agent runs of ``../shared/data/trajectories-dev.jsonl.gz`` (real SWE-bench
-trajectories with each command's output, see that folder's README) through the host hook's
+Replays 250 agent runs (real SWE-bench trajectories with each command's output, the same
+gzipped JSON-lines file as ``replay_trajectories.py`` reads, ``--data``) through the host hook's
 own plan (``hooks/plan.py``): a read-only command is not recorded, a failing command becomes
 ``record_failure`` with the tail of its output as the message, a successful one ends a run
 of identical errors. Each failure is fingerprinted three ways:
@@ -115,7 +115,7 @@ class Tally(NamedTuple):
 
 
 def tally(recorded: list[list[Event]], scheme: str) -> Tally:
-    """Replay every run's events through the same-error counter of SPEC 3."""
+    """Replay every run's events through the same-error counter of the ``repeated_error`` trigger."""
     records = repeats = escalations = 0
     pairs: set[tuple[Failure, Failure]] = set()
     for run_events in recorded:

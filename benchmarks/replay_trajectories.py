@@ -1,6 +1,7 @@
 """Replay real agent runs through the host hook path and measure what the triggers do.
 
-The data (``../shared/data/trajectories-dev.jsonl.gz``, see that folder's README) holds real
+The data (``--data``: a gzipped JSON-lines file kept outside this repository, by default
+``trajectories-dev.jsonl.gz`` in a ``shared/data`` folder beside the checkout) holds real
 SWE-bench runs of a coding agent: every shell command, its exit code and output, and whether
 the run went on to solve its task. Each run is fed to the product exactly as Claude Code
 delivers a shell command to its hooks: ``PreToolUse`` before the command, then

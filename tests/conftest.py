@@ -2,7 +2,7 @@
 
 Clients are entered inside the test body (``async with connect(...)``), never yielded from
 an async fixture: pytest-asyncio tears fixtures down in another task, which anyio's cancel
-scopes refuse (see shared/reference/mcp-sdk-v2.md section 9).
+scopes refuse (the cancel scope must be exited in the task that entered it).
 """
 
 from __future__ import annotations

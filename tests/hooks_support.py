@@ -2,7 +2,8 @@
 outputs, and a snapshot of what a store holds (to compare a hook's writes with the MCP
 tools' writes on another store).
 
-Payloads follow shared/reference/host-hooks.md (the documented examples, with our paths);
+Payloads follow the hosts' documented hook examples (Claude Code's hooks reference,
+Cursor's hooks documentation), with our paths;
 the runner outputs are what each runner prints, colour codes included where it prints them.
 """
 
@@ -160,7 +161,7 @@ def stop_daemons(folder: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-# --- Claude Code payloads (host-hooks.md 1.4) -------------------------------------------
+# --- Claude Code payloads ------------------------------------------------------------------
 
 ENVELOPE = {
     "session_id": "abc123",
@@ -261,7 +262,7 @@ def session_start(source: str = "startup", session_id: str = "fresh-session") ->
     return {**claude("SessionStart", source=source, model="claude-sonnet-5"), "session_id": session_id}
 
 
-# --- Cursor payloads (host-hooks.md 2) ----------------------------------------------------
+# --- Cursor payloads -----------------------------------------------------------------------
 
 CURSOR_ENVELOPE = {
     "conversation_id": "conv-7f3a",

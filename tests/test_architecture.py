@@ -1,4 +1,4 @@
-"""Layer boundaries (STYLE.md): adapters -> services -> store, pure rules, no SQL above the store.
+"""Layer boundaries (docs/architecture.md): adapters -> services -> store, pure rules, no SQL above the store.
 
 Every module's imports are read with ``ast``; a module that reaches the wrong way fails here.
 The store alone knows tables, columns and how it encodes JSON: services speak in models and
@@ -215,7 +215,7 @@ def test_no_model_facing_wording_in_the_tool_adapter() -> None:
         assert "description=" not in module.read_text(encoding="utf-8"), module.name
 
 
-# Phrases that only prompt text contains (seed 000's check, extended to our sections).
+# Phrases that only prompt text contains: none of them may appear in Python code.
 _PROMPT_PHRASES = (
     "You are",
     "Escalation Cycle",

@@ -1,4 +1,4 @@
-"""Bad input (SPEC 7): a tool error naming the field, the problem and the limit; the server
+"""Bad input: a tool error naming the field, the problem and the limit; the server
 stays up and nothing stored changes."""
 
 from __future__ import annotations

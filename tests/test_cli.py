@@ -422,7 +422,7 @@ async def test_a_file_that_is_not_a_store_is_one_error_and_no_traceback(tmp_path
     ],
 )
 def test_a_launch_line_of_serve_options_parses_as_the_whole_parser_parses_it(argv: list[str]) -> None:
-    # The server's start skips building every subcommand's parser (cold start, SPEC 8).
+    # The server's start skips building every subcommand's parser (cold start).
     from mcp_server_escalation.cli import build_parser, serve_options_only, top_parser
 
     assert serve_options_only(argv)

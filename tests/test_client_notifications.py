@@ -1,4 +1,4 @@
-"""Client notifications (SPEC 6): a connected client hears about its escalations' changes.
+"""Client notifications: a connected client hears about its escalations' changes.
 
 Handshake-era clients (what Claude Code and the Inspector speak) get a log message about
 the escalations of the tasks they work on, and ``notifications/resources/updated`` for

@@ -1,4 +1,4 @@
-"""Elicitation as an extra (SPEC 6): a blocking escalation may ask the human in the client.
+"""Elicitation as an extra: a blocking escalation may ask the human in the client.
 
 Driven through the SDK client with an elicitation callback (which is how a client declares
 the capability), on the handshake era that hosts such as Claude Code speak. The question is

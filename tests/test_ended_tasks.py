@@ -1,5 +1,5 @@
 """A task that ended (terminated by a human, completed, abandoned) answers every agent write
-with a normal result: directive ``stop`` and its message, and nothing stored (SPEC 2).
+with a normal result: directive ``stop`` and its message, and nothing stored.
 
 A model reads an ``isError`` result as a call to retry differently, so the contract is a
 plain result that says stop. Each test drives the real SDK client in memory against a real

@@ -1,4 +1,4 @@
-"""The feedback budget (SPEC 5): the newest-first fill keeps exactly what dropping the oldest
+"""The feedback budget: the newest-first fill keeps exactly what dropping the oldest
 entries one by one until the text fits would keep.
 
 ``rules.feedback.render_sections`` renders only the entries that fit, reading the retry

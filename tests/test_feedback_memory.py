@@ -1,4 +1,4 @@
-"""Feedback memory (seed 000): attempts, stagnation cycles, reconstruction from the store."""
+"""Feedback memory (docs/feedback-memory.md): attempts, stagnation cycles, reconstruction from the store."""
 
 from __future__ import annotations
 

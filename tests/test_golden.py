@@ -1,4 +1,4 @@
-"""Golden outputs (seed 003: prompts are versioned and regression-tested).
+"""Golden outputs: prompts are versioned and regression-tested.
 
 The rendered feedback and every MCP prompt for one fixed scenario on a fixed clock must
 match the files in tests/golden/ exactly. After an intended wording change, regenerate

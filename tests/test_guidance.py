@@ -1,4 +1,4 @@
-"""Failure guidance (seed 004): records, top-k ranking, revision, pointer-only refs."""
+"""Failure guidance (docs/guidance.md): records, top-k ranking, revision, pointer-only refs."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ async def _fail(agent: Agent, message: str, task_id: str = "g1", **extra: Any) -
     return await agent.call("record_failure", task_id=task_id, message=message, **extra)
 
 
-# --- seed 004 "How to verify" ---------------------------------------------------------------
+# --- Guidance: records, ranking, revision -----------------------------------------------
 
 SIGNALS = [
     "runtime_error",

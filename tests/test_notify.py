@@ -1,4 +1,4 @@
-"""Operator notifiers (SPEC 6, SC-005): a real shell command and a real loopback webhook.
+"""Operator notifiers (within 5 s of an escalation): a real shell command and a real loopback webhook.
 
 Every server here is the real one (in-memory SDK client or a stdio subprocess) on a temp
 store file; every wait is bounded polling under ``anyio.fail_after``.

@@ -1,4 +1,4 @@
-"""Review findings accumulation (seed 001, section 5 test cases adapted to our tools)."""
+"""Review findings accumulate per stage; a passing stage clears its own."""
 
 from __future__ import annotations
 

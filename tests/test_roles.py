@@ -1,4 +1,4 @@
-"""Who may answer an escalation (SPEC 4, "Roles").
+"""Who may answer an escalation.
 
 An agent-role server may only withdraw its own ask_human question; approving, overriding,
 guiding and terminating are for a human, through the CLI or an operator-role server. A

@@ -1,4 +1,5 @@
-"""The Gherkin scenarios of user stories 1-3 (seed 002), FR-002 and the trigger edge cases.
+"""Detection scenarios: the same error, no progress, a stalled test run, files beyond the limit
+or outside the scope, the total verification attempts, and the trigger edge cases.
 
 Every test drives the real server through the SDK's in-memory client on a real SQLite
 file, the way an agent would: start a task, report failures and progress, ask before
@@ -356,7 +357,7 @@ async def test_sixteenth_file_within_scope_does_not_escalate(db_path: str) -> No
         assert await all_escalations(agent, task_id) == []
 
 
-# FR-002: total verification attempts
+# Total verification attempts
 
 
 async def test_tenth_verification_attempt_escalates_with_verification_limit(db_path: str) -> None:

@@ -71,7 +71,7 @@ def test_feedback_id_lists_state_their_item_type_in_words_only() -> None:
 
 
 def test_a_tools_argument_model_is_built_at_its_first_call_only() -> None:
-    # Cold start (SPEC 8): serving builds no argument model; the published schemas describe them.
+    # Cold start: serving builds no argument model; the published schemas describe them.
     tools = {t.name: t for t in build_tools(Settings(), PromptBook.load(data_dir("prompts")))}
     assert {t.fn_metadata.arg_model.__name__ for t in tools.values()} == {"_NotBuiltYet"}
     # The first call builds its model, and a list sent as a JSON string is still unpacked.

@@ -23,7 +23,7 @@ from mcp_server_escalation.models.limits import WAIT_MAX_SECONDS
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 
-# Every agent tool of SPEC 4; each one has a pydantic result, so each has an output schema.
+# Every agent tool; each one has a pydantic result, so each has an output schema.
 AGENT_TOOLS = {
     "start_task",
     "end_task",

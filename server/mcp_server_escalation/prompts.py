@@ -1,4 +1,4 @@
-"""Prompt templates as data (SPEC 5, seed 000, seed 003).
+"""Prompt templates as data, versioned and checked against golden output.
 
 Every word the model or the operator reads comes from the TOML files in ``prompts/``: each
 file has a ``version`` and a ``[templates.NAME]`` table per template with its ``text``.
@@ -82,7 +82,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "reason_out_of_scope": ["path", "scope"],
         "reason_file_limit": ["path", "count", "limit"],
         "reason_task_not_active": ["status", "escalation_id"],
-        # attempts, stagnation cycles and the failure summary (seed 000)
+        # attempts, stagnation cycles and the failure summary
         "message_attempt_recorded": ["task_id", "step", "attempt_number", "cycle"],
         "message_attempt_accepted": ["task_id", "step", "attempt_number"],
         "message_stagnation_cycle": ["task_id", "step", "cycle", "escalated_to"],
@@ -90,7 +90,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "failure_summary": ["step", "cycle", "count", "patterns", "approaches", "latest"],
         "summary_pattern": ["pattern", "count"],
         "summary_approach": ["attempt_number", "approach"],
-        # the reconstructed feedback of a step (SPEC 5)
+        # the reconstructed feedback of a step
         "feedback_escalation_header": ["step"],
         "feedback_escalation_entry": ["cycle", "source_step", "source_cycle", "summary"],
         "feedback_retry_header": ["step"],
@@ -145,7 +145,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
             "directive",
         ],
         "prompt_resume_no_response": ["escalation_id", "task_id", "status"],
-        # guidance lines (seed 004)
+        # guidance lines: the few past failures that matter now
         "guidance_signature": ["signal_type", "kind", "message"],
         "guidance_line": [
             "severity",

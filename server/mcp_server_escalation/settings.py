@@ -96,7 +96,8 @@ class GuidanceConfig(BaseModel):
 
 # The config models build their validators when a config file is validated, not at
 # import, and their defaults are taken as written (``model_construct``): building them all
-# was ~10 ms of every start (SPEC 8 cold start), and the defaults are valid by construction
+# was ~10 ms of every start, against a cold start that must stay within 1.15x of a minimal
+# server (benchmarks/README.md), and the defaults are valid by construction
 # (tests/test_settings_defaults.py holds them to what validation gives).
 class ConfigFile(BaseModel):
     """The whole config file; unknown tables or keys are errors, not silently ignored."""

@@ -1,4 +1,4 @@
-"""Telling connected MCP clients that one of their escalations changed (SPEC 6).
+"""Telling connected MCP clients that one of their escalations changed.
 
 When an escalation is created, updated, answered or closed, by this process or by any other
 one (the operator's CLI, another server), clients hear of it: a log message worded from

@@ -1,4 +1,4 @@
-"""Asking the human in the client (MCP elicitation), an extra on top of tools and CLI (SPEC 6).
+"""Asking the human in the client (MCP elicitation), an extra on top of tools and CLI.
 
 When: while the agent waits for an answer, i.e. during ``get_escalation(id,
 wait_seconds > 0)`` on a pending, blocking escalation. The question (the response type

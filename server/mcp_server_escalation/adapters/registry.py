@@ -1,8 +1,8 @@
 """Building the SDK's ``Tool`` objects for our tools, fast and fully described.
 
-Start-up cost decides the shape (SPEC 8: cold start within 1.15x of a minimal
-``MCPServer``). The SDK's decorator derives both JSON Schemas of every tool at import
-time; we build each ``Tool`` from its argument model (which validation needs anyway) and
+Start-up cost decides the shape: cold start must stay within 1.15x of a minimal
+``MCPServer`` (benchmarks/README.md). The SDK's decorator derives both JSON Schemas of
+every tool at import time; we build each ``Tool`` from its argument model (which validation needs anyway) and
 the schemas generated ahead of time into ``schemas/tools/`` (``python -m
 mcp_server_escalation.adapters.schemas``; a test fails when they differ from the models).
 Descriptions then come from ``prompts/tools.toml``, strictly: every tool and argument.
@@ -60,8 +60,8 @@ class ArgumentMetadata(FuncMetadata):
     and JSON sent inside a string unpacked only where the argument cannot be a string.
 
     Building sixteen argument models (evaluating every annotation, creating the classes)
-    cost ~7 ms of cold start (SPEC 8: within 1.15x of a minimal server) although the
-    published input schemas already describe them; now a tool never called never pays.
+    cost ~7 ms of cold start although the published input schemas already describe them;
+    now a tool never called never pays.
 
     Some hosts send a list or an object as a JSON string, and the SDK parses every string
     argument whose type is not exactly ``str`` to undo that. That also parsed an optional

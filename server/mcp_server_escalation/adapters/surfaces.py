@@ -1,4 +1,4 @@
-"""MCP resources and prompts (SPEC 6): read-only views on the same services as the tools.
+"""MCP resources and prompts: read-only views on the same services as the tools.
 
 Resources: ``escalation://pending``, ``escalation://{escalation_id}``, ``task://{task_id}``,
 ``task://{task_id}/feedback/{step}``; an unknown id is resource-not-found. Prompts:
@@ -117,7 +117,7 @@ def _prompt(server: MCPServer[AppContext], prompts: PromptBook, fn: Callable[...
     """Register ``fn`` as a prompt, described from prompts/.
 
     Built directly rather than with ``Prompt.from_function``: that derives an argument
-    model and a validating wrapper per prompt at start-up (cold start, SPEC 8), and prompt
+    model and a validating wrapper per prompt at start-up (cold start), and prompt
     arguments are strings on the wire anyway; the functions convert what they need.
     """
     text = prompts.prompts.get(fn.__name__)

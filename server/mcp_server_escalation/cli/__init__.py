@@ -19,7 +19,8 @@ from .. import __version__
 
 # The options a host's launch line uses. A command line of only these is parsed by the
 # top-level parser alone: building every subcommand's parser (and importing their modules)
-# was ~10 ms of each server start (SPEC 8: cold start within 1.15x of a minimal server).
+# was ~10 ms of each server start, whose cold start must stay within 1.15x of a minimal
+# server (benchmarks/README.md).
 SERVE_OPTIONS = ("--db", "--config", "--prompts")
 JSON_HELP = "print the full records as JSON, for scripts (default: text that fits the terminal)"
 

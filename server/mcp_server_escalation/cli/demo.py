@@ -20,7 +20,7 @@ and opens a second escalation of its own:
    after the error, then ``report_progress`` with the test counts): the same ``TypeError``
    at three lines, and test runs that never beat the baseline. The third error fires
    ``repeated_error`` and pauses the task; the third stalled run fires ``test_stall``, which
-   joins that open escalation instead of opening another (SPEC 3).
+   joins that open escalation instead of opening another.
 3. The operator reads the escalation (``escalations show``) and answers it with guidance
    (``escalations respond``) while the agent waits in ``get_escalation(wait_seconds=...)``;
    the agent receives the answer and acknowledges it, and the task is active again.

@@ -17,7 +17,7 @@ from .escalation_view import summary_lines
 from .monitor import out, table
 from .readable import INDENT, labelled, terminal_width, wrap
 
-# Each counter and the threshold it is compared with (SPEC 3).
+# Each counter and the threshold it is compared with (docs/triggers.md).
 _COUNTER_LIMITS = (
     ("consecutive_same_error", "same_error_repeated"),
     ("verification_attempts", "total_verification_attempts"),

@@ -1,4 +1,6 @@
-"""Claude Code's hook payloads and answers (shared/reference/host-hooks.md, section 1).
+"""Claude Code's hook payloads and answers, as Claude Code's hooks reference documents them.
+
+How each event is used is in docs/hooks.md.
 
 Events used: ``PreToolUse`` (gate, pause), ``PostToolUse`` (edits, shell output, test
 runs), ``PostToolUseFailure`` (errors; a non-zero Bash exit arrives here with ``error`` =

@@ -1,4 +1,6 @@
-"""Cursor's ``hooks.json`` payloads and answers (shared/reference/host-hooks.md, section 2).
+"""Cursor's ``hooks.json`` payloads and answers, as Cursor's hooks documentation gives them.
+
+How each event is used is in docs/hooks.md.
 
 Cursor's field names for some tools are undocumented, so every field is read under each
 name it is known or likely to have (``file_path``/``path``/``target_file``, ``tool_output``

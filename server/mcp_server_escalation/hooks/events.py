@@ -77,8 +77,9 @@ OWN_TOOLS = frozenset(
 )
 
 
-# NamedTuples, not dataclasses: these are defined on every hook run (one per tool call),
-# and defining a dataclass costs ~1 ms of start-up where a NamedTuple costs ~0.1 ms.
+# NamedTuples, not dataclasses, in every module a hook run imports (this one, plan, runner,
+# services/hooks, rules/test_output): a hook is a new process on every tool call, and a
+# NamedTuple is the cheaper class to define (figures in benchmarks/README.md).
 class HookEvent(NamedTuple):
     """What one hook invocation tells us, whichever host sent it."""
 

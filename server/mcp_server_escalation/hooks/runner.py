@@ -5,9 +5,9 @@ edit, ``record_failure`` and ``report_progress`` record what happened, ``get_fee
 briefs a new session, ``acknowledge_response`` closes the loop when the hook delivers an
 operator's answer. The MCP SDK is never imported on this path.
 
-The pause (SPEC SC-009): while a blocking escalation holds the task, every tool call is
-denied except read-only tools, read-only shell commands and this server's own MCP tools
-(so an agent with the MCP server can still ``get_escalation`` and ``acknowledge_response``).
+The pause: while a blocking escalation holds the task, every tool call is denied except
+read-only tools, read-only shell commands and this server's own MCP tools (so an agent
+with the MCP server can still ``get_escalation`` and ``acknowledge_response``).
 
 Acknowledgement without MCP: once the operator has answered, the next tool call that is
 not exempt is denied with the answer as its reason, and the hook acknowledges the answer
@@ -37,8 +37,6 @@ from .plan import edited_paths, plan_post
 from .triage import exempt, kind_of, project_dir, rules
 
 
-# A NamedTuple, not a dataclass: it is defined on every hook run (one per tool call), and
-# defining a dataclass costs ~1 ms of start-up where a NamedTuple costs ~0.1 ms.
 class Call(NamedTuple):
     """One event with everything decided about it before touching the store."""
 

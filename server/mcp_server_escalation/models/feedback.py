@@ -12,7 +12,7 @@ from .results import FIRED_ESCALATION, Directed
 
 
 class Attempt(Record):
-    """One verdict on a step's output (seed 000's artifact)."""
+    """One verdict on a step's output."""
 
     attempt_number: int
     cycle: int
@@ -48,7 +48,7 @@ class CycleFeedback(Record):
 
 
 class ReviewFinding(Record):
-    """A failing review or tool stage's finding (seed 001)."""
+    """A failing review or tool stage's finding."""
 
     finding_id: int
     stage: str

@@ -1,4 +1,4 @@
-"""Guidance items (seed 004: top-k relevant past failures) and audited revisions."""
+"""Guidance items (the top-k relevant past failures) and audited revisions."""
 
 from __future__ import annotations
 

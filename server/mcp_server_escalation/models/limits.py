@@ -1,4 +1,4 @@
-"""Input limits (SPEC 7) as reusable annotated types.
+"""Input limits as reusable annotated types.
 
 The MCP adapter uses these in tool signatures, so the JSON Schema the client sees carries
 the limits and a violation is reported by field name before any code runs; the services

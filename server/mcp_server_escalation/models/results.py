@@ -1,4 +1,4 @@
-"""Tool results: what every agent-facing call returns (SPEC 4).
+"""Tool results: what every agent-facing call returns.
 
 Services build these; the MCP adapter returns them as structured output and the CLI
 prints them as JSON, so both doors show the same fields.

@@ -1,4 +1,4 @@
-"""Escalation thresholds (SPEC 3): defaults, config overrides and per-task overrides."""
+"""Escalation thresholds: defaults, config overrides and per-task overrides."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ Similarity = Annotated[float, Field(gt=0.0, le=1.0)]
 class Thresholds(BaseModel):
     """The effective thresholds of a task. Every trigger reads its limit from here."""
 
-    # Built at first validation (a task's first read or start_task), not at import: cold
-    # start (SPEC 8). The defaults are valid as written, so they are used unvalidated.
+    # Built at first validation (a task's first read or start_task), not at import, to keep
+    # it out of cold start. The defaults are valid as written, so they are used unvalidated.
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     same_error_repeated: PositiveLimit = 3

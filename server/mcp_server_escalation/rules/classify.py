@@ -1,4 +1,4 @@
-"""Failure classification by documented, objective patterns (SPEC 3).
+"""Failure classification by documented, objective patterns.
 
 The patterns live in ``data/failure_patterns.toml``; this module only applies them. A
 failure's class decides whether it escalates at once (an external blocker), only after

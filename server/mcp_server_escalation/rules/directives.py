@@ -1,4 +1,4 @@
-"""What the agent must do next, from the task's status and what holds it (SPEC 2)."""
+"""What the agent must do next, from the task's status and what holds it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Pure assembly of a step's feedback: collapsing retries, the failure summary of a
-stagnation cycle, and rendering sections within a character budget (SPEC 5).
+stagnation cycle, and rendering sections within a character budget.
 
 All wording comes from the prompt book passed in; these functions only order, group and cut.
 """

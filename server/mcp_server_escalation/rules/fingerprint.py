@@ -1,4 +1,4 @@
-"""Failure fingerprints (SPEC 2, seed 004).
+"""Failure fingerprints.
 
 A fingerprint is a stable signature of *what* went wrong, not *where*: the same error at
 another line, in another temp directory or with another object id is the same error. It is

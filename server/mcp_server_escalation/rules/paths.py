@@ -1,4 +1,4 @@
-"""Path normalisation and scope globs (SPEC 3).
+"""Path normalisation and scope globs.
 
 Paths are compared as POSIX paths relative to the project root with ``.`` and ``..``
 resolved lexically (the file may not exist yet: ``check_edit`` runs before the edit).

@@ -1,4 +1,4 @@
-"""``context_refs`` hold pointers only (seed 004): ids, paths, spans; never content.
+"""``context_refs`` hold pointers only: ids, paths, spans; never content.
 
 A pointer is a short single-line string or an integer, or a short list of those, under a
 snake_case key. Anything longer or multi-line is content and belongs in the store's other

@@ -1,4 +1,4 @@
-"""Deterministic ranking of past failures as guidance (SPEC 5, seed 004).
+"""Deterministic ranking of past failures as guidance (docs/guidance.md).
 
 Order: exact matches first (the same fingerprint as the step's latest failure, or, with an
 explicit query, the same normalised message), then a weighted score of lexical relevance

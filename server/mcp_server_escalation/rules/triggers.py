@@ -1,4 +1,4 @@
-"""The objective triggers (SPEC 3) as pure functions of counters and thresholds.
+"""The objective triggers (docs/triggers.md) as pure functions of counters and thresholds.
 
 A counter changes only through these functions, and a trigger fires only when the call
 that changed its counter brings it to the threshold (``>=``, so a counter that keeps

@@ -1,4 +1,4 @@
-"""The human-response loop: raise, wait, answer, acknowledge (SPEC 4).
+"""The human-response loop: raise, wait, answer, acknowledge.
 
 Response effects: guidance -> ``resolved``; override -> ``resolved_with_override`` and the
 text becomes the task's approach; terminate -> ``resolved_with_termination`` and the task
@@ -44,7 +44,8 @@ from .runtime import Runtime
 from .tasks import load_task
 
 # How often a waiting get_escalation looks at the store for an answer written by another
-# process (the CLI, another server). Well inside SC-006's 2 s; a local answer wakes it at once.
+# process (the CLI, another server): well inside the 2 s in which an answer must reach the
+# waiting agent (benchmarks/README.md); a local answer wakes it at once.
 POLL_SECONDS = 0.2
 
 _STATUS_BY_RESPONSE = {

@@ -1,4 +1,4 @@
-"""Reconstructing a step's feedback from the store (SPEC 5, seed 000).
+"""Reconstructing a step's feedback from the store (docs/feedback-memory.md).
 
 Nothing is cached in memory: every call reads the store, so the first call of a brand-new
 process renders everything earlier processes recorded. The reads are plain rows of the

@@ -1,4 +1,4 @@
-"""Top-k guidance from past failures (SPEC 5, seed 004) and their revision.
+"""Top-k guidance from past failures (docs/guidance.md) and their revision.
 
 Candidates come from bounded index lookups: exact matches (fingerprint, or the normalised
 message's key), then the FTS5 index (bm25) on the query's rare words (once ``k`` exact

@@ -1,4 +1,4 @@
-"""Review findings (seed 001): failing stages accumulate, a passing stage clears its own."""
+"""Review findings: failing stages accumulate, a passing stage clears its own."""
 
 from __future__ import annotations
 

@@ -151,7 +151,7 @@ async def get_task(rt: Runtime, task_id: str) -> TaskView:
 async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None = None) -> EndTaskResult:
     """Complete or abandon a task.
 
-    ``completed`` follows the double-entry rule (seed 003): nothing is complete while the
+    ``completed`` follows the double-entry rule (docs/tools.md): nothing is complete while the
     latest test run has failures or a blocking escalation holds the task. ``abandoned``
     always works and closes the task's pending escalations as ``agent_terminated``.
     """
