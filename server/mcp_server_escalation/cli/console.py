@@ -13,7 +13,7 @@ from ..errors import ConfigError, StoreError
 from ..settings import Settings
 from . import PORT_MAX, bounded
 from .operator import missing_store
-from .serve import refuse_a_taken_port
+from .serve import http_listening
 
 # uvicorn waits for open responses on shutdown, and an SSE stream never ends by itself.
 SHUTDOWN_SECONDS = 2
@@ -61,7 +61,6 @@ def run(args: argparse.Namespace) -> int:
     from ..adapters.console.app import build_console  # noqa: PLC0415
     from ..adapters.console.sessions import Sessions  # noqa: PLC0415
     from ..adapters.http_auth import AGENT_TOKEN_ENV, OPERATOR_TOKEN_ENV, tokens_from_env  # noqa: PLC0415
-    from ..adapters.http_serving import Listen, transport_security, warn_about_exposure  # noqa: PLC0415
 
     if not os.environ.get(OPERATOR_TOKEN_ENV):
         raise ConfigError(
@@ -73,15 +72,7 @@ def run(args: argparse.Namespace) -> int:
     problem = missing_store(settings.db_path, args.db)
     if problem:
         raise StoreError(problem)
-    listen = Listen(
-        host=args.host,
-        port=args.port,
-        allowed_hosts=tuple(args.allowed_host or ()),
-        allowed_origins=tuple(args.allowed_origin or ()),
-    )
-    refuse_a_taken_port(listen.host, listen.port)
-    security = transport_security(listen)
-    warn_about_exposure(listen, security)
+    listen, security = http_listening(args)
     sessions = Sessions(os.environ[OPERATOR_TOKEN_ENV], os.environ.get(AGENT_TOKEN_ENV))
     app = build_console(settings, sessions, security, secure_cookie=args.secure_cookie)
     uvicorn.run(

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
 
     from ..adapters.console.app import Guard
+    from ..adapters.http_serving import Listen
 
 from ..errors import ConfigError
 from ..settings import Settings
@@ -40,6 +41,24 @@ def console_beside_mcp(
         return None
     sessions = Sessions(operator_token, os.environ.get(AGENT_TOKEN_ENV))
     return build_console(settings, sessions, security, secure_cookie=secure_cookie)
+
+
+def http_listening(args: argparse.Namespace) -> tuple[Listen, TransportSecuritySettings]:
+    """Where an HTTP command listens (``--host``, ``--port``, ``--allowed-host``,
+    ``--allowed-origin``) and the Host/Origin checks that go with it; a taken port is refused
+    and an exposed address warned about before anything is opened."""
+    from ..adapters.http_serving import Listen, transport_security, warn_about_exposure  # noqa: PLC0415
+
+    listen = Listen(
+        host=args.host,
+        port=args.port,
+        allowed_hosts=tuple(args.allowed_host or ()),
+        allowed_origins=tuple(args.allowed_origin or ()),
+    )
+    refuse_a_taken_port(listen.host, listen.port)
+    security = transport_security(listen)
+    warn_about_exposure(listen, security)
+    return listen, security
 
 
 def refuse_a_taken_port(host: str, port: int) -> None:
@@ -82,22 +101,9 @@ def serve(args: argparse.Namespace) -> int:
         db=args.db, config=args.config, role=getattr(args, "role", "agent"), prompts=args.prompts
     )
     if getattr(args, "transport", "stdio") == "http":
-        from ..adapters.http_serving import (  # noqa: PLC0415
-            Listen,
-            request_body_limit,
-            transport_security,
-            warn_about_exposure,
-        )
+        from ..adapters.http_serving import request_body_limit  # noqa: PLC0415
 
-        listen = Listen(
-            host=args.host,
-            port=args.port,
-            allowed_hosts=tuple(args.allowed_host or ()),
-            allowed_origins=tuple(args.allowed_origin or ()),
-        )
-        refuse_a_taken_port(listen.host, listen.port)
-        security = transport_security(listen)
-        warn_about_exposure(listen, security)
+        listen, security = http_listening(args)
         console = console_beside_mcp(settings, security, secure_cookie=args.secure_cookie)
         if console is not None:
             settings = with_console_link(settings, listen.host, listen.port)

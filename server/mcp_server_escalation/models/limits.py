@@ -132,5 +132,7 @@ EscalationStatus = Literal[
     "agent_terminated",
 ]
 ResponseType = Literal["guidance", "override", "terminate", "approve", "withdraw"]
+# What a human may answer, in the order it is offered; withdrawing is the agent's own move.
+OPERATOR_ANSWERS: tuple[ResponseType, ...] = ("guidance", "override", "approve", "terminate")
 Priority = Literal["normal", "high"]
 Role = Literal["agent", "operator"]

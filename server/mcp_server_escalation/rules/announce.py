@@ -11,6 +11,7 @@ from typing import Any
 
 from ..clock import parse_iso
 from ..models.escalations import Escalation
+from ..models.limits import OPERATOR_ANSWERS
 from ..prompts import PromptBook
 from .evidence import clip, clip_texts, shortened
 from .salient import headline as salient_headline
@@ -40,8 +41,6 @@ _KEPT = (
 )
 # Each step shortens texts to this many characters and lists to this many items.
 _STEPS = ((400, 5), (160, 3), (40, 1))
-# Elicitation offers what a human may answer; withdrawing is the agent's own move.
-_HUMAN_ANSWERS = ("guidance", "override", "approve", "terminate")
 
 
 def minutes_pending(created_at: str, now: datetime) -> int:
@@ -158,7 +157,7 @@ def client_message(prompts: PromptBook, escalation: Escalation, event: str) -> s
 
 def human_answers(escalation: Escalation) -> list[str]:
     """The response types a human may pick for this escalation in an elicitation form."""
-    return [option for option in escalation.response_options if option in _HUMAN_ANSWERS]
+    return [option for option in escalation.response_options if option in OPERATOR_ANSWERS]
 
 
 def elicitation_question(

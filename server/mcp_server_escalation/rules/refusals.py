@@ -16,10 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import EscalationError
+from ..models.limits import OPERATOR_ANSWERS
 from ..prompts import PromptBook
 
-# The answers an operator may give, in the order they are offered ("withdraw" is the agent's).
-ANSWER_ORDER = ("guidance", "override", "approve", "terminate")
 # refusal -> the door's next step after it (its ``{door}_next_{kind}`` template)
 _NEXT = {
     "no_escalation": "list",
@@ -67,8 +66,8 @@ def _next_values(kind: str, values: dict[str, object], door: Door) -> dict[str, 
 
 
 def _offers(door: Door, options: object) -> str:
-    allowed = set(options) if isinstance(options, tuple | list) else set(ANSWER_ORDER)
-    return ", ".join(door.offers[a] for a in ANSWER_ORDER if a in allowed and a in door.offers)
+    allowed = set(options) if isinstance(options, tuple | list) else set(OPERATOR_ANSWERS)
+    return ", ".join(door.offers[a] for a in OPERATOR_ANSWERS if a in allowed and a in door.offers)
 
 
 def _values(refusal: str, facts: dict[str, object], door: Door) -> dict[str, object] | None:

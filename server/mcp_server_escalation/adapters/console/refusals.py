@@ -4,8 +4,9 @@ fields by the form's labels, next steps as pages to open."""
 from __future__ import annotations
 
 from ...errors import EscalationError
+from ...models.limits import OPERATOR_ANSWERS
 from ...prompts import PromptBook
-from ...rules.refusals import ANSWER_ORDER, Door, worded
+from ...rules.refusals import Door, worded
 
 # service field -> the template naming the form's field
 _FIELDS = {
@@ -19,7 +20,7 @@ _FIELDS = {
 
 def console_door(book: PromptBook, db: str) -> Door:
     """The console's names: a choice of the form is its value, a field its label."""
-    choices = {answer: answer for answer in ANSWER_ORDER}
+    choices: dict[str, str] = {answer: answer for answer in OPERATOR_ANSWERS}
     fields = {name: book.render(template) for name, template in _FIELDS.items()}
     return Door(name="console", offers=choices, names={**choices, **fields}, db=db)
 
