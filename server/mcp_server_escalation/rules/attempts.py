@@ -14,25 +14,17 @@ It starts the step's next cycle; past ``max_escalation_cycles`` it also goes to 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
 
 from ..models.feedback import Attempt
 from ..models.tasks import Counters
 from ..models.thresholds import Thresholds
 from . import triggers
+from .decisions import Fires, Wording
 from .similarity import similar_run
-from .triggers import Firing
 
 # The fewest of a step's latest attempts read to find its run of rejected ones: a run longer
 # than the patience still counts whole in the stagnation (its similar_count).
 HISTORY = 50
-
-
-class Wording(NamedTuple):
-    """A text from prompts/: the template and the values it is rendered with."""
-
-    template: str
-    values: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -58,16 +50,6 @@ class CycleStart:
     similar: tuple[Attempt, ...]
     targets: tuple[str, ...]
     new_cycle: int
-
-
-@dataclass(frozen=True)
-class Fires:
-    """A trigger that fires, the wording of its summary, and the key it is kept under on
-    the escalation (empty: its type)."""
-
-    firing: Firing
-    summary: Wording
-    key: str = ""
 
 
 @dataclass(frozen=True)
