@@ -72,10 +72,9 @@ def test_paths_inside_the_scope_and_the_limit_are_allowed_and_counted_as_the_tas
     assert decision.fires == ()
 
 
-def test_an_allowed_edit_tells_the_agent_how_many_paths_it_may_change() -> None:
-    assert check(["src/a.py", "src/b.py"]).message == Wording(
-        "message_edit_allowed", {"task_id": "t-1", "count": 2}
-    )
+def test_an_allowed_edit_tells_the_agent_how_many_paths_it_asked_for() -> None:
+    decision = check(["src/a.py", "src/a.py", "src/b.py"], known={"src/b.py"})
+    assert decision.message == Wording("message_edit_allowed", {"task_id": "t-1", "count": 3})
 
 
 def test_a_path_outside_the_project_is_refused_as_given_and_fires_a_scope_deviation() -> None:
@@ -134,6 +133,14 @@ def test_paths_the_task_already_modified_and_repeats_in_one_call_count_once() ->
 def test_a_file_limit_refusal_and_a_scope_refusal_fire_both_scope_first() -> None:
     decision = check(["docs/x.md", "src/a.py"], task(files_modified=3))
     assert [f.firing.type for f in decision.fires] == ["scope_deviation", "file_limit"]
+
+
+def test_a_task_with_no_scope_names_it_as_any_when_a_path_leaves_the_project() -> None:
+    decision = check(["../elsewhere/x.py"], task(scope=[]))
+    assert decision.fires[0].summary == Wording(
+        "trigger_scope_deviation", {"paths": "/elsewhere/x.py", "scope": ["(any)"]}
+    )
+    assert decision.fires[0].facts["scope"] == []
 
 
 def test_the_history_records_each_path_as_the_task_counts_it_and_the_verdict() -> None:

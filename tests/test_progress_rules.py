@@ -77,9 +77,14 @@ def test_a_successful_attempt_without_files_leaves_the_run_without_a_file_change
 
 
 def test_what_is_not_an_attempt_leaves_the_run_without_a_file_change_alone_and_fires_no_stall() -> None:
-    decision = report(task(Counters(attempts_without_file_change=4)), attempt=False)
-    assert decision.counters.attempts_without_file_change == 4
+    decision = report(task(Counters(attempts_without_file_change=5)), attempt=False)
+    assert decision.counters.attempts_without_file_change == 5
     assert fired(decision) == []
+
+
+def test_files_changed_by_what_is_not_an_attempt_still_end_the_run_without_a_file_change() -> None:
+    decision = report(task(Counters(attempts_without_file_change=4)), attempt=False, files=["src/a.py"])
+    assert decision.counters.attempts_without_file_change == 0
 
 
 def test_a_success_naming_no_operation_ends_every_run_of_identical_errors() -> None:
@@ -147,6 +152,13 @@ def test_a_test_run_where_every_test_passes_is_neither_a_verification_attempt_no
     assert decision.counters.verification_attempts == 0
     assert decision.counters.failing_test_runs == 0
     assert decision.counters.test_runs_without_improvement == 0
+
+
+def test_a_report_of_failed_tests_alone_is_a_test_run() -> None:
+    decision = report(tests_failed=2)
+    assert decision.test_run is not None
+    assert (decision.test_run.passed, decision.test_run.pass_rate) == (0, 0.0)
+    assert decision.counters.failing_test_runs == 1
 
 
 def test_a_report_without_test_counts_records_no_test_run() -> None:

@@ -31,6 +31,7 @@ def budget_fires(counters: Counters, t: Thresholds, *, created_at: str, now: str
 
     Minutes count from the last acknowledged budget (``budget_since``), else the task's start.
     """
+    # Most tasks set no budget: their calls skip reading the clock's two timestamps.
     if t.max_tool_calls is None and t.max_minutes is None and t.max_failing_test_runs is None:
         return ()
     since = counters.budget_since or created_at

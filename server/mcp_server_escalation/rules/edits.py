@@ -79,23 +79,18 @@ def decide_edit(
     too many; ``known`` are those the task already modified (they count once)."""
     checks: list[PathCheck] = []
     outside: list[str] = []
-    counted: set[str] = set()
-    over = False
+    counted: dict[str, None] = {}  # in the order given; a dict counts a repeated path once
     for g, n in zip(given, paths, strict=True):
         refusal = _outside(g, n, task)
         if refusal is not None:
             outside.append(n.path)
         elif n.path not in known and n.path not in counted:
-            counted.add(n.path)
+            counted[n.path] = None
             refusal = _past_limit(n.path, task.counters.files_modified + len(counted), task.thresholds)
-            over = over or refusal is not None
         checks.append(PathCheck(g, n.path, refusal))
     proposed = tuple(sorted(counted))
-    refused = any(c.refusal is not None for c in checks)
-    fires = (
-        scope_fires(sorted(set(outside)), task) if refused else None,
-        _refused_over_limit(task, proposed) if over else None,
-    )
+    # Only a refusal fires: a path past the limit, or outside the scope the task checks.
+    fires = (scope_fires(sorted(set(outside)), task), _over_limit(task, proposed))
     message = Wording("message_edit_allowed", {"task_id": task.task_id, "count": len(given)})
     return EditDecision(tuple(checks), proposed, tuple(f for f in fires if f is not None), message)
 
@@ -115,7 +110,7 @@ def _past_limit(path: str, count: int, t: Thresholds) -> Wording | None:
     return Wording("reason_file_limit", {"path": path, "count": count, "limit": t.files_modified_exceeds})
 
 
-def _refused_over_limit(task: Task, counted: tuple[str, ...]) -> Fires | None:
+def _over_limit(task: Task, counted: tuple[str, ...]) -> Fires | None:
     # Every path this call would add is part of the proposal, not only those past the limit:
     # approving must admit the whole change the agent asked for.
     return file_limit_fires(task.counters.files_modified + len(counted), task.thresholds, list(counted))
