@@ -19,7 +19,7 @@ from ..models.feedback import Attempt
 from ..models.tasks import Counters
 from ..models.thresholds import Thresholds
 from . import triggers
-from .decisions import Fires, Wording
+from .decisions import Fires, Wording, verification_limit_fires
 from .similarity import similar_run
 
 # The fewest of a step's latest attempts read to find its run of rejected ones: a run longer
@@ -102,7 +102,7 @@ def decide(
         counters=after,
         cycle_start=cycle_start,
         stagnation=stagnation,
-        verification_limit=_verification_limit(after, thresholds),
+        verification_limit=verification_limit_fires(after, thresholds),
         message=_message(verdict, attempt_number, cycle, cycle_start, to_human=stagnation is not None),
     )
 
@@ -124,17 +124,6 @@ def _to_human(step: str, cycle: int, t: Thresholds, similar_count: int) -> Fires
         "trigger_stagnation", {"step": step, "cycles": cycle, "max_cycles": t.max_escalation_cycles}
     )
     return Fires(firing, summary, key=f"stagnation:{step}")
-
-
-def _verification_limit(counters: Counters, t: Thresholds) -> Fires | None:
-    firing = triggers.verification_limit(counters, t)
-    if firing is None:
-        return None
-    summary = Wording(
-        "trigger_verification_limit",
-        {"count": counters.verification_attempts, "threshold": t.total_verification_attempts},
-    )
-    return Fires(firing, summary)
 
 
 def _message(

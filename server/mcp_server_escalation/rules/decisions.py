@@ -1,5 +1,8 @@
 """The shapes a decide step returns: the wording of a text and a trigger that fires.
 
+Also the one trigger more than one decide step fires (a test run or a rejected verdict
+reaching the verification limit), worded once.
+
 A decide step (``rules/attempts.py``, ``rules/progress.py``, ``rules/edits.py``,
 ``rules/budgets.py``) says what a call's outcome is worded with and which triggers fire,
 as plain data; its service renders the wording from prompts/ and gathers the evidence the
@@ -11,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ..models.tasks import Counters
+from ..models.thresholds import Thresholds
+from . import triggers
 from .triggers import Firing
 
 
@@ -31,3 +37,16 @@ class Fires:
     summary: Wording
     key: str = ""
     facts: dict[str, Any] = field(default_factory=dict)
+
+
+def verification_limit_fires(counters: Counters, t: Thresholds) -> Fires | None:
+    """The task's verification attempts reached their limit (a failing test run, a rejected
+    verdict); it fires again while they stay there, to add evidence."""
+    firing = triggers.verification_limit(counters, t)
+    if firing is None:
+        return None
+    summary = Wording(
+        "trigger_verification_limit",
+        {"count": counters.verification_attempts, "threshold": t.total_verification_attempts},
+    )
+    return Fires(firing, summary)

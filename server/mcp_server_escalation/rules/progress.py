@@ -17,7 +17,7 @@ from ..models.tasks import Counters, Task, TestRun
 from ..models.thresholds import Thresholds
 from . import triggers
 from .budgets import budget_fires, count_call
-from .decisions import Fires, Wording
+from .decisions import Fires, Wording, verification_limit_fires
 from .edits import file_limit_fires, scope_fires
 from .evidence import clip_texts
 from .paths import in_scope, normalise_path
@@ -119,9 +119,10 @@ def decide(report: Report, *, task: Task, files: Touched, known: set[str], now: 
     """The consequences of ``report`` on ``task`` (before it); ``known`` are the reported
     files the task already modified."""
     new_paths = tuple(p for p in files.paths if p not in known)
+    attempted = report.attempt and not files.paths  # what no file progress counts
     measured = _measure(report, task, changed_files=bool(files.paths), now=now)
     fires = (
-        *_progress_fires(task, measured, attempted=_attempted(report, files)),
+        *_progress_fires(task, measured, attempted=attempted),
         *_edit_fires(task, files, new_paths),
         *budget_fires(measured.counters, task.thresholds, created_at=task.created_at, now=now),
     )
@@ -133,14 +134,9 @@ def decide(report: Report, *, task: Task, files: Touched, known: set[str], now: 
         paths=files.paths,
         new_paths=new_paths,
         fires=fires,
-        warnings=() if fires else _warnings(task.thresholds, measured, attempted=_attempted(report, files)),
+        warnings=() if fires else _warnings(task.thresholds, measured, attempted=attempted),
         message=Wording("message_progress_recorded", {"task_id": task.task_id}),
     )
-
-
-def _attempted(report: Report, files: Touched) -> bool:
-    """An attempt that changed no file: what no file progress counts."""
-    return report.attempt and not files.paths
 
 
 def _measure(report: Report, task: Task, *, changed_files: bool, now: str) -> _Measured:
@@ -184,7 +180,7 @@ def _progress_fires(task: Task, m: _Measured, *, attempted: bool) -> tuple[Fires
         fires.append(_no_file_progress(task, c))
     if m.test_run is not None:
         fires.append(_test_stall(c, t, baseline=m.baseline, latest=m.test_run.pass_rate))
-        fires.append(_verification_limit(c, t))
+        fires.append(verification_limit_fires(c, t))
     return tuple(f for f in fires if f is not None)
 
 
@@ -215,17 +211,6 @@ def _test_stall(c: Counters, t: Thresholds, *, baseline: float | None, latest: f
             "best_pass_rate": baseline,
             "latest_pass_rate": latest,
         },
-    )
-    return Fires(firing, summary)
-
-
-def _verification_limit(c: Counters, t: Thresholds) -> Fires | None:
-    firing = triggers.verification_limit(c, t)
-    if firing is None:
-        return None
-    summary = Wording(
-        "trigger_verification_limit",
-        {"count": c.verification_attempts, "threshold": t.total_verification_attempts},
     )
     return Fires(firing, summary)
 
