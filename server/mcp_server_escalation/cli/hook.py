@@ -73,6 +73,13 @@ def add_parser(
         help="the store's lock file, already locked by the hook run that starts the daemon "
         "(default: none; the daemon takes the lock itself)",
     )
+    _add_install(actions, common)
+
+
+def _add_install(
+    actions: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: Callable[[argparse.ArgumentParser], None],
+) -> None:
     install = actions.add_parser("install", help="merge the hook configuration into the host's settings")
     common(install)
     install.add_argument("host", choices=HOSTS, help="the coding host whose settings to change")
