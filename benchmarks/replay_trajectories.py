@@ -191,7 +191,7 @@ def in_process(rt: Runtime, settings: Settings, env: dict[str, str]) -> Deliver:
         event = prepare(json.dumps(payload).encode(), settings, env, env["CLAUDE_PROJECT_DIR"])
         if event is None:
             return {}
-        text = await answer(rt, ENTRY, event, settings, env, env["CLAUDE_PROJECT_DIR"])
+        text = await answer(rt, ENTRY, event, settings)
         return json.loads(text) if text else {}
 
     return deliver
