@@ -191,17 +191,19 @@ def in_process(rt: Runtime, settings: Settings, env: dict[str, str]) -> Deliver:
         event = prepare(json.dumps(payload).encode(), settings, env, env["CLAUDE_PROJECT_DIR"])
         if event is None:
             return {}
-        text = await answer(rt, ENTRY, event, settings, env, env["CLAUDE_PROJECT_DIR"])
+        text = await answer(rt, ENTRY, event, settings)
         return json.loads(text) if text else {}
 
     return deliver
 
 
-def installed(settings: Settings, env: dict[str, str], home: Path) -> Deliver:
+def installed(settings: Settings, env: dict[str, str], home: Path, runtime: Path | None = None) -> Deliver:
     """What the installed hook process prints for a payload, run as the host runs it.
 
     ``home`` stands in for the user's folders, so no config or daemon of the user's own is
-    read; the store and the config are the replay's."""
+    read; the store and the config are the replay's. ``runtime`` is where the hook finds its
+    relay daemon (by default a folder in ``home``, which may be too long a path for a socket,
+    so each hook run then opens the store itself)."""
     exe = shutil.which("mcp-server-escalation")
     assert exe is not None, "the console script is not installed"
     config = ["--config", settings.config_path] if settings.config_path else []
@@ -210,10 +212,10 @@ def installed(settings: Settings, env: dict[str, str], home: Path) -> Deliver:
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / "config"),
-        "XDG_RUNTIME_DIR": str(home / "run"),
+        "XDG_RUNTIME_DIR": str(runtime or home / "run"),
         **env,
     }
-    (home / "run").mkdir(mode=0o700, parents=True, exist_ok=True)
+    (runtime or home / "run").mkdir(mode=0o700, parents=True, exist_ok=True)
 
     async def deliver(payload: dict) -> dict:
         hook = await asyncio.create_subprocess_exec(
@@ -291,16 +293,22 @@ async def replay(
     limit: int | None,
     start: int = 0,
     process: bool = False,
+    runtime: Path | None = None,
 ) -> list[Replayed]:
     """Every selected run, each replayed into a new store in ``folder``.
 
-    ``process``: through the installed hook process rather than in this one."""
+    ``process``: through the installed hook process rather than in this one (its relay
+    daemons' sockets in ``runtime``, see ``installed``)."""
     replayed = []
     env = {"CLAUDE_PROJECT_DIR": PROJECT}
     for number, run in enumerate(runs(path, limit, start)):
         settings = Settings.from_sources(db=str(folder / f"run-{number}.db"), config=config, env={})
         async with open_runtime(settings) as rt:
-            deliver = installed(settings, env, folder / "home") if process else in_process(rt, settings, env)
+            deliver = (
+                installed(settings, env, folder / "home", runtime)
+                if process
+                else in_process(rt, settings, env)
+            )
             replayed.append(await replay_run(rt, deliver, run))
     return replayed
 

@@ -78,7 +78,7 @@ async def test_a_hook_events_failure_is_stored_as_record_failure_stores_the_same
     async with open_runtime(settings) as rt:
         event = prepare(json.dumps(_edit_failure(path)).encode(), settings, {}, PROJECT)
         assert event is not None
-        await answer(rt, "claude-code", event, settings, {}, PROJECT)
+        await answer(rt, "claude-code", event, settings)
         from_hook = (await guidance.show_failure(rt, "F-1")).model_dump()
     reported = {
         "task_id": from_hook["failure"]["task_id"],

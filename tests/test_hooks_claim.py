@@ -52,7 +52,7 @@ async def _answer_in_process(db: str, payload: dict[str, Any]) -> str:
     async with open_runtime(settings) as rt:
         event = prepare(json.dumps(payload).encode(), settings, {}, PROJECT)
         assert event is not None
-        return await answer(rt, "claude-code", event, settings, {}, PROJECT)
+        return await answer(rt, "claude-code", event, settings)
 
 
 async def test_an_event_whose_record_failed_is_recorded_when_delivered_again(tmp_path: Path) -> None:

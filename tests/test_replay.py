@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import replay_trajectories as replay  # noqa: E402
+from hooks_support import daemons_of, stop_daemons  # noqa: E402
 
 SLICE = ROOT / "tests" / "data" / "trajectories-slice.jsonl.gz"
 
@@ -68,11 +69,22 @@ def test_the_error_line_is_the_whole_error_not_pytests_cut_summary_of_it() -> No
     assert replay.error_line(f"{cut_only}\n") == cut_only
 
 
-def test_the_installed_hook_process_decides_exactly_as_the_in_process_replay(tmp_path: Path) -> None:
-    # The run that pauses (warned first) and a solved one that does not: 108 hook runs.
+def test_the_installed_hook_process_decides_exactly_as_the_in_process_replay(
+    tmp_path: Path, private_relay_sockets: Path
+) -> None:
+    # The run that pauses (warned first) and a solved one that does not: 108 hook runs, as a
+    # host makes them (through the relay daemon the first run starts, as by default).
     chosen = {"limit": 2, "start": 3}
-    through_process = asyncio.run(replay.replay(SLICE, tmp_path / "process", None, process=True, **chosen))
+    runtime = private_relay_sockets.parent
+    through_process = asyncio.run(
+        replay.replay(SLICE, tmp_path / "process", None, process=True, runtime=runtime, **chosen)
+    )
     in_process = asyncio.run(replay.replay(SLICE, tmp_path / "in", None, **chosen))
+    try:
+        # Each run's store got its daemon: the hook runs after the first went through it.
+        assert all(daemons_of(str(tmp_path / "process" / f"run-{n}.db")) for n in range(2))
+    finally:
+        stop_daemons(private_relay_sockets)
     assert [r.run for r in through_process] == ["django__django-15695", "pytest-dev__pytest-7324"]
     assert through_process == in_process
     assert through_process[0].pause is not None

@@ -410,6 +410,38 @@ def _placeholders(name: str, text: str, source: str) -> set[str]:
     return found
 
 
+def _read_file(path: Path) -> TemplateFileModel:
+    try:
+        return TemplateFileModel.model_validate(tomllib.loads(path.read_text("utf-8")))
+    except (tomllib.TOMLDecodeError, ValidationError, OSError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def _add_texts(path: Path, kind: str, found: dict[str, ToolText], target: dict[str, ToolText]) -> None:
+    """A file's tool, prompt or resource descriptions; each is described in one file only."""
+    for name, text in found.items():
+        if name in target:
+            raise ConfigError(f"{path}: {kind} {name!r} is described twice")
+        target[name] = text
+
+
+def _checked_template(
+    path: Path, name: str, text: str, version: int, earlier: dict[str, Template]
+) -> Template:
+    """A template the code knows, defined once, using only the placeholders it is given."""
+    if name not in TEMPLATES:
+        raise ConfigError(f"{path}: unknown template {name!r}")
+    if name in earlier:
+        raise ConfigError(f"{path}: template {name!r} is also in {earlier[name].source}")
+    unknown = _placeholders(name, text, str(path)) - TEMPLATES[name]
+    if unknown:
+        raise ConfigError(
+            f"{path}: template {name!r} uses unknown placeholder(s) "
+            f"{sorted(unknown)}; allowed: {sorted(TEMPLATES[name])}"
+        )
+    return Template(name, text, version, str(path))
+
+
 class PromptBook:
     """All templates, loaded and checked; ``render`` is strict."""
 
@@ -437,31 +469,12 @@ class PromptBook:
         mcp_prompts: dict[str, ToolText] = {}
         resources: dict[str, ToolText] = {}
         for path in sorted(directory.glob("*.toml")):
-            try:
-                parsed = TemplateFileModel.model_validate(tomllib.loads(path.read_text("utf-8")))
-            except (tomllib.TOMLDecodeError, ValidationError, OSError) as exc:
-                raise ConfigError(f"{path}: {exc}") from exc
-            for kind, found, target in (
-                ("tool", parsed.tools, tools),
-                ("prompt", parsed.prompts, mcp_prompts),
-                ("resource", parsed.resources, resources),
-            ):
-                for name, text in found.items():
-                    if name in target:
-                        raise ConfigError(f"{path}: {kind} {name!r} is described twice")
-                    target[name] = text
+            parsed = _read_file(path)
+            _add_texts(path, "tool", parsed.tools, tools)
+            _add_texts(path, "prompt", parsed.prompts, mcp_prompts)
+            _add_texts(path, "resource", parsed.resources, resources)
             for name, entry in parsed.templates.items():
-                if name not in TEMPLATES:
-                    raise ConfigError(f"{path}: unknown template {name!r}")
-                if name in templates:
-                    raise ConfigError(f"{path}: template {name!r} is also in {templates[name].source}")
-                unknown = _placeholders(name, entry.text, str(path)) - TEMPLATES[name]
-                if unknown:
-                    raise ConfigError(
-                        f"{path}: template {name!r} uses unknown placeholder(s) "
-                        f"{sorted(unknown)}; allowed: {sorted(TEMPLATES[name])}"
-                    )
-                templates[name] = Template(name, entry.text, parsed.version, str(path))
+                templates[name] = _checked_template(path, name, entry.text, parsed.version, templates)
         missing = sorted(set(TEMPLATES) - set(templates))
         if missing:
             raise ConfigError(f"{directory}: missing template(s) {missing}")

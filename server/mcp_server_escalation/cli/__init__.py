@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib import import_module
 from typing import NoReturn
 
 from .. import __version__
@@ -105,17 +106,25 @@ def top_parser() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line."""
-    from .hook import add_parser as add_hook_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
-    from .monitor_args import (  # noqa: PLC0415
-        add_backup_parser,
-        add_check_parser,
-        add_stats_parser,
-        add_watch_parser,
-    )
+    from .console import add_parser as add_console_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
+    from .hook import add_parser as add_hook_parser  # noqa: PLC0415
+    from .monitor_args import add_stats_parser  # noqa: PLC0415
 
     parser = top_parser()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="(default: serve)")
+    # In the order the help lists them.
+    _add_serve(sub)
+    _add_escalations(sub)
+    _add_tasks(sub)
+    add_stats_parser(sub, _common)
+    _add_demo(sub)
+    add_hook_parser(sub, _common)
+    add_console_parser(sub, _common)
+    _add_db(sub)
+    return parser
 
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser(
         "serve",
         help="serve MCP (stdio by default)",
@@ -161,6 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
         "a TLS proxy (default: off)",
     )
 
+
+def _add_escalations(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .monitor_args import add_watch_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
+
     esc = sub.add_parser("escalations", help="list, show and answer escalations")
     esc_sub = esc.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = esc_sub.add_parser("list", help="escalation summaries, newest first")
@@ -180,13 +193,22 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help=JSON_HELP)
     show = esc_sub.add_parser("show", help="one escalation in full")
     _common(show)
-    show.add_argument(
+    _escalation_id(show)
+    show.add_argument("--json", action="store_true", help=JSON_HELP)
+    _add_respond(esc_sub)
+    add_watch_parser(esc_sub, _common)
+
+
+def _escalation_id(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "id",
         type=bounded(1, ID_MAX),
         metavar="ID",
         help="the escalation's number (escalations list shows them)",
     )
-    show.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def _add_respond(esc_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     respond = esc_sub.add_parser(
         "respond",
         help="answer an escalation as the operator",
@@ -197,12 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
         "       [--db DB] [--config CONFIG] [--prompts PROMPTS] [-h]",
     )
     _common(respond)
-    respond.add_argument(
-        "id",
-        type=bounded(1, ID_MAX),
-        metavar="ID",
-        help="the escalation's number (escalations list shows them)",
-    )
+    _escalation_id(respond)
     answer = respond.add_mutually_exclusive_group(required=True)
     answer.add_argument("--guidance", metavar="TEXT", help="advice; the agent continues its own way")
     answer.add_argument("--override", metavar="TEXT", help="the approach the agent must follow instead")
@@ -229,8 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     respond.add_argument("--responder", help="who answers, as recorded (default: cli:$USER)")
     respond.add_argument("--json", action="store_true", help=JSON_HELP)
-    add_watch_parser(esc_sub, _common)
 
+
+def _add_tasks(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     task = sub.add_parser("tasks", help="list and show tasks")
     task_sub = task.add_subparsers(dest="action", required=True, metavar="ACTION")
     task_list = task_sub.add_parser("list", help="tasks with their counters and pending escalations")
@@ -250,8 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(task_show)
     task_show.add_argument("id", metavar="TASK_ID", help="the task's id, whole (tasks list shows them)")
     task_show.add_argument("--json", action="store_true", help=JSON_HELP)
-    add_stats_parser(sub, _common)
 
+
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = sub.add_parser(
         "demo",
         help="play the whole escalation loop against the real server",
@@ -268,11 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--db store is always kept)",
     )
 
-    add_hook_parser(sub, _common)
 
-    from .console import add_parser as add_console_parser  # noqa: PLC0415
-
-    add_console_parser(sub, _common)
+def _add_db(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .monitor_args import add_backup_parser, add_check_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
 
     db = sub.add_parser("db", help="the store file")
     db_sub = db.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -284,57 +301,37 @@ def build_parser() -> argparse.ArgumentParser:
         _common(db_sub.add_parser(name, help=text))
     add_backup_parser(db_sub, _common)
     add_check_parser(db_sub, _common)
-    return parser
+
+
+# The module and function that run each command, imported only when it runs: the operator
+# commands never load the MCP SDK, and serve loads only what serving needs. Any other
+# command (escalations, tasks, stats, db) is the operator module's.
+RUNNERS: dict[str | None, tuple[str, str]] = {
+    None: ("serve", "serve"),
+    "serve": ("serve", "serve"),
+    "demo": ("demo", "run"),  # the only command that loads the SDK's client
+    "console": ("console", "run"),
+    "hook": ("hook", "run"),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     given = sys.argv[1:] if argv is None else list(argv)
-    if serve_options_only(given):
-        args = top_parser().parse_args(given)
-        args.command = None
-    else:
-        try:
-            args = build_parser().parse_args(given)
-        except SystemExit as exc:
-            from .hook import is_hook_run  # noqa: PLC0415
+    args = _parse(given)
+    if args is None:
+        return 0  # to a host, a hook's exit 2 means "deny": a bad hook command line must not block it
+    _log_to_stderr(args.command)
+    return _run(args)
 
-            # To a host, a hook's exit 2 means "deny": a bad hook command line must not block it.
-            if exc.code == 2 and is_hook_run(given):
-                return 0
-            raise
-    from .log_lines import WrappedFormatter, stderr_width  # noqa: PLC0415
 
-    handler = logging.StreamHandler(sys.stderr)  # stdout belongs to the protocol
-    line = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    # A hook's stderr is its host's, and the hook daemon's a log file for grep: one line each.
-    wrapped = args.command != "hook"
-    handler.setFormatter(WrappedFormatter(line, stderr_width()) if wrapped else logging.Formatter(line))
-    logging.basicConfig(
-        level=logging.INFO if args.command in (None, "serve", "console") else logging.WARNING,
-        handlers=[handler],
-    )
+def _run(args: argparse.Namespace) -> int:
+    """The command's exit code; an error it raises is one line on stderr."""
     from ..errors import EscalationError  # noqa: PLC0415
 
+    module, function = RUNNERS.get(args.command, ("operator", "run"))
     try:
-        if args.command in (None, "serve"):
-            from .serve import serve  # noqa: PLC0415
-
-            return serve(args)
-        if args.command == "demo":
-            from .demo import run as demo  # noqa: PLC0415 (loads the SDK client only here)
-
-            return demo(args)
-        if args.command == "console":
-            from .console import run as console  # noqa: PLC0415
-
-            return console(args)
-        if args.command == "hook":
-            from .hook import run as hook  # noqa: PLC0415
-
-            return hook(args)
-        from .operator import run  # noqa: PLC0415
-
+        run: Callable[[argparse.Namespace], int] = getattr(import_module(f".{module}", __name__), function)
         return run(args)
     except EscalationError as exc:
         report_error(str(exc))
@@ -347,15 +344,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_error(str(exc))
         return 1
     except BaseExceptionGroup as group:
-        # The SDK runs the lifespan in a task group: a store that cannot be opened arrives
-        # wrapped. Say it in one line, like every other door does.
-        if group.subgroup(BrokenPipeError) is not None:
-            return _reader_gone()
-        matched, _rest = group.split(EscalationError)
-        if matched is None:
-            raise
-        report_error(str(_first(matched)))
-        return 1
+        return _exit_of_group(group, EscalationError)
+
+
+def _parse(given: list[str]) -> argparse.Namespace | None:
+    """The command line read; None for a hook's command line that argparse refused."""
+    if serve_options_only(given):
+        args = top_parser().parse_args(given)
+        args.command = None
+        return args
+    try:
+        return build_parser().parse_args(given)
+    except SystemExit as exc:
+        from .hook import is_hook_run  # noqa: PLC0415
+
+        if exc.code == 2 and is_hook_run(given):
+            return None
+        raise
+
+
+def _log_to_stderr(command: str | None) -> None:
+    from .log_lines import WrappedFormatter, stderr_width  # noqa: PLC0415
+
+    handler = logging.StreamHandler(sys.stderr)  # stdout belongs to the protocol
+    line = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    # A hook's stderr is its host's, and the hook daemon's a log file for grep: one line each.
+    wrapped = command != "hook"
+    handler.setFormatter(WrappedFormatter(line, stderr_width()) if wrapped else logging.Formatter(line))
+    logging.basicConfig(
+        level=logging.INFO if command in (None, "serve", "console") else logging.WARNING,
+        handlers=[handler],
+    )
+
+
+def _exit_of_group(group: BaseExceptionGroup[BaseException], expected: type[Exception]) -> int:
+    """The SDK runs the lifespan in a task group: a store that cannot be opened arrives
+    wrapped. Say it in one line, like every other door does; anything else is raised."""
+    if group.subgroup(BrokenPipeError) is not None:
+        return _reader_gone()
+    matched, _rest = group.split(expected)
+    if matched is None:
+        raise group
+    report_error(str(_first(matched)))
+    return 1
 
 
 def report_error(text: str) -> None:

@@ -347,7 +347,11 @@ class Demo:
 
     async def _attempt(self, agent: Agent, count: int) -> None:
         """One attempt as the README tells an agent to report it: the error, then the run."""
-        line, action, passed, failed = ATTEMPTS[count - 1]
+        await self._error(agent, count)
+        await self._test_run(agent, count)
+
+    async def _error(self, agent: Agent, count: int) -> None:
+        line, action, _, _ = ATTEMPTS[count - 1]
         last = count == THRESHOLD
         with self.step("error_escalates" if last else "error"):
             recorded = await agent.call(
@@ -366,22 +370,7 @@ class Demo:
                 f"{failure['consecutive_count']} in a row and {failure['occurrence_count']} in all",
             )
             if last:
-                _expect(
-                    escalation is not None and escalation["type"] == "repeated_error",
-                    f"expected a repeated_error escalation, got {escalation and escalation['type']}",
-                )
-                _expect(recorded["directive"] == "pause", f"expected pause, got {recorded['directive']}")
-                self.repeated = int(escalation["escalation_id"])
-                status = await self._status(agent)
-                self._say(
-                    "error_escalates",
-                    path=IN_SCOPE,
-                    line=line,
-                    count=count,
-                    id=escalation["escalation_id"],
-                    type=escalation["type"],
-                    status=status,
-                )
+                await self._escalated(agent, recorded, line, count)
             else:
                 _expect(escalation is None, f"escalated too early: escalation {escalation}")
                 self._say(
@@ -393,6 +382,30 @@ class Demo:
                     threshold=THRESHOLD,
                 )
             self._directive(recorded)
+
+    async def _escalated(self, agent: Agent, recorded: dict[str, Any], line: int, count: int) -> None:
+        """The error's last repeat: a repeated_error escalation, and the task paused."""
+        escalation = recorded["escalation"]
+        _expect(
+            escalation is not None and escalation["type"] == "repeated_error",
+            f"expected a repeated_error escalation, got {escalation and escalation['type']}",
+        )
+        _expect(recorded["directive"] == "pause", f"expected pause, got {recorded['directive']}")
+        self.repeated = int(escalation["escalation_id"])
+        status = await self._status(agent)
+        self._say(
+            "error_escalates",
+            path=IN_SCOPE,
+            line=line,
+            count=count,
+            id=escalation["escalation_id"],
+            type=escalation["type"],
+            status=status,
+        )
+
+    async def _test_run(self, agent: Agent, count: int) -> None:
+        _, action, passed, failed = ATTEMPTS[count - 1]
+        last = count == THRESHOLD
         with self.step("run_joins" if last else "run"):
             ran = await agent.call(
                 "report_progress",
@@ -409,25 +422,29 @@ class Demo:
             measured = {"passed": passed, "total": total, "rate": passed / total, "count": stalled}
             joined = ran["escalation"]
             if last:
-                types = [t["type"] for t in (joined or {}).get("triggers", [])]
-                _expect(
-                    joined is not None
-                    and joined["escalation_id"] == self.repeated
-                    and types == ["repeated_error", "test_stall"],
-                    f"expected test_stall to join escalation {self.repeated}, "
-                    f"got {joined and joined['escalation_id']} with triggers {types}",
-                )
-                self._say(
-                    "run_joins",
-                    trigger="test_stall",
-                    id=joined["escalation_id"],
-                    triggers=", ".join(types),
-                    **measured,
-                )
+                self._joined(joined, measured)
             else:
                 _expect(joined is None, f"escalated too early: escalation {joined}")
                 self._say("run", best=BASELINE, threshold=THRESHOLD, **measured)
             self._directive(ran)
+
+    def _joined(self, joined: Any, measured: dict[str, Any]) -> None:
+        """The last run: test_stall joins the open repeated_error escalation."""
+        types = [t["type"] for t in (joined or {}).get("triggers", [])]
+        _expect(
+            joined is not None
+            and joined["escalation_id"] == self.repeated
+            and types == ["repeated_error", "test_stall"],
+            f"expected test_stall to join escalation {self.repeated}, "
+            f"got {joined and joined['escalation_id']} with triggers {types}",
+        )
+        self._say(
+            "run_joins",
+            trigger="test_stall",
+            id=joined["escalation_id"],
+            triggers=", ".join(types),
+            **measured,
+        )
 
     async def _status(self, agent: Agent) -> str:
         view = await agent.call("get_task", task_id=self.task_id)
@@ -472,6 +489,10 @@ class Demo:
                 )
             # The CLI exited 0; what it wrote is checked where it matters, in the agent's hands.
             self._say("operator_answer", id=escalation_id, cli=" ".join(answered.split()))
+        self._receive(escalation_id, received)
+        await self._acknowledge(agent, escalation_id)
+
+    def _receive(self, escalation_id: int, received: dict[str, Any]) -> None:
         with self.step("receive"):
             got = received["escalation"]
             response = got["response"] or {}
@@ -492,6 +513,8 @@ class Demo:
                 responder=response["responder"],
             )
             self._directive(received)
+
+    async def _acknowledge(self, agent: Agent, escalation_id: int) -> None:
         with self.step("acknowledge"):
             acked = await agent.call("acknowledge_response", escalation_id=escalation_id)
             _expect(

@@ -29,7 +29,7 @@ from ..hooks.relay import HOSTS
 SCRIPT_NAMES = ("mcp-server-escalation", "mcp-server-escalation.exe")
 
 if TYPE_CHECKING:
-    from ..hooks.events import HookEvent
+    from ..hooks.triage import Triaged
     from ..settings import Settings
 
 
@@ -73,6 +73,13 @@ def add_parser(
         help="the store's lock file, already locked by the hook run that starts the daemon "
         "(default: none; the daemon takes the lock itself)",
     )
+    _add_install(actions, common)
+
+
+def _add_install(
+    actions: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: Callable[[argparse.ArgumentParser], None],
+) -> None:
     install = actions.add_parser("install", help="merge the hook configuration into the host's settings")
     common(install)
     install.add_argument("host", choices=HOSTS, help="the coding host whose settings to change")
@@ -109,12 +116,12 @@ def _warn(text: str) -> None:
     sys.stderr.write(warning(text))
 
 
-async def _answer(settings: Settings, entry: str, event: HookEvent) -> str:
+async def _answer(settings: Settings, entry: str, triaged: Triaged) -> str:
     from ..hooks.dispatch import answer  # noqa: PLC0415
     from ..services.runtime import open_runtime  # noqa: PLC0415
 
     async with open_runtime(settings) as rt:
-        return await answer(rt, entry, event, settings, os.environ)
+        return await answer(rt, entry, triaged, settings)
 
 
 def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> str:
@@ -123,12 +130,12 @@ def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> str:
     from ..settings import Settings  # noqa: PLC0415
 
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
-    event = prepare(raw, settings, os.environ, entry=entry)
-    if event is None:
+    triaged = prepare(raw, settings, os.environ, entry=entry)
+    if triaged is None:
         return ""
     import anyio  # noqa: PLC0415 (a read never starts an event loop)
 
-    return anyio.run(_answer, settings, entry, event)
+    return anyio.run(_answer, settings, entry, triaged)
 
 
 def run_hook(entry: str, args: argparse.Namespace) -> int:

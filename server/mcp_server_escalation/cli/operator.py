@@ -65,36 +65,49 @@ def store_flag(rt: Runtime) -> str:
 
 
 async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
-    width = terminal_width()
     if args.action == "list":
-        result = await escalations.list_escalations(
-            rt, status=args.status, task_id=args.task, limit=max(1, min(args.limit, 200))
-        )
-        if args.json:
-            _json(result)
-            return 0
-        if not result.escalations:
-            _out(f"no {args.status} escalations")
-            return 0
-        for s in result.escalations:
-            for line in summary_lines(s, width):
-                _out(line)
-        _out(f"({len(result.escalations)} of {result.total})")
-        return 0
+        return await _list(rt, args)
     if args.action == "show":
-        shown = await escalations.show_escalation(rt, args.id)
-        if args.json:
-            _json(shown)
-            return 0
-        default = str(default_db_path())
-        for line in escalation_lines(shown, rt.prompts, width, None if rt.db.path == default else rt.db.path):
-            _out(line)
-        for line in monitor.delivery_lines(await reports.deliveries(rt, args.id), width):
-            _out(line)
+        return await _show(rt, args)
+    return await _respond(rt, args)
+
+
+async def _list(rt: Runtime, args: argparse.Namespace) -> int:
+    result = await escalations.list_escalations(
+        rt, status=args.status, task_id=args.task, limit=max(1, min(args.limit, 200))
+    )
+    if args.json:
+        _json(result)
         return 0
+    if not result.escalations:
+        _out(f"no {args.status} escalations")
+        return 0
+    width = terminal_width()
+    for s in result.escalations:
+        for line in summary_lines(s, width):
+            _out(line)
+    _out(f"({len(result.escalations)} of {result.total})")
+    return 0
+
+
+async def _show(rt: Runtime, args: argparse.Namespace) -> int:
+    shown = await escalations.show_escalation(rt, args.id)
+    if args.json:
+        _json(shown)
+        return 0
+    width = terminal_width()
+    default = str(default_db_path())
+    for line in escalation_lines(shown, rt.prompts, width, None if rt.db.path == default else rt.db.path):
+        _out(line)
+    for line in monitor.delivery_lines(await reports.deliveries(rt, args.id), width):
+        _out(line)
+    return 0
+
+
+async def _respond(rt: Runtime, args: argparse.Namespace) -> int:
     response_type, content = _response(args)
     # The service checks the answer; a refusal reaches the operator in the CLI's words (_main).
-    result_ = await escalations.resolve_escalation(
+    result = await escalations.resolve_escalation(
         rt,
         escalation_id=args.id,
         response_type=response_type,
@@ -105,11 +118,11 @@ async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
         role="operator",
     )
     if args.json:
-        _json(result_)
+        _json(result)
     else:
         monitor.say(
-            f"escalation {args.id} is now {result_.escalation.status}; "
-            f"task {result_.escalation.task_id} is {result_.task_status}"
+            f"escalation {args.id} is now {result.escalation.status}; "
+            f"task {result.escalation.task_id} is {result.task_status}"
         )
     return 0
 

@@ -78,6 +78,19 @@ def _limit(value: object) -> str:
 
 def show_lines(view: TaskView, history: list[EscalationSummary], width: int) -> list[str]:
     """A task as an operator reads it on a terminal of ``width`` columns."""
+    return [
+        *_task_lines(view, width),
+        *_counter_lines(view, width),
+        *_file_lines(view, width),
+        *_test_lines(view, width),
+        f"Failures: {view.failure_records} records, {view.failure_occurrences} occurrences",
+        *_history_lines(history, width),
+        "",
+        *wrap(f"Directive: {view.directive}: {view.message}", width),
+    ]
+
+
+def _task_lines(view: TaskView, width: int) -> list[str]:
     t = view.task
     lines = [
         *labelled("Task", t.task_id, width, whole_words=True),
@@ -92,10 +105,16 @@ def show_lines(view: TaskView, history: list[EscalationSummary], width: int) -> 
         lines += labelled("Approach", f"(operator override) {t.approach}", width)
     ended = f", ended {t.ended_at}" if t.ended_at else ""
     lines += labelled("Created", f"{t.created_at}, updated {t.updated_at}{ended}", width)
+    return lines
+
+
+def _counter_lines(view: TaskView, width: int) -> list[str]:
+    """The counters against their limits, then the other thresholds and budgets."""
+    t = view.task
     counters = view.counters.model_dump()
     limits = view.thresholds.model_dump()
     rows = [[name, str(counters[name]), _limit(limits[limit]), limit] for name, limit in _COUNTER_LIMITS]
-    lines += [
+    lines = [
         "",
         *table(["COUNTER", "VALUE", "LIMIT", "THRESHOLD"], rows, right=frozenset({1, 2}), width=width),
     ]
@@ -106,30 +125,34 @@ def show_lines(view: TaskView, history: list[EscalationSummary], width: int) -> 
         lines += wrap(f"Last error fingerprint: {t.counters.last_fingerprint}", width)
     if view.thresholds.max_minutes is not None:
         lines += wrap(f"Minutes budget counts from {t.counters.budget_since or t.created_at}", width)
+    return lines
+
+
+def _file_lines(view: TaskView, width: int) -> list[str]:
     listed = len(view.modified_files)
     latest = "" if view.modified_count == listed else f"; the latest {listed}"
-    lines += ["", f"Modified files ({view.modified_count}{latest})"]
-    lines += [line for path in view.modified_files for line in wrap(path, width, INDENT)] or ["  -"]
-    lines += ["", f"Test history ({len(view.test_history)} runs; baseline {_rate(t.baseline_pass_rate)})"]
-    if view.test_history:
-        rows = [
-            [r.at, r.step, str(r.passed), str(r.failed), _rate(r.pass_rate), "yes" if r.improved else "no"]
-            for r in view.test_history
-        ]
-        headers = ["AT", "STEP", "PASSED", "FAILED", "RATE", "IMPROVED"]
-        lines += [
-            f"  {line}"
-            for line in table(headers, rows, right=frozenset({2, 3, 4}), width=width - len(INDENT))
-        ]
-    else:
-        lines.append("  -")
-    lines.append(f"Failures: {view.failure_records} records, {view.failure_occurrences} occurrences")
-    lines += ["", f"Escalations ({len(history)})"]
+    files = [line for path in view.modified_files for line in wrap(path, width, INDENT)]
+    return ["", f"Modified files ({view.modified_count}{latest})", *(files or ["  -"])]
+
+
+def _test_lines(view: TaskView, width: int) -> list[str]:
+    title = f"Test history ({len(view.test_history)} runs; baseline {_rate(view.task.baseline_pass_rate)})"
+    if not view.test_history:
+        return ["", title, "  -"]
+    rows = [
+        [r.at, r.step, str(r.passed), str(r.failed), _rate(r.pass_rate), "yes" if r.improved else "no"]
+        for r in view.test_history
+    ]
+    headers = ["AT", "STEP", "PASSED", "FAILED", "RATE", "IMPROVED"]
+    runs = table(headers, rows, right=frozenset({2, 3, 4}), width=width - len(INDENT))
+    return ["", title, *(f"  {line}" for line in runs)]
+
+
+def _history_lines(history: list[EscalationSummary], width: int) -> list[str]:
+    lines = ["", f"Escalations ({len(history)})"]
     for s in sorted(history, key=lambda s: s.escalation_id):
         lines += [f"{INDENT}{line}" for line in summary_lines(s, width - len(INDENT))]
-    lines += [] if history else ["  -"]
-    lines += ["", *wrap(f"Directive: {view.directive}: {view.message}", width)]
-    return lines
+    return lines if history else [*lines, "  -"]
 
 
 def _rate(rate: float | None) -> str:

@@ -87,29 +87,44 @@ async def permission_request(call: Call) -> Answer:
     state = await hook_service.hook_state(call.rt, task.task_id)
     key = KEY_PREFIX + call.event.request_digest
     found = await hook_service.permission_escalation(call.rt, task.task_id, key)
-    holding = state.holding
+    waiting = await _waiting_answer(call, task, state.holding, found)
+    if waiting is not None:
+        return waiting
+    if state.task.status in ENDED_STATUSES:
+        return _ended(call, task, state.task.status, state.message)
+    return await _decide(call, task, key, found)
+
+
+async def _waiting_answer(
+    call: Call, task: Task, holding: Escalation | None, found: Escalation | None
+) -> Answer | None:
+    """An operator's answer still to deliver, or another question's pause; None otherwise."""
     if found is not None and found.response is not None and found.acknowledged_at is None:
         if found.response.response_type != "approve" or not call.cfg.acknowledge_on_delivery:
             return await answered(call, task, found, stop=False)  # the operator's words, delivered
-    elif holding is not None and (found is None or holding.escalation_id != found.escalation_id):
+        return None
+    if holding is not None and (found is None or holding.escalation_id != found.escalation_id):
         if holding.response is not None:
             return await answered(call, task, holding, stop=False)
         return _pending(call, task, holding)  # another question holds the task: a pause
-    if state.task.status in ENDED_STATUSES:
-        return _ended(call, task, state.task.status, state.message)
+    return None
+
+
+async def _decide(call: Call, task: Task, key: str, found: Escalation | None) -> Answer:
+    """Ask the operator, keep waiting, or allow on an approval."""
     if found is None or found.status == "withdrawn":
         return await _ask(call, task, key, found)
     if found.response is None:
         return _pending(call, task, found)
-    if found.response.response_type == "approve":
-        if found.acknowledged_at is None:
-            await escalations.acknowledge_response(
-                call.rt,
-                escalation_id=found.escalation_id,
-                note=call.render("hook_ack_note", host=call.event.host),
-            )
-        return Answer(allow=True)
-    return await _ask(call, task, key, found)  # refused before and asked again: a new question
+    if found.response.response_type != "approve":
+        return await _ask(call, task, key, found)  # refused before and asked again: a new question
+    if found.acknowledged_at is None:
+        await escalations.acknowledge_response(
+            call.rt,
+            escalation_id=found.escalation_id,
+            note=call.render("hook_ack_note", host=call.event.host),
+        )
+    return Answer(allow=True)
 
 
 def _ended(call: Call, task: Task, status: str, message: str) -> Answer:

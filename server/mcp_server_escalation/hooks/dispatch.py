@@ -1,9 +1,10 @@
 """One raw hook event in, the host's JSON out: what the hook process and the relay share.
 
-``prepare`` is synchronous and needs no store: it parses the payload and sorts out the
-events whose answer never depends on the store (reads). ``answer`` runs the rest on an open
-runtime: the hook process opens its own, the relay (``relay_server.py``) lends the MCP
-server's. Both end in the same bytes on the host's stdout.
+``prepare`` is synchronous and needs no store: it parses the payload, triages it once
+(``triage.py``) and sorts out the events whose answer never depends on the store (reads).
+``answer`` runs the rest from that triaged value on an open runtime: the hook process opens
+its own, the relay (``relay_server.py``) lends the MCP server's. Both end in the same bytes
+on the host's stdout.
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .protocol import encode_answer, parse_payload
-from .triage import needs_store, project_dir
+from .triage import Triaged, needs_store, triage
 
 if TYPE_CHECKING:
     from ..services.runtime import Runtime
     from ..settings import Settings
-    from .events import HookEvent
 
 # Larger payloads (an Edit's tool_response carries the whole original file) are ignored.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -52,30 +52,25 @@ def prepare(
     cwd: str | None = None,
     *,
     entry: str = "claude-code",
-) -> HookEvent | None:
-    """The event to answer from the store; None when the answer is "no decision" without it.
+) -> Triaged | None:
+    """The triaged event to answer from the store; None when the answer is "no decision"
+    without it. ``env`` and ``cwd`` are the hook process's (the relay answers for another).
 
     Raises ``HookInputError`` for a payload the hook cannot use.
     """
     event = parse_payload(_payload(raw), entry)
     if event.kind == "unknown":
         raise HookInputError(f"event {event.name[:64]!r} is not one this hook handles; no decision")
-    if not needs_store(event, settings.hooks, project_dir(event, env, cwd)):
+    triaged = triage(event, settings.hooks, env, cwd)
+    if not needs_store(triaged, settings.hooks):
         return None  # a read: let through and never recorded, whatever the store holds
-    return event
+    return triaged
 
 
-async def answer(
-    rt: Runtime,
-    entry: str,
-    event: HookEvent,
-    settings: Settings,
-    env: Mapping[str, str],
-    cwd: str | None = None,
-) -> str:
-    """The JSON the host reads for ``event`` ("" for no decision), after recording it."""
+async def answer(rt: Runtime, entry: str, triaged: Triaged, settings: Settings) -> str:
+    """The JSON the host reads for the event ("" for no decision), after recording it."""
     from .runner import handle  # noqa: PLC0415 (the services load only for store events)
 
-    decided = await handle(rt, event, settings.hooks, env, cwd)
-    encoded = encode_answer(decided, event, entry)
+    decided = await handle(rt, triaged, settings.hooks)
+    encoded = encode_answer(decided, triaged.event, entry)
     return json.dumps(encoded, ensure_ascii=False) if encoded else ""

@@ -161,41 +161,38 @@ def plan_post(event: HookEvent, kind: ToolKind | None, root: str, rules: Rules) 
         return PostPlan("not recorded: reading, or this server's own tool" if kind else "no tool")
     if event.interrupted or event.failure_type == "permission_denied":
         return PostPlan("not recorded: interrupted or refused by the user")
-    edited = edited_paths(event, root, rules) if kind == "edit" else ()
-    path = edited[0] if edited else None
-    if kind == "edit" and path is None:
-        return PostPlan("not recorded: no usable path inside the project")
-    command = event.command or ""
-    if kind == "shell" and (not command.strip() or is_read_only_command(command, rules.read_only_commands)):
-        return PostPlan("not recorded: a read-only command")
     failed = event.kind == "post_tool_failure" or (event.exit_code is not None and event.exit_code != 0)
-    summary = None
-    if kind == "shell" and event.output and is_test_command(command, rules.test_command):
-        summary = parse_summary(event.output)
-    operation = _clip(f"{event.tool_name or 'tool'}: {command}") if kind == "shell" else None
-    test_run = (
-        ProgressCall(
-            tests_passed=summary.passed,
-            tests_failed=summary.failed,
-            outcome="failure" if failed or summary.failed else "success",
-            note=_clip(f"{summary.runner}: {summary.line}"),
-            attempt="test_run" in rules.attempts,
-            operation=operation,
-        )
-        if summary is not None
-        else None
-    )
-    if failed or (summary is not None and summary.failed > 0):
+    if kind == "edit":
+        return _plan_edit(event, root, rules, failed=failed)
+    if kind == "shell":
+        return _plan_shell(event, root, rules, failed=failed)
+    if failed:
+        return PostPlan("failure", _failure(event, kind, None))
+    return PostPlan("not recorded: a successful call of another tool")
+
+
+def _plan_edit(event: HookEvent, root: str, rules: Rules, *, failed: bool) -> PostPlan:
+    edited = edited_paths(event, root, rules)
+    if not edited:
+        return PostPlan("not recorded: no usable path inside the project")
+    if failed:
+        return PostPlan("failure", _failure(event, "edit", edited[0]))
+    return PostPlan("edit", progress=ProgressCall(files_modified=edited, note=_clip(event.tool_name)))
+
+
+def _plan_shell(event: HookEvent, root: str, rules: Rules, *, failed: bool) -> PostPlan:
+    command = event.command or ""
+    if not command.strip() or is_read_only_command(command, rules.read_only_commands):
+        return PostPlan("not recorded: a read-only command")
+    operation = _clip(f"{event.tool_name or 'tool'}: {command}")
+    test_run = _test_run(event, command, rules, failed=failed, operation=operation)
+    if failed or (test_run is not None and (test_run.tests_failed or 0) > 0):
         return PostPlan(
-            "failure" + (" and test run" if test_run else ""), _failure(event, kind, path), test_run
+            "failure" + (" and test run" if test_run else ""), _failure(event, "shell", None), test_run
         )
     if test_run is not None:
         return PostPlan("test run", progress=test_run)
-    if kind == "edit" and path is not None:
-        return PostPlan("edit", progress=ProgressCall(files_modified=edited, note=_clip(event.tool_name)))
-    if kind == "other":
-        return PostPlan("not recorded: a successful call of another tool")
-    if kind == "shell" and event.source == "tool" and not event.outcome_unknown:
+    if event.source == "tool" and not event.outcome_unknown:
         written = tuple(p for p in written_files(command) if usable_path(p) and edit_counts(p, root, rules))
         return PostPlan(
             "successful command" + (" writing files" if written else ""),
@@ -208,3 +205,22 @@ def plan_post(event: HookEvent, kind: ToolKind | None, root: str, rules: Rules) 
             ),
         )
     return PostPlan("not recorded: no exit code and no test summary")
+
+
+def _test_run(
+    event: HookEvent, command: str, rules: Rules, *, failed: bool, operation: str | None
+) -> ProgressCall | None:
+    """A test command whose output ends with a summary we can read, as a test run."""
+    if not event.output or not is_test_command(command, rules.test_command):
+        return None
+    summary = parse_summary(event.output)
+    if summary is None:
+        return None
+    return ProgressCall(
+        tests_passed=summary.passed,
+        tests_failed=summary.failed,
+        outcome="failure" if failed or summary.failed else "success",
+        note=_clip(f"{summary.runner}: {summary.line}"),
+        attempt="test_run" in rules.attempts,
+        operation=operation,
+    )

@@ -154,9 +154,9 @@ async def respond(
         return {"protocol": PROTOCOL, "fallback": "another store, prompts or config"}
     stdout, stderr = "", ""
     try:
-        event = prepare(stdin.encode("utf-8", "surrogatepass"), settings, env_map, cwd, entry=str(host))
-        if event is not None:
-            out = await answer(rt, str(host), event, settings, env_map, cwd)
+        triaged = prepare(stdin.encode("utf-8", "surrogatepass"), settings, env_map, cwd, entry=str(host))
+        if triaged is not None:
+            out = await answer(rt, str(host), triaged, settings)
             stdout = out + "\n" if out else ""
     except HookInputError as exc:
         stderr = warning(str(exc))

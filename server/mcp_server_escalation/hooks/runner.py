@@ -19,38 +19,53 @@ agent that has the MCP tools may acknowledge first itself; then nothing is denie
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
 from ..models.escalations import Escalation
 from ..models.failures import FailureReport
 from ..models.hook_config import HooksConfig
 from ..models.limits import ENDED_STATUSES
+from ..models.results import ProgressResult, RecordFailureResult
 from ..models.tasks import Task
 from ..rules.announce import HEADLINE_CHARS
 from ..rules.salient import headline
 from ..services import escalations, failures, progress
 from ..services import hooks as hook_service
+from ..services.firing import Recording
+from ..services.hooks import HookState
 from ..services.runtime import Runtime
 from .events import Answer, HookEvent, ToolKind
-from .plan import edited_paths, plan_post
-from .triage import exempt, kind_of, project_dir, rules
+from .plan import FailureCall, PostPlan, ProgressCall, edited_paths
+from .triage import Triaged, exempt, rules
 
 
 class Call(NamedTuple):
-    """One event with everything decided about it before touching the store."""
+    """One triaged event on an open runtime: what triage worked out is used, never redone."""
 
     rt: Runtime
-    event: HookEvent
+    triaged: Triaged
     cfg: HooksConfig
-    kind: ToolKind | None
-    root: str
-    override: str | None
+
+    @property
+    def event(self) -> HookEvent:
+        """The event as the host sent it."""
+        return self.triaged.event
+
+    @property
+    def kind(self) -> ToolKind | None:
+        """The event's tool, classified once by triage."""
+        return self.triaged.kind
+
+    @property
+    def root(self) -> str:
+        """The project root, worked out once by triage."""
+        return self.triaged.root
 
     @property
     def exempt(self) -> bool:
         """Let through even during a pause: reading, and this server's own tools."""
-        return exempt(self.event, self.cfg)
+        return exempt(self.triaged, self.cfg)
 
     async def task(self, *, create: bool) -> Task | None:
         """The task this event belongs to (services/hooks.py, rules 1-4)."""
@@ -60,7 +75,7 @@ class Call(NamedTuple):
             session_id=self.event.session_id,
             root=self.root,
             cwd=self.event.cwd,
-            override=self.override,
+            override=self.triaged.override,
             create=create,
         )
 
@@ -87,36 +102,10 @@ class Call(NamedTuple):
         return self.rt.prompts.render(template, **values)
 
 
-async def handle(
-    rt: Runtime, event: HookEvent, cfg: HooksConfig, env: Mapping[str, str], cwd: str | None = None
-) -> Answer:
-    """The answer to one event (empty: no decision), after recording what it reports.
-
-    ``env`` and ``cwd`` are the hook process's (the relay runs this for another process).
-    """
-    call = Call(
-        rt=rt,
-        event=event,
-        cfg=cfg,
-        kind=kind_of(event, cfg),
-        root=project_dir(event, env, cwd),
-        override=env.get("ESCALATION_TASK") or None,
-    )
-    if event.kind == "pre_tool":
-        return await _pre_tool(call)
-    if event.kind in ("post_tool", "post_tool_failure"):
-        return await _post_tool(call)
-    if event.kind == "stop":
-        return await _stop(call)
-    if event.kind == "session_start":
-        return await _session_start(call)
-    if event.kind == "stop_failure":
-        return await _stop_failure(call)
-    if event.kind == "permission_request":
-        from .approvals import permission_request  # noqa: PLC0415 (it builds on this module)
-
-        return await permission_request(call)
-    return Answer()
+async def handle(rt: Runtime, triaged: Triaged, cfg: HooksConfig) -> Answer:
+    """The answer to one triaged event (empty: no decision), after recording what it reports."""
+    handler = _HANDLERS.get(triaged.event.kind)
+    return await handler(Call(rt=rt, triaged=triaged, cfg=cfg)) if handler else Answer()
 
 
 def _delivery_key(event: HookEvent, stage: str) -> str | None:
@@ -178,39 +167,47 @@ async def deliver(call: Call, task: Task, escalation_id: int, *, stop: bool) -> 
 
 
 async def _pre_tool(call: Call) -> Answer:
-    event, cfg = call.event, call.cfg
-    paths = edited_paths(event, call.root, rules(cfg)) if call.kind == "edit" else ()
-    gate = cfg.gate_edits and bool(paths)
+    paths = edited_paths(call.event, call.root, rules(call.cfg)) if call.kind == "edit" else ()
+    gate = call.cfg.gate_edits and bool(paths)
     task = await call.task(create=gate)
     if task is None:
         return Answer()
     state = await hook_service.hook_state(call.rt, task.task_id)
+    refused = None if call.exempt else await _refused(call, task, state)
+    if refused is not None:
+        return refused
+    if state.task.status in ENDED_STATUSES or not gate:
+        return Answer()
+    return await _gate(call, task, paths)
+
+
+async def _refused(call: Call, task: Task, state: HookState) -> Answer | None:
+    """The pause's answer, or a terminated task's refusal; None when neither holds the call."""
     holding = state.holding
-    if holding is not None and cfg.pause and not call.exempt:
+    if holding is not None and call.cfg.pause:
         if holding.response is not None:
             return await answered(call, task, holding, stop=False)
         if state.task.status not in ENDED_STATUSES:
             values = {"task_id": task.task_id, "escalation_id": holding.escalation_id, "type": holding.type}
-            halt = call.render("hook_halt_pending", **values) if cfg.halt_while_pending else None
-            deny = call.render("hook_deny_pending", tool_name=event.tool_name or "this tool", **values)
+            halt = call.render("hook_halt_pending", **values) if call.cfg.halt_while_pending else None
+            deny = call.render("hook_deny_pending", tool_name=call.event.tool_name or "this tool", **values)
             return Answer(deny=deny, halt=halt)
-    if state.task.status in ENDED_STATUSES:
-        if state.task.status == "terminated_by_human" and not call.exempt:
-            return Answer(
-                deny=call.render(
-                    "hook_deny_stopped", task_id=task.task_id, status=state.task.status, message=state.message
-                )
+    if state.task.status == "terminated_by_human":
+        return Answer(
+            deny=call.render(
+                "hook_deny_stopped", task_id=task.task_id, status=state.task.status, message=state.message
             )
-        return Answer()
-    if not gate:
-        return Answer()
-    # Every file of the call at once: a patch is refused whole if one of its files is.
+        )
+    return None
+
+
+async def _gate(call: Call, task: Task, paths: tuple[str, ...]) -> Answer:
+    """``check_edit`` on every file of the call at once: a patch is refused whole if one of its
+    files is."""
     check = progress.edit_check(call.rt, task_id=task.task_id, paths=list(paths))
     checked = await hook_service.check_once(call.rt, call.delivery(task.task_id, "pre"), check)
-    if checked is None:
-        return Answer()  # a duplicate delivery: the first one gates (deny wins at the host)
-    if checked.allowed:
-        return Answer()
+    if checked is None or checked.allowed:
+        return Answer()  # allowed, or a duplicate delivery (the first one gates; deny wins at the host)
     return Answer(
         deny=call.render(
             "hook_deny_edit",
@@ -233,80 +230,113 @@ def observed_failure(**fields: Any) -> FailureReport:
 
 
 async def _post_tool(call: Call) -> Answer:
-    event, cfg = call.event, call.cfg
-    plan = plan_post(event, call.kind, call.root, rules(cfg))
-    if plan.failure is None and plan.progress is None:
+    plan = call.triaged.plan
+    if plan is None or (plan.failure is None and plan.progress is None):
         return Answer()
     task = await call.task(create=True)
     if task is None or task.status in ENDED_STATUSES:
         return Answer()
-    path = plan.progress.files_modified[0] if plan.progress and plan.progress.files_modified else None
-    subject = path or (plan.failure.file if plan.failure else None)
-    failure = progress_ = None
-    if plan.failure is not None:
-        report = observed_failure(task_id=task.task_id, step=cfg.step, **plan.failure._asdict())
-        failure = failures.failure_recording(call.rt, report)
-    if plan.progress is not None:
-        p = plan.progress
-        progress_ = progress.progress_recording(
-            call.rt,
-            task_id=task.task_id,
-            files_modified=list(p.files_modified),
-            tests_passed=p.tests_passed,
-            tests_failed=p.tests_failed,
-            outcome=p.outcome,
-            note=p.note,
-            step=cfg.step,
-            attempt=p.attempt,
-            operation=p.operation,
-            new_call=plan.failure is None,  # one tool call, already counted as the failure
-        )
-    delivery = call.delivery(task.task_id, "post", subject=subject)
+    failure = _failure_recording(call, task, plan.failure)
+    # one tool call: when it failed, it is already counted as the failure
+    progress_ = _progress_recording(call, task, plan.progress, new_call=plan.failure is None)
+    delivery = call.delivery(task.task_id, "post", subject=_subject(plan))
     recorded = await hook_service.record_once(call.rt, delivery, failure, progress_)
     if recorded is None:
         return Answer()  # a duplicate delivery: the first one recorded the call
+    return _recorded_answer(call, task, (recorded.failure, recorded.progress))
+
+
+def _subject(plan: PostPlan) -> str | None:
+    """What a finished call is about: the first file it changed, else the failure's file."""
+    if plan.progress and plan.progress.files_modified:
+        return plan.progress.files_modified[0]
+    return plan.failure.file if plan.failure else None
+
+
+def _failure_recording(
+    call: Call, task: Task, failure: FailureCall | None
+) -> Recording[RecordFailureResult] | None:
+    if failure is None:
+        return None
+    report = observed_failure(task_id=task.task_id, step=call.cfg.step, **failure._asdict())
+    return failures.failure_recording(call.rt, report)
+
+
+def _progress_recording(
+    call: Call, task: Task, p: ProgressCall | None, *, new_call: bool
+) -> Recording[ProgressResult] | None:
+    if p is None:
+        return None
+    return progress.progress_recording(
+        call.rt,
+        task_id=task.task_id,
+        files_modified=list(p.files_modified),
+        tests_passed=p.tests_passed,
+        tests_failed=p.tests_failed,
+        outcome=p.outcome,
+        note=p.note,
+        step=call.cfg.step,
+        attempt=p.attempt,
+        operation=p.operation,
+        new_call=new_call,
+    )
+
+
+def _recorded_answer(
+    call: Call, task: Task, results: tuple[RecordFailureResult | ProgressResult | None, ...]
+) -> Answer:
+    """What the model reads after its call was recorded: an escalation, else the warnings."""
     fired = None
     message = ""
     warnings: list[str] = []
-    for result in (recorded.failure, recorded.progress):
+    for result in results:
         if result is None:
             continue
         if result.escalation is not None:
             fired, message = result.escalation, result.message
         warnings += [result.warning] if result.warning else []
-    if fired is None:
-        if warnings:
-            # A step before a threshold: the model reads what it repeats; no human yet.
-            return Answer(
-                context=call.render("hook_post_warning", task_id=task.task_id, warning="\n".join(warnings))
+    if fired is not None:
+        return Answer(
+            context=call.render(
+                "hook_post_escalated",
+                task_id=task.task_id,
+                escalation_id=fired.escalation_id,
+                type=fired.type,
+                summary=headline(fired.triggers[-1].summary, HEADLINE_CHARS) if fired.triggers else "",
+                message=message,
             )
-        return Answer()
-    return Answer(
-        context=call.render(
-            "hook_post_escalated",
-            task_id=task.task_id,
-            escalation_id=fired.escalation_id,
-            type=fired.type,
-            summary=headline(fired.triggers[-1].summary, HEADLINE_CHARS) if fired.triggers else "",
-            message=message,
         )
-    )
+    if warnings:
+        # A step before a threshold: the model reads what it repeats; no human yet.
+        return Answer(
+            context=call.render("hook_post_warning", task_id=task.task_id, warning="\n".join(warnings))
+        )
+    return Answer()
 
 
 async def _stop(call: Call) -> Answer:
-    event, cfg = call.event, call.cfg
-    # One block per stop at most: the host sets stop_hook_active (Claude Code) or counts
-    # loop_count (Cursor) while it continues because of a stop hook; never block again then.
-    if not cfg.stop or event.stop_hook_active or event.loop_count > 0:
+    if not _may_hold_the_stop(call):
         return Answer()
-    if event.stop_status not in (None, "completed"):
-        return Answer()  # the user aborted, or the agent errored: not ours to hold
     task = await call.task(create=False)
     if task is None:
         return Answer()
     state = await hook_service.hook_state(call.rt, task.task_id)
     if state.task.status in ENDED_STATUSES:
         return Answer()  # terminated or finished: stopping is exactly right
+    return await _stop_answer(call, task, state)
+
+
+def _may_hold_the_stop(call: Call) -> bool:
+    event = call.event
+    # One block per stop at most: the host sets stop_hook_active (Claude Code) or counts
+    # loop_count (Cursor) while it continues because of a stop hook; never block again then.
+    if not call.cfg.stop or event.stop_hook_active or event.loop_count > 0:
+        return False
+    return event.stop_status in (None, "completed")  # else the user aborted, or the agent errored
+
+
+async def _stop_answer(call: Call, task: Task, state: HookState) -> Answer:
+    """An answer waiting to be delivered, a pending question, or failing tests hold the stop."""
     holding = state.holding
     if holding is not None and holding.response is not None:
         return await answered(call, task, holding, stop=True)
@@ -373,3 +403,21 @@ async def _session_start(call: Call) -> Answer:
             feedback=feedback.rendered,
         )
     )
+
+
+async def _permission_request(call: Call) -> Answer:
+    from .approvals import permission_request  # noqa: PLC0415 (it builds on this module)
+
+    return await permission_request(call)
+
+
+# What each kind of event is answered by; a kind not here gets no decision.
+_HANDLERS: dict[str, Callable[[Call], Awaitable[Answer]]] = {
+    "pre_tool": _pre_tool,
+    "post_tool": _post_tool,
+    "post_tool_failure": _post_tool,
+    "stop": _stop,
+    "session_start": _session_start,
+    "stop_failure": _stop_failure,
+    "permission_request": _permission_request,
+}

@@ -19,6 +19,7 @@ from ..models.feedback import Attempt
 from ..models.tasks import Counters
 from ..models.thresholds import Thresholds
 from . import triggers
+from .budgets import count_call
 from .decisions import Fires, Wording, verification_limit_fires
 from .similarity import similar_run
 
@@ -93,7 +94,7 @@ def decide(
     first, this one included (``stagnation_window`` of them; none needed for an accepted one).
     A rejected verdict is one more verification attempt, and every verdict is a tool call.
     """
-    after = triggers.after_tool_call(triggers.after_verification(counters, passed=not verdict.rejected))
+    after = count_call(triggers.after_verification(counters, passed=not verdict.rejected))
     cycle_start = _stagnated(verdict, cycle, thresholds, recent) if verdict.rejected else None
     stagnation = None
     if cycle_start is not None:

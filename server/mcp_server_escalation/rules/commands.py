@@ -152,6 +152,17 @@ def _unescape(match: re.Match[str]) -> str:
     return match[1] if match[1] in '"\\' else match[0]
 
 
+def _unquoted(kind: str | None, text: str) -> str:
+    """What a piece of a word stands for: quotes removed, escapes resolved."""
+    if kind == "single":
+        return text[1:-1]
+    if kind == "double":
+        return _DOUBLE_QUOTED_ESCAPE.sub(_unescape, text[1:-1])
+    if kind == "escaped":
+        return text[1]
+    return text
+
+
 def shell_words(command: str) -> list[str] | None:
     """The words and operators of ``command``; None for an unclosed quote or a trailing ``\\``."""
     words: list[str] = []
@@ -176,15 +187,7 @@ def shell_words(command: str) -> list[str] | None:
                 words.append(piece.group())
             continue
         in_word = True
-        text = piece.group()
-        if kind == "single":
-            parts.append(text[1:-1])
-        elif kind == "double":
-            parts.append(_DOUBLE_QUOTED_ESCAPE.sub(_unescape, text[1:-1]))
-        elif kind == "escaped":
-            parts.append(text[1])
-        else:
-            parts.append(text)
+        parts.append(_unquoted(kind, piece.group()))
     if in_word:
         words.append("".join(parts))
     return words
@@ -216,33 +219,35 @@ def _segment_reads_only(words: list[str], allowed: frozenset[str]) -> bool:
     return True
 
 
-@lru_cache(maxsize=1024)
-def _reads_only(command: str, allowed: frozenset[str]) -> bool:
-    tokens = _tokens(command.strip())
-    if not tokens:
-        return False
-    words: list[str] = []
+def _segments(tokens: list[str]) -> list[list[str]] | None:
+    """The simple commands of a command line, split at its separators, with input read from
+    a file and output sent to a safe target (``/dev/null``) left out; None when an operator
+    or a redirection may write or run something else."""
+    segments: list[list[str]] = [[]]
     pending_redirect = False
     for part in tokens:
         if pending_redirect:
             if not _SAFE_TARGET.match(part):
-                return False
+                return None
             pending_redirect = False
         elif part in _SEPARATORS:
-            if not _segment_reads_only(words, allowed):
-                return False
-            words = []
+            segments.append([])
         elif part in (">", ">>", ">&", "&>"):
             pending_redirect = True
         elif part == "<":
             continue  # input from a file only reads it
         elif part and set(part) <= set("();<>|&"):
-            return False  # subshells, background jobs, unusual operators
+            return None  # subshells, background jobs, unusual operators
         else:
-            words.append(part)
-    if pending_redirect:
-        return False
-    return _segment_reads_only(words, allowed)
+            segments[-1].append(part)
+    return None if pending_redirect else segments
+
+
+@lru_cache(maxsize=1024)
+def _reads_only(command: str, allowed: frozenset[str]) -> bool:
+    tokens = _tokens(command.strip())
+    segments = _segments(tokens) if tokens else None
+    return segments is not None and all(_segment_reads_only(words, allowed) for words in segments)
 
 
 def is_read_only_command(command: str, extra: Iterable[str] = ()) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..models.feedback import Attempt, CycleFeedback, FindingEntry, HumanResponse, RetryEntry, ReviewFinding
 from ..prompts import PromptBook
@@ -77,6 +77,99 @@ class Budgeted:
     kept: tuple[list[int], ...]
 
 
+EntryText = Callable[[Any], str]
+SEPARATOR = "\n\n"  # between the notice, the sections, a header and its entries, two entries
+
+
+class _Section(NamedTuple):
+    """One section of the text: its header, how an entry reads, and its entries."""
+
+    header: str
+    text: EntryText  # an entry's text, its template bound once: a long history renders dozens
+    length: int  # how many entries it has
+    newest: Callable[[int], Iterable[Keyed]]  # its entries newest first, given its place
+
+
+def _newest_first(section: int, entries: Sequence[Any], times: Iterable[str]) -> list[Keyed]:
+    return sorted(
+        ((at, section, i, e) for i, (at, e) in enumerate(zip(times, entries, strict=True))), reverse=True
+    )
+
+
+def _escalation_section(prompts: PromptBook, step: str, escalations: Sequence[CycleFeedback]) -> _Section:
+    fill = prompts.filler("feedback_escalation_entry", "cycle", "source_step", "source_cycle", "summary")
+
+    def text(e: CycleFeedback) -> str:
+        return fill(cycle=e.cycle, source_step=e.source_step, source_cycle=e.source_cycle, summary=e.summary)
+
+    return _Section(
+        prompts.render("feedback_escalation_header", step=step),
+        text,
+        len(escalations),
+        lambda section: _newest_first(section, escalations, (e.at for e in escalations)),
+    )
+
+
+def _retry_section(prompts: PromptBook, step: str, retries: Iterable[RetryEntry], count: int) -> _Section:
+    """Retries come newest first from the store and are read only as far as the fill goes."""
+    fill = prompts.filler("feedback_retry_entry", "attempts", "count", "feedback", "guard")
+
+    def text(r: RetryEntry) -> str:
+        return fill(attempts=r.attempts, count=r.attempt_count, feedback=r.feedback, guard=r.guard or "-")
+
+    return _Section(
+        prompts.render("feedback_retry_header", step=step),
+        text,
+        count,
+        lambda section: ((r.at, section, r.first_attempt, r) for r in retries),
+    )
+
+
+def _finding_section(prompts: PromptBook, findings: Sequence[FindingEntry]) -> _Section:
+    fill = prompts.filler(
+        "feedback_finding_entry", "stage", "kind", "status", "iteration", "failure_reason", "response"
+    )
+    return _Section(
+        prompts.render("feedback_findings_header"),
+        lambda f: fill(**finding_values(f)),
+        len(findings),
+        lambda section: _newest_first(section, findings, (f.at for f in findings)),
+    )
+
+
+def _human_section(prompts: PromptBook, responses: Sequence[HumanResponse]) -> _Section:
+    fill = prompts.filler(
+        "feedback_human_entry", "escalation_id", "type", "response_type", "content", "responder", "at"
+    )
+
+    def text(h: HumanResponse) -> str:
+        return fill(
+            escalation_id=h.escalation_id,
+            type=h.type,
+            response_type=h.response_type,
+            content=h.content or "-",
+            responder=h.responder or "-",
+            at=h.at,
+        )
+
+    return _Section(
+        prompts.render("feedback_human_header"),
+        text,
+        len(responses),
+        lambda section: _newest_first(section, responses, (h.at for h in responses)),
+    )
+
+
+def _guidance_section(prompts: PromptBook, guidance: Sequence[str]) -> _Section:
+    """Guidance has no time: it is the last to be left out ("~" sorts after every ISO time)."""
+    return _Section(
+        prompts.render("feedback_guidance_header"),
+        str,
+        len(guidance),
+        lambda section: _newest_first(section, guidance, ("~" for _ in guidance)),
+    )
+
+
 def render_sections(
     prompts: PromptBook,
     *,
@@ -96,87 +189,62 @@ def render_sections(
     long history costs the entries that fit (plus one), not every entry it has. ``retries``
     (``retry_count`` of them) comes newest first (``store.feedback.newest_retry_entries``)
     and is read only as far as the fill goes."""
-    render = prompts.render
-    # Bound once: a long history renders dozens of entries per call.
-    escalation_entry = prompts.filler(
-        "feedback_escalation_entry", "cycle", "source_step", "source_cycle", "summary"
+    # The sections in the order the text shows them; an entry's section is its place here.
+    sections = (
+        _escalation_section(prompts, step, escalations),
+        _retry_section(prompts, step, retries, retry_count),
+        _finding_section(prompts, findings),
+        _human_section(prompts, responses),
+        _guidance_section(prompts, guidance),
     )
-    retry_entry = prompts.filler("feedback_retry_entry", "attempts", "count", "feedback", "guard")
-    finding_entry = prompts.filler(
-        "feedback_finding_entry", "stage", "kind", "status", "iteration", "failure_reason", "response"
-    )
-    human_entry = prompts.filler(
-        "feedback_human_entry", "escalation_id", "type", "response_type", "content", "responder", "at"
-    )
-
-    def text_of(section: int, entry: Any) -> str:
-        if section == 1:
-            return retry_entry(
-                attempts=entry.attempts,
-                count=entry.attempt_count,
-                feedback=entry.feedback,
-                guard=entry.guard or "-",
-            )
-        if section == 2:
-            return finding_entry(**finding_values(entry))
-        if section == 0:
-            return escalation_entry(
-                cycle=entry.cycle,
-                source_step=entry.source_step,
-                source_cycle=entry.source_cycle,
-                summary=entry.summary,
-            )
-        if section == 3:
-            return human_entry(
-                escalation_id=entry.escalation_id,
-                type=entry.type,
-                response_type=entry.response_type,
-                content=entry.content or "-",
-                responder=entry.responder or "-",
-                at=entry.at,
-            )
-        return str(entry)
-
-    def newest_first(section: int, entries: Sequence[Any], times: Iterable[str]) -> list[Keyed]:
-        return sorted(
-            ((at, section, i, e) for i, (at, e) in enumerate(zip(times, entries, strict=True))), reverse=True
-        )
-
-    total = len(escalations) + retry_count + len(findings) + len(responses) + len(guidance)
     # (time, section, key) is unique, so the tuples compare without reaching the entries.
     newest: Iterator[Keyed] = heapq.merge(
-        newest_first(0, escalations, (e.at for e in escalations)),
-        ((r.at, 1, r.first_attempt, r) for r in retries),
-        newest_first(2, findings, (f.at for f in findings)),
-        newest_first(3, responses, (h.at for h in responses)),
-        newest_first(4, guidance, ("~" for _ in guidance)),
-        reverse=True,
+        *(s.newest(place) for place, s in enumerate(sections)), reverse=True
     )
-    headers = [
-        render("feedback_escalation_header", step=step) if escalations else "",
-        render("feedback_retry_header", step=step) if retry_count else "",
-        render("feedback_findings_header") if findings else "",
-        render("feedback_human_header") if responses else "",
-        render("feedback_guidance_header") if guidance else "",
-    ]
+    budget = _Budget(
+        texts=[s.text for s in sections],
+        headers=[s.header for s in sections],
+        notice=lambda omitted: prompts.render("feedback_omitted", omitted=omitted, max_chars=max_chars),
+        max_chars=max_chars,
+    )
+    total = sum(s.length for s in sections)
+    kept, overflowed = _fill(budget, newest, total)
+    omitted = total - len(kept)
+    if overflowed is not None and omitted > 1:
+        older = _all_if_they_fit(budget, overflowed, omitted - 1, newest, kept)
+        if older is not None:
+            kept.extend(older)
+            omitted = 0
+    return _assemble(budget, kept, omitted, prompts)
 
-    def notice(omitted: int) -> str:
-        return render("feedback_omitted", omitted=omitted, max_chars=max_chars)
 
+class _Budget(NamedTuple):
+    """What the fill measures against: the texts of entries, the headers, the notice."""
+
+    texts: list[EntryText]  # per section
+    headers: list[str]  # per section
+    notice: Callable[[int], str]  # the line that says how many entries were left out
+    max_chars: int
+
+
+Kept = list[tuple[int, int, str]]  # (section, key, text)
+
+
+def _fill(budget: _Budget, newest: Iterator[Keyed], total: int) -> tuple[Kept, Keyed | None]:
+    """The entries that fit, newest first, and the first one that did not (None: all fit)."""
     # The text is [notice] + one part per non-empty section (its header, then its entries),
-    # parts and entries separated by "\n\n"; its length is kept as running totals.
-    separator = 2
-    kept: list[tuple[int, int, str]] = []  # (section, key, text), newest first
+    # parts and entries separated by SEPARATOR; its length is kept as running totals.
+    separator, headers, max_chars = len(SEPARATOR), budget.headers, budget.max_chars
+    kept: Kept = []
     in_section = [0] * len(headers)
     body = 0  # sum of (entry + separator) over the kept entries
     header_chars = 0
     parts = 0
-    longest = len(notice(total)) if total else 0
-    shortest = len(notice(1)) if total else 0
-    overflowed: Keyed | None = None
+    longest = len(budget.notice(total)) if total else 0
+    shortest = len(budget.notice(1)) if total else 0
     for position, keyed in zip(range(total - 1, -1, -1), newest, strict=False):
         _, section, key, entry = keyed
-        text = text_of(section, entry)
+        text = budget.texts[section](entry)
         new_section = in_section[section] == 0
         size = body + len(text) + separator + header_chars + parts * separator
         if new_section:
@@ -188,65 +256,53 @@ def render_sections(
             # shrinks as the count grows (so for every integer format below a million), so
             # it is rendered only where these bounds cannot decide.
             if size + shortest > max_chars:
-                overflowed = keyed
-                break
-            size += len(notice(position))
+                return kept, keyed
+            size += len(budget.notice(position))
         if size > max_chars:
-            overflowed = keyed
-            break
+            return kept, keyed
         kept.append((section, key, text))
         body += len(text) + separator
         if new_section:
             header_chars += len(headers[section])
             parts += 1
         in_section[section] += 1
+    return kept, None
 
-    omitted = total - len(kept)
-    if overflowed is not None and omitted > 1:
-        older = _all_if_they_fit(overflowed, omitted - 1, newest, kept, text_of, headers, notice, max_chars)
-        if older is not None:
-            kept.extend(older)
-            omitted = 0
 
-    by_section: tuple[list[tuple[int, str]], ...] = tuple([] for _ in headers)
+def _assemble(budget: _Budget, kept: Kept, omitted: int, prompts: PromptBook) -> Budgeted:
+    """The text of the kept entries, each section in its entries' order, after the notice."""
+    by_section: tuple[list[tuple[int, str]], ...] = tuple([] for _ in budget.headers)
     for section, key, text in kept:
         by_section[section].append((key, text))
     for entries in by_section:
         entries.sort()
     section_parts = [
-        headers[section] + "\n\n" + "\n\n".join(text for _, text in entries)
+        budget.headers[section] + SEPARATOR + SEPARATOR.join(text for _, text in entries)
         for section, entries in enumerate(by_section)
         if entries
     ]
-    text = "\n\n".join([notice(omitted), *section_parts] if omitted else section_parts)
-    if len(text) > max_chars:
+    text = SEPARATOR.join([budget.notice(omitted), *section_parts] if omitted else section_parts)
+    if len(text) > budget.max_chars:
         # Even what is left is too long (the notice alone): cut it, and say so.
-        marker = render("feedback_truncated", max_chars=max_chars)
-        text = text[: max(0, max_chars - len(marker))] + marker
+        marker = prompts.render("feedback_truncated", max_chars=budget.max_chars)
+        text = text[: max(0, budget.max_chars - len(marker))] + marker
     return Budgeted(text, omitted, tuple([key for key, _ in entries] for entries in by_section))
 
 
 def _all_if_they_fit(
-    overflowed: Keyed,
-    older_count: int,
-    older: Iterator[Keyed],
-    kept: list[tuple[int, int, str]],
-    text_of: Callable[[int, Any], str],
-    headers: list[str],
-    notice: Callable[[int], str],
-    max_chars: int,
-) -> list[tuple[int, int, str]] | None:
+    budget: _Budget, overflowed: Keyed, older_count: int, older: Iterator[Keyed], kept: Kept
+) -> Kept | None:
     """The entry that overflowed and every older one, if the whole text fits without the
     notice after all: the one case the newest-first fill cannot see from the entry that
     overflowed, possible only when the entries older than it are together shorter than
     the notice. None otherwise (reading only until they outweigh it)."""
-    separator = 2
+    separator = len(SEPARATOR)
     _, section, key, entry = overflowed
-    rest = [(section, key, text_of(section, entry))]
-    allowance = len(notice(older_count)) + separator
+    rest = [(section, key, budget.texts[section](entry))]
+    allowance = len(budget.notice(older_count)) + separator
     weight = 0
     for _, section, key, entry in older:
-        text = text_of(section, entry)
+        text = budget.texts[section](entry)
         rest.append((section, key, text))
         weight += len(text) + separator
         if weight >= allowance:
@@ -254,5 +310,5 @@ def _all_if_they_fit(
     everything = kept + rest
     used = {section for section, _, _ in everything}
     size = sum(len(text) + separator for _, _, text in everything)
-    size += sum(len(headers[s]) for s in used) + separator * (len(used) - 1)
-    return rest if size <= max_chars else None
+    size += sum(len(budget.headers[s]) for s in used) + separator * (len(used) - 1)
+    return rest if size <= budget.max_chars else None

@@ -31,15 +31,23 @@ def pointer_problem(refs: dict[str, Any]) -> str | None:
         if len(values) > MAX_ITEMS:
             return f"{key}: at most {MAX_ITEMS} pointers, got {len(values)}"
         for item in values:
-            if isinstance(item, bool) or not isinstance(item, str | int):
-                kind = type(item).__name__
-                return f"{key}: pointers are ids, paths or spans (strings or integers), got {kind}"
-            if isinstance(item, str) and (len(item) > MAX_POINTER_CHARS or "\n" in item):
-                return (
-                    f"{key}: a pointer is one line of at most {MAX_POINTER_CHARS} characters; "
-                    "put content in message or attempted_action instead"
-                )
+            problem = _item_problem(key, item)
+            if problem is not None:
+                return problem
             total += len(item) if isinstance(item, str) else 0
     if total > MAX_TOTAL_CHARS:
         return f"the pointers hold {total:,} characters in all; the limit is {MAX_TOTAL_CHARS:,} characters"
+    return None
+
+
+def _item_problem(key: str, item: object) -> str | None:
+    """Why one pointer under ``key`` is not a pointer, or None when it is."""
+    if isinstance(item, bool) or not isinstance(item, str | int):
+        kind = type(item).__name__
+        return f"{key}: pointers are ids, paths or spans (strings or integers), got {kind}"
+    if isinstance(item, str) and (len(item) > MAX_POINTER_CHARS or "\n" in item):
+        return (
+            f"{key}: a pointer is one line of at most {MAX_POINTER_CHARS} characters; "
+            "put content in message or attempted_action instead"
+        )
     return None

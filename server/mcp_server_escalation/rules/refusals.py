@@ -12,7 +12,7 @@ named here keeps the service's message, which is still true, only less friendly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..errors import EscalationError
@@ -72,39 +72,60 @@ def _offers(door: Door, options: object) -> str:
 
 def _values(refusal: str, facts: dict[str, object], door: Door) -> dict[str, object] | None:
     """The template's values for ``refusal`` (None: a refusal without an operator's wording)."""
-    if refusal == "no_escalation":
-        return {"escalation_id": facts["id"], "db": door.db}
-    if refusal == "no_task":
-        return {"task_id": facts["id"], "db": door.db}
-    if refusal in ("answered", "closed", "task_ended", "changed"):
-        return facts
-    if refusal == "not_an_answer":
-        return {
-            "escalation_id": facts["escalation_id"],
-            "type": facts["type"],
-            "answer": door.called(str(facts["response_type"])),
-            "answers": _offers(door, facts["options"]),
-        }
-    if refusal in ("needs_text", "approve_only"):
-        return _answer_values(refusal, facts, door)
-    if refusal in ("limit_below_modified", "file_limit_range"):
-        return {**facts, "field": door.called("new_file_limit")}
-    if refusal == "scope_too_large":
-        return {**facts, "field": door.called("add_scope")}
-    if refusal in ("too_long", "not_a_number", "option_range"):
-        return {**facts, "field": door.called(str(facts["field"]))}
-    if refusal == "no_answer_kind":
-        return {"answers": _offers(door, None)}
-    return None
+    values = _VALUES.get(refusal)
+    return values(facts, door) if values else None
 
 
-def _answer_values(refusal: str, facts: dict[str, object], door: Door) -> dict[str, object]:
-    answer = door.called(str(facts["response_type"]))
-    if refusal == "needs_text":
-        return {"answer": answer}
+Facts = dict[str, object]
+
+
+def _as_given(facts: Facts, _door: Door) -> Facts:
+    return facts
+
+
+def _not_an_answer(facts: Facts, door: Door) -> Facts:
     return {
-        "answer": answer,
+        "escalation_id": facts["escalation_id"],
+        "type": facts["type"],
+        "answer": door.called(str(facts["response_type"])),
+        "answers": _offers(door, facts["options"]),
+    }
+
+
+def _approve_only(facts: Facts, door: Door) -> Facts:
+    return {
+        "answer": door.called(str(facts["response_type"])),
         "approve": door.called("approve"),
         "file_limit": door.called("new_file_limit"),
         "add_scope": door.called("add_scope"),
     }
+
+
+def _field_named(field: str | None) -> Callable[[Facts, Door], Facts]:
+    """The facts with the field the door calls ``field`` (None: the one the facts name)."""
+
+    def values(facts: Facts, door: Door) -> Facts:
+        return {**facts, "field": door.called(field or str(facts["field"]))}
+
+    return values
+
+
+# Each refusal's template values, from the facts the service gave and the door's own names.
+_VALUES: dict[str, Callable[[Facts, Door], Facts]] = {
+    "no_escalation": lambda facts, door: {"escalation_id": facts["id"], "db": door.db},
+    "no_task": lambda facts, door: {"task_id": facts["id"], "db": door.db},
+    "answered": _as_given,
+    "closed": _as_given,
+    "task_ended": _as_given,
+    "changed": _as_given,
+    "not_an_answer": _not_an_answer,
+    "needs_text": lambda facts, door: {"answer": door.called(str(facts["response_type"]))},
+    "approve_only": _approve_only,
+    "limit_below_modified": _field_named("new_file_limit"),
+    "file_limit_range": _field_named("new_file_limit"),
+    "scope_too_large": _field_named("add_scope"),
+    "too_long": _field_named(None),
+    "not_a_number": _field_named(None),
+    "option_range": _field_named(None),
+    "no_answer_kind": lambda _facts, door: {"answers": _offers(door, None)},
+}

@@ -3,19 +3,16 @@
 ``rules.budgets.budget_fires`` decides which budgets a call used up; ``budget_evidence``
 adds what only the store holds, each budget's headline (the task's latest error), for the
 services that do not carry budgets in a decision of their own (failures, attempts).
-``count_call`` is the rule every recording service counts a call with.
 """
 
 from __future__ import annotations
 
 from ..models.tasks import Counters, Task
-from ..rules.budgets import budget_fires, count_call
+from ..rules.budgets import budget_fires
 from ..store.db import Conn
 from .firing import Evidence
 from .headlines import counted_evidence
 from .runtime import Runtime
-
-__all__ = ["budget_evidence", "count_call"]
 
 
 def budget_evidence(rt: Runtime, conn: Conn, task: Task, counters: Counters, now: str) -> list[Evidence]:

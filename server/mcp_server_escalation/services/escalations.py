@@ -105,29 +105,7 @@ async def raise_escalation(
         if stop is not None:
             return RaiseEscalationResult(escalation=None, **stop.model_dump())
         if follow_up_of is not None:
-            earlier = escalation_store.get(conn, follow_up_of)
-            if earlier is None:
-                raise InvalidInput(
-                    "follow_up_of", f"no escalation with id {follow_up_of}; list_escalations shows the ids"
-                )
-            if earlier.task_id != task_id:
-                raise InvalidInput(
-                    "follow_up_of",
-                    f"escalation {follow_up_of} belongs to task {earlier.task_id!r}, not {task_id!r}",
-                )
-        # A summary is one line; the whole reason stays in ``reason`` and the trigger's
-        # ``observed``. A system error's reason is often a pasted tool output: its error line.
-        pick = headline if kind == "system_error" else one_line
-        summary = rt.prompts.render(f"trigger_{kind}", reason=pick(reason, HEADLINE_CHARS))
-        trigger = Trigger(
-            type=kind,
-            criteria={"raised_by": "agent"},
-            observed={"reason": reason},
-            summary=summary,
-            at=now,
-            key=key or kind,
-        )
-        evidence = {kind: {"reason": reason, "question": question, "options": options or []}}
+            _check_follow_up(conn, follow_up_of, task_id)
         escalation_id = escalation_store.insert(
             conn,
             task_id=task_id,
@@ -136,9 +114,11 @@ async def raise_escalation(
             type_=kind,
             priority="normal",
             blocking=blocking,
-            triggers=[trigger],
+            triggers=[_agent_trigger(rt, kind, reason, key, now)],
             response_options=response_options([kind]),
-            context=escalation_context(conn, task, evidence),
+            context=escalation_context(
+                conn, task, {kind: {"reason": reason, "question": question, "options": options or []}}
+            ),
             reason=reason,
             question=question,
             options=options or [],
@@ -148,23 +128,52 @@ async def raise_escalation(
         progress_store.add_action(
             conn, task, "raise_escalation", {"escalation_id": escalation_id, "kind": kind}, now
         )
-        task = sync_pause(rt, conn, task_id)
-        escalation = load_escalation(conn, escalation_id)
-        directed = direct(
-            rt,
-            conn,
-            task,
-            "message_escalation_raised",
-            task_id=task_id,
-            escalation_id=escalation_id,
-        )
-        keep_told(rt, conn, escalation_id, directed)
-        return RaiseEscalationResult(escalation=escalation, **directed.model_dump())
+        return _raised(rt, conn, task_id, escalation_id)
 
     result = await rt.db.write(work)
     if result.escalation is not None:
         await rt.publish(result.escalation, "created")
     return result
+
+
+def _check_follow_up(conn: Conn, follow_up_of: int, task_id: str) -> None:
+    """A follow-up names an earlier escalation of the same task."""
+    earlier = escalation_store.get(conn, follow_up_of)
+    if earlier is None:
+        raise InvalidInput(
+            "follow_up_of", f"no escalation with id {follow_up_of}; list_escalations shows the ids"
+        )
+    if earlier.task_id != task_id:
+        raise InvalidInput(
+            "follow_up_of",
+            f"escalation {follow_up_of} belongs to task {earlier.task_id!r}, not {task_id!r}",
+        )
+
+
+def _agent_trigger(rt: Runtime, kind: str, reason: str, key: str | None, now: str) -> Trigger:
+    """The trigger of an escalation the agent raised itself."""
+    # A summary is one line; the whole reason stays in ``reason`` and the trigger's
+    # ``observed``. A system error's reason is often a pasted tool output: its error line.
+    pick = headline if kind == "system_error" else one_line
+    return Trigger(
+        type=kind,
+        criteria={"raised_by": "agent"},
+        observed={"reason": reason},
+        summary=rt.prompts.render(f"trigger_{kind}", reason=pick(reason, HEADLINE_CHARS)),
+        at=now,
+        key=key or kind,
+    )
+
+
+def _raised(rt: Runtime, conn: Conn, task_id: str, escalation_id: int) -> RaiseEscalationResult:
+    """The task paused (when blocking) and the agent told what to do while it waits."""
+    task = sync_pause(rt, conn, task_id)
+    escalation = load_escalation(conn, escalation_id)
+    directed = direct(
+        rt, conn, task, "message_escalation_raised", task_id=task_id, escalation_id=escalation_id
+    )
+    keep_told(rt, conn, escalation_id, directed)
+    return RaiseEscalationResult(escalation=escalation, **directed.model_dump())
 
 
 async def _wait_for_change(rt: Runtime, escalation_id: int, wait_seconds: float) -> None:
@@ -310,43 +319,9 @@ async def acknowledge_response(
         escalation = load_escalation(conn, escalation_id)
         response = escalation.response
         if response is None:
-            # Ending the task closed this question unanswered: nothing is left to acknowledge.
-            task = load_task(conn, escalation.task_id)
-            stop = stop_if_ended(rt, conn, task)
-            if stop is not None:
-                return AcknowledgeResult(
-                    escalation=escalation, task_status=task.status, task=task, **stop.model_dump()
-                )
-            raise Conflict(
-                f"escalation_id: escalation {escalation_id} has no response yet (status "
-                f"{escalation.status}); wait for it with get_escalation({escalation_id}, wait_seconds=30)."
-            )
-        task = load_task(conn, escalation.task_id)
+            return _nothing_to_acknowledge(rt, conn, escalation)
         if escalation.acknowledged_at is None and response.response_type != "withdraw":
-            escalation_store.acknowledge(conn, escalation, note, now)
-            resets: dict[str, object] = {
-                name: 0
-                for trigger in escalation.triggers
-                for name in COUNTER_RESET_ON_ACK.get(trigger.type, ())
-            }
-            resets.update(budget_resets([t.key for t in escalation.triggers], now))
-            if task.status not in ENDED_STATUSES and resets:
-                if "consecutive_same_error" in resets:
-                    resets["last_fingerprint"] = None
-                    resets["last_failed_operation"] = None
-                counters = task.counters.model_copy(update=resets)
-                task_store.save_counters(conn, task.task_id, counters, now)
-            progress_store.add_action(
-                conn,
-                task,
-                "acknowledge_response",
-                {
-                    "escalation_id": escalation_id,
-                    "response_type": response.response_type,
-                    "note": note,
-                },
-                now,
-            )
+            _acknowledge(conn, load_task(conn, escalation.task_id), escalation, response, note, now)
         task = sync_pause(rt, conn, escalation.task_id)
         escalation = load_escalation(conn, escalation_id)
         template, values = _ack_wording(task, escalation, response.response_type)
@@ -361,6 +336,52 @@ async def acknowledge_response(
     if result.escalation.response is not None:  # else nothing changed (an ended task's question)
         await rt.publish(result.escalation, "acknowledged")
     return result
+
+
+def _nothing_to_acknowledge(rt: Runtime, conn: Conn, escalation: Escalation) -> AcknowledgeResult:
+    """No answer yet: after the task ended, the question was closed unanswered (the agent is
+    told to stop); otherwise a Conflict that says how to wait for the answer."""
+    task = load_task(conn, escalation.task_id)
+    stop = stop_if_ended(rt, conn, task)
+    if stop is not None:
+        return AcknowledgeResult(
+            escalation=escalation, task_status=task.status, task=task, **stop.model_dump()
+        )
+    escalation_id = escalation.escalation_id
+    raise Conflict(
+        f"escalation_id: escalation {escalation_id} has no response yet (status "
+        f"{escalation.status}); wait for it with get_escalation({escalation_id}, wait_seconds=30)."
+    )
+
+
+def _acknowledge(
+    conn: Conn, task: Task, escalation: Escalation, response: EscalationResponse, note: str | None, now: str
+) -> None:
+    """Mark the answer read, reset the counters its triggers measured, and log it."""
+    escalation_store.acknowledge(conn, escalation, note, now)
+    resets = _counter_resets(escalation, now)
+    if task.status not in ENDED_STATUSES and resets:
+        counters = task.counters.model_copy(update=resets)
+        task_store.save_counters(conn, task.task_id, counters, now)
+    progress_store.add_action(
+        conn,
+        task,
+        "acknowledge_response",
+        {"escalation_id": escalation.escalation_id, "response_type": response.response_type, "note": note},
+        now,
+    )
+
+
+def _counter_resets(escalation: Escalation, now: str) -> dict[str, object]:
+    """The counters (and budgets) an acknowledged escalation's triggers start again."""
+    resets: dict[str, object] = {
+        name: 0 for trigger in escalation.triggers for name in COUNTER_RESET_ON_ACK.get(trigger.type, ())
+    }
+    resets.update(budget_resets([t.key for t in escalation.triggers], now))
+    if "consecutive_same_error" in resets:
+        resets["last_fingerprint"] = None
+        resets["last_failed_operation"] = None
+    return resets
 
 
 def _ack_wording(task: Task, escalation: Escalation, response_type: str) -> tuple[str, dict[str, object]]:
@@ -424,44 +445,8 @@ async def resolve_escalation(
         escalation = load_escalation(conn, escalation_id)
         if role == "agent":
             _check_agent_may_withdraw(conn, escalation, response_type, held)
-        if escalation.status != "pending":
-            raise Conflict(
-                f"escalation_id: escalation {escalation_id} is already {escalation.status}; "
-                "only a pending escalation can be answered."
-            ).because(
-                "answered" if escalation.response is not None else "closed",
-                escalation_id=escalation_id,
-                status=escalation.status,
-                task_id=escalation.task_id,
-            )
-        if expected_revision is not None and expected_revision != escalation.revision:
-            raise Conflict(
-                f"revision: escalation {escalation_id} changed since revision {expected_revision} "
-                f"(it is at revision {escalation.revision}); read it again before answering."
-            ).because(
-                "changed", escalation_id=escalation_id, seen=expected_revision, current=escalation.revision
-            )
-        if response_type not in escalation.response_options:
-            raise InvalidInput(
-                "response_type",
-                f"{response_type!r} is not an option for this {escalation.type} escalation; "
-                f"choose one of {escalation.response_options}",
-            ).because(
-                "not_an_answer",
-                escalation_id=escalation_id,
-                type=escalation.type,
-                response_type=response_type,
-                options=tuple(escalation.response_options),
-            )
-        if response_type in ("guidance", "override") and not content.strip():
-            raise InvalidInput(
-                "content", f"a {response_type} response needs text (1 to 65536 characters)"
-            ).because("needs_text", response_type=response_type)
-        if response_type != "approve" and (new_file_limit is not None or add_scope):
-            raise InvalidInput(
-                "new_file_limit",
-                "new_file_limit and add_scope go only with response_type 'approve'",
-            ).because("approve_only", response_type=response_type)
+        _check_answerable(escalation, expected_revision)
+        _check_answer(escalation, response_type, content, new_file_limit, add_scope)
         task = load_task(conn, escalation.task_id)
         if task.status in ENDED_STATUSES:
             raise TaskEnded(f"escalation_id: task {task.task_id!r} is already {task.status}.").because(
@@ -476,31 +461,84 @@ async def resolve_escalation(
             responder=recorded_responder,
             responded_at=now,
         )
-        escalation_store.record_response(
-            conn, escalation_id, _STATUS_BY_RESPONSE[response_type], response, now
-        )
-        progress_store.add_action(
-            conn,
-            task,
-            "escalation_answered",
-            {
-                "escalation_id": escalation_id,
-                "response_type": response_type,
-                "responder": recorded_responder,
-            },
-            now,
-        )
-        task = sync_pause(rt, conn, task.task_id)
-        escalation = load_escalation(conn, escalation_id)
-        if response_type == "terminate":
-            # The agent is stopped: its other open questions can no longer be acted on.
-            for other in escalation_store.pending_for_task(conn, task.task_id):
-                escalation_store.close_unanswered(conn, other.escalation_id, "agent_terminated", now)
-        return ResolveResult(escalation=escalation, task_status=task.status)
+        return _record_answer(rt, conn, task, escalation_id, response)
 
     result = await rt.db.write(work)
     await rt.publish(result.escalation, "resolved")
     return result
+
+
+def _check_answerable(escalation: Escalation, expected_revision: int | None) -> None:
+    """Only a pending escalation is answered, and only as the human saw it."""
+    escalation_id = escalation.escalation_id
+    if escalation.status != "pending":
+        raise Conflict(
+            f"escalation_id: escalation {escalation_id} is already {escalation.status}; "
+            "only a pending escalation can be answered."
+        ).because(
+            "answered" if escalation.response is not None else "closed",
+            escalation_id=escalation_id,
+            status=escalation.status,
+            task_id=escalation.task_id,
+        )
+    if expected_revision is not None and expected_revision != escalation.revision:
+        raise Conflict(
+            f"revision: escalation {escalation_id} changed since revision {expected_revision} "
+            f"(it is at revision {escalation.revision}); read it again before answering."
+        ).because("changed", escalation_id=escalation_id, seen=expected_revision, current=escalation.revision)
+
+
+def _check_answer(
+    escalation: Escalation,
+    response_type: str,
+    content: str,
+    new_file_limit: int | None,
+    add_scope: list[str],
+) -> None:
+    """The answer is one this escalation offers, with what that kind of answer needs."""
+    if response_type not in escalation.response_options:
+        raise InvalidInput(
+            "response_type",
+            f"{response_type!r} is not an option for this {escalation.type} escalation; "
+            f"choose one of {escalation.response_options}",
+        ).because(
+            "not_an_answer",
+            escalation_id=escalation.escalation_id,
+            type=escalation.type,
+            response_type=response_type,
+            options=tuple(escalation.response_options),
+        )
+    if response_type in ("guidance", "override") and not content.strip():
+        raise InvalidInput(
+            "content", f"a {response_type} response needs text (1 to 65536 characters)"
+        ).because("needs_text", response_type=response_type)
+    if response_type != "approve" and (new_file_limit is not None or add_scope):
+        raise InvalidInput(
+            "new_file_limit",
+            "new_file_limit and add_scope go only with response_type 'approve'",
+        ).because("approve_only", response_type=response_type)
+
+
+def _record_answer(
+    rt: Runtime, conn: Conn, task: Task, escalation_id: int, response: EscalationResponse
+) -> ResolveResult:
+    """The answer stored and logged, the task's pause brought in line with it."""
+    now, response_type = response.responded_at, response.response_type
+    escalation_store.record_response(conn, escalation_id, _STATUS_BY_RESPONSE[response_type], response, now)
+    progress_store.add_action(
+        conn,
+        task,
+        "escalation_answered",
+        {"escalation_id": escalation_id, "response_type": response_type, "responder": response.responder},
+        now,
+    )
+    task = sync_pause(rt, conn, task.task_id)
+    escalation = load_escalation(conn, escalation_id)
+    if response_type == "terminate":
+        # The agent is stopped: its other open questions can no longer be acted on.
+        for other in escalation_store.pending_for_task(conn, task.task_id):
+            escalation_store.close_unanswered(conn, other.escalation_id, "agent_terminated", now)
+    return ResolveResult(escalation=escalation, task_status=task.status)
 
 
 def _check_approval_values(new_file_limit: int | None, add_scope: list[str]) -> None:

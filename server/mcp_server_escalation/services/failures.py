@@ -1,34 +1,37 @@
-"""Recording failures: classify, fingerprint, count, and escalate by the rules."""
+"""Failures: the store's side of ``rules.failures``.
+
+``record_failure`` classifies and fingerprints the report before its transaction
+(``rules.failures.classify_report``), then inside it reads the task once, stores the
+occurrence, asks ``rules.failures.decide`` what follows, and writes that: the counters, the
+task's action, the evidence of each trigger that fires (read after the writes, so it shows
+this occurrence) and the escalation they fire. The task row and the open escalation are
+each read once in the call: the task, as this call's writes leave it, is passed down to
+``fire`` and ``direct`` rather than read again.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import InvalidInput
 from ..models.failures import FailureReport
-from ..models.limits import BLOCKER_SIGNALS
 from ..models.results import FailureSummary, RecordFailureResult
 from ..models.tasks import Task
-from ..rules import triggers
-from ..rules.classify import classify, extract_details
+from ..rules.decisions import Fires
 from ..rules.evidence import RUN_READ, clip_texts
-from ..rules.fingerprint import fingerprint
+from ..rules.failures import Classified, FailureDecision, Warned, classify_report, decide
 from ..rules.paths import normalise_path
 from ..rules.pointers import pointer_problem
 from ..rules.salient import headline, one_line
-from ..rules.shell_work import operation_key
 from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.db import Conn
-from .budgets import budget_evidence, count_call
+from .budgets import budget_evidence
 from .firing import (
     Evidence,
     Fired,
     Recording,
     Run,
     committed,
-    current_task,
     direct,
     fire,
     keep_told_if_created,
@@ -38,29 +41,6 @@ from .guidance import build_guidance
 from .runtime import Runtime
 from .tasks import load_task
 
-# Severity when the caller gives none: a blocker needs a human, a transient error is
-# expected now and then, everything else is an ordinary failure.
-DEFAULT_SEVERITY: dict[str, str] = {
-    "missing_dependency": "high",
-    "permission_denied": "high",
-    "api_unavailable": "high",
-    "network_transient": "low",
-}
-
-
-def blocker_subject(signal_type: str, details: dict[str, Any], message: str) -> str:
-    """The thing an operator must fix, in the words of the blocker's own facts."""
-    if signal_type == "missing_dependency" and details.get("dependency"):
-        version = f"@{details['version']}" if details.get("version") else ""
-        return f"{details['dependency']}{version}"
-    if signal_type == "permission_denied" and details.get("resource"):
-        operation = f" ({details['operation']})" if details.get("operation") else ""
-        return f"{details['resource']}{operation}"
-    if details.get("endpoint") or details.get("status_code"):
-        status = f" HTTP {details['status_code']}" if details.get("status_code") else ""
-        return f"{details.get('endpoint', '')}{status}".strip()
-    return headline(message)
-
 
 def failure_recording(rt: Runtime, report: FailureReport) -> Recording[RecordFailureResult]:
     """Store one failure occurrence and fire whatever trigger it completes.
@@ -69,163 +49,137 @@ def failure_recording(rt: Runtime, report: FailureReport) -> Recording[RecordFai
     problem = pointer_problem(report.context_refs)
     if problem is not None:
         raise InvalidInput("context_refs", problem)
-    message, attempted_action, line = report.message, report.attempted_action, report.line
-    given = {k: v for k, v in report.details.items() if v is not None}
-    if report.signal_type is None:
-        chosen = classify(message, rt.patterns, error_type=report.error_type, tool_name=report.tool_name)
-        signal, classified_by = chosen.signal_type, chosen.rule
-        found = {**chosen.details, **given}
-    else:
-        signal, classified_by = report.signal_type, "caller"
-        found = extract_details(message, signal, rt.patterns, given)
-    level = report.severity or DEFAULT_SEVERITY.get(signal, "medium")
-    print_ = fingerprint(
-        signal_type=signal,
-        step=report.step,
-        message=message,
-        error_type=report.error_type,
-        tool_name=report.tool_name,
-        error_code=report.error_code,
-    )
+    failure = classify_report(report, rt.patterns)
     now = rt.now()
-    task_id = report.task_id
 
     def work(conn: Conn) -> tuple[RecordFailureResult, Fired | None]:
-        task = load_task(conn, task_id)
-        stop = stop_if_ended(rt, conn, task)
-        if stop is not None:
-            return RecordFailureResult(failure=None, escalation=None, **stop.model_dump()), None
-        where = normalise_path(report.file, task.project).path if report.file else None
-        decided = report.model_copy(
-            update={"signal_type": signal, "severity": level, "details": found, "file": where}
-        )
-        record = failure_store.record_occurrence(
-            conn,
-            failure_store.NewFailure(
-                report=decided,
-                project=task.project,
-                generation=task.generation,
-                agent_id=task.agent_id,
-                classified_by=classified_by,
-                fingerprint=print_,
-            ),
-            now,
-        )
-        counters = triggers.after_failure(
-            task.counters, print_, operation_key(attempted_action) if attempted_action else None
-        )
-        counters = count_call(counters)
-        task_store.save_counters(conn, task_id, counters, now)
-        progress_store.add_action(
-            conn,
-            task,
-            "record_failure",
-            {
-                "failure_id": record.failure_id,
-                "signal_type": signal,
-                "file": where,
-                "line": line,
-                "attempted_action": attempted_action,
-            },
-            now,
-        )
-        fired: list[Evidence] = []
-        blocker = signal in BLOCKER_SIGNALS
-        allowance = triggers.repeat_allowance(
-            task.thresholds, blocker=blocker, declared=classified_by == "caller"
-        )
-        if blocker and counters.consecutive_same_error >= allowance:
-            fired.append(
-                Evidence(
-                    triggers.external_blocker(
-                        signal,
-                        found,
-                        repeated=1 if classified_by == "caller" else counters.consecutive_same_error,
-                    ),
-                    rt.prompts.render(
-                        "trigger_external_blocker",
-                        signal_type=signal,
-                        subject=blocker_subject(signal, found, message),
-                        error=headline(message),
-                    ),
-                    clip_texts(
-                        {
-                            "signal_type": signal,
-                            "details": found,
-                            "message": message,
-                            "file": where,
-                            "line": line,
-                            "attempted_action": attempted_action,
-                            "at": now,
-                            "failure_id": record.failure_id,
-                        }
-                    ),
-                    key=f"external_blocker:{print_}",
-                )
-            )
-        repeated = triggers.repeated_error(counters, task.thresholds, transient=signal == "network_transient")
-        if repeated is not None:
-            if repeated.type == "external_blocker":
-                summary = rt.prompts.render(
-                    "trigger_external_blocker",
-                    signal_type=signal,
-                    subject=blocker_subject(signal, found, message),
-                    error=headline(message),
-                )
-            else:
-                summary = rt.prompts.render(
-                    "trigger_repeated_error",
-                    count=counters.consecutive_same_error,
-                    threshold=task.thresholds.same_error_repeated,
-                    message=headline(message),
-                )
-            fired.append(
-                _repeat_evidence(
-                    conn, repeated, summary, record, print_, counters.consecutive_same_error, now
-                )
-            )
-        fired.extend(budget_evidence(rt, conn, task, counters, now))
-        warning = None
-        if not fired and triggers.warning_due(counters.consecutive_same_error, allowance, task.thresholds):
-            warning = _repeat_warning(
-                rt, conn, task, record, message, counters.consecutive_same_error, allowance
-            )
-        changed = fire(rt, conn, task, fired)
-        task = current_task(conn, task, changed, counters=counters)
-        directed = direct(
-            rt,
-            conn,
-            task,
-            "message_failure_recorded",
-            task_id=task_id,
-            signal_type=signal,
-            consecutive=counters.consecutive_same_error,
-            threshold=task.thresholds.same_error_repeated,
-            occurrences=record.occurrence_count,
-        )
-        keep_told_if_created(rt, conn, changed, directed)
-        result = RecordFailureResult(
-            failure=FailureSummary(
-                failure_id=record.failure_id,
-                fingerprint=print_,
-                signal_type=signal,
-                classified_by=classified_by,
-                severity=record.severity,
-                occurrence_count=record.occurrence_count,
-                consecutive_count=counters.consecutive_same_error,
-                status=record.status,
-                details=found,
-            ),
-            escalation=changed.shown if changed else None,
-            warning=warning,
-            **directed.model_dump(),
-        )
-        return result, changed
+        return _record(rt, conn, report, failure, now)
 
     return work
 
 
 record_failure = committed(failure_recording)
+
+
+def _record(
+    rt: Runtime, conn: Conn, report: FailureReport, failure: Classified, now: str
+) -> tuple[RecordFailureResult, Fired | None]:
+    """Read, store, decide, write, fire, direct: the whole of one failure, inside its transaction."""
+    task = load_task(conn, report.task_id)
+    stop = stop_if_ended(rt, conn, task)
+    if stop is not None:
+        return RecordFailureResult(failure=None, escalation=None, **stop.model_dump()), None
+    decided = _as_decided(report, failure, task.project)
+    record = failure_store.record_occurrence(conn, _new_failure(decided, failure, task), now)
+    decision = decide(
+        decided,
+        failure,
+        occurrences=record.occurrence_count,
+        counters=task.counters,
+        thresholds=task.thresholds,
+    )
+    task_store.save_counters(conn, task.task_id, decision.counters, now)
+    action = {
+        "failure_id": record.failure_id,
+        "signal_type": failure.signal_type,
+        "file": decided.file,
+        "line": decided.line,
+        "attempted_action": decided.attempted_action,
+    }
+    progress_store.add_action(conn, task, "record_failure", action, now)
+    task = task.model_copy(update={"counters": decision.counters, "updated_at": now})
+    fired = _evidence(rt, conn, task, decided, failure, record, decision, now)
+    warned = None if fired else decision.warning  # it goes to a human now: no warning that it soon will
+    warning = _repeat_warning(rt, conn, task, record, decided.message, warned)
+    changed = fire(rt, conn, task, fired, task_is_current=True)
+    task = changed.task if changed else task
+    directed = direct(rt, conn, task, decision.message.template, **decision.message.values)
+    keep_told_if_created(rt, conn, changed, directed)
+    result = RecordFailureResult(
+        failure=_summary(failure, record, decision),
+        escalation=changed.shown if changed else None,
+        warning=warning,
+        **directed.model_dump(),
+    )
+    return result, changed
+
+
+def _as_decided(report: FailureReport, failure: Classified, project: str) -> FailureReport:
+    """The report as stored: its signal type, severity and details chosen, its file
+    relative to the task's project."""
+    where = normalise_path(report.file, project).path if report.file else None
+    return report.model_copy(
+        update={
+            "signal_type": failure.signal_type,
+            "severity": failure.severity,
+            "details": failure.details,
+            "file": where,
+        }
+    )
+
+
+def _new_failure(decided: FailureReport, failure: Classified, task: Task) -> failure_store.NewFailure:
+    return failure_store.NewFailure(
+        report=decided,
+        project=task.project,
+        generation=task.generation,
+        agent_id=task.agent_id,
+        classified_by=failure.classified_by,
+        fingerprint=failure.fingerprint,
+    )
+
+
+def _summary(failure: Classified, record: failure_store.Counted, decision: FailureDecision) -> FailureSummary:
+    return FailureSummary(
+        failure_id=record.failure_id,
+        fingerprint=failure.fingerprint,
+        signal_type=failure.signal_type,
+        classified_by=failure.classified_by,
+        severity=record.severity,
+        occurrence_count=record.occurrence_count,
+        consecutive_count=decision.counters.consecutive_same_error,
+        status=record.status,
+        details=failure.details,
+    )
+
+
+def _evidence(
+    rt: Runtime,
+    conn: Conn,
+    task: Task,
+    decided: FailureReport,
+    failure: Classified,
+    record: failure_store.Counted,
+    decision: FailureDecision,
+    now: str,
+) -> list[Evidence]:
+    """What an operator needs to judge each trigger the failure fired, read after its writes."""
+    fired: list[Evidence] = []
+    if decision.blocker is not None:
+        fired.append(_blocker_evidence(rt, decided, record, decision.blocker, now))
+    if decision.repeated is not None:
+        count = decision.counters.consecutive_same_error
+        fired.append(_repeat_evidence(rt, conn, decision.repeated, record, failure.fingerprint, count, now))
+    fired.extend(budget_evidence(rt, conn, task, decision.counters, now))
+    return fired
+
+
+def _blocker_evidence(
+    rt: Runtime, decided: FailureReport, record: failure_store.Counted, fires: Fires, now: str
+) -> Evidence:
+    """The blocker's own facts, and where and when it happened."""
+    facts = {
+        "signal_type": decided.signal_type,
+        "details": decided.details,
+        "message": decided.message,
+        "file": decided.file,
+        "line": decided.line,
+        "attempted_action": decided.attempted_action,
+        "at": now,
+        "failure_id": record.failure_id,
+    }
+    summary = rt.prompts.render(fires.summary.template, **fires.summary.values)
+    return Evidence(fires.firing, summary, clip_texts(facts), key=fires.key)
 
 
 # A warning names at most this many of the latest tries and past fixes, each clipped.
@@ -239,10 +193,11 @@ def _repeat_warning(
     task: Task,
     record: failure_store.Counted,
     message: str,
-    count: int,
-    threshold: int,
-) -> str:
+    warned: Warned | None,
+) -> str | None:
     """What the model is told a step before the same error pages a human (bounded)."""
+    if warned is None:
+        return None
     latest = failure_store.recent_occurrences(conn, record.failure_id, WARNING_ITEMS)
     actions = dict.fromkeys(o.attempted_action for o in latest if o.attempted_action)
     tries = ", ".join(
@@ -269,8 +224,8 @@ def _repeat_warning(
     ) or rt.prompts.render("warning_no_guidance")
     return rt.prompts.render(
         "warning_repeated_error",
-        count=count,
-        threshold=threshold,
+        count=warned.count,
+        threshold=warned.allowance,
         error=headline(message),
         tries=tries or "-",
         guidance=guidance,
@@ -278,11 +233,11 @@ def _repeat_warning(
 
 
 def _repeat_evidence(
+    rt: Runtime,
     conn: Conn,
-    repeated: triggers.Firing,
-    summary: str,
+    fires: Fires,
     record: failure_store.Counted,
-    print_: str,
+    fingerprint: str,
     consecutive: int,
     now: str,
 ) -> Evidence:
@@ -292,17 +247,14 @@ def _repeat_evidence(
     stay on the escalation from its first firing, and ``failure://`` shows the rest.
     """
     latest = failure_store.recent_occurrences(conn, record.failure_id, min(consecutive, RUN_READ))
-    return Evidence(
-        repeated,
-        summary,
-        {
-            "failure_id": record.failure_id,
-            "fingerprint": print_,
-            "occurrence_count": record.occurrence_count,
-            "first_seen_at": failure_store.first_seen_at(conn, record.seq),
-            "last_seen_at": now,
-            "all_occurrences": f"failure://{record.failure_id}",
-        },
-        key=f"{repeated.type}:{print_}",
-        run=Run("occurrences", [o.model_dump() for o in latest], consecutive),
-    )
+    facts = {
+        "failure_id": record.failure_id,
+        "fingerprint": fingerprint,
+        "occurrence_count": record.occurrence_count,
+        "first_seen_at": failure_store.first_seen_at(conn, record.seq),
+        "last_seen_at": now,
+        "all_occurrences": f"failure://{record.failure_id}",
+    }
+    summary = rt.prompts.render(fires.summary.template, **fires.summary.values)
+    run = Run("occurrences", [o.model_dump() for o in latest], consecutive)
+    return Evidence(fires.firing, summary, facts, key=fires.key, run=run)

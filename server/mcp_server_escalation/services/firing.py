@@ -89,11 +89,13 @@ class Fired:
 
     ``news``: the call created the escalation or added a trigger to it, so the agent should
     read it whole; a repeat that only refreshed a trigger is no news. ``created``: the call
-    created it (what the call tells its agent is then kept: ``keep_told``).
+    created it (what the call tells its agent is then kept: ``keep_told``). ``task``: the
+    task as the firing left it, so the call need not read it again.
     """
 
     escalation: Escalation
     news: bool
+    task: Task
     created: bool = False
 
     @property
@@ -136,84 +138,122 @@ def escalation_context(conn: Conn, task: Task, evidence: dict[str, Any]) -> dict
     }
 
 
-def fire(rt: Runtime, conn: Conn, task: Task, fired: list[Evidence]) -> Fired | None:
+def fire(
+    rt: Runtime, conn: Conn, task: Task, fired: list[Evidence], *, task_is_current: bool = False
+) -> Fired | None:
     """One escalation for every trigger of this call, or the additions to the open one.
 
     A trigger already on the open escalation (same key) refreshes its measurement and
     evidence and counts ``fired_count`` instead of piling up duplicates; any other trigger
     is appended with its own evidence. Each trigger's facts are ``context.evidence[key]``.
+    ``task`` is read again, with this call's writes, unless ``task_is_current`` says the
+    caller already keeps it in step with them; ``Fired.task`` is the task the firing leaves.
     """
     if not fired:
         return None
     now = rt.now()
-    task = task_store.get(conn, task.task_id) or task
+    if not task_is_current:
+        task = task_store.get(conn, task.task_id) or task
     open_escalation = escalation_store.open_triggered(conn, task.task_id)
-    news = open_escalation is None
     if open_escalation is None:
-        triggers = [e.trigger(now) for e in _unique(fired)]
-        evidence: dict[str, Any] = {e.identity: e.facts_after(None) for e in _unique(fired)}
-        escalation_id = escalation_store.insert(
-            conn,
-            task_id=task.task_id,
-            agent_id=task.agent_id,
-            generation=task.generation,
-            type_=triggers[0].type,
-            priority=_priority(fired),
-            blocking=True,
-            triggers=triggers,
-            response_options=response_options([t.type for t in triggers]),
-            context=escalation_context(conn, task, evidence),
-            reason=None,
-            question=None,
-            options=[],
-            follow_up_of=None,
-            now=now,
-        )
-        progress_store.add_action(
-            conn,
-            task,
-            "escalation_created",
-            {"escalation_id": escalation_id, "triggers": [t.type for t in triggers]},
-            now,
-        )
+        escalation_id, news = _open(conn, task, fired, now), True
     else:
-        escalation_id = open_escalation.escalation_id
-        triggers = list(open_escalation.triggers)
-        # Facts under a key no trigger has are dropped: an escalation stored before evidence
-        # was bounded and keyed by trigger held it per type, and grew with every repeat.
-        keys = {t.key or t.type for t in triggers}
-        evidence = {k: v for k, v in open_escalation.context.get("evidence", {}).items() if k in keys}
-        for e in _unique(fired):
-            index = next((i for i, t in enumerate(triggers) if (t.key or t.type) == e.identity), None)
-            if index is None:
-                triggers.append(e.trigger(now))
-                news = True
-            else:
-                old = triggers[index]
-                triggers[index] = old.model_copy(
-                    update={
-                        "observed": e.firing.observed,
-                        "summary": e.summary,
-                        "at": now,
-                        "fired_count": old.fired_count + 1,
-                    }
-                )
-            evidence[e.identity] = e.facts_after(evidence.get(e.identity))
-        priority = "high" if open_escalation.priority == "high" else _priority(fired)
-        escalation_store.revise_triggers(
-            conn,
-            escalation_id,
-            triggers=triggers,
-            priority=priority,
-            context=escalation_context(conn, task, evidence),
-            response_options=response_options([t.type for t in triggers]),
-            now=now,
-        )
-    sync_pause(rt, conn, task.task_id)
+        escalation_id, news = _add(conn, task, open_escalation, fired, now)
     escalation = escalation_store.get(conn, escalation_id)
     if escalation is None:
         raise RuntimeError(f"escalation {escalation_id} vanished inside its own transaction")
-    return Fired(escalation, news, created=open_escalation is None)
+    held = _held(rt, conn, task, escalation)
+    return Fired(escalation, news, held, created=open_escalation is None)
+
+
+def _open(conn: Conn, task: Task, fired: list[Evidence], now: str) -> int:
+    """A new escalation with every trigger of this call; its id."""
+    triggers = [e.trigger(now) for e in _unique(fired)]
+    evidence: dict[str, Any] = {e.identity: e.facts_after(None) for e in _unique(fired)}
+    escalation_id = escalation_store.insert(
+        conn,
+        task_id=task.task_id,
+        agent_id=task.agent_id,
+        generation=task.generation,
+        type_=triggers[0].type,
+        priority=_priority(fired),
+        blocking=True,
+        triggers=triggers,
+        response_options=response_options([t.type for t in triggers]),
+        context=escalation_context(conn, task, evidence),
+        reason=None,
+        question=None,
+        options=[],
+        follow_up_of=None,
+        now=now,
+    )
+    detail = {"escalation_id": escalation_id, "triggers": [t.type for t in triggers]}
+    progress_store.add_action(conn, task, "escalation_created", detail, now)
+    return escalation_id
+
+
+def _add(
+    conn: Conn, task: Task, open_escalation: Escalation, fired: list[Evidence], now: str
+) -> tuple[int, bool]:
+    """This call's triggers added to (or refreshed on) the open escalation; its id, and
+    whether a trigger was new to it."""
+    triggers, evidence, news = _merged(open_escalation, _unique(fired), now)
+    priority = "high" if open_escalation.priority == "high" else _priority(fired)
+    escalation_store.revise_triggers(
+        conn,
+        open_escalation.escalation_id,
+        triggers=triggers,
+        priority=priority,
+        context=escalation_context(conn, task, evidence),
+        response_options=response_options([t.type for t in triggers]),
+        now=now,
+    )
+    return open_escalation.escalation_id, news
+
+
+def _merged(
+    open_escalation: Escalation, fired: list[Evidence], now: str
+) -> tuple[list[Trigger], dict[str, Any], bool]:
+    """The open escalation's triggers and evidence with this call's folded in, and whether
+    one of them was new to it."""
+    triggers = list(open_escalation.triggers)
+    # Facts under a key no trigger has are dropped: an escalation stored before evidence
+    # was bounded and keyed by trigger held it per type, and grew with every repeat.
+    keys = {t.key or t.type for t in triggers}
+    evidence = {k: v for k, v in open_escalation.context.get("evidence", {}).items() if k in keys}
+    news = False
+    for e in fired:
+        index = next((i for i, t in enumerate(triggers) if (t.key or t.type) == e.identity), None)
+        if index is None:
+            triggers.append(e.trigger(now))
+            news = True
+        else:
+            old = triggers[index]
+            triggers[index] = old.model_copy(
+                update={
+                    "observed": e.firing.observed,
+                    "summary": e.summary,
+                    "at": now,
+                    "fired_count": old.fired_count + 1,
+                }
+            )
+        evidence[e.identity] = e.facts_after(evidence.get(e.identity))
+    return triggers, evidence, news
+
+
+def _held(rt: Runtime, conn: Conn, task: Task, escalation: Escalation) -> Task:
+    """The task as the escalation just fired leaves it: ``sync_pause`` without its reads.
+
+    The fired escalation is pending, and blocking (``_open`` makes every one so), so it
+    holds the task: a live task is paused, and nothing else need be read to know it.
+    """
+    if not escalation.blocking:
+        return sync_pause(rt, conn, task.task_id)
+    if task.status in ENDED_STATUSES or task.status == "paused":
+        return task
+    now = rt.now()
+    task_store.set_status(conn, task.task_id, "paused", now)
+    return task.model_copy(update={"status": "paused", "updated_at": now})
 
 
 def _unique(fired: list[Evidence]) -> list[Evidence]:

@@ -91,33 +91,47 @@ async def start_task(
             )
             created = True
         elif existing.status not in ENDED_STATUSES:
-            if existing.agent_id != agent_id:
-                task_store.reassign(conn, existing, agent_id, now)
-                reassigned = True
-            if thresholds is not None and thresholds.model_dump(exclude_none=True):
-                merged = existing.thresholds.merged(thresholds)
-                task_store.set_thresholds(conn, chosen_id, merged, now)
-        task = load_task(conn, chosen_id)
-        if created or reassigned:
-            progress_store.add_action(
-                conn, task, "start_task", {"created": created, "reassigned": reassigned}, now
-            )
-        task = sync_pause(rt, conn, chosen_id)
-        template = "message_task_taken_over" if reassigned else "message_task_started"
-        directed = direct(rt, conn, task, template, task_id=chosen_id)
-        return StartTaskResult(
-            task_id=task.task_id,
-            status=task.status,
-            agent_id=task.agent_id,
-            thresholds=task.thresholds,
-            counters=task.counters,
-            reassigned=reassigned,
-            created=created,
-            task=task,
-            **directed.model_dump(),
-        )
+            reassigned = _resume(conn, existing, agent_id, thresholds, now)
+        return _started(rt, conn, chosen_id, created=created, reassigned=reassigned, now=now)
 
     return await rt.db.write(start)
+
+
+def _resume(
+    conn: Conn, existing: Task, agent_id: str, thresholds: ThresholdOverrides | None, now: str
+) -> bool:
+    """An open task started again: another agent takes it over (True), new thresholds apply."""
+    reassigned = existing.agent_id != agent_id
+    if reassigned:
+        task_store.reassign(conn, existing, agent_id, now)
+    if thresholds is not None and thresholds.model_dump(exclude_none=True):
+        merged = existing.thresholds.merged(thresholds)
+        task_store.set_thresholds(conn, existing.task_id, merged, now)
+    return reassigned
+
+
+def _started(
+    rt: Runtime, conn: Conn, task_id: str, *, created: bool, reassigned: bool, now: str
+) -> StartTaskResult:
+    task = load_task(conn, task_id)
+    if created or reassigned:
+        progress_store.add_action(
+            conn, task, "start_task", {"created": created, "reassigned": reassigned}, now
+        )
+    task = sync_pause(rt, conn, task_id)
+    template = "message_task_taken_over" if reassigned else "message_task_started"
+    directed = direct(rt, conn, task, template, task_id=task_id)
+    return StartTaskResult(
+        task_id=task.task_id,
+        status=task.status,
+        agent_id=task.agent_id,
+        thresholds=task.thresholds,
+        counters=task.counters,
+        reassigned=reassigned,
+        created=created,
+        task=task,
+        **directed.model_dump(),
+    )
 
 
 def task_view(rt: Runtime, conn: Conn, task_id: str) -> TaskView:

@@ -148,42 +148,52 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> Counted:
     the advice when new advice is given, reactivates a resolved record (it happened again),
     and keeps the highest severity seen.
     """
+    refs = json.dumps(new.report.context_refs, sort_keys=True)
+    details = json.dumps(new.report.details, sort_keys=True)
+    counted = _repeat(conn, new, now, refs, details) or _insert(conn, new, now, refs, details)
+    _keep_occurrence(conn, counted, new, now, details)
+    return counted
+
+
+def _insert(conn: Conn, new: NewFailure, now: str, refs: str, details: str) -> Counted:
+    """The record of a failure the task has not had before, counted once."""
     report = new.report
-    refs = json.dumps(report.context_refs, sort_keys=True)
-    details = json.dumps(report.details, sort_keys=True)
-    counted = _repeat(conn, new, now, refs, details)
-    if counted is None:
-        row = conn.execute(
-            """INSERT INTO failures (task_id, project, step, phase, signal_type, classified_by,
-                   severity, fingerprint, message, message_key, error_type, tool_name, error_code,
-                   attempted_action, observed_outcome, recommended_adjustment,
-                   context_refs_json, details_json, created_at, last_seen_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-               RETURNING seq, severity""",
-            (
-                report.task_id,
-                new.project,
-                report.step,
-                report.phase,
-                report.signal_type,
-                new.classified_by,
-                report.severity,
-                new.fingerprint,
-                report.message,
-                message_key(report.message),
-                report.error_type,
-                report.tool_name,
-                report.error_code,
-                report.attempted_action,
-                report.observed_outcome,
-                report.recommended_adjustment,
-                refs,
-                details,
-                now,
-                now,
-            ),
-        ).fetchone()
-        counted = Counted(row[0], row[1], 1, "active")
+    row = conn.execute(
+        """INSERT INTO failures (task_id, project, step, phase, signal_type, classified_by,
+               severity, fingerprint, message, message_key, error_type, tool_name, error_code,
+               attempted_action, observed_outcome, recommended_adjustment,
+               context_refs_json, details_json, created_at, last_seen_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           RETURNING seq, severity""",
+        (
+            report.task_id,
+            new.project,
+            report.step,
+            report.phase,
+            report.signal_type,
+            new.classified_by,
+            report.severity,
+            new.fingerprint,
+            report.message,
+            message_key(report.message),
+            report.error_type,
+            report.tool_name,
+            report.error_code,
+            report.attempted_action,
+            report.observed_outcome,
+            report.recommended_adjustment,
+            refs,
+            details,
+            now,
+            now,
+        ),
+    ).fetchone()
+    return Counted(row[0], row[1], 1, "active")
+
+
+def _keep_occurrence(conn: Conn, counted: Counted, new: NewFailure, now: str, details: str) -> None:
+    """The occurrence itself, with its own message, location and attempted action."""
+    report = new.report
     conn.execute(
         """INSERT INTO failure_occurrences (failure_seq, task_id, generation, agent_id, step,
                message, file, line, attempted_action, details_json, created_at)
@@ -202,7 +212,6 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> Counted:
             now,
         ),
     )
-    return counted
 
 
 def get(conn: Conn, seq: int) -> FailureRecord | None:
