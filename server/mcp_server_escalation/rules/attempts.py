@@ -14,25 +14,18 @@ It starts the step's next cycle; past ``max_escalation_cycles`` it also goes to 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
 
 from ..models.feedback import Attempt
 from ..models.tasks import Counters
 from ..models.thresholds import Thresholds
 from . import triggers
+from .budgets import count_call
+from .decisions import Fires, Wording, verification_limit_fires
 from .similarity import similar_run
-from .triggers import Firing
 
 # The fewest of a step's latest attempts read to find its run of rejected ones: a run longer
 # than the patience still counts whole in the stagnation (its similar_count).
 HISTORY = 50
-
-
-class Wording(NamedTuple):
-    """A text from prompts/: the template and the values it is rendered with."""
-
-    template: str
-    values: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -58,16 +51,6 @@ class CycleStart:
     similar: tuple[Attempt, ...]
     targets: tuple[str, ...]
     new_cycle: int
-
-
-@dataclass(frozen=True)
-class Fires:
-    """A trigger that fires, the wording of its summary, and the key it is kept under on
-    the escalation (empty: its type)."""
-
-    firing: Firing
-    summary: Wording
-    key: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,7 +94,7 @@ def decide(
     first, this one included (``stagnation_window`` of them; none needed for an accepted one).
     A rejected verdict is one more verification attempt, and every verdict is a tool call.
     """
-    after = triggers.after_tool_call(triggers.after_verification(counters, passed=not verdict.rejected))
+    after = count_call(triggers.after_verification(counters, passed=not verdict.rejected))
     cycle_start = _stagnated(verdict, cycle, thresholds, recent) if verdict.rejected else None
     stagnation = None
     if cycle_start is not None:
@@ -120,7 +103,7 @@ def decide(
         counters=after,
         cycle_start=cycle_start,
         stagnation=stagnation,
-        verification_limit=_verification_limit(after, thresholds),
+        verification_limit=verification_limit_fires(after, thresholds),
         message=_message(verdict, attempt_number, cycle, cycle_start, to_human=stagnation is not None),
     )
 
@@ -142,17 +125,6 @@ def _to_human(step: str, cycle: int, t: Thresholds, similar_count: int) -> Fires
         "trigger_stagnation", {"step": step, "cycles": cycle, "max_cycles": t.max_escalation_cycles}
     )
     return Fires(firing, summary, key=f"stagnation:{step}")
-
-
-def _verification_limit(counters: Counters, t: Thresholds) -> Fires | None:
-    firing = triggers.verification_limit(counters, t)
-    if firing is None:
-        return None
-    summary = Wording(
-        "trigger_verification_limit",
-        {"count": counters.verification_attempts, "threshold": t.total_verification_attempts},
-    )
-    return Fires(firing, summary)
 
 
 def _message(

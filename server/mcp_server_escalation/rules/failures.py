@@ -23,8 +23,9 @@ from ..models.limits import BLOCKER_SIGNALS
 from ..models.tasks import Counters
 from ..models.thresholds import Thresholds
 from . import triggers
-from .attempts import Fires, Wording
+from .budgets import count_call
 from .classify import PatternBook, classify, extract_details
+from .decisions import Fires, Wording
 from .fingerprint import fingerprint
 from .salient import headline
 from .shell_work import operation_key
@@ -132,7 +133,7 @@ def decide(
     """
     action = report.attempted_action
     after = triggers.after_failure(counters, failure.fingerprint, operation_key(action) if action else None)
-    after = triggers.after_tool_call(after)
+    after = count_call(after)
     count = after.consecutive_same_error
     allowance = triggers.repeat_allowance(thresholds, blocker=failure.blocker, declared=failure.declared)
     blocker = _blocker(report, failure, count) if failure.blocker and count >= allowance else None

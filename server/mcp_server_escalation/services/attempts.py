@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from ..models.feedback import Attempt, AttemptResult, Stagnation
 from ..models.tasks import Task
-from ..rules.attempts import AttemptDecision, CycleStart, Fires, Verdict, decide, stagnation_window
+from ..rules.attempts import AttemptDecision, CycleStart, Verdict, decide, stagnation_window
+from ..rules.decisions import Fires
 from ..rules.evidence import RUN_READ, TEST_RUNS_SHOWN, latest_only
 from ..rules.feedback import failure_summary
 from ..store import feedback as feedback_store

@@ -15,7 +15,7 @@ from ..errors import InvalidInput
 from ..models.failures import FailureReport
 from ..models.results import FailureSummary, RecordFailureResult
 from ..models.tasks import Task
-from ..rules.attempts import Fires
+from ..rules.decisions import Fires
 from ..rules.evidence import RUN_READ, clip_texts
 from ..rules.failures import Classified, FailureDecision, Warned, classify_report, decide
 from ..rules.paths import normalise_path

@@ -7,10 +7,14 @@ count alone does not say what went wrong, so it is led by the task's latest erro
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..rules.decisions import Fires
 from ..rules.salient import headline
 from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store.db import Conn
+from .firing import Evidence, Run
 from .runtime import Runtime
 
 # How far back a headline looks for the task's latest error, in actions: an error older than
@@ -27,3 +31,17 @@ def lead_with_latest_error(rt: Runtime, conn: Conn, task_id: str, template: str,
     if not latest:
         return summary
     return rt.prompts.render("trigger_latest_error", error=headline(latest[0].message), summary=summary)
+
+
+def counted_evidence(
+    rt: Runtime,
+    conn: Conn,
+    task_id: str,
+    fires: Fires,
+    read: dict[str, Any] | None = None,
+    run: Run | None = None,
+) -> Evidence:
+    """A counting trigger's evidence: its summary led by the task's latest error, and the
+    facts the store holds (``read``) ahead of those its decision already knew."""
+    summary = lead_with_latest_error(rt, conn, task_id, fires.summary.template, **fires.summary.values)
+    return Evidence(fires.firing, summary, {**(read or {}), **fires.facts}, key=fires.key, run=run)
