@@ -1,7 +1,7 @@
 """Requests read but not answered yet, so that the end of stdin does not drop them; and
-lines the SDK could not read, answered with a JSON-RPC error (``stdio_malformed.py``).
+lines the SDK could not read, answered with a JSON-RPC error (``malformed.py``).
 
-Wrappers of the SDK's stdio streams (either transport, ``stdio.py``), which the serving
+Wrappers of the SDK's stdio streams (either transport, ``transport.py``), which the serving
 loop reads and writes as it would the SDK's own.
 """
 
@@ -14,7 +14,7 @@ import anyio
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 
-from .stdio_malformed import malformed_answer
+from .malformed import malformed_answer
 
 if TYPE_CHECKING:
     # The stream protocols of Server.run's signature (the SDK exports them from nowhere else).

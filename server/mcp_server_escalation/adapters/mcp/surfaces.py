@@ -19,12 +19,12 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.types import INVALID_PARAMS
 
-from ..errors import ConfigError, EscalationError, NotFound
-from ..prompts import PromptBook
-from ..services import briefings, escalations, guidance, tasks
-from ..services import feedback as feedback_service
-from ..services.runtime import Runtime
-from .app_context import AppContext, LiveRuntimes
+from ...errors import ConfigError, EscalationError, NotFound
+from ...prompts import PromptBook
+from ...services import briefings, escalations, guidance, tasks
+from ...services import feedback as feedback_service
+from ...services.runtime import Runtime
+from .context import AppContext, LiveRuntimes
 
 Ctx = Context[AppContext]
 T = TypeVar("T")

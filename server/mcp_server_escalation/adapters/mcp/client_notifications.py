@@ -54,14 +54,14 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
-from ..errors import NotFound
-from ..models.escalations import Escalation
-from ..models.operator import EscalationChange
-from ..prompts import PromptBook
-from ..rules.announce import client_message
-from ..services import escalations
-from ..services.runtime import Runtime
-from .app_context import AppContext
+from ...errors import NotFound
+from ...models.escalations import Escalation
+from ...models.operator import EscalationChange
+from ...prompts import PromptBook
+from ...rules.announce import client_message
+from ...services import escalations
+from ...services.runtime import Runtime
+from .context import AppContext
 
 log = logging.getLogger(__name__)
 

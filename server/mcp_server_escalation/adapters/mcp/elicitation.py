@@ -52,15 +52,15 @@ from mcp.server.elicitation import AcceptedElicitation, elicit_url, elicit_with_
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, create_model
 
-from ..errors import EscalationError
-from ..models.escalations import Escalation
-from ..models.limits import WAIT_MAX_SECONDS
-from ..prompts import PromptBook
-from ..rules.announce import elicitation_question, human_answers
-from ..services import escalations
-from ..services.runtime import Runtime
-from .app_context import AppContext
+from ...errors import EscalationError
+from ...models.escalations import Escalation
+from ...models.limits import WAIT_MAX_SECONDS
+from ...prompts import PromptBook
+from ...rules.announce import elicitation_question, human_answers
+from ...services import escalations
+from ...services.runtime import Runtime
 from .client_notifications import connection_key
+from .context import AppContext
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ a non-asyncio loop, ``ESCALATION_STDIO=threads``) is served by the SDK's transpo
 Like the SDK's transport, while serving, fd 0 reads the null device and fd 1 writes to
 stderr, so a stray ``print()`` or a child process never writes into the protocol; both are
 restored on exit. Beyond it:
-- requests read before stdin ends are answered before serving stops (``stdio_answers.py``);
+- requests read before stdin ends are answered before serving stops (``answers.py``);
 - a client that hangs up its end of stdout ends serving as the end of stdin does, and one
-  that stops reading cannot keep the server from exiting (``stdio_pipes.py``);
+  that stops reading cannot keep the server from exiting (``pipes.py``);
 - SIGTERM ends serving cleanly (store closed, pipes restored to their blocking mode).
 """
 
@@ -38,8 +38,8 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
-from .stdio_answers import Unanswered
-from .stdio_pipes import DRAIN_SECONDS, LineReader, LineWriter
+from .answers import Unanswered
+from .pipes import DRAIN_SECONDS, LineReader, LineWriter
 
 log = logging.getLogger(__name__)
 

@@ -10,14 +10,14 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from .. import __version__
-from ..clock import Clock, utc_now
-from ..datafiles import data_dir
-from ..prompts import PromptBook
-from ..services.background import alongside
-from ..services.runtime import Runtime, open_runtime
-from ..settings import Settings
-from .app_context import AppContext, LiveRuntimes
+from ... import __version__
+from ...clock import Clock, utc_now
+from ...datafiles import data_dir
+from ...prompts import PromptBook
+from ...services.background import alongside
+from ...services.runtime import Runtime, open_runtime
+from ...settings import Settings
+from ..mcp.context import AppContext, LiveRuntimes
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +38,9 @@ def build_server(
     ``settings.role``, decides the caller's role. With ``hook_relay`` (``serve`` sets it)
     the process also answers the store's host hooks (``hooks/relay_server.py``).
     """
+    from ..mcp.surfaces import register_prompts, register_resources  # noqa: PLC0415
+    from ..mcp.tools import build_tools  # noqa: PLC0415
     from .operator_side import OperatorSide  # noqa: PLC0415
-    from .surfaces import register_prompts, register_resources  # noqa: PLC0415
-    from .tools import build_tools  # noqa: PLC0415
 
     # Fail at start-up, not at the first call, when the prompt set is broken.
     prompts = PromptBook.load(settings.prompts_dir or data_dir("prompts"))
@@ -67,7 +67,7 @@ def build_server(
 
     auth: dict[str, Any] = {}
     if http:
-        from .http_auth import StaticTokenVerifier, auth_settings, tokens_from_env  # noqa: PLC0415
+        from ..http.auth import StaticTokenVerifier, auth_settings, tokens_from_env  # noqa: PLC0415
 
         auth = {
             "token_verifier": StaticTokenVerifier(tokens_from_env()),
@@ -100,7 +100,7 @@ async def _hook_relay(runtime: Runtime, *, enabled: bool) -> AsyncIterator[None]
     async def serve_later() -> None:
         # Loading the relay costs ~5 ms: not before the client's initialize is answered.
         await anyio.sleep(RELAY_START_SECONDS)
-        from ..hooks.relay_server import relay  # noqa: PLC0415
+        from ...hooks.relay_server import relay  # noqa: PLC0415
 
         try:
             async with relay(runtime):
