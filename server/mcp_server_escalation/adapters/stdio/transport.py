@@ -38,6 +38,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
+from ..sdk_private import lowlevel_server
 from .answers import Unanswered
 from .pipes import DRAIN_SECONDS, LineReader, LineWriter
 
@@ -51,13 +52,23 @@ def loop_transport_refusal(
     env: Mapping[str, str] | None = None, fds: tuple[int, int, int] = (0, 1, 2)
 ) -> str | None:
     """Why the loop transport cannot serve stdio (``fds``: stdin, stdout, stderr), or None."""
-    choice = (os.environ if env is None else env).get(TRANSPORT_ENV, "loop")
+    return _choice_refusal(os.environ if env is None else env) or _streams_refusal(fds)
+
+
+def _choice_refusal(env: Mapping[str, str]) -> str | None:
+    """Why the environment or the platform rules the loop transport out, or None."""
+    choice = env.get(TRANSPORT_ENV, "loop")
     if choice == "threads":
         return f"{TRANSPORT_ENV}=threads"
     if choice != "loop":
         return f"{TRANSPORT_ENV}={choice!r} is neither 'loop' nor 'threads'"
     if sys.platform == "win32":
         return "Windows"
+    return None
+
+
+def _streams_refusal(fds: tuple[int, int, int]) -> str | None:
+    """Why the standard streams ``fds`` cannot be served on the loop, or None."""
     try:
         stdin, stdout, stderr = (os.fstat(fd) for fd in fds)
     except OSError as exc:
@@ -169,9 +180,7 @@ def _not_on_asyncio() -> str | None:
 
 async def serve_stdio(server: MCPServer[Any]) -> None:
     """What ``server.run_stdio_async()`` does, over ``open_stdio()``."""
-    # MCPServer has no public handle on its low-level server; run_stdio_async uses the
-    # same attribute, and tests/test_stdio.py serves every stdio test through here.
-    lowlevel = server._lowlevel_server
+    lowlevel = lowlevel_server(server)
     async with open_stdio() as (read_stream, write_stream):
         try:
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
