@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -18,6 +18,9 @@ from ...services.background import alongside
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from ..mcp.context import AppContext, LiveRuntimes
+
+if TYPE_CHECKING:
+    from .operator_side import OperatorSide
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,35 @@ def build_server(
     prompts = PromptBook.load(settings.prompts_dir or data_dir("prompts"))
     live = LiveRuntimes()
     side = OperatorSide(settings, prompts, http=http)
+    lifespan = _lifespan(settings, clock, prompts, live, side, hook_relay=hook_relay)
+    server: MCPServer[AppContext] = MCPServer(
+        "mcp-server-escalation",
+        version=__version__,
+        instructions=INSTRUCTIONS.read_text(encoding="utf-8"),
+        lifespan=lifespan,
+        log_level="WARNING",
+        tools=build_tools(settings, prompts, http=http),
+        middleware=side.middleware,
+        subscriptions=side.bus,
+        **(_bearer_tokens() if http else {}),
+    )
+    side.clients.install(server)
+    register_resources(server, prompts, live)
+    register_prompts(server, prompts)
+    return server
+
+
+def _lifespan(
+    settings: Settings,
+    clock: Clock,
+    prompts: PromptBook,
+    live: LiveRuntimes,
+    side: OperatorSide,
+    *,
+    hook_relay: bool,
+) -> Callable[[MCPServer[AppContext]], AbstractAsyncContextManager[AppContext]]:
+    """What every session of the server runs in: its runtime (store, prompts, clock), the
+    operator side and, when asked, the hook relay."""
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
@@ -65,29 +97,14 @@ def build_server(
             finally:
                 live.open.remove(runtime)
 
-    auth: dict[str, Any] = {}
-    if http:
-        from ..http.auth import StaticTokenVerifier, auth_settings, tokens_from_env  # noqa: PLC0415
+    return lifespan
 
-        auth = {
-            "token_verifier": StaticTokenVerifier(tokens_from_env()),
-            "auth": auth_settings(),
-        }
-    server: MCPServer[AppContext] = MCPServer(
-        "mcp-server-escalation",
-        version=__version__,
-        instructions=INSTRUCTIONS.read_text(encoding="utf-8"),
-        lifespan=lifespan,
-        log_level="WARNING",
-        tools=build_tools(settings, prompts, http=http),
-        middleware=side.middleware,
-        subscriptions=side.bus,
-        **auth,
-    )
-    side.clients.install(server)
-    register_resources(server, prompts, live)
-    register_prompts(server, prompts)
-    return server
+
+def _bearer_tokens() -> dict[str, Any]:
+    """Over HTTP every request carries a bearer token, and the token decides the role."""
+    from ..http.auth import StaticTokenVerifier, auth_settings, tokens_from_env  # noqa: PLC0415
+
+    return {"token_verifier": StaticTokenVerifier(tokens_from_env()), "auth": auth_settings()}
 
 
 @asynccontextmanager
