@@ -68,6 +68,9 @@ class ArgumentMetadata(FuncMetadata):
     text such as ``observed_outcome='{"status": 500}'`` into a dict, and the call failed
     validation. Here only the arguments that admit no string (lists, objects, numbers,
     models) are parsed, by the SDK's rule; the rest are checked as sent.
+
+    ``FuncMetadata`` is not exported by ``mcp.server.mcpserver``: ``tests/test_sdk_private.py``
+    fails when the SDK's ``Tool.run`` stops validating a call through this class.
     """
 
     fn: Any = Field(default=None, exclude=True)
