@@ -8,6 +8,7 @@ than as a stdio server that cannot start or a client that is never told of its e
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
@@ -18,6 +19,7 @@ from mcp.server.session import ServerSession
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
+import mcp_server_escalation
 from conftest import make_settings
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.adapters.mcp.registry import ArgumentMetadata, structured_tool
@@ -92,3 +94,24 @@ def _probe_tool() -> Any:
     return structured_tool(
         echo, ToolAnnotations(readOnlyHint=True), bind=lambda _ctx: None, use_published=False
     )
+
+
+# Private names of the SDK and of CPython, and the one module allowed to read each.
+_PRIVATE_READS = {
+    "_lowlevel_server": "adapters/sdk_private.py",
+    '"_connection"': "adapters/sdk_private.py",
+    "mcp.shared._": None,
+    "re._parser": "rules/literals.py",
+    "re._constants": None,
+}
+
+
+def test_private_parts_of_the_sdk_and_cpython_are_read_in_their_one_place_only() -> None:
+    package = Path(mcp_server_escalation.__file__).parent
+    found = sorted(
+        (name, str(path.relative_to(package)))
+        for path in package.rglob("*.py")
+        for name in _PRIVATE_READS
+        if name in path.read_text(encoding="utf-8")
+    )
+    assert found == sorted((name, place) for name, place in _PRIVATE_READS.items() if place)
