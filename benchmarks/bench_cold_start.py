@@ -180,9 +180,9 @@ import mcp.server.mcpserver
 marks.append(("import mcp.server.mcpserver (the baseline pays this too)", time.perf_counter()))
 import mcp_server_escalation.cli
 marks.append(("import mcp_server_escalation.cli", time.perf_counter()))
-from mcp_server_escalation.adapters.app import build_server
-import mcp_server_escalation.adapters.tools
-marks.append(("import adapters.app + adapters.tools (and what they pull in)", time.perf_counter()))
+from mcp_server_escalation.adapters.composition.server import build_server
+import mcp_server_escalation.adapters.mcp.tools
+marks.append(("import the composition root + the MCP tools (and what they pull in)", time.perf_counter()))
 from mcp_server_escalation.settings import Settings
 settings = Settings.from_sources(db=sys.argv[1], config=None, role="agent", prompts=None)
 marks.append(("Settings.from_sources", time.perf_counter()))

@@ -16,7 +16,7 @@ test counts), as an agent's would.
 ``get_feedback`` is benchmarked when the server lists it, and reported as skipped otherwise.
 
 The target's baseline is the no-op server as the SDK serves it (``mcp.run()``). Our server
-serves stdio on the event loop instead of the SDK's threaded transport (``adapters/stdio.py``),
+serves stdio on the event loop instead of the SDK's threaded transport (``adapters/stdio/transport.py``),
 which is part of what it gains; so every run also serves the no-op that way (``noop/loop``)
 and prints each tool's ratio to it as well (``x same transport``): that column is what our
 tools themselves add. ``--transport threads`` runs our server on the SDK's transport.

@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from mcp_server_escalation.adapters.app import build_server
+from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.models import limits
 from mcp_server_escalation.settings import NotifyConfig, Settings
 

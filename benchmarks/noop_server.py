@@ -5,7 +5,7 @@ interpreter and the same SDK, so the ratios measure what our code adds on top of
 (imports, tool wiring, the store), not the SDK or the machine.
 
 With ``--loop-transport`` the same server is served by our stdio transport
-(``adapters/stdio.py``) instead of the SDK's: ``bench_stdio.py`` runs it as a second
+(``adapters/stdio/transport.py``) instead of the SDK's: ``bench_stdio.py`` runs it as a second
 baseline, so its tables also show what our tools cost on the same transport.
 
     python benchmarks/noop_server.py [--loop-transport]
@@ -36,7 +36,7 @@ if __name__ == "__main__":
     import sys
 
     if "--loop-transport" in sys.argv[1:]:
-        from mcp_server_escalation.adapters.stdio import run_stdio
+        from mcp_server_escalation.adapters.stdio.transport import run_stdio
 
         run_stdio(mcp)
     else:

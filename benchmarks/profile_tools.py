@@ -50,7 +50,7 @@ from mcp import Client
 import bench_feedback
 import noop_server
 from bench_stdio import ARGS, NO_ESCALATION
-from mcp_server_escalation.adapters.app import build_server
+from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.services import failures, feedback, progress
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import db as db_module

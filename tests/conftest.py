@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 
 from hooks_support import stop_daemons
-from mcp_server_escalation.adapters.app import build_server
+from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.models.limits import Role
 from mcp_server_escalation.rules.fingerprint import message_key
 from mcp_server_escalation.settings import Settings

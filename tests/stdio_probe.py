@@ -1,4 +1,4 @@
-"""A tiny server served through ``adapters.stdio.serve_stdio``, for tests/test_stdio_transport.py.
+"""A tiny server served through ``adapters.stdio.transport.serve_stdio``, for tests/test_stdio_transport.py.
 
 It reports which transport its start-up chose, and its ``stray`` tool writes to stdout
 four ways while serving (``print`` flushed and not, a raw write to fd 1, a child process),
@@ -16,7 +16,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
-from mcp_server_escalation.adapters.stdio import loop_transport_refusal, serve_stdio
+from mcp_server_escalation.adapters.stdio.transport import loop_transport_refusal, serve_stdio
 
 
 class Probe(BaseModel):

@@ -209,7 +209,7 @@ def test_the_checker_itself_catches_a_wrong_way_import() -> None:
 
 def test_no_model_facing_wording_in_the_tool_adapter() -> None:
     # Descriptions come from prompts/tools.toml; the adapter only carries types and limits.
-    modules = sorted((PACKAGE / "adapters" / "tools").glob("*.py"))
+    modules = sorted((PACKAGE / "adapters" / "mcp" / "tools").glob("*.py"))
     assert modules
     for module in modules:
         assert "description=" not in module.read_text(encoding="utf-8"), module.name

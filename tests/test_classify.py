@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcp_server_escalation.datafiles import pattern_book
-from mcp_server_escalation.rules.classify import classify
-from mcp_server_escalation.rules.literals import fold, required_texts
+from mcp_server_escalation.rules import literals
+from mcp_server_escalation.rules.classify import Pattern, PatternBook, classify
+from mcp_server_escalation.rules.literals import fold, parse_tree, required_texts
 
 
 @pytest.mark.parametrize(
@@ -165,6 +166,38 @@ def test_classification_with_required_texts_is_classification_without(pieces: li
             assert pattern.needs is None or any(needle in fold(text) for needle in pattern.needs)
     classify.cache_clear()
     assert classify(text, pattern_book()).rule == _reference_classify(text)
+
+
+def test_the_parser_re_compiles_with_reads_a_pattern_as_the_required_texts_expect() -> None:
+    # CPython keeps re._parser private: a release that moves or reshapes it fails here.
+    tree = parse_tree(re.compile("ab(?:cd|e)+", re.IGNORECASE))
+    assert tree is not None
+    assert [str(op) for op, _ in tree] == ["LITERAL", "LITERAL", "MAX_REPEAT"]
+    assert [arg for _, arg in tree[:2]] == [ord("a"), ord("b")]
+    low, _high, repeated = tree[2][1]
+    assert low == 1
+    [(branch, (_, alternatives))] = list(repeated)
+    assert str(branch) == "BRANCH"
+    assert [[str(op) for op, _ in alternative] for alternative in alternatives] == [
+        ["LITERAL"] * 2,
+        ["LITERAL"],
+    ]
+
+
+def test_without_the_parser_every_pattern_is_searched_and_classifies_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(literals, "_parser", None)
+    assert parse_tree(re.compile("timed out")) is None
+    book = pattern_book()
+    unfiltered = PatternBook(
+        tuple(Pattern.compile(p.name, p.signal_type, p.regex.pattern, p.example) for p in book.patterns),
+        book.extractors,
+    )
+    assert all(pattern.needs is None for pattern in unfiltered.patterns)
+    examples = [p.example for p in book.patterns if p.example] + ["nothing to see", "HTTP 503 upstream"]
+    for example in examples:
+        assert classify(example, unfiltered) == classify(example, book), example
 
 
 def test_every_pattern_has_required_texts() -> None:

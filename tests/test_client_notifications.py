@@ -16,7 +16,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from conftest import connect, make_settings
-from mcp_server_escalation.adapters.app import build_server
+from mcp_server_escalation.adapters.composition.server import build_server
 from operator_support import SCRIPT, Heard, eventually, run_cli
 
 

@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.types import ElicitRequestParams, ElicitResult
 
 from conftest import Agent, make_settings
-from mcp_server_escalation.adapters.app import build_server
+from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.settings import ElicitationConfig
 from operator_support import eventually, run_cli
 

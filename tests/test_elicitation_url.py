@@ -22,7 +22,7 @@ from mcp.types import ElicitCompleteNotification, ElicitRequestFormParams, Elici
 
 from conftest import Agent, make_settings
 from http_support import AGENT_TOKEN, start_http, stop_http
-from mcp_server_escalation.adapters.app import build_server
+from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.settings import ElicitationConfig
 from operator_support import SCRIPT, eventually, run_cli
 from test_elicitation import Human, _blocking_question

@@ -32,7 +32,8 @@ from hooks_support import (
     hook,
     snapshot,
 )
-from mcp_server_escalation.adapters import app
+from mcp_server_escalation.adapters.composition import server as composition_server
+from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.hooks import relay_server
 from mcp_server_escalation.hooks.relay import parse_argv, socket_dir, socket_path
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
@@ -294,9 +295,9 @@ async def test_a_failing_relay_never_ends_the_mcp_session(
         raise OSError("the socket folder vanished")
         yield None  # pragma: no cover
 
-    monkeypatch.setattr(app, "RELAY_START_SECONDS", 0.0)
+    monkeypatch.setattr(composition_server, "RELAY_START_SECONDS", 0.0)
     monkeypatch.setattr(relay_server, "relay", broken)
-    server = app.build_server(make_settings(db_path), hook_relay=True)
+    server = build_server(make_settings(db_path), hook_relay=True)
     async with Client(server) as client:
         with anyio.fail_after(60):  # the relay starts next to the session, and fails
             while "hook relay stopped" not in caplog.text:

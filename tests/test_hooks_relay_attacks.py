@@ -23,7 +23,8 @@ from mcp import Client
 
 from conftest import make_settings
 from hooks_support import PYTEST_FAIL, bash_failure, hook, snapshot
-from mcp_server_escalation.adapters import app
+from mcp_server_escalation.adapters.composition import server as composition_server
+from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.hooks import relay_server
 from mcp_server_escalation.hooks.relay import PROTOCOL, socket_path
 from mcp_server_escalation.hooks.relay_server import RelayLimits, respond
@@ -126,11 +127,11 @@ async def test_idle_connections_beyond_the_cap_leave_the_relay_and_the_server_an
 ) -> None:
     cap = 3
     monkeypatch.setattr(relay_server, "LIMITS", RelayLimits(connections=cap, request_seconds=1.0))
-    monkeypatch.setattr(app, "RELAY_START_SECONDS", 0.0)
+    monkeypatch.setattr(composition_server, "RELAY_START_SECONDS", 0.0)
     db = str(tmp_path / "cap.db")
     path = socket_path(db, os.environ, str(Path.cwd()))
     assert path is not None
-    server = app.build_server(make_settings(db), hook_relay=True)
+    server = build_server(make_settings(db), hook_relay=True)
     async with Client(server) as client:
         with anyio.fail_after(60):
             while not relay_server._is_live(path):
@@ -163,7 +164,7 @@ async def test_a_request_over_the_size_limit_is_dropped_and_the_relay_serves_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(relay_server, "LIMITS", RelayLimits(request_bytes=4096))
-    monkeypatch.setattr(app, "RELAY_START_SECONDS", 0.0)
+    monkeypatch.setattr(composition_server, "RELAY_START_SECONDS", 0.0)
     db = str(tmp_path / "size.db")
     path = socket_path(db, os.environ, str(Path.cwd()))
     assert path is not None
@@ -180,7 +181,7 @@ async def test_a_request_over_the_size_limit_is_dropped_and_the_relay_serves_on(
             except ConnectionResetError:
                 return b""
 
-    server = app.build_server(make_settings(db), hook_relay=True)
+    server = build_server(make_settings(db), hook_relay=True)
     async with Client(server):
         with anyio.fail_after(60):
             while not relay_server._is_live(path):

@@ -94,7 +94,7 @@ def test_a_user_prompt_folder_changes_what_the_model_reads(prompts_copy: Path) -
 
 
 def test_the_server_refuses_to_start_with_a_broken_prompt_folder(prompts_copy: Path) -> None:
-    from mcp_server_escalation.adapters.app import build_server
+    from mcp_server_escalation.adapters.composition.server import build_server
     from mcp_server_escalation.settings import Settings
 
     (prompts_copy / "escalations.toml").unlink()
@@ -105,8 +105,8 @@ def test_the_server_refuses_to_start_with_a_broken_prompt_folder(prompts_copy: P
 def test_every_tool_and_argument_the_model_sees_is_described_from_prompts() -> None:
     import tomllib
 
-    from mcp_server_escalation.adapters.app import build_server
-    from mcp_server_escalation.adapters.schemas import generate
+    from mcp_server_escalation.adapters.composition.server import build_server
+    from mcp_server_escalation.adapters.mcp.schemas import generate
     from mcp_server_escalation.models.limits import TEXT_MAX
     from mcp_server_escalation.settings import Settings
 
@@ -131,7 +131,7 @@ def test_every_tool_and_argument_the_model_sees_is_described_from_prompts() -> N
 
 
 def test_a_tool_argument_left_out_of_the_descriptions_stops_the_server(prompts_copy: Path) -> None:
-    from mcp_server_escalation.adapters.app import build_server
+    from mcp_server_escalation.adapters.composition.server import build_server
     from mcp_server_escalation.settings import Settings
 
     # An empty text ("") is a choice to show no description; a missing entry is a mistake.
@@ -141,7 +141,7 @@ def test_a_tool_argument_left_out_of_the_descriptions_stops_the_server(prompts_c
 
 
 def test_a_description_of_an_unknown_tool_stops_the_server(prompts_copy: Path) -> None:
-    from mcp_server_escalation.adapters.app import build_server
+    from mcp_server_escalation.adapters.composition.server import build_server
     from mcp_server_escalation.settings import Settings
 
     with (prompts_copy / "tools.toml").open("a", encoding="utf-8") as f:

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client, MCPError, types
 
 from conftest import connect, make_settings
-from mcp_server_escalation.adapters.app import build_server
+from mcp_server_escalation.adapters.composition.server import build_server
 from operator_support import Heard, eventually
 
 WAIT = 10  # seconds; a bound on every wait, never a sleep
@@ -150,7 +150,7 @@ async def test_subscribing_to_a_uri_that_never_sends_updates_is_refused_naming_i
 
 
 async def test_a_session_holds_a_bounded_number_of_subscriptions(db_path: str) -> None:
-    from mcp_server_escalation.adapters.client_notifications import MAX_SUBSCRIPTIONS
+    from mcp_server_escalation.adapters.mcp.client_notifications import MAX_SUBSCRIPTIONS
 
     async with _legacy(db_path, Heard()) as client:
         for n in range(1, MAX_SUBSCRIPTIONS + 1):

@@ -18,7 +18,7 @@ from mcp import Client, types
 
 from conftest import Agent, connect, make_settings
 from hooks_support import bash_failure, hook
-from mcp_server_escalation.adapters.app import build_server
+from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.settings import NotifyConfig
 from operator_support import eventually, run_cli
 

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from mcp_server_escalation.adapters.schemas import generate
-from mcp_server_escalation.adapters.tools import build_tools
+from mcp_server_escalation.adapters.mcp.schemas import generate
+from mcp_server_escalation.adapters.mcp.tools import build_tools
 from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.settings import Settings
@@ -25,7 +25,7 @@ def test_checked_in_schemas_match_the_models() -> None:
     on_disk = {str(p.relative_to(SCHEMAS)): p.read_text(encoding="utf-8") for p in SCHEMAS.rglob("*.json")}
     stale = sorted(name for name in generated if on_disk.get(name) != generated[name])
     extra = sorted(set(on_disk) - set(generated))
-    hint = "run: python -m mcp_server_escalation.adapters.schemas schemas"
+    hint = "run: python -m mcp_server_escalation.adapters.mcp.schemas schemas"
     assert (stale, extra) == ([], []), hint
 
 

@@ -1,4 +1,4 @@
-"""The loop transport of ``adapters/stdio.py``: its choice, its line streams, real processes.
+"""The loop transport of ``adapters/stdio/transport.py``: its choice, its line streams, real processes.
 
 The line streams are tested on real OS pipes; the choice and the stream diversion in real
 subprocesses launched the way MCP hosts launch servers (pipes for stdin and stdout), and
@@ -26,9 +26,9 @@ from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
 from conftest import INITIALIZE, INITIALIZED, start_task_request
-from mcp_server_escalation.adapters.stdio import TRANSPORT_ENV, loop_transport_refusal
-from mcp_server_escalation.adapters.stdio_answers import Unanswered
-from mcp_server_escalation.adapters.stdio_pipes import LineReader, LineWriter
+from mcp_server_escalation.adapters.stdio.answers import Unanswered
+from mcp_server_escalation.adapters.stdio.pipes import LineReader, LineWriter
+from mcp_server_escalation.adapters.stdio.transport import TRANSPORT_ENV, loop_transport_refusal
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 PROBE = Path(__file__).with_name("stdio_probe.py")

@@ -23,7 +23,7 @@ from mcp import Client, MCPError
 
 from conftest import connect, make_settings
 from hooks_support import bash_failure, hook
-from mcp_server_escalation.adapters.app import build_server
+from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.errors import InvalidInput, StoreError
 from mcp_server_escalation.models.limits import SQLITE_INTEGER_MAX
 from mcp_server_escalation.services import reports

@@ -1,6 +1,6 @@
 """Every tool answers a refusal of the service as a tool error the model reads.
 
-The registry does it once for all tools (``adapters/registry.py``); these tests call every
+The registry does it once for all tools (``adapters/mcp/registry.py``); these tests call every
 served tool through the real in-memory SDK client, so a tool served some other way, without
 that handling, shows here as a crash whose text the SDK hides from the model.
 """

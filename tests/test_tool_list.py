@@ -20,8 +20,8 @@ from mcp import Client, types
 from pydantic import ValidationError
 
 from conftest import make_settings
-from mcp_server_escalation.adapters.app import build_server
-from mcp_server_escalation.adapters.tools import build_tools
+from mcp_server_escalation.adapters.composition.server import build_server
+from mcp_server_escalation.adapters.mcp.tools import build_tools
 from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.settings import Settings

@@ -161,7 +161,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         # the operator side: notifier text, client log messages, elicitation (issue 5)
         "notify_text": ["priority", "escalation_id", "type", "task_id", "title", "headline", "options"],
         "notify_more": ["escalation_id", "bytes"],
-        # appended to the description of every long text argument (adapters/registry.py)
+        # appended to the description of every long text argument (adapters/mcp/registry.py)
         "tool_text_unit": [],
         "notify_text_renotify": [
             "priority",

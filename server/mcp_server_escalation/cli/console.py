@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..adapters.console.app import build_console  # noqa: PLC0415
     from ..adapters.console.sessions import Sessions  # noqa: PLC0415
-    from ..adapters.http_auth import AGENT_TOKEN_ENV, OPERATOR_TOKEN_ENV, tokens_from_env  # noqa: PLC0415
+    from ..adapters.http.auth import AGENT_TOKEN_ENV, OPERATOR_TOKEN_ENV, tokens_from_env  # noqa: PLC0415
 
     if not os.environ.get(OPERATOR_TOKEN_ENV):
         raise ConfigError(

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
 
     from ..adapters.console.app import Guard
-    from ..adapters.http_serving import Listen
+    from ..adapters.http.serving import Listen
 
 from ..errors import ConfigError
 from ..settings import Settings
@@ -33,7 +33,7 @@ def console_beside_mcp(
     without it nobody could log in, so nothing is mounted)."""
     from ..adapters.console.app import build_console  # noqa: PLC0415
     from ..adapters.console.sessions import Sessions  # noqa: PLC0415
-    from ..adapters.http_auth import AGENT_TOKEN_ENV, OPERATOR_TOKEN_ENV  # noqa: PLC0415
+    from ..adapters.http.auth import AGENT_TOKEN_ENV, OPERATOR_TOKEN_ENV  # noqa: PLC0415
 
     operator_token = os.environ.get(OPERATOR_TOKEN_ENV)
     if not operator_token:
@@ -47,7 +47,7 @@ def http_listening(args: argparse.Namespace) -> tuple[Listen, TransportSecurityS
     """Where an HTTP command listens (``--host``, ``--port``, ``--allowed-host``,
     ``--allowed-origin``) and the Host/Origin checks that go with it; a taken port is refused
     and an exposed address warned about before anything is opened."""
-    from ..adapters.http_serving import Listen, transport_security, warn_about_exposure  # noqa: PLC0415
+    from ..adapters.http.serving import Listen, transport_security, warn_about_exposure  # noqa: PLC0415
 
     listen = Listen(
         host=args.host,
@@ -95,13 +95,13 @@ def with_console_link(settings: Settings, host: str, port: int) -> Settings:
 
 def serve(args: argparse.Namespace) -> int:
     """Serve until the client disconnects (stdio) or the process is stopped (http)."""
-    from ..adapters.app import build_server  # noqa: PLC0415 (keeps the operator CLI free of the SDK)
+    from ..adapters.composition.server import build_server  # noqa: PLC0415 (keeps the operator CLI free of the SDK)
 
     settings = Settings.from_sources(
         db=args.db, config=args.config, role=getattr(args, "role", "agent"), prompts=args.prompts
     )
     if getattr(args, "transport", "stdio") == "http":
-        from ..adapters.http_serving import request_body_limit  # noqa: PLC0415
+        from ..adapters.http.serving import request_body_limit  # noqa: PLC0415
 
         listen, security = http_listening(args)
         console = console_beside_mcp(settings, security, secure_cookie=args.secure_cookie)
@@ -134,7 +134,7 @@ def serve(args: argparse.Namespace) -> int:
             timeout_graceful_shutdown=SHUTDOWN_SECONDS,
         )
         return 0
-    from ..adapters.stdio import run_stdio  # noqa: PLC0415
+    from ..adapters.stdio.transport import run_stdio  # noqa: PLC0415
 
     run_stdio(build_server(settings, hook_relay=True))
     return 0

@@ -20,21 +20,25 @@ from __future__ import annotations
 
 import importlib
 import re
-from types import ModuleType
 from typing import Any
 
+# The parser of the standard library's re (3.11+; CPython keeps it private and typeshed does
+# not describe it). Read by parse_tree alone; tests/test_classify.py fails when a Python
+# release changes what it returns; without it every pattern is searched.
+try:
+    _parser: Any = importlib.import_module("re._parser")
+except ImportError:  # pragma: no cover
+    _parser = None
 
-def _module(name: str) -> ModuleType | None:
+
+def parse_tree(regex: re.Pattern[str]) -> list[tuple[Any, Any]] | None:
+    """The items ``re`` compiles ``regex`` from, (operation, argument) pairs whose operation
+    reads as its name (``LITERAL``, ``BRANCH``...), or None when there is no such parser."""
     try:
-        return importlib.import_module(name)
-    except ImportError:  # pragma: no cover
+        return list(_parser.parse(regex.pattern, regex.flags))
+    except Exception:  # noqa: BLE001 (no parser, or an unexpected one: search every pattern)
         return None
 
-
-# The parser of the standard library's re (3.11+, not in typeshed); without it every
-# pattern is searched, as before.
-_sre_parser = _module("re._parser")
-_sre: Any = _module("re._constants")
 
 # The characters other than ASCII letters that re.IGNORECASE matches with an ASCII letter:
 # dotted and dotless I, long S, Kelvin sign. str.lower() maps the first to "i" plus a
@@ -49,13 +53,8 @@ def fold(text: str) -> str:
 
 def required_texts(regex: re.Pattern[str]) -> frozenset[str] | None:
     """Lower-cased texts of which every match of ``regex`` holds one; None if none is known."""
-    if _sre_parser is None or _sre is None:  # pragma: no cover
-        return None
-    try:
-        tree = _sre_parser.parse(regex.pattern, regex.flags)
-    except Exception:  # noqa: BLE001 (an unexpected parser: search as before)
-        return None
-    return _needs(list(tree))
+    tree = parse_tree(regex)
+    return None if tree is None else _needs(tree)
 
 
 def _needs(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
@@ -63,13 +62,13 @@ def _needs(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
     options: list[frozenset[str]] = []
     run: list[str] = []
     for op, arg in items:
-        if op is _sre.LITERAL and arg < 128:
+        if str(op) == "LITERAL" and arg < 128:
             run.append(chr(arg).lower())
             continue
         if run:
             options.append(frozenset(["".join(run)]))
             run = []
-        found = _needs_of(op, arg)
+        found = _needs_of(str(op), arg)
         if found:
             options.append(found)
     if run:
@@ -78,14 +77,14 @@ def _needs(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
     return max(options, key=lambda texts: min(map(len, texts)), default=None)
 
 
-def _needs_of(op: Any, arg: Any) -> frozenset[str] | None:
-    if op is _sre.SUBPATTERN:
+def _needs_of(op: str, arg: Any) -> frozenset[str] | None:
+    if op == "SUBPATTERN":
         return _needs(list(arg[3]))
-    if op is _sre.ATOMIC_GROUP:
+    if op == "ATOMIC_GROUP":
         return _needs(list(arg))
-    if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and arg[0] >= 1:
+    if op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") and arg[0] >= 1:
         return _needs(list(arg[2]))
-    if op is _sre.BRANCH:
+    if op == "BRANCH":
         branches = [_needs(list(branch)) for branch in arg[1]]
         if any(not texts for texts in branches):
             return None

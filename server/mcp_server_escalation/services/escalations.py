@@ -430,7 +430,7 @@ async def resolve_escalation(
     expected_revision: int | None = None,
 ) -> ResolveResult:
     """Answer an escalation; an agent-role caller may only withdraw a question of a task it
-    holds (``held``: task id -> the generation it was held at, see adapters/holders.py;
+    holds (``held``: task id -> the generation it was held at, see adapters/mcp/holders.py;
     None: the caller comes on no connection the server can tell apart, so it holds none).
 
     ``expected_revision``: the revision the answer was made on (the console's form). An

@@ -2,7 +2,7 @@
 
 Server-rendered pages, one small vendored script (``static/console.js``) that follows the
 change feed over SSE and refreshes the live parts of the page; no CDN, no build step. Every
-route is behind the same Host/Origin allow-list as ``/mcp`` (http_serving.py); every page
+route is behind the same Host/Origin allow-list as ``/mcp`` (adapters/http/serving.py); every page
 but the login needs the operator's session; every POST needs an allowed Origin header and
 (but the login) the session's CSRF token. Answers go through the service the CLI uses,
 recorded as ``console:operator``, and carry the revision they were made on. The console

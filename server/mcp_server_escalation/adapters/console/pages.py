@@ -85,18 +85,28 @@ def facts(value: Any, depth: int = 0) -> Safe:
     if depth >= NESTING_SHOWN and isinstance(value, dict | list):
         return Safe(f"<code>{escape(json.dumps(value, sort_keys=True))}</code>")
     if isinstance(value, dict):
-        if not value:
-            return Safe("")
-        items = "".join(f"<dt>{escape(k)}</dt><dd>{facts(value[k], depth + 1)}</dd>" for k in value)
-        return Safe(f"<dl>{items}</dl>")
+        return _definitions(value, depth)
     if isinstance(value, list):
-        if value and all(isinstance(item, dict) for item in value):
-            return _table(value, depth)
-        items = "".join(f"<li>{facts(item, depth + 1)}</li>" for item in value)
-        return Safe(f"<ul>{items}</ul>")
+        return _items(value, depth)
     if value is None:
         return Safe("")
     return escape(value)
+
+
+def _definitions(record: dict[str, Any], depth: int) -> Safe:
+    """A record as a definition list (nothing for an empty one)."""
+    if not record:
+        return Safe("")
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{facts(record[k], depth + 1)}</dd>" for k in record)
+    return Safe(f"<dl>{items}</dl>")
+
+
+def _items(values: list[Any], depth: int) -> Safe:
+    """A list of records as a table, anything else as a bulleted list."""
+    if values and all(isinstance(item, dict) for item in values):
+        return _table(values, depth)
+    items = "".join(f"<li>{facts(item, depth + 1)}</li>" for item in values)
+    return Safe(f"<ul>{items}</ul>")
 
 
 def _located(record: dict[str, Any]) -> dict[str, Any]:

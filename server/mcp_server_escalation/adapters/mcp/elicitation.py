@@ -52,20 +52,33 @@ from mcp.server.elicitation import AcceptedElicitation, elicit_url, elicit_with_
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, create_model
 
-from ..errors import EscalationError
-from ..models.escalations import Escalation
-from ..models.limits import WAIT_MAX_SECONDS
-from ..prompts import PromptBook
-from ..rules.announce import elicitation_question, human_answers
-from ..services import escalations
-from ..services.runtime import Runtime
-from .app_context import AppContext
+from ...errors import EscalationError
+from ...models.escalations import Escalation
+from ...models.limits import WAIT_MAX_SECONDS
+from ...prompts import PromptBook
+from ...rules.announce import elicitation_question, human_answers
+from ...services import escalations
+from ...services.runtime import Runtime
 from .client_notifications import connection_key
+from .context import AppContext
 
 log = logging.getLogger(__name__)
 
 MAX_REMEMBERED = 1024
 TEXT_MAX = 64 * 1024
+
+
+def _waited_on(arguments: Any) -> int | None:
+    """The escalation id of ``get_escalation`` arguments that wait for it, or None."""
+    if not isinstance(arguments, dict):
+        return None
+    escalation_id, wait = _number(arguments.get("escalation_id")), _number(arguments.get("wait_seconds"))
+    # Only a wait the tool accepts: NaN, infinite or out-of-range ones fail validation.
+    if escalation_id is None or not escalation_id.is_integer() or wait is None:
+        return None
+    if not 0 < wait <= WAIT_MAX_SECONDS:
+        return None
+    return int(escalation_id)
 
 
 def _number(value: object) -> float | None:
@@ -159,18 +172,10 @@ class AskInClient:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return None
         how = self._how(ctx)
-        if how is None:
+        escalation_id = _waited_on(params.get("arguments"))
+        if how is None or escalation_id is None:
             return None
-        arguments = params.get("arguments")
-        if not isinstance(arguments, dict):
-            return None
-        escalation_id, wait = _number(arguments.get("escalation_id")), _number(arguments.get("wait_seconds"))
-        # Only a wait the tool accepts: NaN, infinite or out-of-range ones fail validation.
-        if escalation_id is None or not escalation_id.is_integer() or wait is None:
-            return None
-        if not 0 < wait <= WAIT_MAX_SECONDS:
-            return None
-        return int(escalation_id), how
+        return escalation_id, how
 
     def _form(self, escalation: Escalation) -> type[BaseModel]:
         options = tuple(human_answers(escalation))

@@ -21,8 +21,8 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 
-from ..errors import ConfigError
-from ..models.limits import Role
+from ...errors import ConfigError
+from ...models.limits import Role
 
 AGENT_TOKEN_ENV = "ESCALATION_AGENT_TOKEN"  # noqa: S105 (a variable name, not a secret)
 OPERATOR_TOKEN_ENV = "ESCALATION_OPERATOR_TOKEN"  # noqa: S105

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..services.runtime import Runtime
-from ..settings import Settings
+from ...services.runtime import Runtime
+from ...settings import Settings
 from .holders import TaskHolders
 
 

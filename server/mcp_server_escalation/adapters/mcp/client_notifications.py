@@ -22,8 +22,7 @@ declares:
   ``logging`` is not declared to it.
 
 The SDK hands a middleware a per-request ``ServerSession``; the connection behind it has no
-public handle in mcp 2.3, so connections are told apart by that session's private
-``_connection`` (falling back to the session itself, which only means less de-duplication).
+public handle in mcp 2.3 (``adapters/sdk_private.py``: ``connection_of``).
 """
 
 from __future__ import annotations
@@ -54,14 +53,15 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
-from ..errors import NotFound
-from ..models.escalations import Escalation
-from ..models.operator import EscalationChange
-from ..prompts import PromptBook
-from ..rules.announce import client_message
-from ..services import escalations
-from ..services.runtime import Runtime
-from .app_context import AppContext
+from ...errors import NotFound
+from ...models.escalations import Escalation
+from ...models.operator import EscalationChange
+from ...prompts import PromptBook
+from ...rules.announce import client_message
+from ...services import escalations
+from ...services.runtime import Runtime
+from ..sdk_private import connection_of, lowlevel_server
+from .context import AppContext
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ _PENDING_LIST_EVENTS = frozenset({"created", "answered", "closed"})
 
 def connection_key(session: ServerSession) -> int:
     """Identity of the connection behind a per-request session (see the module docstring)."""
-    return id(getattr(session, "_connection", session))
+    return id(connection_of(session))
 
 
 def subscription_problem(uri: str) -> str | None:
@@ -136,7 +136,7 @@ class ConnectedClients:
         The SDK has no public hook for these handshake-era methods; its documented way is the
         low-level server's ``add_request_handler``. The 2026-07-28 era never routes them here.
         """
-        lowlevel = server._lowlevel_server  # private, as the docstring says
+        lowlevel = lowlevel_server(server)
         lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, self.set_level)
         lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self.subscribe)
         lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self.unsubscribe)

@@ -1,4 +1,4 @@
-"""The line streams of the loop stdio transport (``stdio.py``): asyncio pipe transports
+"""The line streams of the loop stdio transport (``transport.py``): asyncio pipe transports
 behind the small file interface the SDK's ``stdio_server(stdin=..., stdout=...)`` uses."""
 
 from __future__ import annotations

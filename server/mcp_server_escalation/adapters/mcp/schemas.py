@@ -1,6 +1,6 @@
 """The JSON Schemas in ``schemas/``, generated from the models (never written by hand).
 
-``python -m mcp_server_escalation.adapters.schemas`` rewrites them;
+``python -m mcp_server_escalation.adapters.mcp.schemas`` rewrites them;
 ``tests/test_schemas.py`` fails when a checked-in file differs from what this generates.
 """
 
@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..datafiles import data_dir
-from ..prompts import PromptBook, TemplateFileModel
-from ..settings import ConfigFile, Settings
+from ...datafiles import data_dir
+from ...prompts import PromptBook, TemplateFileModel
+from ...settings import ConfigFile, Settings
 
 
 def _dump(value: Any) -> str:

@@ -1,7 +1,7 @@
 """Requests read but not answered yet, so that the end of stdin does not drop them; and
-lines the SDK could not read, answered with a JSON-RPC error (``stdio_malformed.py``).
+lines the SDK could not read, answered with a JSON-RPC error (``malformed.py``).
 
-Wrappers of the SDK's stdio streams (either transport, ``stdio.py``), which the serving
+Wrappers of the SDK's stdio streams (either transport, ``transport.py``), which the serving
 loop reads and writes as it would the SDK's own.
 """
 
@@ -14,11 +14,11 @@ import anyio
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 
-from .stdio_malformed import malformed_answer
+from .malformed import malformed_answer
 
 if TYPE_CHECKING:
-    # The stream protocols of Server.run's signature (the SDK exports them from nowhere else).
-    from mcp.shared._stream_protocols import ReadStream, WriteStream
+    # What either transport hands over (the SDK's stdio_server() yields anyio memory streams).
+    from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +41,12 @@ class Unanswered:
         self._settle_seconds = settle_seconds
         self._answered: anyio.Event | None = None
         self._unanswerable = False
-        self._writer: WriteStream[SessionMessage] | None = None
+        self._writer: ObjectSendStream[SessionMessage] | None = None
 
-    def reading(self, stream: ReadStream[SessionMessage | Exception]) -> _RequestsRead:
+    def reading(self, stream: ObjectReceiveStream[SessionMessage | Exception]) -> _RequestsRead:
         return _RequestsRead(stream, self)
 
-    def writing(self, stream: WriteStream[SessionMessage]) -> _AnswersWritten:
+    def writing(self, stream: ObjectSendStream[SessionMessage]) -> _AnswersWritten:
         self._writer = stream
         return _AnswersWritten(stream, self)
 
@@ -98,13 +98,15 @@ class Unanswered:
 class _RequestsRead:
     """The SDK's read stream, noting each request and ending only once they are answered."""
 
-    def __init__(self, inner: ReadStream[SessionMessage | Exception], unanswered: Unanswered) -> None:
+    def __init__(
+        self, inner: ObjectReceiveStream[SessionMessage | Exception], unanswered: Unanswered
+    ) -> None:
         self._inner = inner
         self._unanswered = unanswered
 
     @property
     def last_context(self) -> Any:
-        # The serving loop reads the sender's context from here (ReadStream's contract).
+        # The serving loop reads the sender's context from here (its read streams' contract).
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
@@ -140,7 +142,7 @@ class _RequestsRead:
 class _AnswersWritten:
     """The SDK's write stream, noting each answer."""
 
-    def __init__(self, inner: WriteStream[SessionMessage], unanswered: Unanswered) -> None:
+    def __init__(self, inner: ObjectSendStream[SessionMessage], unanswered: Unanswered) -> None:
         self._inner = inner
         self._unanswered = unanswered
 

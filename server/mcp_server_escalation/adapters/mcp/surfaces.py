@@ -19,12 +19,12 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.types import INVALID_PARAMS
 
-from ..errors import ConfigError, EscalationError, NotFound
-from ..prompts import PromptBook
-from ..services import briefings, escalations, guidance, tasks
-from ..services import feedback as feedback_service
-from ..services.runtime import Runtime
-from .app_context import AppContext, LiveRuntimes
+from ...errors import ConfigError, EscalationError, NotFound
+from ...prompts import PromptBook
+from ...services import briefings, escalations, guidance, tasks
+from ...services import feedback as feedback_service
+from ...services.runtime import Runtime
+from .context import AppContext, LiveRuntimes
 
 Ctx = Context[AppContext]
 T = TypeVar("T")
@@ -44,19 +44,26 @@ def _not_found(uri: str) -> Iterator[None]:
         raise ResourceNotFoundError(f"{uri}: {exc}") from exc
 
 
+RESOURCES = (
+    "escalation://pending",
+    "escalation://{escalation_id}",
+    "task://{task_id}",
+    "task://{task_id}/feedback/{step}",
+    "failure://{failure_id}",
+)
+
+
 def register_resources(server: MCPServer[AppContext], prompts: PromptBook, live: LiveRuntimes) -> None:
     """Add the resources, described from prompts/."""
     texts = prompts.resources
-    expected = {
-        "escalation://pending",
-        "escalation://{escalation_id}",
-        "task://{task_id}",
-        "task://{task_id}/feedback/{step}",
-        "failure://{failure_id}",
-    }
-    if set(texts) != expected:
-        raise ConfigError(f"{prompts.directory}: resource descriptions must be exactly {sorted(expected)}")
+    if set(texts) != set(RESOURCES):
+        raise ConfigError(f"{prompts.directory}: resource descriptions must be exactly {sorted(RESOURCES)}")
+    _register_escalations(server, texts, live)
+    _register_tasks(server, texts)
+    _register_failure(server, texts)
 
+
+def _register_escalations(server: MCPServer[AppContext], texts: dict[str, Any], live: LiveRuntimes) -> None:
     @server.resource(
         "escalation://pending",
         mime_type="application/json",
@@ -78,6 +85,8 @@ def register_resources(server: MCPServer[AppContext], prompts: PromptBook, live:
             found = await escalations.show_escalation(_rt(ctx), escalation_id)
         return found.model_dump_json()
 
+
+def _register_tasks(server: MCPServer[AppContext], texts: dict[str, Any]) -> None:
     @server.resource(
         "task://{task_id}", mime_type="application/json", description=texts["task://{task_id}"].description
     )
@@ -97,8 +106,6 @@ def register_resources(server: MCPServer[AppContext], prompts: PromptBook, live:
                 _rt(ctx), task_id=task_id, step=step, max_chars=RESOURCE_FEEDBACK_CHARS
             )
         return found.rendered
-
-    _register_failure(server, texts)
 
 
 def _register_failure(server: MCPServer[AppContext], texts: dict[str, Any]) -> None:

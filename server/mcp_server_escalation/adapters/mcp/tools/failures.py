@@ -6,11 +6,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ...models.failures import ContextRefs, ErrorName, FailureMessage, FailureReport, LineNumber
-from ...models.limits import Path, PathList, Severity, ShortText, SignalType, StepName, TaskId
-from ...models.results import CheckEditResult, ProgressResult, RecordFailureResult
-from ...rules.classify import BlockerDetails
-from ...services import failures, progress
+from ....models.failures import ContextRefs, ErrorName, FailureMessage, FailureReport, LineNumber
+from ....models.limits import Path, PathList, Severity, ShortText, SignalType, StepName, TaskId
+from ....models.results import CheckEditResult, ProgressResult, RecordFailureResult
+from ....rules.classify import BlockerDetails
+from ....services import failures, progress
 from .call import IDEMPOTENT_WRITE, WRITE, Served, ToolCall
 
 

@@ -7,9 +7,9 @@ from typing import NamedTuple
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 
-from ...models.limits import Role
-from ...services.runtime import Runtime
-from ..app_context import AppContext
+from ....models.limits import Role
+from ....services.runtime import Runtime
+from ..context import AppContext
 from ..holders import STDIO_HOLDER, TaskHolders
 from ..registry import ToolFunction
 
@@ -58,12 +58,12 @@ class ToolCall:
         token, only --role (and the auth machinery is not even imported: it costs cold start)."""
         if not self._http:
             return self._role
-        from ..http_auth import request_role  # noqa: PLC0415
+        from ...http.auth import request_role  # noqa: PLC0415
 
         return request_role(self._role)
 
     def connection(self) -> str | None:
-        """Which connection the call came on (adapters/holders.py): the process on stdio,
+        """Which connection the call came on (adapters/mcp/holders.py): the process on stdio,
         the MCP session over HTTP; None for a sessionless HTTP request."""
         if not self._http:
             return STDIO_HOLDER

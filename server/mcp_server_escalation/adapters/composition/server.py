@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from .. import __version__
-from ..clock import Clock, utc_now
-from ..datafiles import data_dir
-from ..prompts import PromptBook
-from ..services.background import alongside
-from ..services.runtime import Runtime, open_runtime
-from ..settings import Settings
-from .app_context import AppContext, LiveRuntimes
+from ... import __version__
+from ...clock import Clock, utc_now
+from ...datafiles import data_dir
+from ...prompts import PromptBook
+from ...services.background import alongside
+from ...services.runtime import Runtime, open_runtime
+from ...settings import Settings
+from ..mcp.context import AppContext, LiveRuntimes
+
+if TYPE_CHECKING:
+    from .operator_side import OperatorSide
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +41,43 @@ def build_server(
     ``settings.role``, decides the caller's role. With ``hook_relay`` (``serve`` sets it)
     the process also answers the store's host hooks (``hooks/relay_server.py``).
     """
+    from ..mcp.surfaces import register_prompts, register_resources  # noqa: PLC0415
+    from ..mcp.tools import build_tools  # noqa: PLC0415
     from .operator_side import OperatorSide  # noqa: PLC0415
-    from .surfaces import register_prompts, register_resources  # noqa: PLC0415
-    from .tools import build_tools  # noqa: PLC0415
 
     # Fail at start-up, not at the first call, when the prompt set is broken.
     prompts = PromptBook.load(settings.prompts_dir or data_dir("prompts"))
     live = LiveRuntimes()
     side = OperatorSide(settings, prompts, http=http)
+    lifespan = _lifespan(settings, clock, prompts, live, side, hook_relay=hook_relay)
+    server: MCPServer[AppContext] = MCPServer(
+        "mcp-server-escalation",
+        version=__version__,
+        instructions=INSTRUCTIONS.read_text(encoding="utf-8"),
+        lifespan=lifespan,
+        log_level="WARNING",
+        tools=build_tools(settings, prompts, http=http),
+        middleware=side.middleware,
+        subscriptions=side.bus,
+        **(_bearer_tokens() if http else {}),
+    )
+    side.clients.install(server)
+    register_resources(server, prompts, live)
+    register_prompts(server, prompts)
+    return server
+
+
+def _lifespan(
+    settings: Settings,
+    clock: Clock,
+    prompts: PromptBook,
+    live: LiveRuntimes,
+    side: OperatorSide,
+    *,
+    hook_relay: bool,
+) -> Callable[[MCPServer[AppContext]], AbstractAsyncContextManager[AppContext]]:
+    """What every session of the server runs in: its runtime (store, prompts, clock), the
+    operator side and, when asked, the hook relay."""
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
@@ -65,29 +97,14 @@ def build_server(
             finally:
                 live.open.remove(runtime)
 
-    auth: dict[str, Any] = {}
-    if http:
-        from .http_auth import StaticTokenVerifier, auth_settings, tokens_from_env  # noqa: PLC0415
+    return lifespan
 
-        auth = {
-            "token_verifier": StaticTokenVerifier(tokens_from_env()),
-            "auth": auth_settings(),
-        }
-    server: MCPServer[AppContext] = MCPServer(
-        "mcp-server-escalation",
-        version=__version__,
-        instructions=INSTRUCTIONS.read_text(encoding="utf-8"),
-        lifespan=lifespan,
-        log_level="WARNING",
-        tools=build_tools(settings, prompts, http=http),
-        middleware=side.middleware,
-        subscriptions=side.bus,
-        **auth,
-    )
-    side.clients.install(server)
-    register_resources(server, prompts, live)
-    register_prompts(server, prompts)
-    return server
+
+def _bearer_tokens() -> dict[str, Any]:
+    """Over HTTP every request carries a bearer token, and the token decides the role."""
+    from ..http.auth import StaticTokenVerifier, auth_settings, tokens_from_env  # noqa: PLC0415
+
+    return {"token_verifier": StaticTokenVerifier(tokens_from_env()), "auth": auth_settings()}
 
 
 @asynccontextmanager
@@ -100,7 +117,7 @@ async def _hook_relay(runtime: Runtime, *, enabled: bool) -> AsyncIterator[None]
     async def serve_later() -> None:
         # Loading the relay costs ~5 ms: not before the client's initialize is answered.
         await anyio.sleep(RELAY_START_SECONDS)
-        from ..hooks.relay_server import relay  # noqa: PLC0415
+        from ...hooks.relay_server import relay  # noqa: PLC0415
 
         try:
             async with relay(runtime):

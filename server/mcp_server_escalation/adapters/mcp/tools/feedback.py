@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ...models.feedback import AttemptResult, FeedbackResult, ReviewResult
-from ...models.guidance import FailureView, GuidanceResult
-from ...models.limits import LargeText, ShortText, StepList, StepName, TaskId
-from ...services import attempts, guidance, reviews
-from ...services import feedback as feedback_service
+from ....models.feedback import AttemptResult, FeedbackResult, ReviewResult
+from ....models.guidance import FailureView, GuidanceResult
+from ....models.limits import LargeText, ShortText, StepList, StepName, TaskId
+from ....services import attempts, guidance, reviews
+from ....services import feedback as feedback_service
 from .call import READ, WRITE, Served, ToolCall
 
 

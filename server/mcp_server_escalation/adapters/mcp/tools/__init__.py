@@ -2,7 +2,7 @@
 
 The signature is the schema: limits and enums live in the annotations, so a bad argument
 is reported by field name before any service runs. Each tool function takes its
-``ToolCall`` first and calls its service; the registry (``adapters/registry.py``) hands it
+``ToolCall`` first and calls its service; the registry (``adapters/mcp/registry.py``) hands it
 the call and turns domain errors into tool errors (``isError``) whose text tells the model
 how to fix the call. The tools live by concern, listed here in the order they are served.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 
-from ...prompts import PromptBook
-from ...settings import Settings
-from ..app_context import AppContext
+from ....prompts import PromptBook
+from ....settings import Settings
+from ..context import AppContext
 from ..registry import describe_tools, structured_tool
 from . import escalations, failures, feedback, tasks
 from .call import ToolCall

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ...models.limits import (
+from ....models.limits import (
     EscalationId,
     GlobList,
     Name,
@@ -16,14 +16,14 @@ from ...models.limits import (
     TaskId,
     WaitSeconds,
 )
-from ...models.results import (
+from ....models.results import (
     AcknowledgeResult,
     EscalationResult,
     ListEscalationsResult,
     RaiseEscalationResult,
     ResolveResult,
 )
-from ...services import escalations
+from ....services import escalations
 from .call import DESTRUCTIVE, IDEMPOTENT_WRITE, READ, WRITE, Served, ToolCall
 
 

@@ -4,7 +4,7 @@ Start-up cost decides the shape: cold start must stay within 1.15x of a minimal
 ``MCPServer`` (benchmarks/README.md). The SDK's decorator derives both JSON Schemas of
 every tool at import time; we build each ``Tool`` from its argument model (which validation needs anyway) and
 the schemas generated ahead of time into ``schemas/tools/`` (``python -m
-mcp_server_escalation.adapters.schemas``; a test fails when they differ from the models).
+mcp_server_escalation.adapters.mcp.schemas``; a test fails when they differ from the models).
 Descriptions then come from ``prompts/tools.toml``, strictly: every tool and argument.
 
 What every tool does alike is done here once: the tool function receives its ``call``
@@ -26,10 +26,10 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..datafiles import data_dir
-from ..errors import ConfigError, EscalationError
-from ..models.limits import TEXT_MAX
-from ..prompts import PromptBook
+from ...datafiles import data_dir
+from ...errors import ConfigError, EscalationError
+from ...models.limits import TEXT_MAX
+from ...prompts import PromptBook
 from .flat_schemas import flat_schema, input_schema
 
 ToolFunction = Callable[..., Awaitable[BaseModel]]
@@ -68,6 +68,9 @@ class ArgumentMetadata(FuncMetadata):
     text such as ``observed_outcome='{"status": 500}'`` into a dict, and the call failed
     validation. Here only the arguments that admit no string (lists, objects, numbers,
     models) are parsed, by the SDK's rule; the rest are checked as sent.
+
+    ``FuncMetadata`` is not exported by ``mcp.server.mcpserver``: ``tests/test_sdk_private.py``
+    fails when the SDK's ``Tool.run`` stops validating a call through this class.
     """
 
     fn: Any = Field(default=None, exclude=True)

@@ -16,9 +16,9 @@ a non-asyncio loop, ``ESCALATION_STDIO=threads``) is served by the SDK's transpo
 Like the SDK's transport, while serving, fd 0 reads the null device and fd 1 writes to
 stderr, so a stray ``print()`` or a child process never writes into the protocol; both are
 restored on exit. Beyond it:
-- requests read before stdin ends are answered before serving stops (``stdio_answers.py``);
+- requests read before stdin ends are answered before serving stops (``answers.py``);
 - a client that hangs up its end of stdout ends serving as the end of stdin does, and one
-  that stops reading cannot keep the server from exiting (``stdio_pipes.py``);
+  that stops reading cannot keep the server from exiting (``pipes.py``);
 - SIGTERM ends serving cleanly (store closed, pipes restored to their blocking mode).
 """
 
@@ -38,8 +38,9 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
-from .stdio_answers import Unanswered
-from .stdio_pipes import DRAIN_SECONDS, LineReader, LineWriter
+from ..sdk_private import lowlevel_server
+from .answers import Unanswered
+from .pipes import DRAIN_SECONDS, LineReader, LineWriter
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +52,23 @@ def loop_transport_refusal(
     env: Mapping[str, str] | None = None, fds: tuple[int, int, int] = (0, 1, 2)
 ) -> str | None:
     """Why the loop transport cannot serve stdio (``fds``: stdin, stdout, stderr), or None."""
-    choice = (os.environ if env is None else env).get(TRANSPORT_ENV, "loop")
+    return _choice_refusal(os.environ if env is None else env) or _streams_refusal(fds)
+
+
+def _choice_refusal(env: Mapping[str, str]) -> str | None:
+    """Why the environment or the platform rules the loop transport out, or None."""
+    choice = env.get(TRANSPORT_ENV, "loop")
     if choice == "threads":
         return f"{TRANSPORT_ENV}=threads"
     if choice != "loop":
         return f"{TRANSPORT_ENV}={choice!r} is neither 'loop' nor 'threads'"
     if sys.platform == "win32":
         return "Windows"
+    return None
+
+
+def _streams_refusal(fds: tuple[int, int, int]) -> str | None:
+    """Why the standard streams ``fds`` cannot be served on the loop, or None."""
     try:
         stdin, stdout, stderr = (os.fstat(fd) for fd in fds)
     except OSError as exc:
@@ -169,9 +180,7 @@ def _not_on_asyncio() -> str | None:
 
 async def serve_stdio(server: MCPServer[Any]) -> None:
     """What ``server.run_stdio_async()`` does, over ``open_stdio()``."""
-    # MCPServer has no public handle on its low-level server; run_stdio_async uses the
-    # same attribute, and tests/test_stdio.py serves every stdio test through here.
-    lowlevel = server._lowlevel_server
+    lowlevel = lowlevel_server(server)
     async with open_stdio() as (read_stream, write_stream):
         try:
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

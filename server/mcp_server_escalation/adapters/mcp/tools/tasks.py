@@ -6,10 +6,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ...models.limits import GlobList, Name, Path, ShortText, TaskId
-from ...models.results import EndTaskResult, StartTaskResult, TaskView
-from ...models.thresholds import ThresholdOverrides
-from ...services import tasks
+from ....models.limits import GlobList, Name, Path, ShortText, TaskId
+from ....models.results import EndTaskResult, StartTaskResult, TaskView
+from ....models.thresholds import ThresholdOverrides
+from ....services import tasks
 from .call import READ, WRITE, Served, ToolCall
 
 

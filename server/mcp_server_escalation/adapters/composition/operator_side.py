@@ -15,12 +15,12 @@ from typing import Any
 from mcp.server.context import ServerMiddleware
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from ..prompts import PromptBook
-from ..services.background import Background, operator_side
-from ..services.runtime import Runtime
-from ..settings import Settings
-from .client_notifications import ConnectedClients
-from .elicitation import AskInClient
+from ...prompts import PromptBook
+from ...services.background import Background, operator_side
+from ...services.runtime import Runtime
+from ...settings import Settings
+from ..mcp.client_notifications import ConnectedClients
+from ..mcp.elicitation import AskInClient
 
 
 class OperatorSide:
