@@ -19,8 +19,7 @@ from mcp_server_escalation.rules.edits import (
     normalised,
     refused_all,
 )
-
-STARTED = "2026-01-01T09:00:00.000Z"
+from rule_support import a_task
 
 
 def task(
@@ -30,24 +29,11 @@ def task(
     scope: list[str] | None = None,
     thresholds: Thresholds | None = None,
 ) -> Task:
-    return Task(
-        task_id="t-1",
-        title="Fix the basket total",
-        specification="The basket total must include the discount.",
+    return a_task(
         scope=scope if scope is not None else ["src/**"],
-        project="/repo",
-        agent_id="agent-1",
-        generation=1,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         thresholds=thresholds or Thresholds(files_modified_exceeds=3),
-        baseline_pass_rate=None,
-        best_pass_rate=None,
-        approach=None,
-        end_note=None,
         counters=Counters(files_modified=files_modified),
-        created_at=STARTED,
-        updated_at=STARTED,
-        ended_at=None,
     )
 
 

@@ -13,9 +13,9 @@ from mcp_server_escalation.models.tasks import Counters, Task
 from mcp_server_escalation.models.thresholds import Thresholds
 from mcp_server_escalation.rules.decisions import Wording
 from mcp_server_escalation.rules.progress import ProgressDecision, Report, decide, touched
+from rule_support import a_task
 
 NOW = "2026-01-01T10:00:00.000Z"
-STARTED = "2026-01-01T09:00:00.000Z"
 DEFAULTS = Thresholds()  # 5 attempts without a file, 3 runs without improvement, 20 files, warn 1 before
 
 
@@ -26,24 +26,11 @@ def task(
     scope: list[str] | None = None,
     best_pass_rate: float | None = None,
 ) -> Task:
-    return Task(
-        task_id="t-1",
-        title="Fix the basket total",
-        specification="The basket total must include the discount.",
+    return a_task(
         scope=scope if scope is not None else ["src/**"],
-        project="/repo",
-        agent_id="agent-1",
-        generation=1,
-        status="active",
         thresholds=thresholds,
-        baseline_pass_rate=None,
         best_pass_rate=best_pass_rate,
-        approach=None,
-        end_note=None,
         counters=counters or Counters(),
-        created_at=STARTED,
-        updated_at=STARTED,
-        ended_at=None,
     )
 
 
