@@ -151,9 +151,22 @@ def private_relay_sockets() -> Iterator[Path]:
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> str:
+def db_path(tmp_path: Path) -> Iterator[str]:
     """A fresh store file (WAL) for one test."""
-    return str(tmp_path / "escalations.db")
+    dev = os.environ.get("ESC_DEV_PG")
+    if not dev:
+        yield str(tmp_path / "escalations.db")
+        return
+    import uuid
+
+    import psycopg
+
+    schema = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(dev, autocommit=True) as c:
+        c.execute(f"CREATE SCHEMA {schema}")
+    yield f"{dev}?options=-csearch_path%3D{schema}"
+    with psycopg.connect(dev, autocommit=True) as c:
+        c.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def make_settings(db_path: str, role: Role = "agent", **extra: Any) -> Settings:

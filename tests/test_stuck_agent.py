@@ -13,7 +13,7 @@ from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.models.limits import POLL_MAX_BYTES, RESULT_MAX_BYTES
 from mcp_server_escalation.services import failures, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
-from mcp_server_escalation.store.db import Conn
+from mcp_server_escalation.store.sql import Conn
 
 # What a stuck agent sends: a pytest failure with its traceback tail, as agents paste it.
 MESSAGE = (

@@ -20,7 +20,7 @@ from ..rules.feedback import failure_summary
 from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .budgets import budget_evidence
 from .firing import (
     Evidence,

@@ -8,7 +8,7 @@ from ..rules.evidence import facts_text
 from ..rules.feedback import finding_values
 from ..store import escalations as escalation_store
 from ..store import feedback as feedback_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .escalations import load_escalation
 from .feedback import build_feedback
 from .runtime import Runtime

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..models.tasks import Counters, Task
 from ..rules.budgets import budget_fires
-from ..store.db import Conn
+from ..store.sql import Conn
 from .firing import Evidence
 from .headlines import counted_evidence
 from .runtime import Runtime

@@ -19,7 +19,7 @@ from ..models.escalations import Escalation
 from ..models.operator import EscalationChange, WatchLine
 from ..store import changes as change_store
 from ..store import escalations as escalation_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .runtime import Runtime
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ from ..rules.triggers import COUNTER_RESET_ON_ACK, budget_resets, response_optio
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .firing import direct, escalation_context, keep_told, stop_if_ended, sync_pause
 from .runtime import Runtime
 from .tasks import load_task

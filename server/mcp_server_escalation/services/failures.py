@@ -24,7 +24,7 @@ from ..rules.salient import headline, one_line
 from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .budgets import budget_evidence
 from .firing import (
     Evidence,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..models.feedback import FeedbackResult
 from ..rules.feedback import render_sections
 from ..store import feedback as feedback_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .guidance import build_guidance
 from .runtime import Runtime
 from .tasks import load_project

@@ -20,7 +20,7 @@ from ..rules.triggers import Firing, response_options
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .runtime import Runtime
 
 # The latest actions an escalation shows, as bounded summaries (rules/evidence.py); the

@@ -18,7 +18,7 @@ from ..rules.fingerprint import message_key
 from ..rules.salient import headline
 from ..store import failures as failure_store
 from ..store import guidance as guidance_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .runtime import Runtime
 from .tasks import load_project
 

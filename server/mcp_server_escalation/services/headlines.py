@@ -13,7 +13,7 @@ from ..rules.decisions import Fires
 from ..rules.salient import headline
 from ..store import failures as failure_store
 from ..store import progress as progress_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .firing import Evidence, Run
 from .runtime import Runtime
 

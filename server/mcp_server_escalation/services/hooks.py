@@ -31,7 +31,7 @@ from ..store import escalations as escalation_store
 from ..store import hook_events as hook_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .firing import Fired, Recording, direct, publish_fired
 from .runtime import Runtime
 from .tasks import project_root, start_task

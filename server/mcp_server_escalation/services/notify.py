@@ -37,7 +37,7 @@ from ..rules.notify import is_due, next_check, renotify_at, renotify_due, retry_
 from ..settings import NotifyConfig
 from ..store import escalations as escalation_store
 from ..store import outbox as outbox_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .notifiers import DeliveryFailed, Notifier, send
 from .runtime import Runtime
 

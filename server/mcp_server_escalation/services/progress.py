@@ -21,7 +21,7 @@ from ..rules.progress import ProgressDecision, Report, decide, touched
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .firing import (
     Evidence,
     Fired,

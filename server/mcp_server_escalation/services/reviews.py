@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..models.feedback import ReviewFinding, ReviewResult
 from ..store import feedback as feedback_store
 from ..store import progress as progress_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .firing import direct, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task

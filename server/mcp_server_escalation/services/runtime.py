@@ -15,7 +15,7 @@ from ..models.escalations import Escalation
 from ..prompts import PromptBook
 from ..rules.classify import PatternBook
 from ..settings import Settings
-from ..store.db import Database
+from ..store.backends import Store, open_store
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ EscalationListener = Callable[[Escalation, str], Awaitable[None]]
 class Runtime:
     """The store, the wording, the patterns, the settings and the clock of one process."""
 
-    db: Database
+    db: Store
     prompts: PromptBook
     settings: Settings
     clock: Clock = utc_now
@@ -68,7 +68,7 @@ async def open_runtime(
     ``create=False`` (the operator's commands) opens only a store that exists.
     """
     prompts = prompts or PromptBook.load(settings.prompts_dir or data_dir("prompts"))
-    db = await Database.open(settings.db_path, create=create)
+    db = await open_store(settings.db_path, create=create)
     try:
         yield Runtime(db=db, prompts=prompts, settings=settings, clock=clock)
     finally:

@@ -17,7 +17,7 @@ from ..store import failures as failure_store
 from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
-from ..store.db import Conn
+from ..store.sql import Conn
 from .firing import direct, stop_if_ended, sync_pause
 from .runtime import Runtime
 

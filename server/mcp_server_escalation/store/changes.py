@@ -8,13 +8,11 @@ without trusting any clock.
 
 from __future__ import annotations
 
-import sqlite3
-
 from ..models.operator import EscalationChange
-from .db import Conn
+from .sql import Conn, Row
 
 
-def _change(row: sqlite3.Row) -> EscalationChange:
+def _change(row: Row) -> EscalationChange:
     return EscalationChange(
         change_id=row["change_id"],
         escalation_id=row["escalation_id"],

@@ -33,9 +33,9 @@ import functools
 import logging
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 
@@ -48,9 +48,8 @@ from .worker import Worker, closed_error
 
 log = logging.getLogger(__name__)
 
-# The handle repositories take; services pass it through without touching SQL.
-Conn = sqlite3.Connection
 T = TypeVar("T")
+W = TypeVar("W", bound="_Worker")
 
 # The oldest SQLite the store runs on: every write answers with RETURNING (3.35.0). The
 # suite runs on the SQLite of the machine it runs on (3.40.1 on Debian 12).
@@ -180,7 +179,8 @@ class Database:
     def __init__(self, writer: Worker, path: str) -> None:
         self._writer = writer
         # Two connections to ":memory:" would be two databases: there, reads take the writer.
-        self._readers = None if path == ":memory:" else _Readers(functools.partial(_open, path, create=False))
+        connect = functools.partial(_open, path, create=False)
+        self._readers = None if path == ":memory:" else Readers(READERS, lambda: Worker.open(connect))
         self.path = path
 
     @classmethod
@@ -204,18 +204,20 @@ class Database:
             await self._readers.close()
         await self._writer.close()
 
-    async def write(self, fn: Callable[[Conn], T]) -> T:
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` in a write transaction (``BEGIN IMMEDIATE``); commit, or roll back on error."""
         return await self._writer.run(self._transaction("BEGIN IMMEDIATE", fn, commit=True))
 
-    async def read(self, fn: Callable[[Conn], T]) -> T:
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` on one consistent snapshot; nothing it does is kept."""
         job = self._transaction("BEGIN", fn, commit=False)
         if self._readers is None:
             return await self._writer.run(job)
         return await self._readers.run(job)
 
-    def _transaction(self, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> Callable[[Conn], T]:
+    def _transaction(
+        self, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool
+    ) -> Callable[[sqlite3.Connection], T]:
         return lambda conn: transact(conn, self.path, begin, fn, commit=commit)
 
     async def schema_version(self) -> int:
@@ -239,18 +241,25 @@ class Database:
         return applied
 
 
-class _Readers:
-    """Connections for reads, opened as concurrent reads need them, at most ``READERS``."""
+class _Worker(Protocol):
+    """A connection of either backend with its thread (``worker.Worker``, ``postgres.database.PgWorker``)."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
-        self._connect = connect
-        self._idle: list[Worker] = []
-        self._opened: list[Worker] = []
+    async def run(self, fn: Callable[[Any], T]) -> T: ...
+    async def close(self) -> None: ...
+
+
+class Readers(Generic[W]):
+    """Connections for reads, opened as concurrent reads need them, at most ``count``."""
+
+    def __init__(self, count: int, open_worker: Callable[[], Awaitable[W]]) -> None:
+        self._open_worker = open_worker
+        self._idle: list[W] = []
+        self._opened: list[W] = []
         self._closed = False
         # Taking a free slot need not yield to the loop (a trip around it per read).
-        self._slots = anyio.Semaphore(READERS, fast_acquire=True)
+        self._slots = anyio.Semaphore(count, fast_acquire=True)
 
-    async def run(self, job: Callable[[Conn], T]) -> T:
+    async def run(self, job: Callable[[Any], T]) -> T:
         async with self._slots:
             reader = self._idle.pop() if self._idle else await self._open()
             try:
@@ -258,10 +267,10 @@ class _Readers:
             finally:
                 self._idle.append(reader)
 
-    async def _open(self) -> Worker:
+    async def _open(self) -> W:
         if self._closed:
             raise closed_error()  # a thread opened now would outlive the store
-        reader = await Worker.open(self._connect)
+        reader = await self._open_worker()
         if self._closed:  # closed while this one opened
             await reader.close()
             raise closed_error()
@@ -274,7 +283,9 @@ class _Readers:
             await reader.close()
 
 
-def transact(conn: Conn, path: str, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+def transact(
+    conn: sqlite3.Connection, path: str, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool
+) -> T:
     """One whole transaction, in a store thread: ``fn`` between BEGIN and COMMIT (or
     ROLLBACK), waiting for another process's lock, the search index repaired if damaged, a
     refused write raised as ``StoreUnwritable``."""
@@ -288,7 +299,9 @@ def transact(conn: Conn, path: str, begin: str, fn: Callable[[Conn], T], *, comm
         raise refused from exc
 
 
-def _repairing(conn: Conn, path: str, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+def _repairing(
+    conn: sqlite3.Connection, path: str, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool
+) -> T:
     try:
         return _waiting(conn, begin, fn, commit=commit)
     except sqlite3.DatabaseError as exc:
@@ -300,7 +313,9 @@ def _repairing(conn: Conn, path: str, begin: str, fn: Callable[[Conn], T], *, co
     return _waiting(conn, begin, fn, commit=commit)
 
 
-def _waiting(conn: Conn, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+def _waiting(
+    conn: sqlite3.Connection, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool
+) -> T:
     """The transaction, started again when the busy timeout ran out before the lock was free."""
     for attempt in range(_BUSY_RETRIES):
         try:
@@ -312,7 +327,7 @@ def _waiting(conn: Conn, begin: str, fn: Callable[[Conn], T], *, commit: bool) -
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _run(conn: Conn, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
+def _run(conn: sqlite3.Connection, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool) -> T:
     """BEGIN, ``fn(conn)``, then COMMIT (or ROLLBACK for reads and on any error)."""
     conn.execute(begin)
     try:
@@ -328,7 +343,7 @@ def _run(conn: Conn, begin: str, fn: Callable[[Conn], T], *, commit: bool) -> T:
     return result
 
 
-def _repair_search_index(conn: Conn, path: str, error: sqlite3.DatabaseError) -> bool:
+def _repair_search_index(conn: sqlite3.Connection, path: str, error: sqlite3.DatabaseError) -> bool:
     """Rebuild the search index if it is what SQLite found damaged; was it?
 
     The index is derived from the failure records, so a damaged one costs a rebuild (a
@@ -366,14 +381,14 @@ def newer_schema(path: str, version: int) -> str:
     )
 
 
-def _create_migrations_table(conn: Conn) -> None:
+def _create_migrations_table(conn: sqlite3.Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
     )
 
 
-def _apply(migration: Migration, conn: Conn) -> bool:
+def _apply(migration: Migration, conn: sqlite3.Connection) -> bool:
     if migration.version <= _current_version(conn):
         return False  # another process applied it first
     # Statements run one by one: executescript() would COMMIT behind our back.
@@ -387,7 +402,7 @@ def _apply(migration: Migration, conn: Conn) -> bool:
     return True
 
 
-def _current_version(conn: Conn) -> int:
+def _current_version(conn: sqlite3.Connection) -> int:
     exists = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
     ).fetchone()

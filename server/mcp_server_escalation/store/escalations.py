@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,8 +18,8 @@ from ..models.escalations import (
 )
 from ..models.limits import SQLITE_INTEGER_MAX
 from ..rules.announce import headline
-from .db import Conn
 from .migrations import AWAITING_ACKNOWLEDGEMENT
+from .sql import Conn, Row
 
 RESOLVED_STATUSES = (
     "resolved",
@@ -55,7 +54,7 @@ _UPDATABLE = frozenset(
 )
 
 
-def _escalation(row: sqlite3.Row) -> Escalation:
+def _escalation(row: Row) -> Escalation:
     response = None
     if row["response_type"]:
         response = EscalationResponse(
@@ -128,7 +127,7 @@ def insert(
         "INSERT INTO escalations (task_id, agent_id, generation, type, priority, blocking,"
         " status, triggers_json, response_options_json, context_json, reason, question,"
         " options_json, follow_up_of, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING escalation_id",
         (
             task_id,
             agent_id,
@@ -147,9 +146,7 @@ def insert(
             now,
         ),
     )
-    if cur.lastrowid is None:
-        raise RuntimeError("escalation insert returned no id")
-    return cur.lastrowid
+    return int(cur.fetchone()[0])
 
 
 def _update(conn: Conn, escalation_id: int, now: str, **columns: Any) -> None:
@@ -256,7 +253,7 @@ def blocking_open(conn: Conn, task_id: str) -> Escalation | None:
     return _escalation(row) if row else None
 
 
-def _ref(row: sqlite3.Row) -> EscalationRef:
+def _ref(row: Row) -> EscalationRef:
     return EscalationRef(
         escalation_id=row["escalation_id"],
         type=row["type"],

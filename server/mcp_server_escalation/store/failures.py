@@ -5,12 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import sqlite3
 from dataclasses import dataclass
 
 from ..models.failures import FailureRecord, FailureReport, Occurrence
 from ..rules.fingerprint import message_key
-from .db import Conn
+from .sql import Conn, Row
 
 _ID = re.compile(r"^F-(\d{1,18})$")
 
@@ -26,7 +25,7 @@ def parse_failure_id(value: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def record_from_row(row: sqlite3.Row) -> FailureRecord:
+def record_from_row(row: Row) -> FailureRecord:
     """A failure record from its row."""
     return FailureRecord(
         failure_id=failure_id(row["seq"]),
@@ -86,12 +85,19 @@ _REPEAT = """UPDATE failures SET
                context_refs_json = CASE WHEN ? = '{{}}' THEN context_refs_json ELSE ? END,
                details_json = CASE WHEN ? = '{{}}' THEN details_json ELSE ? END,
                severity = CASE
-                   WHEN instr('lowmediumhighcritical', ?) > instr('lowmediumhighcritical', severity)
-                   THEN ? ELSE severity END
+                   WHEN {rank_new} > {rank_old} THEN ? ELSE severity END
            WHERE task_id = ? AND fingerprint = ?
            RETURNING seq, severity, occurrence_count, status"""
-_REPEAT_KEEPING_ADVICE = _REPEAT.format(advice="")
-_REPEAT_WITH_ADVICE = _REPEAT.format(advice="\n               recommended_adjustment = ?,")
+# A severity's rank, lowest first: a repeat raises the record's severity, never lowers it.
+_RANK = "CASE {} WHEN 'low' THEN 1 WHEN 'medium' THEN 2 WHEN 'high' THEN 3 WHEN 'critical' THEN 4 END"
+_REPEAT_KEEPING_ADVICE = _REPEAT.format(
+    advice="", rank_new=_RANK.format("?"), rank_old=_RANK.format("severity")
+)
+_REPEAT_WITH_ADVICE = _REPEAT.format(
+    advice="\n               recommended_adjustment = ?,",
+    rank_new=_RANK.format("?"),
+    rank_old=_RANK.format("severity"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +231,7 @@ def recent_occurrences(conn: Conn, failure_id_: str, limit: int) -> list[Occurre
     seq = parse_failure_id(failure_id_)
     rows = conn.execute(
         "SELECT * FROM (SELECT * FROM failure_occurrences WHERE failure_seq = ?"
-        " ORDER BY occurrence_id DESC LIMIT ?) ORDER BY occurrence_id",
+        " ORDER BY occurrence_id DESC LIMIT ?) AS latest ORDER BY occurrence_id",
         (seq, limit),
     ).fetchall()
     return [

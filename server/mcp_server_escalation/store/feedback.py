@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 
 from ..models.feedback import (
@@ -14,10 +13,10 @@ from ..models.feedback import (
     ReviewFinding,
 )
 from ..models.tasks import Task
-from .db import Conn
+from .sql import Conn, Row
 
 
-def _attempt(row: sqlite3.Row) -> Attempt:
+def _attempt(row: Row) -> Attempt:
     return Attempt(
         attempt_number=row["attempt_number"],
         cycle=row["cycle"],
@@ -98,7 +97,7 @@ def attempts(
         params.append(cycle)
     where = " AND ".join(clauses)
     rows = conn.execute(
-        f"SELECT * FROM (SELECT * FROM attempts WHERE {where} ORDER BY attempt_id DESC LIMIT ?)"  # noqa: S608 (fixed clauses)
+        f"SELECT * FROM (SELECT * FROM attempts WHERE {where} ORDER BY attempt_id DESC LIMIT ?) AS latest"  # noqa: S608 (fixed clauses)
         " ORDER BY attempt_id",
         (*params, limit),
     ).fetchall()
@@ -178,7 +177,7 @@ def cycle_feedback(conn: Conn, task_id: str, step: str) -> list[CycleFeedback]:
     ]
 
 
-def _finding(row: sqlite3.Row) -> ReviewFinding:
+def _finding(row: Row) -> ReviewFinding:
     return ReviewFinding(
         finding_id=row["finding_id"],
         stage=row["stage"],

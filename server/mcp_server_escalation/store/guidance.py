@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..models.guidance import Revision
 from ..rules.ranking import Candidate, fts_query
-from .db import Conn
+from .sql import Conn, tuples
 
 CANDIDATES = 100
 # Exact matches (the newest this many) all share the query's normalised words; k is at most 20.
@@ -46,9 +46,7 @@ class Exact:
 
 
 def _candidates(conn: Conn, sql: str, params: Sequence[object]) -> list[Candidate]:
-    cursor = conn.cursor()
-    cursor.row_factory = None  # plain tuples: hundreds per call
-    rows = cursor.execute(sql, params).fetchall()
+    rows = tuples(conn, sql, params)  # hundreds per call
     return [
         Candidate(seq, sev, seen, occ, helped, harmed, exact == 1, bm25)
         for seq, sev, seen, occ, helped, harmed, exact, bm25 in rows
@@ -226,14 +224,13 @@ def guidance_rows(conn: Conn, seqs: Sequence[int]) -> dict[int, GuidanceRow]:
     if not seqs:
         return {}
     marks = ", ".join("?" * len(seqs))
-    cursor = conn.cursor()
-    cursor.row_factory = None  # plain tuples, unpacked into the row type
-    rows = cursor.execute(
+    rows = tuples(  # unpacked into the row type
+        conn,
         "SELECT seq, task_id, step, signal_type, severity, message, error_type,"  # noqa: S608 (placeholders only)
         " tool_name, recommended_adjustment, occurrence_count, last_seen_at, helpful_count,"
         f" harmful_count FROM failures WHERE seq IN ({marks})",
         list(seqs),
-    ).fetchall()
+    )
     return {row[0]: GuidanceRow(*row) for row in rows}
 
 
@@ -249,7 +246,7 @@ def revisions(conn: Conn, seq: int, limit: int) -> tuple[list[Revision], int]:
     """The record's latest ``limit`` changes, oldest first, and how many there are in all."""
     rows = conn.execute(
         "SELECT * FROM (SELECT * FROM failure_revisions WHERE failure_seq = ?"
-        " ORDER BY revision_id DESC LIMIT ?) ORDER BY revision_id",
+        " ORDER BY revision_id DESC LIMIT ?) AS latest ORDER BY revision_id",
         (seq, limit),
     ).fetchall()
     counted = conn.execute("SELECT COUNT(*) FROM failure_revisions WHERE failure_seq = ?", (seq,)).fetchone()

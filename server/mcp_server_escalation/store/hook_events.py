@@ -18,7 +18,7 @@ of the event is recorded instead of being skipped as a duplicate.
 
 from __future__ import annotations
 
-from .db import Conn
+from .sql import Conn
 
 
 def claim(

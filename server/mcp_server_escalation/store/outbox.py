@@ -13,10 +13,8 @@ announcement that is still being retried.
 
 from __future__ import annotations
 
-import sqlite3
-
 from ..models.reports import Delivery, NotifierStats
-from .db import Conn
+from .sql import Conn, Row
 
 _DELIVERY_COLUMNS = (
     "o.outbox_id, o.escalation_id, o.event, d.notifier, d.attempts, d.next_attempt_at,"
@@ -24,7 +22,7 @@ _DELIVERY_COLUMNS = (
 )
 
 
-def _delivery(row: sqlite3.Row, notifier: str | None = None) -> Delivery:
+def _delivery(row: Row, notifier: str | None = None) -> Delivery:
     return Delivery(
         outbox_id=row["outbox_id"],
         escalation_id=row["escalation_id"],
@@ -109,12 +107,11 @@ def newest_announcements(conn: Conn) -> list[tuple[int, str]]:
 def announce(conn: Conn, escalation_id: int, event: str, now: str) -> int:
     """A new announcement of the escalation; returns its id."""
     cur = conn.execute(
-        "INSERT INTO notification_outbox (escalation_id, event, created_at) VALUES (?, ?, ?)",
+        "INSERT INTO notification_outbox (escalation_id, event, created_at) VALUES (?, ?, ?)"
+        " RETURNING outbox_id",
         (escalation_id, event, now),
     )
-    if cur.lastrowid is None:
-        raise RuntimeError("outbox insert returned no id")
-    return cur.lastrowid
+    return int(cur.fetchone()[0])
 
 
 def deliveries(conn: Conn, escalation_id: int) -> list[Delivery]:
@@ -141,9 +138,9 @@ def announcements(conn: Conn, escalation_id: int) -> list[tuple[int, str, str]]:
 def notifier_stats(conn: Conn) -> list[NotifierStats]:
     """Per notifier: delivered and waiting announcements, failed attempts, the latest error."""
     rows = conn.execute(
-        "SELECT notifier, SUM(delivered_at IS NOT NULL) AS delivered,"
-        " SUM(delivered_at IS NULL) AS waiting,"
-        " SUM(attempts - (delivered_at IS NOT NULL)) AS failed_attempts,"
+        "SELECT notifier, COUNT(delivered_at) AS delivered,"
+        " COUNT(*) - COUNT(delivered_at) AS waiting,"
+        " SUM(attempts) - COUNT(delivered_at) AS failed_attempts,"
         " (SELECT last_error FROM notification_deliveries x WHERE x.notifier = d.notifier"
         "   AND x.last_error IS NOT NULL ORDER BY x.updated_at DESC LIMIT 1) AS last_error"
         " FROM notification_deliveries d GROUP BY notifier ORDER BY notifier"

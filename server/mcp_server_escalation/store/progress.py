@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from ..models.tasks import Action, ProgressEntry, Task, TestRun
-from .db import Conn
+from .sql import Conn, Row
 
 
 def insert_report(
@@ -46,7 +45,7 @@ def insert_report(
     )
 
 
-def _entry(row: sqlite3.Row) -> ProgressEntry:
+def _entry(row: Row) -> ProgressEntry:
     return ProgressEntry(
         at=row["created_at"],
         step=row["step"],
@@ -64,7 +63,7 @@ def recent_reports(conn: Conn, task: Task, limit: int) -> list[ProgressEntry]:
     """The latest ``limit`` reports of the current generation, oldest first."""
     rows = conn.execute(
         "SELECT * FROM (SELECT * FROM progress_reports WHERE task_id = ? AND generation = ?"
-        " ORDER BY report_id DESC LIMIT ?) ORDER BY report_id",
+        " ORDER BY report_id DESC LIMIT ?) AS latest ORDER BY report_id",
         (task.task_id, task.generation, limit),
     ).fetchall()
     return [_entry(row) for row in rows]
@@ -74,7 +73,7 @@ def list_test_runs(conn: Conn, task_id: str, limit: int = 200) -> list[TestRun]:
     """The task's latest test runs (every agent), oldest first."""
     rows = conn.execute(
         "SELECT * FROM (SELECT * FROM progress_reports WHERE task_id = ? AND pass_rate IS NOT NULL"
-        " ORDER BY report_id DESC LIMIT ?) ORDER BY report_id",
+        " ORDER BY report_id DESC LIMIT ?) AS latest ORDER BY report_id",
         (task_id, limit),
     ).fetchall()
     return [
@@ -109,7 +108,7 @@ def add_action(conn: Conn, task: Task, kind: str, detail: dict[str, Any], now: s
 def recent_actions(conn: Conn, task_id: str, limit: int) -> list[Action]:
     """The task's latest ``limit`` actions, oldest first."""
     rows = conn.execute(
-        "SELECT * FROM (SELECT * FROM actions WHERE task_id = ? ORDER BY action_id DESC LIMIT ?)"
+        "SELECT * FROM (SELECT * FROM actions WHERE task_id = ? ORDER BY action_id DESC LIMIT ?) AS latest"
         " ORDER BY action_id",
         (task_id, limit),
     ).fetchall()
@@ -131,7 +130,7 @@ def latest_failure_id(conn: Conn, task_id: str, within: int) -> str | None:
     not grow with the task's history."""
     row = conn.execute(
         "SELECT detail_json FROM (SELECT kind, detail_json FROM actions WHERE task_id = ?"
-        " ORDER BY action_id DESC LIMIT ?) WHERE kind = 'record_failure' LIMIT 1",
+        " ORDER BY action_id DESC LIMIT ?) AS latest WHERE kind = 'record_failure' LIMIT 1",
         (task_id, within),
     ).fetchone()
     found = json.loads(row["detail_json"]).get("failure_id") if row else None

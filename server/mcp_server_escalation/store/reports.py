@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..models.reports import BackupReport
-from .db import BUSY_TIMEOUT_MS, Conn
+from .db import BUSY_TIMEOUT_MS
+from .sql import Conn
 
 # (type, status, created_at, responded_at, response_type) per escalation.
 EscalationTimes = tuple[str, str, str, str | None, str | None]
@@ -19,6 +20,11 @@ def escalation_times(conn: Conn) -> list[EscalationTimes]:
         "SELECT type, status, created_at, responded_at, response_type FROM escalations ORDER BY escalation_id"
     ).fetchall()
     return [(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+
+
+def failure_records(conn: Conn) -> int:
+    """How many failure records the store holds."""
+    return int(conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0])
 
 
 def _counts(conn: sqlite3.Connection) -> tuple[int, int, int]:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from functools import lru_cache
 from typing import Any
 
 from ..models.tasks import Counters, Task
 from ..models.thresholds import Thresholds
-from .db import Conn
+from .sql import Conn, Row, for_update
 
 _SELECT = """
 SELECT t.*,
@@ -57,7 +56,7 @@ def _thresholds(text: str) -> Thresholds:
     return Thresholds.model_validate_json(text)
 
 
-def _task(row: sqlite3.Row) -> Task:
+def _task(row: Row) -> Task:
     return Task(
         task_id=row["task_id"],
         title=row["title"],
@@ -97,7 +96,8 @@ def _task(row: sqlite3.Row) -> Task:
 
 def get(conn: Conn, task_id: str) -> Task | None:
     """The task, or None."""
-    row = conn.execute(_SELECT + " WHERE t.task_id = ?", (task_id,)).fetchone()
+    # In a write, the row stays locked until it commits: no other writer counts on it meanwhile.
+    row = conn.execute(_SELECT + " WHERE t.task_id = ?" + for_update(conn, "t"), (task_id,)).fetchone()
     return _task(row) if row else None
 
 
@@ -273,8 +273,8 @@ def already_modified(conn: Conn, task: Task, paths: list[str]) -> set[str]:
 def add_modified_files(conn: Conn, task: Task, paths: list[str], source: str, now: str) -> None:
     """Add paths to the modified set; a path already there is not counted again."""
     conn.executemany(
-        "INSERT OR IGNORE INTO modified_files (task_id, generation, path, source, first_at)"
-        " VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO modified_files (task_id, generation, path, source, first_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         [(task.task_id, task.generation, path, source, now) for path in paths],
     )
 

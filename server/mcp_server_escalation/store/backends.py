@@ -1,0 +1,49 @@
+"""Which backend holds the store: a SQLite file by default, PostgreSQL by URL.
+
+Every process (the MCP server on either transport, the CLI, the console, hooks and their
+relay) opens its store here, so ``--db postgresql://...`` (or ``ESCALATION_DB``) moves all
+of them at once; anything else is a SQLite file's path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from ..errors import StoreError
+from .db import Database
+
+T = TypeVar("T")
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+class Store(Protocol):
+    """What services use of a store, on either backend."""
+
+    path: str
+
+    async def write(self, fn: Callable[[Any], T]) -> T: ...
+    async def read(self, fn: Callable[[Any], T]) -> T: ...
+    async def schema_version(self) -> int: ...
+    async def migrate(self) -> list[int]: ...
+    async def close(self) -> None: ...
+
+
+def is_postgres_url(location: str) -> bool:
+    """Does ``location`` name a PostgreSQL database rather than a SQLite file?"""
+    return location.startswith(POSTGRES_SCHEMES)
+
+
+async def open_store(location: str, *, create: bool = True) -> Store:
+    """The store at ``location``, migrated; ``create`` false refuses one nobody has set up."""
+    if not is_postgres_url(location):
+        return await Database.open(location, create=create)
+    try:
+        from .postgres.database import PgDatabase  # noqa: PLC0415 (psycopg only when asked for)
+    except ImportError as exc:
+        raise StoreError(
+            f"a PostgreSQL store needs the PostgreSQL driver ({exc.name} is not installed):"
+            " pip install 'mcp-server-escalation[postgresql]'"
+        ) from exc
+    return await PgDatabase.open(location, create=create)

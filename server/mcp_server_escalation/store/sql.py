@@ -1,0 +1,48 @@
+"""What a repository needs to know of the backend it runs on.
+
+The repositories take a connection (``Conn``) of either backend and write their SQL once,
+in what SQLite and PostgreSQL both accept. The few statements that must differ ask
+``is_postgres``; a read whose rows the transaction will then change adds ``for_update``,
+which takes PostgreSQL's row locks (SQLite's write transaction already holds the whole
+store).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, TypeGuard
+
+from .postgres.connection import PgConn
+from .postgres.connection import Row as PgRow
+
+# The handle repositories take; services pass it through without touching SQL.
+Conn = sqlite3.Connection | PgConn
+# A row read through it: by column name or position.
+Row = sqlite3.Row | PgRow
+
+
+def is_postgres(conn: Conn) -> TypeGuard[PgConn]:
+    """Does ``conn`` speak PostgreSQL?"""
+    return isinstance(conn, PgConn)
+
+
+def is_sqlite(conn: Conn) -> TypeGuard[sqlite3.Connection]:
+    """Is ``conn`` a SQLite file's (where the file's own checks apply)?"""
+    return isinstance(conn, sqlite3.Connection)
+
+
+def for_update(conn: Conn, *tables: str) -> str:
+    """The row-lock clause for a read in a write transaction (nothing on SQLite or in reads)."""
+    if isinstance(conn, PgConn) and conn.locks_rows:
+        return " FOR UPDATE" + (f" OF {', '.join(tables)}" if tables else "")
+    return ""
+
+
+def tuples(conn: Conn, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Every row of ``sql`` as a plain tuple: cheaper than named rows where hundreds are read."""
+    if isinstance(conn, PgConn):
+        return conn.tuples(sql, params)
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    return cursor.execute(sql, params).fetchall()
