@@ -26,6 +26,7 @@ from mcp_server_escalation.models.limits import Role
 from mcp_server_escalation.rules.fingerprint import message_key
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store.migrations import MIGRATIONS
+from pg_store import emptied, worker_database
 
 PROJECT = "/work/project"
 
@@ -150,23 +151,45 @@ def private_relay_sockets() -> Iterator[Path]:
         shutil.rmtree(runtime, ignore_errors=True)
 
 
-@pytest.fixture
-def db_path(tmp_path: Path) -> Iterator[str]:
-    """A fresh store file (WAL) for one test."""
-    dev = os.environ.get("ESC_DEV_PG")
-    if not dev:
-        yield str(tmp_path / "escalations.db")
+BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module marked ``both_backends`` runs each test that takes ``db_path`` on a SQLite
+    file and on a PostgreSQL database; ``sqlite_only`` keeps a test on SQLite (it reads
+    the file itself, or measures what only SQLite does)."""
+    if "db_path" not in metafunc.fixturenames:
         return
-    import uuid
+    if metafunc.definition.get_closest_marker("both_backends") is None:
+        return
+    if metafunc.definition.get_closest_marker("sqlite_only") is not None:
+        return
+    metafunc.parametrize("backend", BACKENDS, indirect=True)
 
-    import psycopg
 
-    schema = "t_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(dev, autocommit=True) as c:
-        c.execute(f"CREATE SCHEMA {schema}")
-    yield f"{dev}?options=-csearch_path%3D{schema}"
-    with psycopg.connect(dev, autocommit=True) as c:
-        c.execute(f"DROP SCHEMA {schema} CASCADE")
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which backend the test's store is on: SQLite unless parametrised."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> str:
+    """A fresh, empty store for one test: a SQLite file (WAL), or a PostgreSQL database."""
+    if backend == "sqlite":
+        return str(tmp_path / "escalations.db")
+    server_url = request.getfixturevalue("pg_server_url")
+    return emptied(worker_database(server_url, _worker(request)))
+
+
+def _worker(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request.config, "workerinput", {}).get("workerid", "main"))
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> str:
+    """A PostgreSQL server's maintenance database URL (temporary: the dev server)."""
+    return os.environ["ESC_DEV_PG"]
 
 
 def make_settings(db_path: str, role: Role = "agent", **extra: Any) -> Settings:

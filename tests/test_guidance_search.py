@@ -28,6 +28,8 @@ from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import guidance as guidance_store
 from mcp_server_escalation.store.migrations import MIGRATIONS
 
+pytestmark = pytest.mark.both_backends
+
 BIG = ThresholdOverrides(same_error_repeated=100_000)
 
 

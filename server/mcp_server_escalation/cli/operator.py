@@ -21,7 +21,7 @@ import anyio
 from pydantic import BaseModel
 
 from ..errors import EscalationError, StoreError
-from ..locations import store_origin
+from ..locations import is_database_url, store_origin
 from ..rules.refusals import Door, worded
 from ..services import escalations, reports
 from ..services.runtime import Runtime, open_runtime
@@ -179,8 +179,8 @@ async def _init(settings: Settings, existed: bool) -> int:
 
 def missing_store(path: str, flag: str | None) -> str | None:
     """Why the operator's commands refuse ``path`` (None when a store is there)."""
-    if path == ":memory:" or Path(path).exists():
-        return None
+    if path == ":memory:" or is_database_url(path) or Path(path).exists():
+        return None  # a database's server says itself whether it holds a store (at open)
     origin = store_origin(flag, os.environ)
     if origin == "default":
         given = (

@@ -11,11 +11,10 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from ..errors import StoreError
+from ..locations import is_database_url
 from .db import Database
 
 T = TypeVar("T")
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 class Store(Protocol):
@@ -30,14 +29,9 @@ class Store(Protocol):
     async def close(self) -> None: ...
 
 
-def is_postgres_url(location: str) -> bool:
-    """Does ``location`` name a PostgreSQL database rather than a SQLite file?"""
-    return location.startswith(POSTGRES_SCHEMES)
-
-
 async def open_store(location: str, *, create: bool = True) -> Store:
     """The store at ``location``, migrated; ``create`` false refuses one nobody has set up."""
-    if not is_postgres_url(location):
+    if not is_database_url(location):
         return await Database.open(location, create=create)
     try:
         from .postgres.database import PgDatabase  # noqa: PLC0415 (psycopg only when asked for)

@@ -48,11 +48,6 @@ _BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
 _MIGRATION_LOCK = 0x65736361
 
 
-def is_url(location: str) -> bool:
-    """Does ``location`` name a PostgreSQL database (rather than a SQLite file)?"""
-    return location.startswith(("postgresql://", "postgres://"))
-
-
 def shown(url: str) -> str:
     """The URL as messages and logs show it: without its password."""
     parts = urlsplit(url)
