@@ -14,6 +14,9 @@ from ..errors import StoreError
 from ..locations import is_database_url
 from .db import Database
 
+# The channel on which a PostgreSQL store announces every committed change of an escalation.
+CHANGE_CHANNEL = "escalation_changes"
+
 T = TypeVar("T")
 
 
@@ -26,6 +29,7 @@ class Store(Protocol):
     async def read(self, fn: Callable[[Any], T]) -> T: ...
     async def schema_version(self) -> int: ...
     async def migrate(self) -> list[int]: ...
+    async def listen(self, channel: str, heard: Callable[[], None]) -> None: ...
     async def close(self) -> None: ...
 
 
