@@ -91,6 +91,8 @@ class PgServer:
     # already holds the migrated schema (``make_template``), so tests skip migrating.
     template: str = "template0"
     _made: int = field(default=0, repr=False)
+    # Stops the server should its owner die without stopping it (see ``watch``).
+    watcher: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def data_dir(self) -> Path:
@@ -158,8 +160,12 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start(bindir: Path) -> PgServer:
-    """initdb into a new temp folder and start a server on a free port (about 2.5 s)."""
+def start(bindir: Path, owner: int | None = None) -> PgServer:
+    """initdb into a new temp folder and start a server on a free port (about a second).
+
+    The server is stopped and its folder removed when process ``owner`` (this one by
+    default) ends without calling ``stop``.
+    """
     # /tmp itself, not pytest's 0700 base: the postgres user must reach the folder, and a
     # Unix socket path has about 100 bytes.
     root = Path(tempfile.mkdtemp(prefix="esc-pg-"))
@@ -171,10 +177,38 @@ def start(bindir: Path) -> PgServer:
              "--no-sync", "-E", "UTF8", "--locale=C"],
             cwd=root,
         )  # fmt: skip
-        return _start_on_free_port(bindir, root)
+        server = _start_on_free_port(bindir, root)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
+    server.watcher = watch(server, os.getpid() if owner is None else owner)
+    return server
+
+
+# Polls its owner once a second; when the owner is gone, stops the server and removes its
+# folder. Arguments: owner pid, folder, then the stop command.
+WATCHER = (
+    'owner=$1; root=$2; shift 2; while kill -0 "$owner" 2>/dev/null; do sleep 1; done; "$@"; rm -rf "$root"'
+)
+
+
+def watch(server: PgServer, owner: int) -> subprocess.Popen[bytes]:
+    """A watcher process that stops the server once ``owner`` has died.
+
+    A session killed outright (SIGKILL, an out-of-memory kill, a CI timeout) runs no
+    teardown; the daemonised postmaster would run on. The watcher has a session of its
+    own, so a signal to the test run's process group leaves it to do its work.
+    """
+    stop_command = _as_owner(
+        [str(server.bindir / "pg_ctl"), "-D", str(server.data_dir), "-m", "immediate", "-w", "stop"]
+    )
+    return subprocess.Popen(
+        ["sh", "-c", WATCHER, "pg-watcher", str(owner), str(server.root), *stop_command],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _start_on_free_port(bindir: Path, root: Path) -> PgServer:
@@ -213,6 +247,9 @@ def stop(server: PgServer) -> None:
     (its backends notice their parent is gone and exit), so no postgres process outlives
     the call.
     """
+    if server.watcher is not None:  # its owner is alive: this stop is the one that counts
+        server.watcher.kill()
+        server.watcher.wait()
     pid = server.postmaster_pid()
     try:
         _run([str(server.bindir / "pg_ctl"), "-D", str(server.data_dir), "-m", "fast", "-w", "-t", "60",

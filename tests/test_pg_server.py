@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -33,6 +36,17 @@ def test_uses_the_server(pg_server, pg_url):
     with open(os.environ["RECORD_TO"], "w") as out:
         json.dump(record, out)
     assert False, "this session fails on purpose"
+"""
+
+# A session killed outright runs no teardown at all.
+KILLED_SESSION = """
+import json, os, signal
+
+def test_dies_holding_the_server(pg_server):
+    record = {"root": str(pg_server.root), "port": pg_server.port, "pid": pg_server.postmaster_pid()}
+    with open(os.environ["RECORD_TO"], "w") as out:
+        json.dump(record, out)
+    os.kill(os.getpid(), signal.SIGKILL)
 """
 
 USES_POSTGRES = """
@@ -135,6 +149,29 @@ def test_no_postgres_process_outlives_a_failing_session(tmp_path: Path) -> None:
     assert seen["url"].startswith(f"postgresql://esc@127.0.0.1:{seen['port']}/")
     assert not Path(seen["root"]).exists()  # data directory, socket and log removed
     assert not pg.running_pid(seen["pid"])
+    assert processes_mentioning(seen["root"]) == []
+    assert not port_open(seen["port"])
+
+
+def wait_until(condition: Callable[[], bool], limit_s: float = 60) -> bool:
+    """Whether ``condition`` came true within ``limit_s`` (a bound, not the measure)."""
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_session_killed_outright_leaves_no_server_behind(tmp_path: Path) -> None:
+    record = tmp_path / "record.json"
+    done = session(tmp_path, KILLED_SESSION, RECORD_TO=str(record))
+    assert done.returncode == -signal.SIGKILL, done.stdout + done.stderr
+    seen = json.loads(record.read_text(encoding="utf-8"))
+    assert seen["pid"] is not None
+    # The watcher notices within a second or so; the bound only keeps a failure from hanging.
+    assert wait_until(lambda: not pg.running_pid(seen["pid"])), processes_mentioning(seen["root"])
+    assert wait_until(lambda: not Path(seen["root"]).exists())
     assert processes_mentioning(seen["root"]) == []
     assert not port_open(seen["port"])
 
