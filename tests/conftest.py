@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-import pg_server as pg
+import pg_local as pg
 from hooks_support import stop_daemons
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.models.limits import Role

@@ -1,4 +1,4 @@
-"""The session's own PostgreSQL (tests/pg_server.py, the ``pg_server`` and ``pg_url``
+"""The session's own PostgreSQL (scripts/pg_local.py, the ``pg_server`` and ``pg_url``
 fixtures): a real server, a database per test, nothing left running after the session, and
 a loud failure, never a skip, where the binaries are missing."""
 
@@ -17,9 +17,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-import pg_server as pg
+import pg_local as pg
 
 TESTS = Path(__file__).resolve().parent
+SCRIPTS = TESTS.parent / "scripts"
 
 # A session of its own: it records where its server lived, then fails, so the stop on the
 # way out is the one a failing session gets.
@@ -58,7 +59,10 @@ def test_needs_postgres(pg_url):
 def session(tmp_path: Path, test_source: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``python -m pytest`` on one file with this suite's conftest as a plugin, in one process."""
     (tmp_path / "test_inner.py").write_text(test_source, encoding="utf-8")
-    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    environ = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS), str(SCRIPTS), os.environ.get("PYTHONPATH", "")]),
+    }
     environ.update(env)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-n", "0",
@@ -203,3 +207,31 @@ def test_the_newest_debian_version_is_chosen_when_pg_config_is_absent(tmp_path: 
     (roots / "17" / "bin").mkdir(parents=True)  # a client-only install: no server binaries
     assert pg.find_bindir({"PATH": str(tmp_path / "nothing")}, roots=roots) == newest
     assert pg.find_bindir({"PATH": str(tmp_path / "nothing")}, roots=tmp_path / "none") is None
+
+
+def test_the_script_serves_a_database_by_hand_until_told_to_stop() -> None:
+    with subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "pg_local.py"), "--database", "by_hand"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as script:
+        try:
+            assert script.stdout is not None
+            url = script.stdout.readline().strip()  # printed once the server accepts connections
+            assert url.startswith("postgresql://esc@127.0.0.1:"), url
+            assert url.endswith("/by_hand")
+            with psycopg.connect(url) as conn:
+                assert conn.execute("SELECT current_database()").fetchone() == ("by_hand",)
+                root = conn.execute("SHOW data_directory").fetchone()
+            assert root is not None
+            pid = int((Path(root[0]) / "postmaster.pid").read_text(encoding="ascii").split()[0])
+            script.send_signal(signal.SIGTERM)
+            assert script.wait(timeout=120) == 0
+        finally:
+            if script.poll() is None:
+                script.kill()
+    assert not pg.running_pid(pid)
+    assert not Path(root[0]).exists()
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    assert not port_open(port)

@@ -1,17 +1,24 @@
-"""A real PostgreSQL server of the test session's own: ``initdb`` and ``pg_ctl`` into a temp
-folder, on a free port of 127.0.0.1, stopped (and its folder removed) when the session ends.
+"""A throw-away PostgreSQL server: ``initdb`` and ``pg_ctl`` into a temp folder, on a free
+port of 127.0.0.1, stopped (and its folder removed) by its owner or, should the owner die
+first, by a watcher process.
+
+The tests start theirs through the ``pg_server`` fixture (``tests/conftest.py``), the
+benchmarks through ``running``; by hand (the URL is printed; Ctrl-C stops it):
+
+    python scripts/pg_local.py                  # postgresql://esc@127.0.0.1:PORT/postgres
+    python scripts/pg_local.py --database store # ... and an empty database named store
 
 The binaries come from Debian's ``postgresql`` package (``.ci/run`` installs it when
 missing): ``ESCALATION_TEST_PG_BINDIR`` when set, else ``pg_config --bindir``, else the
 newest ``/usr/lib/postgresql/*/bin``. ``initdb`` refuses to run as root, so a root session
 runs the server as the ``postgres`` user in a folder that user owns.
 
-This module starts and stops servers and makes databases; it knows nothing of pytest, so a
-benchmark can start a server the same way (the fixtures live in ``conftest.py``).
+This module knows nothing of pytest and nothing of the server package.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import re
@@ -19,6 +26,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -307,3 +315,28 @@ def running(bindir: Path | None = None) -> Iterator[PgServer]:
         yield server
     finally:
         stop(server)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Run a throw-away PostgreSQL server until Ctrl-C.")
+    parser.add_argument("--database", help="also create this (empty) database and print its URL")
+    args = parser.parse_args()
+    # SIGTERM stops the server as Ctrl-C does: the `finally` of `running` runs either way.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        with running() as server:
+            if args.database:
+                server.create_database(args.database, template="template0")
+            print(server.url(args.database or "postgres"), flush=True)
+            print(f"data and log in {server.root}; Ctrl-C stops it", file=sys.stderr, flush=True)
+            signal.pause()
+    except PostgresMissing as missing:
+        print(missing, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
