@@ -75,6 +75,11 @@ from postgres_support import POSTGRES_SCHEMES, backend_installed, postgres_datab
 
 SHARED_TASK = "bench-shared"
 SHARED_AGENT = "bench-agent"
+# Every process records this one error on this one task as the phase opens: the third
+# occurrence must open exactly one escalation, whichever process records it.
+ESCALATED_TASK = "bench-escalated"
+ESCALATED_ERROR = ("RuntimeError", "RuntimeError: the shared fixture broke in test_everything")
+ESCALATE_AT = 3
 TOOLS = ("record_failure", "report_progress")
 
 
@@ -138,11 +143,13 @@ class Run:
 
     processes: int
     calls: int
+    escalation_calls: int = 0
     latencies: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (tool, own|shared)
     by_mode: dict[str, list[float]] = field(default_factory=dict)  # legacy|auto
     acked: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (tool, task_id) -> tags
     errors: list[str] = field(default_factory=list)
     escalations: list[str] = field(default_factory=list)
+    escalation_ids: set[int] = field(default_factory=set)  # seen in the escalated task's results
     setup_s: list[float] = field(default_factory=list)
     go_at: float = 0.0
     ended_at: list[float] = field(default_factory=list)
@@ -211,14 +218,7 @@ async def worker(k: int, mode: str, db: str, project: Path, errlog: TextIO, run:
     try:
         t0 = time.perf_counter()
         async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:  # type: ignore[arg-type]
-            for task_id, agent in ((SHARED_TASK, SHARED_AGENT), (own_task(k), f"worker-{k}")):
-                started = {
-                    "task_id": task_id,
-                    "title": f"concurrency benchmark: {task_id}",
-                    "agent_id": agent,
-                    "project": str(project),
-                    "thresholds": NO_ESCALATION,
-                }
+            for started in start_arguments(k, project, run):
                 if not await call(client, run, k, "start_task", started, None):
                     return
             # One unmeasured call of each tool first: the first call of a process builds
@@ -235,6 +235,7 @@ async def worker(k: int, mode: str, db: str, project: Path, errlog: TextIO, run:
             ready.arrive()
             arrived = True
             await ready.event.wait()
+            await race_to_escalate(client, run, k)
             for i in range(run.calls):
                 for target in (own_task(k), SHARED_TASK):
                     tag = action_tag(k, target, i)
@@ -246,6 +247,55 @@ async def worker(k: int, mode: str, db: str, project: Path, errlog: TextIO, run:
     finally:
         if not arrived:
             ready.arrive()
+
+
+def start_arguments(k: int, project: Path, run: Run) -> list[dict[str, Any]]:
+    """start_task for the shared task, the process's own and (when raced) the escalated one."""
+    tasks = [(SHARED_TASK, SHARED_AGENT, NO_ESCALATION), (own_task(k), f"worker-{k}", NO_ESCALATION)]
+    if run.escalation_calls:
+        tasks.append((ESCALATED_TASK, SHARED_AGENT, {**NO_ESCALATION, "same_error_repeated": ESCALATE_AT}))
+    return [
+        {
+            "task_id": task_id,
+            "title": f"concurrency benchmark: {task_id}",
+            "agent_id": agent,
+            "project": str(project),
+            "thresholds": thresholds,
+        }
+        for task_id, agent, thresholds in tasks
+    ]
+
+
+async def race_to_escalate(client: Client, run: Run, k: int) -> None:
+    """The same error, ``run.escalation_calls`` times, on the escalated task; not timed.
+
+    Each answered call is a write to find again; the escalation ids its results carry (the
+    one it opened or joined, the one holding the task) must all be the same one.
+    """
+    error_type, message = ESCALATED_ERROR
+    for i in range(run.escalation_calls):
+        tag = f"w{k} escalated call {i}"
+        args = {
+            "task_id": ESCALATED_TASK,
+            "message": message,
+            "error_type": error_type,
+            "attempted_action": tag,
+            "observed_outcome": "the same fixture error",
+        }
+        where = f"w{k} record_failure {ESCALATED_TASK} {tag}"
+        try:
+            result = await client.call_tool("record_failure", args)
+        except Exception as exc:  # noqa: BLE001 (counted like any error)
+            run.errors.append(f"{where}: {type(exc).__name__}: {exc}"[:400])
+            continue
+        if result.is_error:
+            run.errors.append(f"{where}: {result_text(result)}")
+            continue
+        run.ack("record_failure", ESCALATED_TASK, tag)
+        content = result.structured_content or {}
+        for key in ("escalation", "holding"):
+            if isinstance(content.get(key), dict) and content[key].get("escalation_id") is not None:
+                run.escalation_ids.add(content[key]["escalation_id"])
 
 
 async def noop_worker(
@@ -379,6 +429,31 @@ class StoreReader:
         (self.pg if self.postgres else self.sqlite).close()
 
 
+def escalated_checks(run: Run, conn: StoreReader, view: dict[str, Any]) -> list[Check]:
+    """One escalation for the task every process raced to escalate, however many fired it."""
+    failures = run.acked.get(("record_failure", ESCALATED_TASK), set())
+    expected = 1 if len(failures) >= ESCALATE_AT else 0
+    occurrence_tags = {
+        row[0]
+        for row in conn.rows(
+            "SELECT attempted_action FROM failure_occurrences WHERE task_id = ?", (ESCALATED_TASK,)
+        )
+    }
+    stored = conn.value("SELECT COUNT(*) FROM escalations WHERE task_id = ?", (ESCALATED_TASK,))
+    return [
+        Check(ESCALATED_TASK, "escalations stored", expected, stored),
+        Check(ESCALATED_TASK, "get_task escalation_count", expected, view["escalation_count"]),
+        Check(ESCALATED_TASK, "escalation ids in the results", expected, len(run.escalation_ids)),
+        Check(ESCALATED_TASK, "get_task failure_occurrences", len(failures), view["failure_occurrences"]),
+        Check(
+            ESCALATED_TASK,
+            "acknowledged failures found by action",
+            len(failures),
+            len(failures & occurrence_tags),
+        ),
+    ]
+
+
 def verify(run: Run, db: str, views: dict[str, dict[str, Any]]) -> tuple[list[Check], list[str]]:
     """Compare the store with the acknowledged calls; also returns integrity problems."""
     checks: list[Check] = []
@@ -387,6 +462,9 @@ def verify(run: Run, db: str, views: dict[str, dict[str, Any]]) -> tuple[list[Ch
     try:
         problems += conn.integrity_problems()
         for task_id, view in views.items():
+            if task_id == ESCALATED_TASK:
+                checks += escalated_checks(run, conn, view)
+                continue
             failures = run.acked.get(("record_failure", task_id), set())
             reports = run.acked.get(("report_progress", task_id), set())
             counters = view["counters"]
@@ -523,6 +601,13 @@ def main() -> int:
         help="create and migrate the store with one server first, so the processes do not race to create it",
     )
     parser.add_argument(
+        "--escalation-calls",
+        type=int,
+        default=5,
+        help=f"same-error record_failure calls per process on one task that must escalate once, "
+        f"at the {ESCALATE_AT}rd occurrence (default 5; 0: none)",
+    )
+    parser.add_argument(
         "--backend",
         choices=("sqlite", "postgresql"),
         default="sqlite",
@@ -537,8 +622,8 @@ def main() -> int:
         sys.stdout = sys.stderr
     if not SERVER_SCRIPT.exists():
         parser.error(f"{SERVER_SCRIPT} not found: install the package into this interpreter's environment")
-    if args.processes < 1 or args.calls < 1:
-        parser.error("--processes and --calls must be at least 1")
+    if args.processes < 1 or args.calls < 1 or args.escalation_calls < 0:
+        parser.error("--processes and --calls must be at least 1, --escalation-calls at least 0")
     if args.backend == "postgresql" and not backend_installed():
         parser.error("the installed mcp-server-escalation has no PostgreSQL backend")
 
@@ -562,17 +647,20 @@ def main() -> int:
             f"{args.processes} server processes ({legacy} legacy, {auto} auto), "
             f"one {store} {args.backend} store, "
             f"{args.calls} record_failure + {args.calls} report_progress per process "
-            f"on its own task and on the shared task ({planned} calls)"
+            f"on its own task and on the shared task ({planned} calls); first, {args.escalation_calls} "
+            f"same-error record_failure per process on one task that must escalate once"
         )
         if args.existing_store:
             with (workdir / "prepare.stderr").open("w", encoding="utf-8") as errlog:
                 anyio.run(prepare_store, db, project, errlog)
-        run = Run(processes=args.processes, calls=args.calls)
+        run = Run(processes=args.processes, calls=args.calls, escalation_calls=args.escalation_calls)
         t_start = time.perf_counter()
         run_phase(run, worker, db, project, workdir, "server", args.timeout)
         total_s = time.perf_counter() - t_start
 
         task_ids = [SHARED_TASK] + [own_task(k) for k in range(args.processes)]
+        if args.escalation_calls:
+            task_ids.append(ESCALATED_TASK)
         views: dict[str, dict[str, Any]] = {}
         checks: list[Check] = []
         problems: list[str] = []
@@ -657,6 +745,13 @@ def main() -> int:
         print(f"  error: {line}")
     if run.escalations:
         print(f"  {len(run.escalations)} results carried an escalation, e.g. {run.escalations[:3]}")
+    raced = {c.what: c for c in checks if c.task_id == ESCALATED_TASK}
+    if "escalations stored" in raced:
+        print(
+            f"  escalated task: {raced['get_task failure_occurrences'].found} occurrences from "
+            f"{args.processes} processes, {raced['escalations stored'].found} escalation(s) stored "
+            f"(expected {raced['escalations stored'].expected}), ids in results {sorted(run.escalation_ids)}"
+        )
     if run.timed_out:
         print(f"  TIMED OUT after {args.timeout:g} s")
     verdict_ok = not (errors or lost or unexpected or problems or run.escalations or run.timed_out)
@@ -697,6 +792,8 @@ def main() -> int:
         "lost_writes": lost,
         "unexpected_writes": unexpected,
         "escalations": len(run.escalations),
+        "escalation_calls_per_process": args.escalation_calls,
+        "escalation_ids_seen": sorted(run.escalation_ids),
         "problems": problems,
         "checks": [
             {"task_id": c.task_id, "what": c.what, "expected": c.expected, "found": c.found} for c in checks
