@@ -32,9 +32,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import psycopg
-from psycopg import sql
+if TYPE_CHECKING:
+    import psycopg
 
 BINDIR_VARIABLE = "ESCALATION_TEST_PG_BINDIR"
 DEBIAN_ROOTS = Path("/usr/lib/postgresql")
@@ -115,32 +116,35 @@ class PgServer:
 
     def connect(self, dbname: str = "postgres") -> psycopg.Connection[tuple[object, ...]]:
         """An autocommit connection (CREATE/DROP DATABASE run outside a transaction)."""
+        # Imported here: starting and stopping a server need no driver.
+        import psycopg
+
         return psycopg.connect(self.url(dbname), autocommit=True)
+
+    def _admin(self, statement: str, *names: str) -> None:
+        """``statement`` with ``names`` quoted as identifiers into its ``{}``."""
+        from psycopg import sql
+
+        with self.connect() as conn:
+            conn.execute(sql.SQL(statement).format(*(sql.Identifier(name) for name in names)))
 
     def create_database(self, name: str | None = None, template: str | None = None) -> str:
         """A new database copied from ``template`` (the server's template by default)."""
         if name is None:
             self._made += 1
             name = f"t_{self._made}"
-        with self.connect() as conn:
-            conn.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                    sql.Identifier(name), sql.Identifier(template or self.template)
-                )
-            )
+        self._admin("CREATE DATABASE {} TEMPLATE {}", name, template or self.template)
         return name
 
     def drop_database(self, name: str) -> None:
         """Gone, even when a test left a connection (or a server process) on it."""
-        with self.connect() as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        self._admin("DROP DATABASE IF EXISTS {} WITH (FORCE)", name)
 
     def make_template(self, name: str, prepare: Callable[[str], None]) -> None:
         """``prepare(url)`` fills a new database once; every later test database copies it."""
         self.create_database(name, template="template0")
         prepare(self.url(name))
-        with self.connect() as conn:
-            conn.execute(sql.SQL("ALTER DATABASE {} IS_TEMPLATE true").format(sql.Identifier(name)))
+        self._admin("ALTER DATABASE {} IS_TEMPLATE true", name)
         self.template = name
 
     def postmaster_pid(self) -> int | None:
