@@ -36,16 +36,22 @@ def backend_installed() -> bool:
 
 
 @contextmanager
-def postgres_database(name: str = "bench", keep_log: Path | None = None) -> Iterator[tuple[str, PgServer]]:
-    """A new server with one empty database: its URL and the server; stopped on the way out
-    (its log first copied to ``keep_log``)."""
+def postgres_server(keep_log: Path | None = None) -> Iterator[PgServer]:
+    """A new server, stopped on the way out (its log first copied to ``keep_log``)."""
     with pg_local.running() as server:
         try:
-            server.create_database(name, template="template0")
-            yield server.url(name), server
+            yield server
         finally:
             if keep_log is not None and server.log.exists():
                 shutil.copyfile(server.log, keep_log)
+
+
+@contextmanager
+def postgres_database(name: str = "bench", keep_log: Path | None = None) -> Iterator[tuple[str, PgServer]]:
+    """A new server with one empty database: its URL and the server."""
+    with postgres_server(keep_log) as server:
+        server.create_database(name, template="template0")
+        yield server.url(name), server
 
 
 def postgres_figures(server: PgServer, url: str) -> dict[str, Any]:
