@@ -141,7 +141,10 @@ class PgServer:
         self._admin("DROP DATABASE IF EXISTS {} WITH (FORCE)", name)
 
     def make_template(self, name: str, prepare: Callable[[str], None]) -> None:
-        """``prepare(url)`` fills a new database once; every later test database copies it."""
+        """``prepare(url)`` fills a new database once; every later test database copies it.
+
+        ``prepare`` closes what it opened: PostgreSQL copies no database that has a session.
+        """
         self.create_database(name, template="template0")
         prepare(self.url(name))
         self._admin("ALTER DATABASE {} IS_TEMPLATE true", name)
