@@ -1,8 +1,9 @@
 """get_guidance at scale: 100,000 active failure records in one project.
 
-Seeds the store directly through SQL on a migrated store (one transaction of bulk inserts;
-the FTS5 index is kept in step by its triggers, and each row carries the fingerprint and
-the message key ``record_failure`` would give it), then runs realistic queries:
+Seeds the store directly through SQL on a migrated store (one transaction of bulk inserts,
+COPY on PostgreSQL; the search index is kept in step by the database, and each row carries
+the fingerprint and the message key ``record_failure`` would give it), then runs realistic
+queries:
 
 - in process, through the service: p50 and p99 of 1,000 queries (target p99 < 20 ms);
 - over stdio, through the real SDK client against the installed console script: the median
@@ -13,6 +14,7 @@ The queries are errors of the shapes the store holds (what ``get_guidance`` asks
 shapes the store has never seen are printed next to them (``NOVEL``), not judged.
 
     python benchmarks/bench_guidance.py [--records 100000] [--queries 1000] [--stdio-calls 300]
+    python benchmarks/bench_guidance.py --backend postgresql   # on a server the run starts
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
@@ -35,7 +39,7 @@ from mcp_server_escalation.rules.fingerprint import fingerprint, message_key
 from mcp_server_escalation.services import guidance, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
-from mcp_server_escalation.store.db import Database
+from postgres_support import POSTGRES_SCHEMES, backend_installed, postgres_database
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
@@ -86,23 +90,49 @@ ADVICE = [
 ]
 
 
+TASK_COLUMNS = (
+    "task_id",
+    "title",
+    "project",
+    "agent_id",
+    "status",
+    "thresholds_json",
+    "created_at",
+    "updated_at",
+)
+FAILURE_COLUMNS = (
+    "task_id", "project", "step", "signal_type", "classified_by", "severity", "fingerprint", "message",
+    "message_key", "recommended_adjustment", "created_at", "last_seen_at", "occurrence_count",
+    "helpful_count", "harmful_count",
+)  # fmt: skip
+
+
 def _seed(db_path: str, records: int, rng: random.Random) -> float:
+    """A migrated store holding ``records`` failures; the seconds the inserts took."""
+
     async def migrate() -> None:
-        db = await Database.open(db_path)
-        await db.close()
+        async with open_runtime(Settings(db_path=db_path, project_root=PROJECT)):
+            pass
 
     anyio.run(migrate)
+    task_rows, failure_rows = _rows(records, rng)
     start = time.perf_counter()
-    conn = sqlite3.connect(db_path, isolation_level=None)
-    conn.execute("BEGIN IMMEDIATE")
+    if db_path.startswith(POSTGRES_SCHEMES):
+        _insert_postgres(db_path, task_rows, failure_rows)
+    else:
+        _insert_sqlite(db_path, task_rows, failure_rows)
+    return time.perf_counter() - start
+
+
+def _rows(records: int, rng: random.Random) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Tasks and failure records, each carrying the fingerprint and message key
+    ``record_failure`` would give it."""
     tasks_n = max(1, records // 1000)
     now = "2026-11-21T10:00:00.000Z"
-    conn.executemany(
-        "INSERT INTO tasks (task_id, title, project, agent_id, status, thresholds_json,"
-        " created_at, updated_at) VALUES (?, 't', ?, 'a', 'active', '{}', ?, ?)",
-        [(f"bench-{t}", PROJECT, now, now) for t in range(tasks_n)],
-    )
-    rows = []
+    task_rows: list[tuple[Any, ...]] = [
+        (f"bench-{t}", "t", PROJECT, "a", "active", "{}", now, now) for t in range(tasks_n)
+    ]
+    rows: list[tuple[Any, ...]] = []
     for i in range(records):
         template = ERRORS[i % len(ERRORS)]
         message = template.format(w=rng.choice(WORDS), n=rng.randint(1, 500), m=rng.randint(1, 500))
@@ -128,17 +158,42 @@ def _seed(db_path: str, records: int, rng: random.Random) -> float:
                 rng.randint(0, 3),
             )
         )
-    conn.executemany(
-        "INSERT INTO failures (task_id, project, step, signal_type, classified_by, severity,"
-        " fingerprint, message, message_key, recommended_adjustment, created_at, last_seen_at,"
-        " occurrence_count, helpful_count, harmful_count)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        rows,
-    )
+    return task_rows, rows
+
+
+def _insert_sqlite(
+    db_path: str, task_rows: list[tuple[Any, ...]], failure_rows: list[tuple[Any, ...]]
+) -> None:
+    """One transaction of bulk inserts; the FTS5 index follows through its triggers."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    for table, columns, rows in (
+        ("tasks", TASK_COLUMNS, task_rows),
+        ("failures", FAILURE_COLUMNS, failure_rows),
+    ):
+        marks = ", ".join("?" * len(columns))
+        conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)  # noqa: S608 (constants)
     conn.execute("COMMIT")
     conn.execute("PRAGMA optimize")
     conn.close()
-    return time.perf_counter() - start
+
+
+def _insert_postgres(url: str, task_rows: list[tuple[Any, ...]], failure_rows: list[tuple[Any, ...]]) -> None:
+    """COPY in one transaction, then ANALYZE for the planner; the search index must follow
+    by itself (a generated column or a trigger), as FTS5's triggers do on SQLite."""
+    import psycopg
+
+    with psycopg.connect(url) as conn, conn.cursor() as cur:
+        for table, columns, rows in (
+            ("tasks", TASK_COLUMNS, task_rows),
+            ("failures", FAILURE_COLUMNS, failure_rows),
+        ):
+            with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        conn.commit()
+        conn.autocommit = True
+        cur.execute("ANALYZE")
 
 
 # Errors no record of the store has the shape of: no exact match, and on this store's
@@ -215,11 +270,22 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--stdio-calls", type=int, default=300)
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "postgresql"],
+        default="sqlite",
+        help="the store: a SQLite file (default) or a database on a PostgreSQL server this run starts",
+    )
     parser.add_argument("--json", help="write the figures to this file ('-' for stdout)")
     args = parser.parse_args()
+    if args.backend == "postgresql" and not backend_installed():
+        parser.error("the installed mcp-server-escalation has no PostgreSQL backend")
     rng = random.Random(20261121)  # noqa: S311 (reproducible data, not security)
-    with tempfile.TemporaryDirectory() as tmp:
-        db_path = str(Path(tmp) / "guidance.db")
+    with ExitStack() as stack:
+        if args.backend == "postgresql":
+            db_path, _ = stack.enter_context(postgres_database("guidance"))
+        else:
+            db_path = str(Path(stack.enter_context(tempfile.TemporaryDirectory())) / "guidance.db")
         seeding = _seed(db_path, args.records, rng)
         queries = _queries(rng, args.queries)
         novel = _novel(rng, args.queries)
@@ -227,7 +293,8 @@ def main() -> int:
         novel_times = anyio.run(_in_process, db_path, novel)
         g_times, n_times = anyio.run(_stdio, db_path, queries, args.stdio_calls)
         novel_g, novel_n = anyio.run(_stdio, db_path, novel, args.stdio_calls)
-    figures: dict[str, float] = {
+    figures: dict[str, Any] = {
+        "backend": args.backend,
         "records": args.records,
         "seeding_s": round(seeding, 2),
         "in_process_p50_ms": round(_pct(times, 0.5), 2),
@@ -242,7 +309,7 @@ def main() -> int:
     figures["stdio_ratio"] = round(figures["stdio_median_ms"] / figures["noop_median_ms"], 2)
     novel_ratio = figures["novel_stdio_median_ms"] / figures["novel_noop_median_ms"]
     figures["novel_stdio_ratio"] = round(novel_ratio, 2)
-    print(f"records {int(figures['records']):,}  seeded in {figures['seeding_s']} s")
+    print(f"{args.backend}: records {int(figures['records']):,}  seeded in {figures['seeding_s']} s")
     print(
         f"in process  p50 {figures['in_process_p50_ms']} ms  p99 {figures['in_process_p99_ms']} ms"
         "  (target p99 < 20 ms)"

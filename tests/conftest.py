@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+import pg_local as pg
 from hooks_support import stop_daemons
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.models.limits import Role
@@ -190,6 +191,31 @@ def _worker(request: pytest.FixtureRequest) -> str:
 def pg_server_url() -> str:
     """A PostgreSQL server's maintenance database URL (temporary: the dev server)."""
     return os.environ["ESC_DEV_PG"]
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[pg.PgServer]:
+    """A real PostgreSQL server for this session (each xdist worker starts its own, the first
+    time one of its tests asks), stopped at the session's end, also when tests failed.
+
+    No PostgreSQL on the machine is a failure, never a skip: a skipped backend would read as
+    a tested one.
+    """
+    bindir = pg.find_bindir()
+    if bindir is None:
+        pytest.fail(pg.missing_message(), pytrace=False)
+    with pg.running(bindir) as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(pg_server: pg.PgServer) -> Iterator[str]:
+    """``postgresql://`` URL of a new database of one test's own (~50 ms), dropped after it."""
+    name = pg_server.create_database()
+    try:
+        yield pg_server.url(name)
+    finally:
+        pg_server.drop_database(name)
 
 
 def make_settings(db_path: str, role: Role = "agent", **extra: Any) -> Settings:
