@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -26,8 +27,8 @@ from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.models.limits import Role
 from mcp_server_escalation.rules.fingerprint import message_key
 from mcp_server_escalation.settings import Settings
+from mcp_server_escalation.store.backends import open_store
 from mcp_server_escalation.store.migrations import MIGRATIONS
-from pg_store import emptied, worker_database
 
 PROJECT = "/work/project"
 
@@ -175,22 +176,34 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> str:
-    """A fresh, empty store for one test: a SQLite file (WAL), or a PostgreSQL database."""
+def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty store for one test: a SQLite file (WAL), or a PostgreSQL database of
+    its own, copied from one migrated once per worker (~30 ms instead of ~150 ms)."""
     if backend == "sqlite":
-        return str(tmp_path / "escalations.db")
-    server_url = request.getfixturevalue("pg_server_url")
-    return emptied(worker_database(server_url, _worker(request)))
-
-
-def _worker(request: pytest.FixtureRequest) -> str:
-    return str(getattr(request.config, "workerinput", {}).get("workerid", "main"))
+        yield str(tmp_path / "escalations.db")
+        return
+    server: pg.PgServer = request.getfixturevalue("pg_server")
+    request.getfixturevalue("migrated_template")
+    name = server.create_database()
+    try:
+        yield server.url(name)
+    finally:
+        server.drop_database(name)
 
 
 @pytest.fixture(scope="session")
-def pg_server_url() -> str:
-    """A PostgreSQL server's maintenance database URL (temporary: the dev server)."""
-    return os.environ["ESC_DEV_PG"]
+def migrated_template(pg_server: pg.PgServer) -> str:
+    """The name of the worker's template database holding a migrated, empty store."""
+
+    def migrate(url: str) -> None:
+        async def open_and_close() -> None:
+            store = await open_store(url)
+            await store.close()
+
+        anyio.run(open_and_close)
+
+    pg_server.make_template("store_template", migrate)
+    return "store_template"
 
 
 @pytest.fixture(scope="session")

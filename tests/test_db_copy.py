@@ -13,7 +13,6 @@ import pytest
 from conftest import connect
 from mcp_server_escalation.store.copying import TABLES
 from operator_support import run_cli
-from pg_store import emptied, worker_database
 
 
 @pytest.fixture
@@ -21,12 +20,6 @@ def home(tmp_path: Path) -> Path:
     folder = tmp_path / "home"
     folder.mkdir()
     return folder
-
-
-@pytest.fixture
-def pg_url(pg_server_url: str, request: pytest.FixtureRequest) -> str:
-    worker = str(getattr(request.config, "workerinput", {}).get("workerid", "main"))
-    return emptied(worker_database(pg_server_url, worker))
 
 
 async def _fill(db_path: str, home: Path) -> None:

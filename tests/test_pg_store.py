@@ -12,13 +12,6 @@ import pytest
 
 from conftest import connect
 from mcp_server_escalation.store.backends import CHANGE_CHANNEL, open_store
-from pg_store import emptied, worker_database
-
-
-@pytest.fixture
-def pg_url(pg_server_url: str, request: pytest.FixtureRequest) -> str:
-    worker = str(getattr(request.config, "workerinput", {}).get("workerid", "main"))
-    return emptied(worker_database(pg_server_url, worker))
 
 
 async def test_a_change_committed_by_another_server_is_announced_to_a_listening_one(pg_url: str) -> None:
