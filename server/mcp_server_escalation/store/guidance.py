@@ -1,9 +1,14 @@
-"""Candidate queries for guidance: exact matches, word statistics, lexical (FTS5 bm25), recent.
+"""Candidate queries for guidance: exact matches, word statistics, lexical (bm25), recent.
 
-Every query is bounded (``LIMIT``) and served by an index or the FTS5 index, so a project
-with 100,000 records never reads them all into Python. A candidate is only what ranking
-reads (``ranking.Candidate``, a tuple); the few rows of the answer are read in full
+Every query is bounded (``LIMIT``) and served by an index or the full-text index, so a
+project with 100,000 records never reads them all into Python. A candidate is only what
+ranking reads (``ranking.Candidate``, a tuple); the few rows of the answer are read in full
 afterwards (``guidance_rows``).
+
+The full-text index is FTS5's on SQLite, and on PostgreSQL a ``tsvector`` of each record's
+FTS5 tokens under a GIN index, with bm25 computed in Python from the counts stored beside
+it (``rules.fts``): the same matches and the same scores, so the same top-k
+(docs/guidance.md).
 """
 
 from __future__ import annotations
@@ -12,10 +17,12 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..models.guidance import Revision
-from ..rules.ranking import Candidate, fts_query
-from .sql import Conn, tuples
+from ..rules import fts
+from ..rules.ranking import Candidate, Match, fts_query
+from .sql import Conn, is_postgres, tuples
 
 CANDIDATES = 100
 # Exact matches (the newest this many) all share the query's normalised words; k is at most 20.
@@ -31,6 +38,8 @@ _EXACT_SQL = {
     "fingerprint": "f.fingerprint = ?",
     "message_key": "COALESCE(f.message_key, escalation_message_key(f.message)) = ?",
 }
+# PostgreSQL's records all have their key: its store began after migration 6.
+_EXACT_SQL_POSTGRES = {"fingerprint": "f.fingerprint = ?", "message_key": "f.message_key = ?"}
 
 
 @dataclass(frozen=True)
@@ -157,9 +166,25 @@ class WordStats:
 
 
 def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
-    """Per word, its first ``sample`` records in the FTS5 index: how many, how far they
+    """Per word, its first ``sample`` records in the full-text index: how many, how far they
     reach, and which. One statement; each word reads at most ``sample`` entries of its
-    doclist, so a word in every record costs no more than a rare one."""
+    index list, so a word in every record costs no more than a rare one."""
+    if is_postgres(conn):
+        rows = tuples(conn, _word_stats_postgres(len(words), sample), [_tsquery(Match((w,))) for w in words])
+    else:
+        rows = _word_stats_sqlite(conn, words, sample)
+    total, *by_word = sorted(rows, key=lambda row: int(row[0]))
+    return WordStats(
+        words,
+        sample,
+        total[1],
+        [row[1] for row in by_word],
+        [row[2] for row in by_word],
+        [row[3] for row in by_word],
+    )
+
+
+def _word_stats_sqlite(conn: Conn, words: Sequence[str], sample: int) -> list[tuple[object, ...]]:
     # The record count rides along as row -1: one statement either way.
     probe = (
         "SELECT {i}, count(*), max(rowid), group_concat(rowid) FROM (SELECT rowid FROM failures_fts"
@@ -172,25 +197,38 @@ def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
         ]
     )
     try:
-        rows = conn.execute(sql, [fts_query([w]) for w in words]).fetchall()
+        return list(conn.execute(sql, [fts_query([w]) for w in words]).fetchall())
     except sqlite3.OperationalError as exc:
         # Each word is a quoted token: this is a bug, not bad input.
         raise RuntimeError(f"FTS5 rejected one of {list(words)!r}: {exc}") from exc
-    total, *by_word = sorted(rows, key=lambda row: int(row[0]))
-    return WordStats(
-        words,
-        sample,
-        total[1],
-        [row[1] for row in by_word],
-        [row[2] for row in by_word],
-        [row[3] for row in by_word],
+
+
+def _word_stats_postgres(count: int, sample: int) -> str:
+    # GIN returns matches unordered; the planner reads the seq index in order instead where
+    # a word is common (its statistics of the column's lexemes say which).
+    probe = (
+        "SELECT {i}, count(*), max(seq), string_agg(CAST(seq AS TEXT), ',' ORDER BY seq) FROM"
+        " (SELECT seq FROM failures WHERE search @@ CAST(? AS tsquery) ORDER BY seq LIMIT {sample}) AS w{i}"
+    )
+    # The record count is the index's own (no sequence gap counts as a record).
+    return " UNION ALL ".join(
+        [
+            "SELECT -1, records, NULL, NULL FROM failure_search_totals",
+            *(probe.format(i=i, sample=int(sample)) for i in range(count)),
+        ]
     )
 
 
+def _tsquery(match: Match) -> str:
+    """The match as a tsquery of quoted lexemes (no parser or dictionary runs on them)."""
+    quoted = ("'" + fts.lexeme(t).replace("\\", "\\\\").replace("'", "''") + "'" for t in match.tokens)
+    return (" & " if match.all_of else " | ").join(quoted)
+
+
 def lexical(
-    conn: Conn, scope: Scope, match: str, *, newest: int, exact: Exact | None, scored: bool = True
+    conn: Conn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool = True
 ) -> list[Candidate]:
-    """Active records of the scope matching the FTS5 expression, best bm25 first.
+    """Active records of the scope matching ``match``, best bm25 first.
 
     Only the ``newest`` matches (by record id) are scored: FTS5 streams a doclist in rowid
     order and stops there, so a word that occurs in every record costs ``newest`` rows, not
@@ -198,11 +236,14 @@ def lexical(
     false), the candidates carry no relevance and come newest first: bm25 reads the whole
     index list of every word to weigh it, which for a common word is most of the query.
     """
+    if is_postgres(conn):
+        return _lexical_postgres(conn, scope, match, newest=newest, exact=exact, scored=scored)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     relevance, order = (
         (f"bm25(failures_fts, {weights})", "m.relevance, f.seq") if scored else ("NULL", "f.seq DESC")
     )
     flag, flag_params = (_EXACT_SQL[exact.column], (exact.value,)) if exact else ("0", ())
+    expression = fts_query(match.tokens, all_of=match.all_of)
     try:
         return _candidates(
             conn,
@@ -212,11 +253,59 @@ def lexical(
             ") m JOIN failures f ON f.seq = m.rowid"
             f" WHERE f.{scope.column} = ? AND f.status = 'active'"
             f" ORDER BY {order} LIMIT ?",
-            (*flag_params, match, newest, scope.value, CANDIDATES),
+            (*flag_params, expression, newest, scope.value, CANDIDATES),
         )
     except sqlite3.OperationalError as exc:
         # The expression is built from quoted tokens only; this is a bug, not bad input.
-        raise RuntimeError(f"FTS5 rejected {match!r}: {exc}") from exc
+        raise RuntimeError(f"FTS5 rejected {expression!r}: {exc}") from exc
+
+
+def _lexical_postgres(
+    conn: Conn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool
+) -> list[Candidate]:
+    """``lexical`` on PostgreSQL: the same newest matches, scored in Python as FTS5 scores
+    them (``rules.fts.bm25``) from each record's stored counts and the index's totals."""
+    flag, flag_params = (_EXACT_SQL_POSTGRES[exact.column], (exact.value,)) if exact else ("FALSE", ())
+    lexemes = [fts.lexeme(t) for t in match.tokens] if scored else []
+    counts = "".join(", f.search_terms -> CAST(? AS TEXT)" for _ in lexemes)
+    rows = tuples(
+        conn,
+        f"SELECT {_CANDIDATE}, {flag}, f.search_size{counts} FROM ("  # noqa: S608 (constants, placeholders)
+        "  SELECT seq FROM failures WHERE search @@ CAST(? AS tsquery) ORDER BY seq DESC LIMIT ?"
+        ") AS m JOIN failures f ON f.seq = m.seq"
+        f" WHERE f.{scope.column} = ? AND f.status = 'active' ORDER BY f.seq DESC",
+        (*flag_params, *lexemes, _tsquery(match), newest, scope.value),
+    )
+    if not scored:
+        return [_candidate(row, None) for row in rows[:CANDIDATES]]
+    idfs, average_size = _index_weights(conn, lexemes)
+    relevant = sorted(
+        (
+            fts.bm25([fts.frequency(c, BM25_WEIGHTS) for c in row[8:]], idfs, int(row[7]), average_size),
+            row[0],
+            row,
+        )
+        for row in rows
+    )
+    return [_candidate(row, relevance) for relevance, _, row in relevant[:CANDIDATES]]
+
+
+def _candidate(row: Sequence[Any], relevance: float | None) -> Candidate:
+    seq, severity, seen, occurrences, helped, harmed, exact = row[:7]
+    return Candidate(seq, severity, seen, occurrences, helped, harmed, bool(exact), relevance)
+
+
+def _index_weights(conn: Conn, lexemes: Sequence[str]) -> tuple[list[float], float]:
+    """bm25's IDF of each lexeme over the whole index, and the index's average record
+    length in tokens, as FTS5 reads them from its own statistics."""
+    counts = "".join(", (SELECT count(*) FROM failures WHERE search @@ CAST(? AS tsquery))" for _ in lexemes)
+    row = tuples(
+        conn,
+        f"SELECT records, tokens{counts} FROM failure_search_totals",  # noqa: S608 (placeholders)
+        [_tsquery(Match((lexeme,))) for lexeme in lexemes],
+    )[0]
+    records, tokens = int(row[0]), int(row[1])
+    return [fts.idf(records, int(n)) for n in row[2:]], tokens / max(records, 1)
 
 
 def guidance_rows(conn: Conn, seqs: Sequence[int]) -> dict[int, GuidanceRow]:
