@@ -12,7 +12,13 @@ The queries are errors of the shapes the store holds (what ``get_guidance`` asks
 ``query``: the step's latest failure, always in the store). The same figures for errors of
 shapes the store has never seen are printed next to them (``NOVEL``), not judged.
 
+With ``--pg URL`` (a PostgreSQL database the benchmark may create a schema in), the same
+rows are copied into a PostgreSQL store too (with the search columns ``record_failure``
+writes there), the in-process figures are measured on it as well, and the first queries'
+answers are checked to be the same on both backends.
+
     python benchmarks/bench_guidance.py [--records 100000] [--queries 1000] [--stdio-calls 300]
+                                        [--pg postgresql://...]
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
+from mcp_server_escalation.rules import fts
 from mcp_server_escalation.rules.fingerprint import fingerprint, message_key
 from mcp_server_escalation.services import guidance, tasks
 from mcp_server_escalation.services.runtime import open_runtime
@@ -205,6 +212,108 @@ async def _stdio(db_path: str, queries: list[str], calls: int) -> tuple[list[flo
     return g_times, n_times
 
 
+# The failure columns the SQLite seed fills, as copied into PostgreSQL.
+_COPIED = (
+    "seq, task_id, project, step, signal_type, classified_by, severity, fingerprint, message,"
+    " message_key, error_type, tool_name, recommended_adjustment, created_at, last_seen_at,"
+    " occurrence_count, helpful_count, harmful_count, status"
+)
+
+
+def _tsvector(lexemes: list[str]) -> str:
+    """A tsvector's text form of bare lexemes (quoted: no parser runs on them)."""
+    return " ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+
+
+def _copy_to_postgres(db_path: str, url: str) -> tuple[str, float]:
+    """A new schema of ``url`` holding the SQLite store's tasks and failures, each record
+    with the search columns ``record_failure`` writes there; its URL and the seconds taken."""
+    import psycopg
+
+    from mcp_server_escalation.store.postgres.database import PgDatabase
+
+    schema = f"bench_{os.getpid()}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        admin.execute(f"CREATE SCHEMA {schema}")
+    target = f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+
+    async def migrate() -> None:
+        db = await PgDatabase.open(target)
+        await db.close()
+
+    anyio.run(migrate)
+    start = time.perf_counter()
+    source = sqlite3.connect(db_path)
+    tokens = 0
+    with psycopg.connect(target) as conn, conn.cursor() as cur:
+        task_rows = source.execute(
+            "SELECT task_id, title, project, agent_id, status, thresholds_json,"
+            " created_at, updated_at FROM tasks"
+        ).fetchall()
+        with cur.copy(
+            "COPY tasks (task_id, title, project, agent_id, status, thresholds_json,"
+            " created_at, updated_at) FROM STDIN"
+        ) as copy:
+            for row in task_rows:
+                copy.write_row(row)
+        with cur.copy(f"COPY failures ({_COPIED}, search, search_terms, search_size) FROM STDIN") as copy:
+            for row in source.execute(f"SELECT {_COPIED} FROM failures ORDER BY seq"):  # noqa: S608
+                by_name = dict(zip([c.strip() for c in _COPIED.split(",")], row, strict=True))
+                terms = fts.index_terms([by_name[column] for column in fts.COLUMNS])
+                tokens += terms.size
+                copy.write_row((*row, _tsvector(list(terms.counts)), json.dumps(terms.counts), terms.size))
+        cur.execute(
+            "UPDATE failure_search_totals SET records = (SELECT count(*) FROM failures), tokens = %s",
+            (tokens,),
+        )
+        cur.execute(
+            "SELECT setval(pg_get_serial_sequence('failures', 'seq'), (SELECT max(seq) FROM failures))"
+        )
+        conn.commit()
+        conn.autocommit = True
+        conn.execute("VACUUM ANALYZE")
+    source.close()
+    return target, time.perf_counter() - start
+
+
+def _drop_schema(url: str, target: str) -> None:
+    import psycopg
+
+    schema = target.rsplit("%3D", 1)[1]
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+async def _answers(db_path: str, queries: list[str]) -> list[list[tuple[str, float, bool]]]:
+    async with open_runtime(Settings(db_path=db_path, project_root=PROJECT)) as rt:
+        results = [
+            await guidance.get_guidance(rt, task_id="probe", query=q, scope="project") for q in queries
+        ]
+    return [[(i.failure_id, i.score, i.exact_match) for i in r.items] for r in results]
+
+
+def _postgres_figures(db_path: str, url: str, queries: list[str], novel: list[str]) -> dict[str, float]:
+    """The in-process figures on PostgreSQL, after checking its answers against SQLite's."""
+    target, seconds = _copy_to_postgres(db_path, url)
+    try:
+        checked = queries[:100] + novel[:100]
+        # The probe task starts on both (the SQLite store has it from the runs before).
+        pg_times = anyio.run(_in_process, target, queries)
+        if anyio.run(_answers, db_path, checked) != anyio.run(_answers, target, checked):
+            raise SystemExit("PostgreSQL's guidance differs from SQLite's on the same store")
+        pg_novel = anyio.run(_in_process, target, novel)
+    finally:
+        _drop_schema(url, target)
+    return {
+        "pg_copy_s": round(seconds, 2),
+        "pg_in_process_p50_ms": round(_pct(pg_times, 0.5), 2),
+        "pg_in_process_p99_ms": round(_pct(pg_times, 0.99), 2),
+        "pg_novel_in_process_p50_ms": round(_pct(pg_novel, 0.5), 2),
+        "pg_novel_in_process_p99_ms": round(_pct(pg_novel, 0.99), 2),
+    }
+
+
 def _pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000
@@ -216,6 +325,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--stdio-calls", type=int, default=300)
     parser.add_argument("--json", help="write the figures to this file ('-' for stdout)")
+    parser.add_argument("--pg", help="also measure on PostgreSQL: a database URL to create a schema in")
     args = parser.parse_args()
     rng = random.Random(20261121)  # noqa: S311 (reproducible data, not security)
     with tempfile.TemporaryDirectory() as tmp:
@@ -227,6 +337,7 @@ def main() -> int:
         novel_times = anyio.run(_in_process, db_path, novel)
         g_times, n_times = anyio.run(_stdio, db_path, queries, args.stdio_calls)
         novel_g, novel_n = anyio.run(_stdio, db_path, novel, args.stdio_calls)
+        postgres = _postgres_figures(db_path, args.pg, queries, novel) if args.pg else {}
     figures: dict[str, float] = {
         "records": args.records,
         "seeding_s": round(seeding, 2),
@@ -256,6 +367,14 @@ def main() -> int:
         f"  p99 {figures['novel_in_process_p99_ms']} ms; over stdio {figures['novel_stdio_median_ms']} ms"
         f" vs no-op {figures['novel_noop_median_ms']} ms = {figures['novel_stdio_ratio']}x"
     )
+    if postgres:
+        figures.update(postgres)
+        pg = {key: figures[key] for key in postgres}
+        print(
+            f"PostgreSQL (same answers as SQLite): in process p50 {pg['pg_in_process_p50_ms']} ms"
+            f"  p99 {pg['pg_in_process_p99_ms']} ms; novel p50 {pg['pg_novel_in_process_p50_ms']} ms"
+            f"  p99 {pg['pg_novel_in_process_p99_ms']} ms  (copied in {pg['pg_copy_s']} s)"
+        )
     print(f"load average {os.getloadavg()[0]:.2f}")
     if args.json:
         text = json.dumps(figures, indent=2)

@@ -28,6 +28,7 @@ from mcp_server_escalation.rules import fts, ranking
 from mcp_server_escalation.services import failures, guidance, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
+from mcp_server_escalation.store import failures as failure_store
 from mcp_server_escalation.store import guidance as guidance_store
 from mcp_server_escalation.store.sql import Conn
 
@@ -259,3 +260,33 @@ async def test_a_message_with_a_very_long_token_is_found_by_it(tmp_path: Path, p
             found.append(_top(await guidance.get_guidance(rt, task_id="s1", query=f"{blob} bad")))
     assert found[0] == found[1]
     assert found[0][0][0] == "F-1"
+
+
+def _search_state(conn: Conn) -> list[Any]:
+    return [
+        conn.execute("SELECT records, tokens FROM failure_search_totals").fetchall(),
+        conn.execute("SELECT seq, search, search_terms, search_size FROM failures ORDER BY seq").fetchall(),
+    ]
+
+
+async def test_the_search_columns_kept_record_by_record_are_what_indexing_anew_finds(pg_url: str) -> None:
+    clock = Clock()
+    async with open_runtime(Settings(db_path=pg_url, project_root=PROJECT), clock) as rt:
+        for task_id in ("a1", "a2", "b1"):
+            await tasks.start_task(rt, title="t", task_id=task_id, thresholds=BIG)
+        for report in _reports(random.Random(5), 120):  # noqa: S311 (test data)
+            await failures.record_failure(rt, report)  # repeats change the advice now and then
+        kept = await rt.db.read(_search_state)
+        asked = [await guidance.get_guidance(rt, task_id="a1", query=q, scope="project") for q in QUERIES]
+
+        def wipe(conn: Conn) -> None:  # as a copy of the store's rows leaves them
+            conn.execute("UPDATE failures SET search = '', search_terms = '{}', search_size = 0")
+            conn.execute("UPDATE failure_search_totals SET records = 0, tokens = 0")
+
+        await rt.db.write(wipe)
+        assert (await guidance.get_guidance(rt, task_id="a1", query="error", scope="project")).items == []
+        indexed = await rt.db.write(failure_store.index_for_search)
+        again = [await guidance.get_guidance(rt, task_id="a1", query=q, scope="project") for q in QUERIES]
+        assert await rt.db.read(_search_state) == kept
+    assert indexed == len(kept[1])
+    assert [_top(r) for r in again] == [_top(r) for r in asked]

@@ -212,6 +212,12 @@ def _insert(conn: Conn, new: NewFailure, now: str, refs: str, details: str) -> C
     return Counted(row[0], row[1], 1, "active")
 
 
+_SET_SEARCH = (
+    "UPDATE failures SET search = array_to_tsvector(?::text[]), search_terms = ?::jsonb,"
+    " search_size = ? WHERE seq = ?"
+)
+
+
 def _search_values(terms: fts.Terms) -> tuple[list[str], str, int]:
     """The search columns' values: the lexemes, their counts per column, the token count."""
     return list(terms.counts), json.dumps(terms.counts, separators=(",", ":")), terms.size
@@ -234,12 +240,25 @@ def _reindex(conn: Conn, seq: int) -> None:
         (seq,),
     ).fetchone()
     terms = fts.index_terms([row[i] for i in range(len(fts.COLUMNS))])
-    conn.execute(
-        "UPDATE failures SET search = array_to_tsvector(?::text[]), search_terms = ?::jsonb,"
-        " search_size = ? WHERE seq = ?",
-        (*_search_values(terms), seq),
-    )
+    conn.execute(_SET_SEARCH, (*_search_values(terms), seq))
     _count_for_search(conn, records=0, tokens=terms.size - int(row[len(fts.COLUMNS)]))
+
+
+def index_for_search(conn: Conn) -> int:
+    """Index every record's words anew and count the index's totals again (PostgreSQL):
+    for records written other than by ``record_occurrence``, as a copy of a store writes
+    them. Answers how many records it indexed."""
+    indexed = ", ".join(fts.COLUMNS)
+    rows = conn.execute(f"SELECT seq, {indexed} FROM failures ORDER BY seq").fetchall()  # noqa: S608
+    tokens = 0
+    values = []
+    for row in rows:
+        terms = fts.index_terms([row[column] for column in fts.COLUMNS])
+        tokens += terms.size
+        values.append((*_search_values(terms), row["seq"]))
+    conn.executemany(_SET_SEARCH, values)
+    conn.execute("UPDATE failure_search_totals SET records = ?, tokens = ? WHERE id = 1", (len(rows), tokens))
+    return len(rows)
 
 
 def _keep_occurrence(conn: Conn, counted: Counted, new: NewFailure, now: str, details: str) -> None:
