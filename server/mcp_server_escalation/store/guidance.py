@@ -264,24 +264,50 @@ def _lexical_postgres(
     conn: Conn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool
 ) -> list[Candidate]:
     """``lexical`` on PostgreSQL: the same newest matches, scored in Python as FTS5 scores
-    them (``rules.fts.bm25``) from each record's stored counts and the index's totals."""
+    them (``rules.fts.bm25``) from each record's stored counts and the index's totals.
+
+    GIN returns matches unordered: for the newest, the planner reads the seq index
+    backwards where the words are common, and sorts the few matches where they are rare.
+    The totals and each word's record count ride along on every row (one statement)."""
     flag, flag_params = (_EXACT_SQL_POSTGRES[exact.column], (exact.value,)) if exact else ("FALSE", ())
     lexemes = [fts.lexeme(t) for t in match.tokens] if scored else []
     counts = "".join(", f.search_terms -> CAST(? AS TEXT)" for _ in lexemes)
+    holding = "".join(", (SELECT count(*) FROM failures WHERE search @@ CAST(? AS tsquery))" for _ in lexemes)
     rows = tuples(
         conn,
-        f"SELECT {_CANDIDATE}, {flag}, f.search_size{counts} FROM ("  # noqa: S608 (constants, placeholders)
+        f"WITH totals AS (SELECT records, tokens{holding} FROM failure_search_totals)"  # noqa: S608 (constants, placeholders)
+        f" SELECT {_CANDIDATE}, {flag}, f.search_size{counts}, totals.* FROM ("
         "  SELECT seq FROM failures WHERE search @@ CAST(? AS tsquery) ORDER BY seq DESC LIMIT ?"
-        ") AS m JOIN failures f ON f.seq = m.seq"
+        ") AS m JOIN failures f ON f.seq = m.seq CROSS JOIN totals"
         f" WHERE f.{scope.column} = ? AND f.status = 'active' ORDER BY f.seq DESC",
-        (*flag_params, *lexemes, _tsquery(match), newest, scope.value),
+        (
+            *[_tsquery(Match((lexeme,))) for lexeme in lexemes],
+            *flag_params,
+            *lexemes,
+            _tsquery(match),
+            newest,
+            scope.value,
+        ),
     )
     if not scored:
         return [_candidate(row, None) for row in rows[:CANDIDATES]]
-    idfs, average_size = _index_weights(conn, lexemes)
+    return _best_by_bm25(rows, len(lexemes))
+
+
+def _best_by_bm25(rows: Sequence[Sequence[Any]], words: int) -> list[Candidate]:
+    """The best ``CANDIDATES`` of the rows by bm25 (then record id). A row: the candidate's
+    fields, its token count, its counts of each word, then the index's record and token
+    counts and each word's record count."""
+    if not rows:
+        return []
+    records, tokens, *holding = rows[0][8 + words :]
+    idfs = [fts.idf(int(records), int(n)) for n in holding]
+    average_size = int(tokens) / max(int(records), 1)
     relevant = sorted(
         (
-            fts.bm25([fts.frequency(c, BM25_WEIGHTS) for c in row[8:]], idfs, int(row[7]), average_size),
+            fts.bm25(
+                [fts.frequency(c, BM25_WEIGHTS) for c in row[8 : 8 + words]], idfs, int(row[7]), average_size
+            ),
             row[0],
             row,
         )
@@ -293,19 +319,6 @@ def _lexical_postgres(
 def _candidate(row: Sequence[Any], relevance: float | None) -> Candidate:
     seq, severity, seen, occurrences, helped, harmed, exact = row[:7]
     return Candidate(seq, severity, seen, occurrences, helped, harmed, bool(exact), relevance)
-
-
-def _index_weights(conn: Conn, lexemes: Sequence[str]) -> tuple[list[float], float]:
-    """bm25's IDF of each lexeme over the whole index, and the index's average record
-    length in tokens, as FTS5 reads them from its own statistics."""
-    counts = "".join(", (SELECT count(*) FROM failures WHERE search @@ CAST(? AS tsquery))" for _ in lexemes)
-    row = tuples(
-        conn,
-        f"SELECT records, tokens{counts} FROM failure_search_totals",  # noqa: S608 (placeholders)
-        [_tsquery(Match((lexeme,))) for lexeme in lexemes],
-    )[0]
-    records, tokens = int(row[0]), int(row[1])
-    return [fts.idf(records, int(n)) for n in row[2:]], tokens / max(records, 1)
 
 
 def guidance_rows(conn: Conn, seqs: Sequence[int]) -> dict[int, GuidanceRow]:
