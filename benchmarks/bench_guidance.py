@@ -42,6 +42,7 @@ from mcp_server_escalation.rules.fingerprint import fingerprint, message_key
 from mcp_server_escalation.services import guidance, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
+from mcp_server_escalation.store import search_tokens
 from mcp_server_escalation.store.db import Database
 
 HERE = Path(__file__).resolve().parent
@@ -260,7 +261,7 @@ def _copy_to_postgres(db_path: str, url: str) -> tuple[str, float]:
         with cur.copy(f"COPY failures ({_COPIED}, search, search_terms, search_size) FROM STDIN") as copy:
             for row in source.execute(f"SELECT {_COPIED} FROM failures ORDER BY seq"):  # noqa: S608
                 by_name = dict(zip([c.strip() for c in _COPIED.split(",")], row, strict=True))
-                terms = fts.index_terms([by_name[column] for column in fts.COLUMNS])
+                terms = search_tokens.record_terms([by_name[column] for column in fts.COLUMNS])
                 tokens += terms.size
                 copy.write_row((*row, _tsvector(list(terms.counts)), json.dumps(terms.counts), terms.size))
         cur.execute(

@@ -30,6 +30,7 @@ from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import failures as failure_store
 from mcp_server_escalation.store import guidance as guidance_store
+from mcp_server_escalation.store import search_tokens
 from mcp_server_escalation.store.sql import Conn
 
 BIG = ThresholdOverrides(
@@ -180,7 +181,7 @@ def _top(result: Any) -> list[tuple[str, float, bool]]:
 
 def _search_details(conn: Conn, text: str) -> list[Any]:
     """Below the top-k: the word statistics and the bm25 of every lexical candidate."""
-    tokens = ranking.query_tokens(text)
+    tokens = ranking.query_tokens(text, search_tokens.tokens)
     if not tokens:
         return []
     stats = guidance_store.word_stats(conn, tokens, ranking.DF_SAMPLE)
@@ -242,7 +243,7 @@ def test_a_token_too_long_for_a_lexeme_is_searched_by_its_hash() -> None:
     long = "a" * 3000
     assert fts.lexeme(long) == "#" + hashlib.sha256(long.encode()).hexdigest()
     assert fts.lexeme("short") == "short"
-    assert fts.index_terms([f"x {long} {long}", None, None, None, None]).counts == {
+    assert search_tokens.record_terms([f"x {long} {long}", None, None, None, None]).counts == {
         "x": [1, 0, 0, 0, 0],
         fts.lexeme(long): [2, 0, 0, 0, 0],
     }

@@ -25,6 +25,7 @@ from mcp_server_escalation.services import failures, guidance, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import guidance as guidance_store
+from mcp_server_escalation.store import search_tokens
 from mcp_server_escalation.store.migrations import MIGRATIONS
 
 BIG = ThresholdOverrides(same_error_repeated=100_000)
@@ -215,14 +216,23 @@ def _fts5_tokens(text: str) -> list[str]:
 @given(st.text(alphabet=st.sampled_from(TOKEN_CHARACTERS), max_size=40))
 def test_query_tokens_are_the_index_tokens_less_the_volatile_ones(text: str) -> None:
     expected = dict.fromkeys(t for t in _fts5_tokens(text) if not ranking._VOLATILE.match(t))
-    assert ranking.query_tokens(text) == list(expected)[: ranking.MAX_QUERY_TOKENS]
+    assert ranking.query_tokens(text, search_tokens.tokens) == list(expected)[: ranking.MAX_QUERY_TOKENS]
+
+
+def test_a_lone_surrogate_in_a_query_separates_words() -> None:
+    # JSON can carry one; it has no UTF-8 form, so SQLite's tokenizer never sees it.
+    assert ranking.query_tokens("x\udfffy caf\u00e9", search_tokens.tokens) == ["x", "y", "cafe"]
 
 
 def test_distinguishing_words_are_the_ones_normalisation_replaced() -> None:
-    assert ranking.distinguishing_words("KeyError: 'next_url' while handling request") == ["next", "url"]
-    assert ranking.distinguishing_words("line too long (120 > 100 characters)") == []
-    assert ranking.distinguishing_words("E501 line too long") == ["e501"]  # now "e<n>"
-    assert ranking.distinguishing_words("cannot write /tmp/build-7/out.o: disk full") == ["build", "out", "o"]
+    assert ranking.distinguishing_words(
+        "KeyError: 'next_url' while handling request", search_tokens.tokens
+    ) == ["next", "url"]
+    assert ranking.distinguishing_words("line too long (120 > 100 characters)", search_tokens.tokens) == []
+    assert ranking.distinguishing_words("E501 line too long", search_tokens.tokens) == ["e501"]  # now "e<n>"
+    assert ranking.distinguishing_words(
+        "cannot write /tmp/build-7/out.o: disk full", search_tokens.tokens
+    ) == ["build", "out", "o"]
 
 
 async def test_migration_7_indexes_the_error_and_its_advice_not_the_attempted_action(db_path: str) -> None:
@@ -322,7 +332,7 @@ async def test_the_word_sets_shortcut_finds_exactly_what_two_searches_find(db_pa
                 await _fail(rt, " ".join(words), task_id=rng.choice(("s1", "s2")))
             for query in queries:
                 for where in scopes:
-                    tokens = ranking.query_tokens(f"{query} error module")
+                    tokens = ranking.query_tokens(f"{query} error module", search_tokens.tokens)
                     got, expected, stats = await rt.db.read(
                         functools.partial(_both_ways, where=where, tokens=tokens, need=rng.randint(0, 12))
                     )

@@ -3,15 +3,12 @@
 On SQLite the failure records' words are indexed by FTS5 (its ``unicode61`` tokenizer with
 ``remove_diacritics 2``, over the columns of ``COLUMNS``) and ranked by its ``bm25()``. On
 PostgreSQL the same words must be indexed and weighed alike, or the same store would give
-a different top-k. So this module holds what both backends share:
+a different top-k. The tokens themselves come from FTS5's own tokenizer
+(``store.search_tokens``); this module holds the rules both backends share:
 
-- ``tokens``: a text's tokens exactly as FTS5 makes them. ASCII text (most error text) is
-  split here: a token is a run of ASCII letters and digits, lower-cased, as unicode61 has
-  it. Any other text is split by SQLite's own tokenizer, through an FTS5 table in memory:
-  its Unicode tables (categories, case folding, which diacritics go) are the definition,
-  and a copy of them in Python would drift from it.
 - ``index_terms``: what a record's indexed columns hold, token by token and column by
-  column, and how many tokens in all: what bm25 reads of one record.
+  column, and how many tokens in all: what bm25 reads of one record;
+- ``lexeme``: a token as PostgreSQL can store it;
 - ``bm25``: FTS5's bm25 with the same arithmetic, in the same order, so the same inputs
   give the same float.
 """
@@ -20,59 +17,19 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
-import sqlite3
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 # The indexed columns of failure records, in FTS5's column order (SQLite's migration 7);
 # the attempted action is not indexed.
 COLUMNS = ("message", "error_type", "tool_name", "signal_type", "recommended_adjustment")
-# The tokenizer of that index.
-TOKENIZER = "unicode61 remove_diacritics 2"
 # FTS5's bm25 constants.
 K1 = 1.2
 B = 0.75
-# FTS5 keeps at most this many bytes of a token (FTS5_MAX_TOKEN_SIZE).
-MAX_TOKEN_BYTES = 32768
 # PostgreSQL keeps a lexeme of under 2 KiB (and silently cuts a longer one in a tsvector):
 # a longer token is stored and searched as its hash, which no token can equal ("#" is a
 # separator to FTS5).
 MAX_LEXEME_BYTES = 1024
-
-_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
-_local = threading.local()
-
-
-def _tokenizer() -> sqlite3.Connection:
-    """This thread's FTS5 table in memory, whose index shows how a text was tokenized."""
-    conn: sqlite3.Connection | None = getattr(_local, "conn", None)
-    if conn is None:
-        conn = sqlite3.connect(":memory:")
-        # A token cut at FTS5's byte limit may end inside a character.
-        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
-        conn.execute(f"CREATE VIRTUAL TABLE body USING fts5(text, tokenize='{TOKENIZER}')")
-        conn.execute("CREATE VIRTUAL TABLE words USING fts5vocab(body, 'instance')")
-        _local.conn = conn
-    return conn
-
-
-def _sqlite_tokens(text: str) -> list[str]:
-    conn = _tokenizer()
-    with conn:
-        conn.execute("INSERT INTO body (rowid, text) VALUES (1, ?)", (text,))
-        rows = conn.execute("SELECT term FROM words ORDER BY offset").fetchall()
-        conn.execute("DELETE FROM body WHERE rowid = 1")
-    return [row[0] for row in rows]
-
-
-def tokens(text: str) -> list[str]:
-    """The tokens of ``text`` as FTS5's unicode61 tokenizer (remove_diacritics 2) makes
-    them, in order, repeats kept."""
-    if text.isascii():
-        return [token[:MAX_TOKEN_BYTES] for token in _ASCII_TOKEN.findall(text.lower())]
-    return _sqlite_tokens(text)
 
 
 def lexeme(token: str) -> str:
@@ -90,12 +47,12 @@ class Terms:
     size: int
 
 
-def index_terms(columns: Sequence[str | None]) -> Terms:
-    """The terms of a record whose indexed columns (``COLUMNS`` order) hold ``columns``."""
+def index_terms(columns: Sequence[Sequence[str]]) -> Terms:
+    """The terms of a record whose indexed columns (``COLUMNS`` order) hold these tokens."""
     counts: dict[str, list[int]] = {}
     size = 0
-    for position, text in enumerate(columns):
-        for token in tokens(text) if text else ():
+    for position, column in enumerate(columns):
+        for token in column:
             per_column = counts.setdefault(lexeme(token), [0] * len(COLUMNS))
             per_column[position] += 1
             size += 1

@@ -28,8 +28,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import NamedTuple
 
-from . import fts
 from .fingerprint import normalise_message
+
+# What splits a text into the index's tokens (``store.search_tokens.tokens``): the index's
+# own tokenizer, passed in, since SQLite's defines it.
+Split = Callable[[str], list[str]]
 
 SEVERITY = {"low": 0.25, "medium": 0.5, "high": 0.75, "critical": 1.0}
 WEIGHTS = {"lexical": 4.0, "severity": 2.0, "recency": 1.5, "occurrences": 1.0, "helpfulness": 2.0}
@@ -120,13 +123,13 @@ def rank(
     return [(item[5], item[4]) for item in heapq.nsmallest(k, order)]
 
 
-def query_tokens(text: str) -> list[str]:
-    """The query's distinct tokens as FTS5's unicode61 tokenizer makes them (lower-cased,
-    accent-free: ``fts.tokens``), without the volatile ones the fingerprint also ignores
-    (numbers, hex ids): "expected 3 got 4" must find "expected 5 got 6". Each is one token
-    of the index on either backend."""
+def query_tokens(text: str, split: Split) -> list[str]:
+    """The query's distinct index tokens (lower-cased, accent-free, as ``split`` makes
+    them), without the volatile ones the fingerprint also ignores (numbers, hex ids):
+    "expected 3 got 4" must find "expected 5 got 6". Each is one token of the index on
+    either backend."""
     seen: dict[str, None] = {}
-    for token in fts.tokens(text):
+    for token in split(text):
         if _VOLATILE.match(token):
             continue
         seen.setdefault(token, None)
@@ -171,8 +174,8 @@ def search_words(tokens: list[str], frequencies: list[float], records: int, *, f
     return [tokens[i] for i in rare]
 
 
-def distinguishing_words(text: str) -> list[str]:
+def distinguishing_words(text: str, split: Split) -> list[str]:
     """The query words the normalisation replaced (quoted names, temp paths, ...): the only
     ones that tell the records with the same normalised message apart."""
-    kept = set(query_tokens(normalise_message(text)))
-    return [token for token in query_tokens(text) if token not in kept]
+    kept = set(query_tokens(normalise_message(text), split))
+    return [token for token in query_tokens(text, split) if token not in kept]

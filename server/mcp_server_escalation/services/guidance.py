@@ -18,6 +18,7 @@ from ..rules.fingerprint import message_key
 from ..rules.salient import headline
 from ..store import failures as failure_store
 from ..store import guidance as guidance_store
+from ..store import search_tokens
 from ..store.sql import Conn
 from .runtime import Runtime
 from .tasks import load_project
@@ -165,7 +166,11 @@ def build_guidance(
     found = _kept(pool)
     # With k exact matches kept nothing else can rank among them: only the words that set
     # them apart are searched, for their lexical relevance.
-    tokens = ranking.query_tokens(text) if found < k else ranking.distinguishing_words(text)
+    tokens = (
+        ranking.query_tokens(text, search_tokens.tokens)
+        if found < k
+        else ranking.distinguishing_words(text, search_tokens.tokens)
+    )
     for c in _lexical(conn, where, tokens, exact, k - found):
         pool[c.seq] = c
     if not text.strip():

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..models.failures import FailureRecord, FailureReport, Occurrence
 from ..rules import fts
 from ..rules.fingerprint import message_key
+from .search_tokens import record_terms
 from .sql import Conn, Row, is_postgres
 
 _ID = re.compile(r"^F-(\d{1,18})$")
@@ -206,7 +207,7 @@ def _insert(conn: Conn, new: NewFailure, now: str, refs: str, details: str) -> C
         row = conn.execute(_INSERT_SQLITE, values).fetchone()
         return Counted(row[0], row[1], 1, "active")
     # The report names its fields as the indexed columns are named.
-    terms = fts.index_terms([getattr(report, column) for column in fts.COLUMNS])
+    terms = record_terms([getattr(report, column) for column in fts.COLUMNS])
     row = conn.execute(_INSERT_POSTGRES, (*values, *_search_values(terms))).fetchone()
     _count_for_search(conn, records=1, tokens=terms.size)
     return Counted(row[0], row[1], 1, "active")
@@ -239,7 +240,7 @@ def _reindex(conn: Conn, seq: int) -> None:
         f"SELECT {indexed}, search_size FROM failures WHERE seq = ?",  # noqa: S608 (constants)
         (seq,),
     ).fetchone()
-    terms = fts.index_terms([row[i] for i in range(len(fts.COLUMNS))])
+    terms = record_terms([row[i] for i in range(len(fts.COLUMNS))])
     conn.execute(_SET_SEARCH, (*_search_values(terms), seq))
     _count_for_search(conn, records=0, tokens=terms.size - int(row[len(fts.COLUMNS)]))
 
@@ -253,7 +254,7 @@ def index_for_search(conn: Conn) -> int:
     tokens = 0
     values = []
     for row in rows:
-        terms = fts.index_terms([row[column] for column in fts.COLUMNS])
+        terms = record_terms([row[column] for column in fts.COLUMNS])
         tokens += terms.size
         values.append((*_search_values(terms), row["seq"]))
     conn.executemany(_SET_SEARCH, values)
