@@ -22,6 +22,7 @@ from typing import Any
 from ..models.guidance import Revision
 from ..rules import fts
 from ..rules.ranking import Candidate, Match, fts_query
+from .postgres.connection import PgConn, placeholders
 from .sql import Conn, is_postgres, tuples
 
 CANDIDATES = 100
@@ -170,7 +171,8 @@ def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
     reach, and which. One statement; each word reads at most ``sample`` entries of its
     index list, so a word in every record costs no more than a rare one."""
     if is_postgres(conn):
-        rows = tuples(conn, _word_stats_postgres(len(words), sample), [_tsquery(Match((w,))) for w in words])
+        queries = [_tsquery(Match((word,))) for word in words]
+        rows = _searched(conn, _word_stats_postgres(len(words), sample), queries)
     else:
         rows = _word_stats_sqlite(conn, words, sample)
     total, *by_word = sorted(rows, key=lambda row: int(row[0]))
@@ -219,6 +221,17 @@ def _word_stats_postgres(count: int, sample: int) -> str:
     )
 
 
+def _searched(conn: PgConn, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+    """The rows of a search, planned for its own words every time (never prepared). A
+    prepared statement's generic plan cannot know whether a word is in most records or in
+    none, and which order to read them in depends on that: the seq index, stopping at the
+    first matches, for a common word; the GIN index and a sort of the few matches for a
+    rare one."""
+    with conn.raw.cursor() as cursor:
+        cursor.execute(placeholders(sql), tuple(params), prepare=False)
+        return cursor.fetchall()
+
+
 def _tsquery(match: Match) -> str:
     """The match as a tsquery of quoted lexemes (no parser or dictionary runs on them)."""
     quoted = ("'" + fts.lexeme(t).replace("\\", "\\\\").replace("'", "''") + "'" for t in match.tokens)
@@ -261,7 +274,7 @@ def lexical(
 
 
 def _lexical_postgres(
-    conn: Conn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool
+    conn: PgConn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool
 ) -> list[Candidate]:
     """``lexical`` on PostgreSQL: the same newest matches, scored in Python as FTS5 scores
     them (``rules.fts.bm25``) from each record's stored counts and the index's totals.
@@ -273,7 +286,7 @@ def _lexical_postgres(
     lexemes = [fts.lexeme(t) for t in match.tokens] if scored else []
     counts = "".join(", f.search_terms -> CAST(? AS TEXT)" for _ in lexemes)
     holding = "".join(", (SELECT count(*) FROM failures WHERE search @@ CAST(? AS tsquery))" for _ in lexemes)
-    rows = tuples(
+    rows = _searched(
         conn,
         f"WITH totals AS (SELECT records, tokens{holding} FROM failure_search_totals)"  # noqa: S608 (constants, placeholders)
         f" SELECT {_CANDIDATE}, {flag}, f.search_size{counts}, totals.* FROM ("
