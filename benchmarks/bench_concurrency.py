@@ -1,8 +1,10 @@
 """Eight server processes writing one store at once: zero errors, zero lost writes.
 
 Spawns ``--processes`` (default 8) copies of the installed ``mcp-server-escalation``
-console script, all with ``--db`` pointing at ONE new store file, and drives each over
-stdio with the real SDK ``Client``: even-numbered processes in legacy mode (the
+console script, all with ``--db`` pointing at ONE new store (a SQLite file; with
+``--backend postgresql``, one database on a PostgreSQL server that the run starts and
+stops, ``scripts/pg_local.py``), and drives each over stdio with the real SDK
+``Client``: even-numbered processes in legacy mode (the
 ``initialize`` handshake), odd-numbered ones in auto mode (2026-07-28). The servers open the
 new store together, so they also race to create it and apply the migrations
 (``--existing-store`` creates it with one server first).
@@ -18,18 +20,20 @@ own task and as many on the shared task (4 x N calls per process). Every
 ``record_failure`` a unique ``attempted_action``, so each write can be found again.
 
 Afterwards a fresh server answers ``get_task`` for every task and the script reads the
-store file with ``sqlite3`` (read-only), and compares with the calls answered without error:
+store itself (read-only, the same SQL on both backends), and compares with the calls
+answered without error:
 
 - failure occurrences (``get_task``'s ``failure_occurrences``, the sum of the records'
   ``occurrence_count``, and the ``failure_occurrences`` rows, each one by its action);
 - ``verification_attempts`` and ``files_modified`` (read-modify-write counters: the place
   a lost update would show), and the ``modified_files`` rows;
 - every progress report, by its note, and the ``actions`` log;
-- no escalation, every task still active, ``PRAGMA integrity_check``.
+- no escalation, every task still active, ``PRAGMA integrity_check`` (SQLite).
 
 It reports throughput (answered calls per second over the concurrent phase), per-call
 median, p99 and max latency under contention, the error count and the lost-write count,
-and what the servers wrote to stderr (``store busy`` retries, tracebacks). Unless
+and what the servers wrote to stderr (``store busy`` retries, deadlocks, tracebacks); on
+PostgreSQL also the database's own counts (deadlocks, commits, rollbacks). Unless
 ``--no-baseline``, it then runs the same clients and call pattern against no-op servers, so
 the latency under contention also reads as a ratio. It exits with status 1 on any error,
 lost or unexpected write, escalation, integrity problem, or when ``--timeout`` expires.
@@ -40,6 +44,7 @@ cores it used, so you can tell whether it was the bottleneck.
     python benchmarks/bench_concurrency.py                 # 8 processes x 4 x 100 calls
     python benchmarks/bench_concurrency.py --processes 4 --calls 50 --json out.json
     python benchmarks/bench_concurrency.py --existing-store --keep /tmp/conc
+    python benchmarks/bench_concurrency.py --backend postgresql   # the server's log kept with --keep
 """
 
 from __future__ import annotations
@@ -66,9 +71,15 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from bench_stdio import FAILURE_TEMPLATES, NAMES, NO_ESCALATION, NOOP_SERVER, SERVER_SCRIPT
+from postgres_support import POSTGRES_SCHEMES, backend_installed, postgres_database, postgres_figures
 
 SHARED_TASK = "bench-shared"
 SHARED_AGENT = "bench-agent"
+# Every process records this one error on this one task as the phase opens: the third
+# occurrence must open exactly one escalation, whichever process records it.
+ESCALATED_TASK = "bench-escalated"
+ESCALATED_ERROR = ("RuntimeError", "RuntimeError: the shared fixture broke in test_everything")
+ESCALATE_AT = 3
 TOOLS = ("record_failure", "report_progress")
 
 
@@ -132,11 +143,13 @@ class Run:
 
     processes: int
     calls: int
+    escalation_calls: int = 0
     latencies: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (tool, own|shared)
     by_mode: dict[str, list[float]] = field(default_factory=dict)  # legacy|auto
     acked: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (tool, task_id) -> tags
     errors: list[str] = field(default_factory=list)
     escalations: list[str] = field(default_factory=list)
+    escalation_ids: set[int] = field(default_factory=set)  # seen in the escalated task's results
     setup_s: list[float] = field(default_factory=list)
     go_at: float = 0.0
     ended_at: list[float] = field(default_factory=list)
@@ -198,23 +211,14 @@ async def call(
     return True
 
 
-async def worker(
-    k: int, mode: str, db: Path, project: Path, errlog: TextIO, run: Run, ready: Barrier
-) -> None:
+async def worker(k: int, mode: str, db: str, project: Path, errlog: TextIO, run: Run, ready: Barrier) -> None:
     """One escalation server: start both tasks, wait for the others, then write."""
-    params = StdioServerParameters(command=str(SERVER_SCRIPT), args=["--db", str(db)], cwd=str(project))
+    params = StdioServerParameters(command=str(SERVER_SCRIPT), args=["--db", db], cwd=str(project))
     arrived = False
     try:
         t0 = time.perf_counter()
         async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:  # type: ignore[arg-type]
-            for task_id, agent in ((SHARED_TASK, SHARED_AGENT), (own_task(k), f"worker-{k}")):
-                started = {
-                    "task_id": task_id,
-                    "title": f"concurrency benchmark: {task_id}",
-                    "agent_id": agent,
-                    "project": str(project),
-                    "thresholds": NO_ESCALATION,
-                }
+            for started in start_arguments(k, project, run):
                 if not await call(client, run, k, "start_task", started, None):
                     return
             # One unmeasured call of each tool first: the first call of a process builds
@@ -231,6 +235,7 @@ async def worker(
             ready.arrive()
             arrived = True
             await ready.event.wait()
+            await race_to_escalate(client, run, k)
             for i in range(run.calls):
                 for target in (own_task(k), SHARED_TASK):
                     tag = action_tag(k, target, i)
@@ -244,8 +249,57 @@ async def worker(
             ready.arrive()
 
 
+def start_arguments(k: int, project: Path, run: Run) -> list[dict[str, Any]]:
+    """start_task for the shared task, the process's own and (when raced) the escalated one."""
+    tasks = [(SHARED_TASK, SHARED_AGENT, NO_ESCALATION), (own_task(k), f"worker-{k}", NO_ESCALATION)]
+    if run.escalation_calls:
+        tasks.append((ESCALATED_TASK, SHARED_AGENT, {**NO_ESCALATION, "same_error_repeated": ESCALATE_AT}))
+    return [
+        {
+            "task_id": task_id,
+            "title": f"concurrency benchmark: {task_id}",
+            "agent_id": agent,
+            "project": str(project),
+            "thresholds": thresholds,
+        }
+        for task_id, agent, thresholds in tasks
+    ]
+
+
+async def race_to_escalate(client: Client, run: Run, k: int) -> None:
+    """The same error, ``run.escalation_calls`` times, on the escalated task; not timed.
+
+    Each answered call is a write to find again; the escalation ids its results carry (the
+    one it opened or joined, the one holding the task) must all be the same one.
+    """
+    error_type, message = ESCALATED_ERROR
+    for i in range(run.escalation_calls):
+        tag = f"w{k} escalated call {i}"
+        args = {
+            "task_id": ESCALATED_TASK,
+            "message": message,
+            "error_type": error_type,
+            "attempted_action": tag,
+            "observed_outcome": "the same fixture error",
+        }
+        where = f"w{k} record_failure {ESCALATED_TASK} {tag}"
+        try:
+            result = await client.call_tool("record_failure", args)
+        except Exception as exc:  # noqa: BLE001 (counted like any error)
+            run.errors.append(f"{where}: {type(exc).__name__}: {exc}"[:400])
+            continue
+        if result.is_error:
+            run.errors.append(f"{where}: {result_text(result)}")
+            continue
+        run.ack("record_failure", ESCALATED_TASK, tag)
+        content = result.structured_content or {}
+        for key in ("escalation", "holding"):
+            if isinstance(content.get(key), dict) and content[key].get("escalation_id") is not None:
+                run.escalation_ids.add(content[key]["escalation_id"])
+
+
 async def noop_worker(
-    k: int, mode: str, _db: Path, project: Path, errlog: TextIO, run: Run, ready: Barrier
+    k: int, mode: str, _db: str, project: Path, errlog: TextIO, run: Run, ready: Barrier
 ) -> None:
     """The baseline: the same number of calls, in the same pattern, to a no-op server."""
     params = StdioServerParameters(command=sys.executable, args=[str(NOOP_SERVER)], cwd=str(project))
@@ -272,7 +326,7 @@ async def noop_worker(
             ready.arrive()
 
 
-async def drive(run: Run, job: Any, db: Path, project: Path, errlogs: list[TextIO], limit_s: float) -> None:
+async def drive(run: Run, job: Any, db: str, project: Path, errlogs: list[TextIO], limit_s: float) -> None:
     """Start every worker, release them together, wait for all (or ``limit_s``)."""
     ready = Barrier(run.processes)
     with anyio.move_on_after(limit_s) as scope:
@@ -288,7 +342,7 @@ async def drive(run: Run, job: Any, db: Path, project: Path, errlogs: list[TextI
     run.cpu_at_end = driver_cpu()
 
 
-def run_phase(run: Run, job: Any, db: Path, project: Path, logs: Path, prefix: str, limit_s: float) -> None:
+def run_phase(run: Run, job: Any, db: str, project: Path, logs: Path, prefix: str, limit_s: float) -> None:
     """``drive`` with one stderr file per server (``{prefix}-{k}.stderr``)."""
     with ExitStack() as stack:
         errlogs = [
@@ -321,10 +375,10 @@ class Check:
 
 
 async def read_tasks(
-    db: Path, project: Path, errlog: TextIO, task_ids: list[str], problems: list[str]
+    db: str, project: Path, errlog: TextIO, task_ids: list[str], problems: list[str]
 ) -> dict[str, dict[str, Any]]:
     """``get_task`` for every task, through a fresh server process; failures go to ``problems``."""
-    params = StdioServerParameters(command=str(SERVER_SCRIPT), args=["--db", str(db)], cwd=str(project))
+    params = StdioServerParameters(command=str(SERVER_SCRIPT), args=["--db", db], cwd=str(project))
     views: dict[str, dict[str, Any]] = {}
     with anyio.fail_after(60):
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:  # type: ignore[arg-type]
@@ -337,40 +391,102 @@ async def read_tasks(
     return views
 
 
-def verify(run: Run, db: Path, views: dict[str, dict[str, Any]]) -> tuple[list[Check], list[str]]:
+class StoreReader:
+    """Read-only SQL on the store the servers wrote, SQLite file or PostgreSQL database.
+
+    Queries are written with ``?`` placeholders, as for sqlite3; the tables are the same on
+    both backends.
+    """
+
+    def __init__(self, db: str) -> None:
+        self.postgres = db.startswith(POSTGRES_SCHEMES)
+        if self.postgres:
+            import psycopg
+
+            self.pg = psycopg.connect(db)
+            self.pg.read_only = True
+        else:
+            self.sqlite = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+
+    def rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self.postgres:
+            return self.pg.execute(query.replace("?", "%s"), params).fetchall()  # type: ignore[arg-type]
+        return self.sqlite.execute(query, params).fetchall()
+
+    def value(self, query: str, params: tuple[Any, ...] = ()) -> int:
+        """A count or a sum, as an int (PostgreSQL's sum of BIGINTs is a NUMERIC)."""
+        return int(self.rows(query, params)[0][0])
+
+    def integrity_problems(self) -> list[str]:
+        """SQLite checks its file; a PostgreSQL database has no such check (its deadlocks are
+        reported by ``postgres_figures``)."""
+        if self.postgres:
+            return []
+        integrity = self.rows("PRAGMA integrity_check")[0][0]
+        return [] if integrity == "ok" else [f"integrity_check: {integrity}"]
+
+    def close(self) -> None:
+        (self.pg if self.postgres else self.sqlite).close()
+
+
+def escalated_checks(run: Run, conn: StoreReader, view: dict[str, Any]) -> list[Check]:
+    """One escalation for the task every process raced to escalate, however many fired it."""
+    failures = run.acked.get(("record_failure", ESCALATED_TASK), set())
+    expected = 1 if len(failures) >= ESCALATE_AT else 0
+    occurrence_tags = {
+        row[0]
+        for row in conn.rows(
+            "SELECT attempted_action FROM failure_occurrences WHERE task_id = ?", (ESCALATED_TASK,)
+        )
+    }
+    stored = conn.value("SELECT COUNT(*) FROM escalations WHERE task_id = ?", (ESCALATED_TASK,))
+    return [
+        Check(ESCALATED_TASK, "escalations stored", expected, stored),
+        Check(ESCALATED_TASK, "get_task escalation_count", expected, view["escalation_count"]),
+        Check(ESCALATED_TASK, "escalation ids in the results", expected, len(run.escalation_ids)),
+        Check(ESCALATED_TASK, "get_task failure_occurrences", len(failures), view["failure_occurrences"]),
+        Check(
+            ESCALATED_TASK,
+            "acknowledged failures found by action",
+            len(failures),
+            len(failures & occurrence_tags),
+        ),
+    ]
+
+
+def verify(run: Run, db: str, views: dict[str, dict[str, Any]]) -> tuple[list[Check], list[str]]:
     """Compare the store with the acknowledged calls; also returns integrity problems."""
     checks: list[Check] = []
     problems: list[str] = []
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = StoreReader(db)
     try:
-        integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
-        if integrity != "ok":
-            problems.append(f"integrity_check: {integrity}")
+        problems += conn.integrity_problems()
         for task_id, view in views.items():
+            if task_id == ESCALATED_TASK:
+                checks += escalated_checks(run, conn, view)
+                continue
             failures = run.acked.get(("record_failure", task_id), set())
             reports = run.acked.get(("report_progress", task_id), set())
             counters = view["counters"]
-            actions = dict(
-                conn.execute(
+            actions = {
+                kind: int(n)
+                for kind, n in conn.rows(
                     "SELECT kind, COUNT(*) FROM actions WHERE task_id = ? GROUP BY kind", (task_id,)
-                ).fetchall()
-            )
+                )
+            }
             occurrence_tags = Counter(
                 row[0]
-                for row in conn.execute(
+                for row in conn.rows(
                     "SELECT attempted_action FROM failure_occurrences WHERE task_id = ?", (task_id,)
                 )
             )
             notes = Counter(
-                row[0]
-                for row in conn.execute("SELECT note FROM progress_reports WHERE task_id = ?", (task_id,))
+                row[0] for row in conn.rows("SELECT note FROM progress_reports WHERE task_id = ?", (task_id,))
             )
-            occurrence_sum = conn.execute(
+            occurrence_sum = conn.value(
                 "SELECT COALESCE(SUM(occurrence_count), 0) FROM failures WHERE task_id = ?", (task_id,)
-            ).fetchone()[0]
-            file_rows = conn.execute(
-                "SELECT COUNT(*) FROM modified_files WHERE task_id = ?", (task_id,)
-            ).fetchone()[0]
+            )
+            file_rows = conn.value("SELECT COUNT(*) FROM modified_files WHERE task_id = ?", (task_id,))
             checks += [
                 Check(task_id, "get_task failure_occurrences", len(failures), view["failure_occurrences"]),
                 Check(task_id, "sum(failures.occurrence_count)", len(failures), occurrence_sum),
@@ -386,7 +502,8 @@ def verify(run: Run, db: Path, views: dict[str, dict[str, Any]]) -> tuple[list[C
                     task_id, "counters.verification_attempts", len(reports), counters["verification_attempts"]
                 ),
                 Check(task_id, "counters.files_modified", len(reports), counters["files_modified"]),
-                Check(task_id, "get_task modified_files", len(reports), len(view["modified_files"])),
+                # get_task lists the latest 50 files and counts them all
+                Check(task_id, "get_task modified_count", len(reports), view["modified_count"]),
                 Check(task_id, "modified_files rows", len(reports), file_rows),
                 Check(task_id, "progress_reports rows", len(reports), sum(notes.values())),
                 Check(task_id, "acknowledged reports found by note", len(reports), len(reports & set(notes))),
@@ -416,7 +533,8 @@ def scan_stderr(logs: Path, processes: int) -> dict[str, Any]:
         for line in text.splitlines():
             lower = line.lower()
             hit = False
-            if "busy" in lower or "locked" in lower:
+            # SQLite's busy store, PostgreSQL's lock conflicts
+            if any(word in lower for word in ("busy", "locked", "deadlock", "could not serialize")):
                 busy += 1
                 hit = True
             if line.startswith("Traceback"):
@@ -443,9 +561,9 @@ def summarise(samples: list[float]) -> dict[str, float]:
     }
 
 
-async def prepare_store(db: Path, project: Path, errlog: TextIO) -> None:
+async def prepare_store(db: str, project: Path, errlog: TextIO) -> None:
     """Create and migrate the store with one server first (``--existing-store``)."""
-    params = StdioServerParameters(command=str(SERVER_SCRIPT), args=["--db", str(db)], cwd=str(project))
+    params = StdioServerParameters(command=str(SERVER_SCRIPT), args=["--db", db], cwd=str(project))
     with anyio.fail_after(60):
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:  # type: ignore[arg-type]
             await client.list_tools()
@@ -482,6 +600,19 @@ def main() -> int:
         action="store_true",
         help="create and migrate the store with one server first, so the processes do not race to create it",
     )
+    parser.add_argument(
+        "--escalation-calls",
+        type=int,
+        default=5,
+        help=f"same-error record_failure calls per process on one task that must escalate once, "
+        f"at the {ESCALATE_AT}rd occurrence (default 5; 0: none)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="the store: one SQLite file (default) or one database on a PostgreSQL server this run starts",
+    )
     parser.add_argument("--no-baseline", action="store_true", help="skip the no-op servers run")
     parser.add_argument("--keep", metavar="DIR", type=Path, help="keep the store and server logs in DIR")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-' for stdout)")
@@ -491,35 +622,45 @@ def main() -> int:
         sys.stdout = sys.stderr
     if not SERVER_SCRIPT.exists():
         parser.error(f"{SERVER_SCRIPT} not found: install the package into this interpreter's environment")
-    if args.processes < 1 or args.calls < 1:
-        parser.error("--processes and --calls must be at least 1")
+    if args.processes < 1 or args.calls < 1 or args.escalation_calls < 0:
+        parser.error("--processes and --calls must be at least 1, --escalation-calls at least 0")
+    if args.backend == "postgresql" and not backend_installed():
+        parser.error("the installed mcp-server-escalation has no PostgreSQL backend")
 
     planned = 4 * args.calls * args.processes
-    with tempfile.TemporaryDirectory(prefix="esc-conc-") as tmp:
-        workdir = args.keep or Path(tmp)
+    postgres: dict[str, Any] | None = None
+    with ExitStack() as stack:
+        workdir = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="esc-conc-")))
         workdir.mkdir(parents=True, exist_ok=True)
-        db = workdir / "shared.db"
-        if db.exists():
-            parser.error(f"{db} exists: --keep needs an empty directory")
+        if (workdir / "shared.db").exists() or (workdir / "postgresql.log").exists():
+            parser.error(f"{workdir} holds a store: --keep needs an empty directory")
+        if args.backend == "postgresql":
+            db, pg_server = stack.enter_context(postgres_database(keep_log=workdir / "postgresql.log"))
+        else:
+            db = str(workdir / "shared.db")
         project = workdir / "project"
         project.mkdir(exist_ok=True)
 
         legacy, auto = (args.processes + 1) // 2, args.processes // 2
         store = "existing" if args.existing_store else "new"
         print(
-            f"{args.processes} server processes ({legacy} legacy, {auto} auto), one {store} store, "
+            f"{args.processes} server processes ({legacy} legacy, {auto} auto), "
+            f"one {store} {args.backend} store, "
             f"{args.calls} record_failure + {args.calls} report_progress per process "
-            f"on its own task and on the shared task ({planned} calls)"
+            f"on its own task and on the shared task ({planned} calls); first, {args.escalation_calls} "
+            f"same-error record_failure per process on one task that must escalate once"
         )
         if args.existing_store:
             with (workdir / "prepare.stderr").open("w", encoding="utf-8") as errlog:
                 anyio.run(prepare_store, db, project, errlog)
-        run = Run(processes=args.processes, calls=args.calls)
+        run = Run(processes=args.processes, calls=args.calls, escalation_calls=args.escalation_calls)
         t_start = time.perf_counter()
         run_phase(run, worker, db, project, workdir, "server", args.timeout)
         total_s = time.perf_counter() - t_start
 
         task_ids = [SHARED_TASK] + [own_task(k) for k in range(args.processes)]
+        if args.escalation_calls:
+            task_ids.append(ESCALATED_TASK)
         views: dict[str, dict[str, Any]] = {}
         checks: list[Check] = []
         problems: list[str] = []
@@ -531,6 +672,8 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001 (reported as a failed check, never hidden)
             problems.append(f"verification failed: {type(exc).__name__}: {exc}"[:400])
         stderr = scan_stderr(workdir, args.processes)
+        if args.backend == "postgresql":
+            postgres = postgres_figures(pg_server, db)
 
         baseline: Run | None = None
         if not args.no_baseline:
@@ -593,8 +736,8 @@ def main() -> int:
     for problem in problems:
         print(f"  problem: {problem}")
     print(
-        f"server stderr: {stderr['busy_lines']} busy/locked lines, {stderr['tracebacks']} tracebacks, "
-        f"{stderr['error_lines']} error lines"
+        f"server stderr: {stderr['busy_lines']} busy/locked/deadlock lines, "
+        f"{stderr['tracebacks']} tracebacks, {stderr['error_lines']} error lines"
     )
     for line in stderr["samples"]:
         print(f"  {line}")
@@ -602,6 +745,13 @@ def main() -> int:
         print(f"  error: {line}")
     if run.escalations:
         print(f"  {len(run.escalations)} results carried an escalation, e.g. {run.escalations[:3]}")
+    raced = {c.what: c for c in checks if c.task_id == ESCALATED_TASK}
+    if "escalations stored" in raced:
+        print(
+            f"  escalated task: {raced['get_task failure_occurrences'].found} occurrences from "
+            f"{args.processes} processes, {raced['escalations stored'].found} escalation(s) stored "
+            f"(expected {raced['escalations stored'].expected}), ids in results {sorted(run.escalation_ids)}"
+        )
     if run.timed_out:
         print(f"  TIMED OUT after {args.timeout:g} s")
     verdict_ok = not (errors or lost or unexpected or problems or run.escalations or run.timed_out)
@@ -610,6 +760,12 @@ def main() -> int:
         f"escalations {len(run.escalations)}: {'PASS' if verdict_ok else 'FAIL'} "
         "(target: zero errors, zero lost writes)"
     )
+    if postgres is not None:
+        print(
+            f"PostgreSQL {postgres.get('server_version')}: {postgres.get('deadlocks')} deadlocks, "
+            f"{postgres.get('commits')} commits, {postgres.get('rollbacks')} rollbacks, "
+            f"database {postgres.get('size_bytes', 0) / 1e6:.1f} MB"
+        )
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     if load:
         print(f"load average {load[0]:.2f} ({os.cpu_count()} cores)")
@@ -622,6 +778,8 @@ def main() -> int:
         "processes": args.processes,
         "calls_per_tool_per_task": args.calls,
         "existing_store": args.existing_store,
+        "backend": args.backend,
+        "postgres": postgres,
         "planned_calls": planned,
         "answered_calls": answered,
         "concurrent_phase_s": phase_s,
@@ -634,6 +792,8 @@ def main() -> int:
         "lost_writes": lost,
         "unexpected_writes": unexpected,
         "escalations": len(run.escalations),
+        "escalation_calls_per_process": args.escalation_calls,
+        "escalation_ids_seen": sorted(run.escalation_ids),
         "problems": problems,
         "checks": [
             {"task_id": c.task_id, "what": c.what, "expected": c.expected, "found": c.found} for c in checks

@@ -1,8 +1,9 @@
 """get_guidance at scale: 100,000 active failure records in one project.
 
-Seeds the store directly through SQL on a migrated store (one transaction of bulk inserts;
-the FTS5 index is kept in step by its triggers, and each row carries the fingerprint and
-the message key ``record_failure`` would give it), then runs realistic queries:
+Seeds the store directly through SQL on a migrated store (one transaction of bulk inserts,
+COPY on PostgreSQL, with the search columns ``record_failure`` writes there; each row carries
+the fingerprint and the message key ``record_failure`` would give it), then runs realistic
+queries:
 
 - in process, through the service: p50 and p99 of 1,000 queries (target p99 < 20 ms);
 - over stdio, through the real SDK client against the installed console script: the median
@@ -12,13 +13,8 @@ The queries are errors of the shapes the store holds (what ``get_guidance`` asks
 ``query``: the step's latest failure, always in the store). The same figures for errors of
 shapes the store has never seen are printed next to them (``NOVEL``), not judged.
 
-With ``--pg URL`` (a PostgreSQL database the benchmark may create a schema in), the same
-rows are copied into a PostgreSQL store too (with the search columns ``record_failure``
-writes there), the in-process figures are measured on it as well, and the first queries'
-answers are checked to be the same on both backends.
-
     python benchmarks/bench_guidance.py [--records 100000] [--queries 1000] [--stdio-calls 300]
-                                        [--pg postgresql://...]
+    python benchmarks/bench_guidance.py --backend postgresql   # on a server the run starts
 """
 
 from __future__ import annotations
@@ -32,7 +28,9 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
@@ -43,7 +41,7 @@ from mcp_server_escalation.services import guidance, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import search_tokens
-from mcp_server_escalation.store.db import Database
+from postgres_support import POSTGRES_SCHEMES, backend_installed, postgres_database
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
@@ -94,23 +92,49 @@ ADVICE = [
 ]
 
 
+TASK_COLUMNS = (
+    "task_id",
+    "title",
+    "project",
+    "agent_id",
+    "status",
+    "thresholds_json",
+    "created_at",
+    "updated_at",
+)
+FAILURE_COLUMNS = (
+    "task_id", "project", "step", "signal_type", "classified_by", "severity", "fingerprint", "message",
+    "message_key", "recommended_adjustment", "created_at", "last_seen_at", "occurrence_count",
+    "helpful_count", "harmful_count",
+)  # fmt: skip
+
+
 def _seed(db_path: str, records: int, rng: random.Random) -> float:
+    """A migrated store holding ``records`` failures; the seconds the inserts took."""
+
     async def migrate() -> None:
-        db = await Database.open(db_path)
-        await db.close()
+        async with open_runtime(Settings(db_path=db_path, project_root=PROJECT)):
+            pass
 
     anyio.run(migrate)
+    task_rows, failure_rows = _rows(records, rng)
     start = time.perf_counter()
-    conn = sqlite3.connect(db_path, isolation_level=None)
-    conn.execute("BEGIN IMMEDIATE")
+    if db_path.startswith(POSTGRES_SCHEMES):
+        _insert_postgres(db_path, task_rows, failure_rows)
+    else:
+        _insert_sqlite(db_path, task_rows, failure_rows)
+    return time.perf_counter() - start
+
+
+def _rows(records: int, rng: random.Random) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Tasks and failure records, each carrying the fingerprint and message key
+    ``record_failure`` would give it."""
     tasks_n = max(1, records // 1000)
     now = "2026-11-21T10:00:00.000Z"
-    conn.executemany(
-        "INSERT INTO tasks (task_id, title, project, agent_id, status, thresholds_json,"
-        " created_at, updated_at) VALUES (?, 't', ?, 'a', 'active', '{}', ?, ?)",
-        [(f"bench-{t}", PROJECT, now, now) for t in range(tasks_n)],
-    )
-    rows = []
+    task_rows: list[tuple[Any, ...]] = [
+        (f"bench-{t}", "t", PROJECT, "a", "active", "{}", now, now) for t in range(tasks_n)
+    ]
+    rows: list[tuple[Any, ...]] = []
     for i in range(records):
         template = ERRORS[i % len(ERRORS)]
         message = template.format(w=rng.choice(WORDS), n=rng.randint(1, 500), m=rng.randint(1, 500))
@@ -136,17 +160,56 @@ def _seed(db_path: str, records: int, rng: random.Random) -> float:
                 rng.randint(0, 3),
             )
         )
-    conn.executemany(
-        "INSERT INTO failures (task_id, project, step, signal_type, classified_by, severity,"
-        " fingerprint, message, message_key, recommended_adjustment, created_at, last_seen_at,"
-        " occurrence_count, helpful_count, harmful_count)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        rows,
-    )
+    return task_rows, rows
+
+
+def _insert_sqlite(
+    db_path: str, task_rows: list[tuple[Any, ...]], failure_rows: list[tuple[Any, ...]]
+) -> None:
+    """One transaction of bulk inserts; the FTS5 index follows through its triggers."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    for table, columns, rows in (
+        ("tasks", TASK_COLUMNS, task_rows),
+        ("failures", FAILURE_COLUMNS, failure_rows),
+    ):
+        marks = ", ".join("?" * len(columns))
+        conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)  # noqa: S608 (constants)
     conn.execute("COMMIT")
     conn.execute("PRAGMA optimize")
     conn.close()
-    return time.perf_counter() - start
+
+
+def _insert_postgres(url: str, task_rows: list[tuple[Any, ...]], failure_rows: list[tuple[Any, ...]]) -> None:
+    """COPY in one transaction, each record with the search columns ``record_failure``
+    writes on PostgreSQL (its tokens as FTS5 makes them, their counts) and the index's
+    totals, then ANALYZE for the planner."""
+    import psycopg
+
+    searched = [*FAILURE_COLUMNS, "search", "search_terms", "search_size"]
+    indexed = [FAILURE_COLUMNS.index(column) if column in FAILURE_COLUMNS else None for column in fts.COLUMNS]
+    tokens = 0
+    with psycopg.connect(url) as conn, conn.cursor() as cur:
+        with cur.copy(f"COPY tasks ({', '.join(TASK_COLUMNS)}) FROM STDIN") as copy:
+            for row in task_rows:
+                copy.write_row(row)
+        with cur.copy(f"COPY failures ({', '.join(searched)}) FROM STDIN") as copy:
+            for row in failure_rows:
+                terms = search_tokens.record_terms([row[i] if i is not None else None for i in indexed])
+                tokens += terms.size
+                copy.write_row((*row, _tsvector(list(terms.counts)), json.dumps(terms.counts), terms.size))
+        cur.execute(
+            "UPDATE failure_search_totals SET records = records + %s, tokens = tokens + %s",
+            (len(failure_rows), tokens),
+        )
+        conn.commit()
+        conn.autocommit = True
+        cur.execute("ANALYZE")
+
+
+def _tsvector(lexemes: list[str]) -> str:
+    """A tsvector's text form of bare lexemes (quoted: no parser runs on them)."""
+    return " ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
 
 
 # Errors no record of the store has the shape of: no exact match, and on this store's
@@ -213,108 +276,6 @@ async def _stdio(db_path: str, queries: list[str], calls: int) -> tuple[list[flo
     return g_times, n_times
 
 
-# The failure columns the SQLite seed fills, as copied into PostgreSQL.
-_COPIED = (
-    "seq, task_id, project, step, signal_type, classified_by, severity, fingerprint, message,"
-    " message_key, error_type, tool_name, recommended_adjustment, created_at, last_seen_at,"
-    " occurrence_count, helpful_count, harmful_count, status"
-)
-
-
-def _tsvector(lexemes: list[str]) -> str:
-    """A tsvector's text form of bare lexemes (quoted: no parser runs on them)."""
-    return " ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
-
-
-def _copy_to_postgres(db_path: str, url: str) -> tuple[str, float]:
-    """A new schema of ``url`` holding the SQLite store's tasks and failures, each record
-    with the search columns ``record_failure`` writes there; its URL and the seconds taken."""
-    import psycopg
-
-    from mcp_server_escalation.store.postgres.database import PgDatabase
-
-    schema = f"bench_{os.getpid()}"
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-        admin.execute(f"CREATE SCHEMA {schema}")
-    target = f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
-
-    async def migrate() -> None:
-        db = await PgDatabase.open(target)
-        await db.close()
-
-    anyio.run(migrate)
-    start = time.perf_counter()
-    source = sqlite3.connect(db_path)
-    tokens = 0
-    with psycopg.connect(target) as conn, conn.cursor() as cur:
-        task_rows = source.execute(
-            "SELECT task_id, title, project, agent_id, status, thresholds_json,"
-            " created_at, updated_at FROM tasks"
-        ).fetchall()
-        with cur.copy(
-            "COPY tasks (task_id, title, project, agent_id, status, thresholds_json,"
-            " created_at, updated_at) FROM STDIN"
-        ) as copy:
-            for row in task_rows:
-                copy.write_row(row)
-        with cur.copy(f"COPY failures ({_COPIED}, search, search_terms, search_size) FROM STDIN") as copy:
-            for row in source.execute(f"SELECT {_COPIED} FROM failures ORDER BY seq"):  # noqa: S608
-                by_name = dict(zip([c.strip() for c in _COPIED.split(",")], row, strict=True))
-                terms = search_tokens.record_terms([by_name[column] for column in fts.COLUMNS])
-                tokens += terms.size
-                copy.write_row((*row, _tsvector(list(terms.counts)), json.dumps(terms.counts), terms.size))
-        cur.execute(
-            "UPDATE failure_search_totals SET records = (SELECT count(*) FROM failures), tokens = %s",
-            (tokens,),
-        )
-        cur.execute(
-            "SELECT setval(pg_get_serial_sequence('failures', 'seq'), (SELECT max(seq) FROM failures))"
-        )
-        conn.commit()
-        conn.autocommit = True
-        conn.execute("VACUUM ANALYZE")
-    source.close()
-    return target, time.perf_counter() - start
-
-
-def _drop_schema(url: str, target: str) -> None:
-    import psycopg
-
-    schema = target.rsplit("%3D", 1)[1]
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-
-
-async def _answers(db_path: str, queries: list[str]) -> list[list[tuple[str, float, bool]]]:
-    async with open_runtime(Settings(db_path=db_path, project_root=PROJECT)) as rt:
-        results = [
-            await guidance.get_guidance(rt, task_id="probe", query=q, scope="project") for q in queries
-        ]
-    return [[(i.failure_id, i.score, i.exact_match) for i in r.items] for r in results]
-
-
-def _postgres_figures(db_path: str, url: str, queries: list[str], novel: list[str]) -> dict[str, float]:
-    """The in-process figures on PostgreSQL, after checking its answers against SQLite's."""
-    target, seconds = _copy_to_postgres(db_path, url)
-    try:
-        checked = queries[:100] + novel[:100]
-        # The probe task starts on both (the SQLite store has it from the runs before).
-        pg_times = anyio.run(_in_process, target, queries)
-        if anyio.run(_answers, db_path, checked) != anyio.run(_answers, target, checked):
-            raise SystemExit("PostgreSQL's guidance differs from SQLite's on the same store")
-        pg_novel = anyio.run(_in_process, target, novel)
-    finally:
-        _drop_schema(url, target)
-    return {
-        "pg_copy_s": round(seconds, 2),
-        "pg_in_process_p50_ms": round(_pct(pg_times, 0.5), 2),
-        "pg_in_process_p99_ms": round(_pct(pg_times, 0.99), 2),
-        "pg_novel_in_process_p50_ms": round(_pct(pg_novel, 0.5), 2),
-        "pg_novel_in_process_p99_ms": round(_pct(pg_novel, 0.99), 2),
-    }
-
-
 def _pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000
@@ -325,12 +286,22 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--stdio-calls", type=int, default=300)
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "postgresql"],
+        default="sqlite",
+        help="the store: a SQLite file (default) or a database on a PostgreSQL server this run starts",
+    )
     parser.add_argument("--json", help="write the figures to this file ('-' for stdout)")
-    parser.add_argument("--pg", help="also measure on PostgreSQL: a database URL to create a schema in")
     args = parser.parse_args()
+    if args.backend == "postgresql" and not backend_installed():
+        parser.error("the installed mcp-server-escalation has no PostgreSQL backend")
     rng = random.Random(20261121)  # noqa: S311 (reproducible data, not security)
-    with tempfile.TemporaryDirectory() as tmp:
-        db_path = str(Path(tmp) / "guidance.db")
+    with ExitStack() as stack:
+        if args.backend == "postgresql":
+            db_path, _ = stack.enter_context(postgres_database("guidance"))
+        else:
+            db_path = str(Path(stack.enter_context(tempfile.TemporaryDirectory())) / "guidance.db")
         seeding = _seed(db_path, args.records, rng)
         queries = _queries(rng, args.queries)
         novel = _novel(rng, args.queries)
@@ -338,8 +309,8 @@ def main() -> int:
         novel_times = anyio.run(_in_process, db_path, novel)
         g_times, n_times = anyio.run(_stdio, db_path, queries, args.stdio_calls)
         novel_g, novel_n = anyio.run(_stdio, db_path, novel, args.stdio_calls)
-        postgres = _postgres_figures(db_path, args.pg, queries, novel) if args.pg else {}
-    figures: dict[str, float] = {
+    figures: dict[str, Any] = {
+        "backend": args.backend,
         "records": args.records,
         "seeding_s": round(seeding, 2),
         "in_process_p50_ms": round(_pct(times, 0.5), 2),
@@ -354,7 +325,7 @@ def main() -> int:
     figures["stdio_ratio"] = round(figures["stdio_median_ms"] / figures["noop_median_ms"], 2)
     novel_ratio = figures["novel_stdio_median_ms"] / figures["novel_noop_median_ms"]
     figures["novel_stdio_ratio"] = round(novel_ratio, 2)
-    print(f"records {int(figures['records']):,}  seeded in {figures['seeding_s']} s")
+    print(f"{args.backend}: records {int(figures['records']):,}  seeded in {figures['seeding_s']} s")
     print(
         f"in process  p50 {figures['in_process_p50_ms']} ms  p99 {figures['in_process_p99_ms']} ms"
         "  (target p99 < 20 ms)"
@@ -368,14 +339,6 @@ def main() -> int:
         f"  p99 {figures['novel_in_process_p99_ms']} ms; over stdio {figures['novel_stdio_median_ms']} ms"
         f" vs no-op {figures['novel_noop_median_ms']} ms = {figures['novel_stdio_ratio']}x"
     )
-    if postgres:
-        figures.update(postgres)
-        pg = {key: figures[key] for key in postgres}
-        print(
-            f"PostgreSQL (same answers as SQLite): in process p50 {pg['pg_in_process_p50_ms']} ms"
-            f"  p99 {pg['pg_in_process_p99_ms']} ms; novel p50 {pg['pg_novel_in_process_p50_ms']} ms"
-            f"  p99 {pg['pg_novel_in_process_p99_ms']} ms  (copied in {pg['pg_copy_s']} s)"
-        )
     print(f"load average {os.getloadavg()[0]:.2f}")
     if args.json:
         text = json.dumps(figures, indent=2)

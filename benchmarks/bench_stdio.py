@@ -15,6 +15,11 @@ test counts), as an agent's would.
 
 ``get_feedback`` is benchmarked when the server lists it, and reported as skipped otherwise.
 
+``--backend postgresql`` puts the store in a database of a PostgreSQL server the run starts
+(``scripts/pg_local.py``); ``--backend both`` serves one task from a SQLite file and one
+from PostgreSQL, their calls interleaved in the same rounds, and prints each tool's
+PostgreSQL latency as a multiple of its SQLite latency.
+
 The target's baseline is the no-op server as the SDK serves it (``mcp.run()``). Our server
 serves stdio on the event loop instead of the SDK's threaded transport (``adapters/stdio/transport.py``),
 which is part of what it gains; so every run also serves the no-op that way (``noop/loop``)
@@ -23,6 +28,7 @@ tools themselves add. ``--transport threads`` runs our server on the SDK's trans
 
     python benchmarks/bench_stdio.py                 # 300 calls per tool, legacy mode
     python benchmarks/bench_stdio.py --mode both --calls 500 --json out.json
+    python benchmarks/bench_stdio.py --backend both    # PostgreSQL against SQLite, same run
 """
 
 from __future__ import annotations
@@ -37,12 +43,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
+
+from postgres_support import backend_installed, postgres_server
 
 HERE = Path(__file__).resolve().parent
 NOOP_SERVER = HERE / "noop_server.py"
@@ -51,6 +59,7 @@ TARGET_RATIO = 1.5
 TOOLS = ("record_failure", "report_progress", "check_edit", "get_feedback")
 LOOP_BASELINE = "noop/loop"  # the no-op on our stdio transport (not the target's baseline)
 BASELINES = ("noop", LOOP_BASELINE)
+BACKEND_SUFFIX = {"sqlite": "", "postgresql": "/pg"}  # a tool's name in the table, by store
 
 # Large enough that no trigger fires during a run (the limits allow up to 1,000,000).
 NO_ESCALATION = {
@@ -160,51 +169,70 @@ def summarise(samples: list[float]) -> dict[str, float]:
     }
 
 
+async def started_server(
+    stack: AsyncExitStack, mode: str, db: str, transport: str, project: Path
+) -> tuple[Client, str, float]:
+    """An escalation server on ``db`` with a task started: its client, task id, connect time."""
+    params = StdioServerParameters(
+        command=str(SERVER_SCRIPT), args=["--db", db], env={"ESCALATION_STDIO": transport}
+    )
+    t0 = time.perf_counter()
+    esc = await stack.enter_async_context(Client(params, mode=mode))  # type: ignore[arg-type]
+    connect_s = time.perf_counter() - t0
+    started = await esc.call_tool(
+        "start_task",
+        {
+            "title": f"benchmark task ({mode})",
+            "specification": "Make the parser accept every documented input.",
+            "project": str(project),
+            "thresholds": NO_ESCALATION,
+        },
+    )
+    if started.is_error or not started.structured_content:
+        raise BenchError(f"start_task failed: {started.content}")
+    return esc, started.structured_content["task_id"], connect_s
+
+
 async def run_mode(
-    mode: str, calls: int, warmup: int, rounds: int, workdir: Path, transport: str = "loop"
+    mode: str,
+    calls: int,
+    warmup: int,
+    rounds: int,
+    workdir: Path,
+    transport: str = "loop",
+    stores: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    db = workdir / f"bench-{mode}.db"
+    """``stores``: backend -> ``--db`` (default: one new SQLite file); a tool on PostgreSQL
+    is reported as ``tool/pg``, interleaved with the others in the same rounds."""
+    stores = stores or {"sqlite": str(workdir / f"bench-{mode}.db")}
     project = workdir / "project"
     project.mkdir(exist_ok=True)
-    escalation_params = StdioServerParameters(
-        command=str(SERVER_SCRIPT), args=["--db", str(db)], env={"ESCALATION_STDIO": transport}
-    )
     noop_params = StdioServerParameters(command=sys.executable, args=[str(NOOP_SERVER)])
     noop_loop_params = StdioServerParameters(
         command=sys.executable, args=[str(NOOP_SERVER), "--loop-transport"]
     )
     async with AsyncExitStack() as stack:
-        t0 = time.perf_counter()
-        esc = await stack.enter_async_context(Client(escalation_params, mode=mode))  # type: ignore[arg-type]
-        esc_connect = time.perf_counter() - t0
+        servers = {}
+        for backend, db in stores.items():
+            servers[backend] = await started_server(stack, mode, db, transport, project)
         t0 = time.perf_counter()
         noop = await stack.enter_async_context(Client(noop_params, mode=mode))  # type: ignore[arg-type]
         noop_connect = time.perf_counter() - t0
         noop_loop = await stack.enter_async_context(Client(noop_loop_params, mode=mode))  # type: ignore[arg-type]
 
-        served = {tool.name for tool in (await esc.list_tools()).tools}
+        any_server = next(iter(servers.values()))[0]
+        served = {tool.name for tool in (await any_server.list_tools()).tools}
         tools = [tool for tool in TOOLS if tool in served]
         skipped = [tool for tool in TOOLS if tool not in served]
-
-        started = await esc.call_tool(
-            "start_task",
-            {
-                "title": f"benchmark task ({mode})",
-                "specification": "Make the parser accept every documented input.",
-                "project": str(project),
-                "thresholds": NO_ESCALATION,
-            },
-        )
-        if started.is_error or not started.structured_content:
-            raise BenchError(f"start_task failed: {started.content}")
-        task_id = started.structured_content["task_id"]
 
         jobs: dict[str, tuple[Client, str, Callable[[int], dict[str, Any]]]] = {
             "noop": (noop, "noop", lambda i: {"text": f"call {i}"}),
             LOOP_BASELINE: (noop_loop, "noop", lambda i: {"text": f"call {i}"}),
         }
-        for tool in tools:
-            jobs[tool] = (esc, tool, lambda i, make=ARGS[tool]: make(task_id, i))
+        for backend, (esc, task_id, _) in servers.items():
+            for tool in tools:
+                make = ARGS[tool]
+                jobs[tool + BACKEND_SUFFIX[backend]] = (esc, tool, lambda i, t=task_id, m=make: m(t, i))
 
         # Warm-up: first calls build validators, fill SQLite's page cache, JIT nothing.
         counters = dict.fromkeys(jobs, 0)
@@ -235,13 +263,21 @@ async def run_mode(
         entry["ratio_median_same_transport"] = entry["median_ms"] / same_transport
         entry["escalations"] = escalations[name]
         entry["within_target"] = name in BASELINES or entry["ratio_median"] <= TARGET_RATIO
+        on_sqlite = stats.get(name.removesuffix(BACKEND_SUFFIX["postgresql"]))
+        if name.endswith(BACKEND_SUFFIX["postgresql"]) and on_sqlite:
+            entry["ratio_median_to_sqlite"] = entry["median_ms"] / on_sqlite["median_ms"]
+            entry["ratio_p99_to_sqlite"] = entry["p99_ms"] / on_sqlite["p99_ms"]
     return {
         "mode": mode,
         "transport": transport,
         "calls": calls,
         "warmup": warmup,
         "rounds": rounds,
-        "connect_s": {"escalation": esc_connect, "noop": noop_connect},
+        "backends": list(stores),
+        "connect_s": {
+            **{f"escalation{BACKEND_SUFFIX[b]}": connect_s for b, (_, _, connect_s) in servers.items()},
+            "noop": noop_connect,
+        },
         "tools": stats,
         "skipped": dict.fromkeys(skipped, "not served by this build"),
     }
@@ -250,12 +286,11 @@ async def run_mode(
 def print_table(result: dict[str, Any]) -> None:
     print(
         f"\nmode={result['mode']}  calls={result['calls']}/tool  warmup={result['warmup']}  "
-        f"rounds={result['rounds']}  transport={result['transport']}  "
-        f"connect: escalation {result['connect_s']['escalation']:.2f}s, "
-        f"noop {result['connect_s']['noop']:.2f}s"
+        f"rounds={result['rounds']}  transport={result['transport']}  connect: "
+        + ", ".join(f"{name} {seconds:.2f}s" for name, seconds in result["connect_s"].items())
     )
     header = (
-        f"{'tool':<16} {'median ms':>10} {'p99 ms':>9} {'mean ms':>9} "
+        f"{'tool':<19} {'median ms':>10} {'p99 ms':>9} {'mean ms':>9} "
         f"{'x noop (med)':>13} {'x noop (p99)':>13} {'x same transport':>17}  target"
     )
     print(header)
@@ -268,14 +303,23 @@ def print_table(result: dict[str, Any]) -> None:
         else:
             verdict = f"<= {TARGET_RATIO}x {'ok' if s['within_target'] else 'OVER'}"
         print(
-            f"{name:<16} {s['median_ms']:>10.2f} {s['p99_ms']:>9.2f} {s['mean_ms']:>9.2f} "
+            f"{name:<19} {s['median_ms']:>10.2f} {s['p99_ms']:>9.2f} {s['mean_ms']:>9.2f} "
             f"{s['ratio_median']:>12.2f}x {s['ratio_p99']:>12.2f}x "
             f"{s['ratio_median_same_transport']:>16.2f}x  {verdict}"
         )
         if s["escalations"]:
             print(f"  warning: {s['escalations']} {name} results carried an escalation")
     for tool, why in result["skipped"].items():
-        print(f"{tool:<16} skipped: {why}")
+        print(f"{tool:<19} skipped: {why}")
+    compared = {name: s for name, s in result["tools"].items() if "ratio_median_to_sqlite" in s}
+    if compared:
+        print(
+            "PostgreSQL against SQLite, same run: "
+            + ", ".join(
+                f"{name} {s['ratio_median_to_sqlite']:.2f}x median, {s['ratio_p99_to_sqlite']:.2f}x p99"
+                for name, s in compared.items()
+            )
+        )
 
 
 def main() -> int:
@@ -292,6 +336,13 @@ def main() -> int:
         default="loop",
         help="our server's stdio transport (ESCALATION_STDIO; default loop, as served)",
     )
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "postgresql", "both"],
+        default="sqlite",
+        help="the store: a SQLite file (default), a database on a PostgreSQL server this run "
+        "starts, or one server on each, their calls interleaved (tools on PostgreSQL read tool/pg)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-' for stdout)")
     args = parser.parse_args()
     json_out = sys.stdout
@@ -299,13 +350,24 @@ def main() -> int:
         sys.stdout = sys.stderr  # the tables go to stderr, so stdout carries only the JSON
     if not SERVER_SCRIPT.exists():
         parser.error(f"{SERVER_SCRIPT} not found: install the package into this interpreter's environment")
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    if "postgresql" in backends and not backend_installed():
+        parser.error("the installed mcp-server-escalation has no PostgreSQL backend")
     rounds = max(1, min(args.rounds, args.calls))
     modes = ["legacy", "auto"] if args.mode == "both" else [args.mode]
 
     results = []
-    with tempfile.TemporaryDirectory(prefix="esc-bench-") as tmp:
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="esc-bench-")))
+        server = stack.enter_context(postgres_server()) if "postgresql" in backends else None
         for mode in modes:
-            result = anyio.run(run_mode, mode, args.calls, args.warmup, rounds, Path(tmp), args.transport)
+            stores = {}
+            for backend in backends:
+                if server is None or backend == "sqlite":
+                    stores[backend] = str(tmp / f"bench-{mode}.db")
+                else:
+                    stores[backend] = server.url(server.create_database(f"bench_{mode}"))
+            result = anyio.run(run_mode, mode, args.calls, args.warmup, rounds, tmp, args.transport, stores)
             results.append(result)
             print_table(result)
     load = os.getloadavg() if hasattr(os, "getloadavg") else None

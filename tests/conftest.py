@@ -17,14 +17,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
+import pg_local as pg
 from hooks_support import stop_daemons
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.models.limits import Role
 from mcp_server_escalation.rules.fingerprint import message_key
 from mcp_server_escalation.settings import Settings
+from mcp_server_escalation.store.backends import open_store
 from mcp_server_escalation.store.migrations import MIGRATIONS
 
 PROJECT = "/work/project"
@@ -150,23 +153,82 @@ def private_relay_sockets() -> Iterator[Path]:
         shutil.rmtree(runtime, ignore_errors=True)
 
 
+BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module marked ``both_backends`` runs each test that takes ``db_path`` on a SQLite
+    file and on a PostgreSQL database; ``sqlite_only`` keeps a test on SQLite (it reads
+    the file itself, or measures what only SQLite does)."""
+    if "db_path" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("both_backends") is None:
+        return
+    if metafunc.definition.get_closest_marker("sqlite_only") is not None:
+        return
+    metafunc.parametrize("backend", BACKENDS, indirect=True)
+
+
 @pytest.fixture
-def db_path(tmp_path: Path) -> Iterator[str]:
-    """A fresh store file (WAL) for one test."""
-    dev = os.environ.get("ESC_DEV_PG")
-    if not dev:
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which backend the test's store is on: SQLite unless parametrised."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty store for one test: a SQLite file (WAL), or a PostgreSQL database of
+    its own, copied from one migrated once per worker (~30 ms instead of ~150 ms)."""
+    if backend == "sqlite":
         yield str(tmp_path / "escalations.db")
         return
-    import uuid
+    server: pg.PgServer = request.getfixturevalue("pg_server")
+    request.getfixturevalue("migrated_template")
+    name = server.create_database()
+    try:
+        yield server.url(name)
+    finally:
+        server.drop_database(name)
 
-    import psycopg
 
-    schema = "t_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(dev, autocommit=True) as c:
-        c.execute(f"CREATE SCHEMA {schema}")
-    yield f"{dev}?options=-csearch_path%3D{schema}"
-    with psycopg.connect(dev, autocommit=True) as c:
-        c.execute(f"DROP SCHEMA {schema} CASCADE")
+@pytest.fixture(scope="session")
+def migrated_template(pg_server: pg.PgServer) -> str:
+    """The name of the worker's template database holding a migrated, empty store."""
+
+    def migrate(url: str) -> None:
+        async def open_and_close() -> None:
+            store = await open_store(url)
+            await store.close()
+
+        anyio.run(open_and_close)
+
+    pg_server.make_template("store_template", migrate)
+    return "store_template"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[pg.PgServer]:
+    """A real PostgreSQL server for this session (each xdist worker starts its own, the first
+    time one of its tests asks), stopped at the session's end, also when tests failed.
+
+    No PostgreSQL on the machine is a failure, never a skip: a skipped backend would read as
+    a tested one.
+    """
+    bindir = pg.find_bindir()
+    if bindir is None:
+        pytest.fail(pg.missing_message(), pytrace=False)
+    with pg.running(bindir) as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(pg_server: pg.PgServer) -> Iterator[str]:
+    """``postgresql://`` URL of a new database of one test's own (~50 ms), dropped after it."""
+    name = pg_server.create_database()
+    try:
+        yield pg_server.url(name)
+    finally:
+        pg_server.drop_database(name)
 
 
 def make_settings(db_path: str, role: Role = "agent", **extra: Any) -> Settings:

@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import connect
 from mcp_server_escalation.models.limits import (
     LIST_TEXT_MAX,
@@ -32,6 +34,8 @@ from mcp_server_escalation.rules.evidence import (
 )
 from mcp_server_escalation.settings import NotifyConfig
 from operator_support import eventually
+
+pytestmark = pytest.mark.both_backends
 
 # A 4-byte character (U+1F600): a text at its limit in characters costs four times the bytes.
 WIDE = "\U0001f600"

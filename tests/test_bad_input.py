@@ -10,6 +10,8 @@ import pytest
 
 from conftest import Agent, connect
 
+pytestmark = pytest.mark.both_backends
+
 BIG = "x" * (64 * 1024 + 1)
 LONG_PATH = "src/" + "a" * 4100
 

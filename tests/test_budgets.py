@@ -23,6 +23,8 @@ from mcp_server_escalation.models.thresholds import Thresholds
 from mcp_server_escalation.rules import triggers
 from mcp_server_escalation.services.headlines import LATEST_ERROR_WITHIN
 
+pytestmark = pytest.mark.both_backends
+
 # Other triggers kept out of the way, so that only a budget can fire.
 QUIET = {"no_test_improvement_after": 1_000_000, "total_verification_attempts": 1_000_000}
 
@@ -366,6 +368,7 @@ async def test_another_agent_taking_over_starts_with_a_fresh_allowance(db_path: 
     assert (facts["budget"], facts["since"]) == ("tool_calls", "2026-11-21T10:50:00.000Z")
 
 
+@pytest.mark.sqlite_only  # builds a store of an older SQLite schema by hand
 async def test_a_task_stored_before_budgets_counts_from_the_upgrade_and_its_minutes_from_its_start(
     db_path: str,
 ) -> None:

@@ -1,4 +1,5 @@
-"""Four server processes write to one SQLite file at once: no error, no lost write.
+"""Four server processes write to one store at once: no error, no lost write (a SQLite
+file, and a PostgreSQL database: there each process is what a server on another machine is).
 
 Each worker is the installed console script as a real stdio subprocess (its own OS
 process, its own connection). All four connect first, then start together; each records
@@ -17,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import connect
+
+pytestmark = pytest.mark.both_backends
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 WORKERS = 4

@@ -29,6 +29,8 @@ from mcp_server_escalation.services.console import (
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
 
+pytestmark = pytest.mark.both_backends
+
 EVERYONE = QueueFilter()
 
 

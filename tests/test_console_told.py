@@ -26,6 +26,8 @@ from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import escalations as escalation_store
 
+pytestmark = pytest.mark.both_backends
+
 ERROR = "KeyError: 'user_id' in load_profile() <b>bold</b>"
 
 

@@ -17,6 +17,8 @@ from mcp_server_escalation.services.background import CLI_AFTER_WORK_SECONDS, CU
 from mcp_server_escalation.services.notifiers import DeliveryFailed, Notifier, send
 from operator_support import SCRIPT, deliveries, eventually, receiver, run_cli, write_config
 
+pytestmark = pytest.mark.both_backends
+
 # -- wait_seconds -------------------------------------------------------------------------
 
 

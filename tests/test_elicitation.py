@@ -21,6 +21,8 @@ from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.settings import ElicitationConfig
 from operator_support import eventually, run_cli
 
+pytestmark = pytest.mark.both_backends
+
 
 class Human:
     """An elicitation callback that answers as told and records what it was shown."""

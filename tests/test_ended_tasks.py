@@ -15,6 +15,8 @@ import pytest
 
 from conftest import Agent, connect
 
+pytestmark = pytest.mark.both_backends
+
 TASK = "ended-1"
 ENDINGS = ["terminated_by_human", "completed", "abandoned"]
 

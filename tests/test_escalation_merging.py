@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import connect
+
+pytestmark = pytest.mark.both_backends
 
 
 async def test_two_different_repeating_errors_keep_their_own_evidence(db_path: str) -> None:

@@ -11,11 +11,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import PROJECT, connect, make_settings
 from hooks_support import claude
 from mcp_server_escalation.hooks.dispatch import answer, prepare
 from mcp_server_escalation.services import guidance
 from mcp_server_escalation.services.runtime import open_runtime
+
+pytestmark = pytest.mark.both_backends
 
 EVERY_FIELD: dict[str, Any] = {
     "task_id": "report",

@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import Agent, FakeClock, connect, migrate_by_hand
+
+pytestmark = pytest.mark.both_backends
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 
@@ -248,6 +251,7 @@ async def test_feedback_lists_human_answers_but_not_withdrawn_questions(db_path:
     assert "withdraw" not in feedback["rendered"]
 
 
+@pytest.mark.sqlite_only  # builds a store of an older SQLite schema by hand
 async def test_a_store_from_before_migration_8_shows_its_retry_history_collapsed(db_path: str) -> None:
     """Attempts recorded by a version-7 store are collapsed by the upgrade as the trigger
     collapses new ones, so the first get_feedback after the upgrade shows all of them."""

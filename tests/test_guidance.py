@@ -19,6 +19,8 @@ from mcp_server_escalation.services import failures, guidance, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
 
+pytestmark = pytest.mark.both_backends
+
 BIG = {"same_error_repeated": 1000}
 
 

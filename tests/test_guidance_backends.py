@@ -3,23 +3,20 @@ and scores, and below it the same word statistics and the same bm25 of every can
 
 Both stores are filled through the services, record by record, with the same clock; then
 every query is asked of both. PostgreSQL's search is its own (a tsvector of FTS5's tokens,
-bm25 in Python), so any difference in tokenizing, matching or weighing shows here.
+bm25 in Python), so any difference in tokenizing, matching or weighing shows here. Each
+test takes its PostgreSQL database (``pg_url``) from the session's own server.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import random
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from conftest import PROJECT
 from mcp_server_escalation.models.failures import FailureReport
@@ -39,23 +36,6 @@ BIG = ThresholdOverrides(
     no_file_changes_after_attempts=1000,
     max_minutes=1000_000,
 )
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A fresh schema of the development server named by ESC_DEV_PG (until the tests start
-    their own server)."""
-    dev = os.environ.get("ESC_DEV_PG")
-    if not dev:
-        pytest.skip("needs a PostgreSQL server (ESC_DEV_PG)")
-    import psycopg
-
-    schema = "t_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(dev, autocommit=True) as c:
-        c.execute(f"CREATE SCHEMA {schema}")
-    yield f"{dev}?options=-csearch_path%3D{schema}"
-    with psycopg.connect(dev, autocommit=True) as c:
-        c.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 class Clock:

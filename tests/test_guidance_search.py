@@ -28,6 +28,8 @@ from mcp_server_escalation.store import guidance as guidance_store
 from mcp_server_escalation.store import search_tokens
 from mcp_server_escalation.store.migrations import MIGRATIONS
 
+pytestmark = pytest.mark.both_backends
+
 BIG = ThresholdOverrides(same_error_repeated=100_000)
 
 
@@ -40,12 +42,6 @@ async def _runtime(db_path: str) -> AsyncIterator[Runtime]:
 async def _fail(rt: Runtime, message: str, task_id: str = "s1", **extra: Any) -> str:
     result = await failures.record_failure(rt, FailureReport(task_id=task_id, message=message, **extra))
     return result.failure.failure_id
-
-
-def _sqlite_only(db_path: str, why: str) -> None:
-    """Skip a test of SQLite's own schema history or FTS5 index on PostgreSQL."""
-    if db_path.startswith("postgresql://"):
-        pytest.skip(why)
 
 
 async def _guidance(rt: Runtime, query: str | None = None, **extra: Any) -> list[tuple[str, bool]]:
@@ -87,10 +83,10 @@ async def test_exact_matches_that_share_the_quoted_name_rank_first_among_them(db
     assert all(exact for _, exact in five)
 
 
+@pytest.mark.sqlite_only  # every PostgreSQL record is keyed: its store began after migration 6
 async def test_a_record_without_a_message_key_still_matches_exactly(db_path: str) -> None:
     # Written by an older version into a migrated store: no key, so the index misses it,
     # but the text search finds it and keys it on the fly.
-    _sqlite_only(db_path, "every PostgreSQL record is keyed: its store began after migration 6")
     async with _runtime(db_path) as rt:
         await tasks.start_task(rt, title="t", task_id="s1", thresholds=BIG)
         fid = await _fail(rt, "ImportError: cannot import name 'x' from 'pkg'")
@@ -132,8 +128,8 @@ def _store_at_version_5(path: str) -> None:
     conn.close()
 
 
+@pytest.mark.sqlite_only  # SQLite's migrations
 async def test_migration_6_keys_the_records_written_before_it(db_path: str) -> None:
-    _sqlite_only(db_path, "SQLite's migrations")
     _store_at_version_5(db_path)
     async with _runtime(db_path) as rt:
         got = await _guidance(rt, "ValueError: bad value 7 in field 'total'")
@@ -235,8 +231,8 @@ def test_distinguishing_words_are_the_ones_normalisation_replaced() -> None:
     ) == ["build", "out", "o"]
 
 
+@pytest.mark.sqlite_only  # SQLite's migrations (both backends: test_guidance_backends.py)
 async def test_migration_7_indexes_the_error_and_its_advice_not_the_attempted_action(db_path: str) -> None:
-    _sqlite_only(db_path, "SQLite's migrations")
     _store_at_version_5(db_path)  # its FTS5 index (migration 3) also held the attempted action
     async with _runtime(db_path) as rt:
         await tasks.start_task(rt, title="t", task_id="s7", thresholds=BIG)
@@ -258,7 +254,7 @@ async def test_migration_7_indexes_the_error_and_its_advice_not_the_attempted_ac
     assert "recommended_adjustment" in columns
 
 
-async def test_the_index_stays_whole_as_records_arrive_one_by_one(db_path: str) -> None:
+async def test_the_index_stays_whole_as_records_arrive_one_by_one(db_path: str, backend: str) -> None:
     async with _runtime(db_path) as rt:
         await tasks.start_task(rt, title="t", task_id="s8", thresholds=BIG)
         for n in range(300):  # every one a new record: each adds a segment to the index
@@ -266,7 +262,7 @@ async def test_the_index_stays_whole_as_records_arrive_one_by_one(db_path: str) 
         last = await _fail(rt, "module zzz failed to import qqq", task_id="s8")
         got = await guidance.get_guidance(rt, task_id="s8", query="zzz qqq import")
     assert got.items[0].failure_id == last
-    if db_path.startswith("postgresql://"):
+    if backend != "sqlite":
         return  # the rest checks SQLite's FTS5 index
     conn = sqlite3.connect(db_path)
     try:

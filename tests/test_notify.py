@@ -24,6 +24,8 @@ from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import NotifyConfig, Settings
 from operator_support import SCRIPT, deliveries, eventually, receiver, run_cli, write_config
 
+pytestmark = pytest.mark.both_backends
+
 
 def recorded(db_path: str, escalation_id: int, count: int) -> Callable[[], Awaitable[bool]]:
     """A check: ``count`` deliveries of the escalation are committed as delivered."""

@@ -24,6 +24,8 @@ from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store.migrations import MIGRATIONS
 from operator_support import SCRIPT, cli_env, flat, run_cli
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
@@ -225,6 +227,7 @@ def _check_copy(path: Path) -> dict[str, Any]:
         }
 
 
+@pytest.mark.sqlite_only  # opens each copy as a SQLite file
 async def test_db_backup_while_a_writer_is_active_yields_a_valid_consistent_store(
     db_path: str, tmp_path: Path, home: Path
 ) -> None:

@@ -24,6 +24,8 @@ from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.rules.refusals import Door, worded
 from operator_support import flat, run_cli
 
+pytestmark = pytest.mark.both_backends
+
 # What only the model's wording holds: a refusal worded for a person shows none of it.
 MODEL_WORDS = ("response_type", "escalation_id", "list_escalations", "new_file_limit", "add_scope:")
 

@@ -9,6 +9,8 @@ from mcp import MCPError
 
 from conftest import connect
 
+pytestmark = pytest.mark.both_backends
+
 
 async def _escalated(db_path: str) -> int:
     async with connect(db_path) as agent:

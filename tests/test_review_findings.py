@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from conftest import Agent, connect
+
+pytestmark = pytest.mark.both_backends
 
 
 async def _review(agent: Agent, stage: str, status: str, **extra: Any) -> dict[str, Any]:

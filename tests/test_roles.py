@@ -13,6 +13,8 @@ import pytest
 
 from conftest import Agent, connect
 
+pytestmark = pytest.mark.both_backends
+
 ANSWERS: dict[str, dict[str, Any]] = {
     "guidance": {"content": "Retry with a smaller batch"},
     "override": {"content": "Drop the cache layer and call the API directly"},

@@ -14,6 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client, types
 
 from conftest import Agent, connect, make_settings
@@ -21,6 +22,8 @@ from hooks_support import bash_failure, hook
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.settings import NotifyConfig
 from operator_support import eventually, run_cli
+
+pytestmark = pytest.mark.both_backends
 
 ERROR = "KeyError: 'EUR'"
 BANNER = "Traceback (most recent call last):"
@@ -91,6 +94,7 @@ async def test_show_prints_each_trigger_by_its_error_line(db_path: str, tmp_path
     assert triggers[0].startswith(f"  - repeated_error: {ERROR} (")
 
 
+@pytest.mark.sqlite_only  # writes an old row into the SQLite file itself
 async def test_an_escalation_stored_with_a_multi_line_summary_is_still_listed_on_one_line(
     db_path: str, tmp_path: Path
 ) -> None:

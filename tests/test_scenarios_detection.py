@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from conftest import Agent, connect, evidence_of
+
+pytestmark = pytest.mark.both_backends
 
 TYPE_ERROR = "TypeError: undefined is not a function"
 REFERENCE_ERROR = "ReferenceError: x is not defined"

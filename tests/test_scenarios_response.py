@@ -15,6 +15,8 @@ import pytest
 from conftest import Agent, FakeClock, connect, evidence_of
 from mcp_server_escalation.clock import iso
 
+pytestmark = pytest.mark.both_backends
+
 TIMEOUT = 20  # seconds; a bound on every test that waits, never a sleep
 
 

@@ -8,12 +8,16 @@ import json
 import sqlite3
 from typing import Any
 
+import pytest
+
 from conftest import connect, make_settings
 from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.models.limits import POLL_MAX_BYTES, RESULT_MAX_BYTES
 from mcp_server_escalation.services import failures, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.store.sql import Conn
+
+pytestmark = pytest.mark.both_backends
 
 # What a stuck agent sends: a pytest failure with its traceback tail, as agents paste it.
 MESSAGE = (
@@ -107,6 +111,7 @@ async def _steps_and_row_of_one_repeat(rt: Runtime, steps: VmSteps, i: int) -> t
     return used, await rt.db.read(row_bytes)
 
 
+@pytest.mark.sqlite_only  # counts SQLite's own virtual-machine steps
 async def test_a_repeat_while_paused_reads_and_writes_as_much_at_the_thousandth_time_as_at_the_hundredth(
     db_path: str,
 ) -> None:
@@ -250,6 +255,7 @@ async def test_a_trigger_that_joins_the_open_escalation_returns_it_whole(db_path
     assert joined["holding"]["escalation_id"] == joined["escalation"]["escalation_id"]
 
 
+@pytest.mark.sqlite_only  # writes an old row into the SQLite file itself
 async def test_an_escalation_stored_before_the_bound_sheds_its_unbounded_evidence_at_the_next_repeat(
     db_path: str,
 ) -> None:

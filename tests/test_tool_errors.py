@@ -10,8 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import Agent, connect
 from store_faults import read_only
+
+pytestmark = pytest.mark.both_backends
 
 # One call per tool that its service refuses, and the words of the refusal.
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
@@ -75,6 +79,7 @@ def _minimal(schema: dict[str, Any]) -> Any:
     return "a"
 
 
+@pytest.mark.sqlite_only  # makes the SQLite file refuse writes
 async def test_a_store_refusal_in_any_writing_tool_reaches_the_model_as_a_tool_error(db_path: str) -> None:
     async with connect(db_path) as agent:
         tools = (await agent.client.list_tools()).tools

@@ -34,6 +34,11 @@ def store_origin(flag: str | None, env: Mapping[str, str]) -> str:
     return "ESCALATION_DB" if env.get("ESCALATION_DB") else "default"
 
 
+def is_database_url(store: str) -> bool:
+    """Is the store a PostgreSQL database's URL (rather than a SQLite file's path)?"""
+    return store.startswith(("postgresql://", "postgres://"))
+
+
 def default_config(env: Mapping[str, str]) -> str:
     """``${XDG_CONFIG_HOME:-~/.config}/mcp-server-escalation/config.toml``."""
     base = env.get("XDG_CONFIG_HOME") or os.path.join(_home(env), ".config")

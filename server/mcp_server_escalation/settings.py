@@ -39,7 +39,7 @@ from typing import Annotated, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
-from .locations import chosen_store, default_config, default_store
+from .locations import chosen_store, default_config, default_store, is_database_url
 from .models.hook_config import HooksConfig
 from .models.limits import Role
 from .models.thresholds import ThresholdOverrides, Thresholds
@@ -122,7 +122,7 @@ def default_db_path(env: Mapping[str, str] | None = None) -> Path:
 def resolve_db_path(flag: str | None, env: Mapping[str, str] | None = None) -> str:
     """The store path: ``--db``, else ``ESCALATION_DB``, else the per-user default."""
     chosen = chosen_store(flag, os.environ if env is None else env)
-    return chosen if chosen == ":memory:" else str(Path(chosen).expanduser())
+    return chosen if chosen == ":memory:" or is_database_url(chosen) else str(Path(chosen).expanduser())
 
 
 def config_path(
@@ -233,7 +233,7 @@ class Settings:
         loaded = ConfigFile.model_construct() if config is None else config.content
         prompts_dir = prompts or env.get("ESCALATION_PROMPTS") or loaded.prompts_dir
         db_path = resolve_db_path(db, env)
-        if cwd is not None and db_path != ":memory:":
+        if cwd is not None and db_path != ":memory:" and not is_database_url(db_path):
             db_path = str(Path(cwd) / db_path)  # a relative --db is the hook's, not ours
         return cls(
             db_path=db_path,

@@ -289,7 +289,7 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _add_db(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .monitor_args import add_backup_parser, add_check_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
+    from .monitor_args import add_backup_parser, add_check_parser, add_copy_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
 
     db = sub.add_parser("db", help="the store file")
     db_sub = db.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -301,6 +301,7 @@ def _add_db(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         _common(db_sub.add_parser(name, help=text))
     add_backup_parser(db_sub, _common)
     add_check_parser(db_sub, _common)
+    add_copy_parser(db_sub, _common)
 
 
 # The module and function that run each command, imported only when it runs: the operator

@@ -60,3 +60,17 @@ def add_check_parser(db_commands: Any, common: AddCommon) -> None:
         help="rebuild a damaged search index from the failure records (default: only report)",
     )
     check.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def add_copy_parser(db_commands: Any, common: AddCommon) -> None:
+    """``db copy SOURCE TARGET``."""
+    copy = db_commands.add_parser(
+        "copy",
+        help="copy every row of a store into an empty one: a SQLite file into PostgreSQL, or back",
+    )
+    common(copy)
+    copy.add_argument(
+        "source", metavar="SOURCE", help="the store to copy: a file's path or a postgresql:// URL"
+    )
+    copy.add_argument("target", metavar="TARGET", help="an empty store to copy into: a path or a URL")
+    copy.add_argument("--json", action="store_true", help=JSON_HELP)

@@ -21,9 +21,9 @@ import anyio
 from pydantic import BaseModel
 
 from ..errors import EscalationError, StoreError
-from ..locations import store_origin
+from ..locations import is_database_url, store_origin
 from ..rules.refusals import Door, worded
-from ..services import escalations, reports
+from ..services import copying, escalations, reports
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, default_db_path, resolve_db_path
 from . import monitor, report_error, task_views
@@ -170,6 +170,17 @@ async def _dispatch(rt: Runtime, args: argparse.Namespace) -> int:
     return 2
 
 
+async def _copy(source: str, args: argparse.Namespace) -> int:
+    report = await copying.copy_store(source, resolve_db_path(args.target))
+    if args.json:
+        _out(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True))
+        return 0
+    tables = ", ".join(f"{name} {count}" for name, count in report.rows.items() if count)
+    _out(f"copied {report.source} to {report.target}: {report.total} rows, each table's count checked")
+    _out(f"  {tables}")
+    return 0
+
+
 async def _init(settings: Settings, existed: bool) -> int:
     async with open_runtime(settings) as rt:
         version = await rt.db.schema_version()
@@ -179,8 +190,8 @@ async def _init(settings: Settings, existed: bool) -> int:
 
 def missing_store(path: str, flag: str | None) -> str | None:
     """Why the operator's commands refuse ``path`` (None when a store is there)."""
-    if path == ":memory:" or Path(path).exists():
-        return None
+    if path == ":memory:" or is_database_url(path) or Path(path).exists():
+        return None  # a database's server says itself whether it holds a store (at open)
     origin = store_origin(flag, os.environ)
     if origin == "default":
         given = (
@@ -202,6 +213,11 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             report_error(problem)
         return 1 if problem else 0
+    if args.command == "db" and args.action == "copy":
+        source = resolve_db_path(args.source)
+        if not (source == ":memory:" or is_database_url(source) or Path(source).exists()):
+            raise StoreError(f"SOURCE: no store at {source}; nothing was copied")
+        return anyio.run(_copy, source, args)
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts, role="operator")
     problem = missing_store(settings.db_path, args.db)
     if args.command == "db" and args.action == "init":

@@ -29,7 +29,7 @@ import sys
 import zlib
 from collections.abc import Mapping, Sequence
 
-from ..locations import chosen_store
+from ..locations import chosen_store, is_database_url
 
 PROTOCOL = 1
 HOSTS = ("claude-code", "cursor", "codex")
@@ -80,7 +80,12 @@ def socket_path(db_path: str, env: Mapping[str, str], cwd: str) -> str | None:
     folder = socket_dir(env)
     if folder is None:
         return None
-    resolved = os.path.realpath(os.path.join(cwd, os.path.expanduser(db_path)))
+    # A database's URL names it wherever the hook runs; a file's path is the hook's own.
+    resolved = (
+        db_path
+        if is_database_url(db_path)
+        else os.path.realpath(os.path.join(cwd, os.path.expanduser(db_path)))
+    )
     # Two checksums, not a cryptographic hash: hashlib would cost every hook run ~3 ms, and
     # the server checks that a request is for its own store anyway.
     key = resolved.encode("utf-8", "surrogatepass")

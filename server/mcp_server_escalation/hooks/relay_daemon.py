@@ -30,6 +30,7 @@ import anyio
 from anyio.abc import SocketStream
 
 from ..errors import ConfigError
+from ..locations import is_database_url
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings
 from .relay import socket_path
@@ -45,7 +46,10 @@ GRACE_SECONDS = 10.0
 
 
 def store_identity(path: str) -> tuple[int, int] | None:
-    """Which file ``path`` is now (device, inode); None when there is none."""
+    """Which file ``path`` is now (device, inode); None when there is none. A database's
+    URL names the same store as long as it is given (its server owns the files)."""
+    if is_database_url(path):
+        return (0, 0)
     try:
         st = Path(path).stat()
     except OSError:

@@ -46,6 +46,7 @@ import anyio.to_thread
 from anyio.abc import SocketListener, SocketStream
 
 from ..errors import ConfigError
+from ..locations import is_database_url
 from ..services.background import alongside
 from ..services.runtime import Runtime
 from ..settings import FileStamp, LoadedConfig, Settings, config_path
@@ -109,7 +110,9 @@ def _hook_settings(
     )
 
     def place(path: str | os.PathLike[str] | None) -> str | None:
-        return os.path.realpath(path) if path is not None else None
+        if path is None or is_database_url(str(path)):
+            return None if path is None else str(path)
+        return os.path.realpath(path)
 
     same = (
         place(ours.db_path) == place(theirs.db_path)

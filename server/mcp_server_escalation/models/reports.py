@@ -84,3 +84,12 @@ class StoreCheck(Record):
     search_index_problem: str | None = Field(description="what the index check found, if anything")
     failure_records: int
     ok: bool = Field(description="the file is whole and the search index is (or is now) whole")
+
+
+class CopyReport(Record):
+    """``mcp-server-escalation db copy SOURCE TARGET``."""
+
+    source: str
+    target: str
+    rows: dict[str, int] = Field(description="per table: rows in the target, equal to the source's")
+    total: int

@@ -20,6 +20,7 @@ import anyio
 
 from ..models.operator import EscalationChange
 from ..settings import NotifyConfig
+from ..store.backends import CHANGE_CHANNEL
 from .changes import ChangeFeed, ChangeHandler
 from .runtime import Runtime
 
@@ -60,15 +61,14 @@ async def operator_side(rt: Runtime, on_changes: ChangeHandler | None = None) ->
         if on_changes is not None:
             await on_changes(batch)
 
-    rt.listeners.append(feed.on_publish)
-    work: list[Callable[[], Coroutine[Any, Any, object]]] = [functools.partial(feed.follow, handle)]
+    work: list[Callable[[], Coroutine[Any, Any, object]]] = [
+        functools.partial(feed.follow, handle),
+        functools.partial(rt.db.listen, CHANGE_CHANNEL, rt.signal_change),
+    ]
     if outbox is not None:
         work.append(outbox.run)
-    try:
-        async with alongside(*work):
-            yield Background(feed, outbox)
-    finally:
-        rt.listeners.remove(feed.on_publish)
+    async with alongside(*work):
+        yield Background(feed, outbox)
 
 
 @asynccontextmanager

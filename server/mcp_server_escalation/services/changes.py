@@ -2,9 +2,11 @@
 
 Every insert and update of an escalation appends a row to ``escalation_changes`` in the
 writer's own transaction. A follower keeps the id of the last change it has seen and reads
-what came after it: at once when this process published a change (``wake``), otherwise
+what came after it: at once when this process published a change (``Runtime.changed``), otherwise
 every ``poll_seconds``, which is how an answer given in the operator's CLI reaches a
-server's connected client, and a server's new escalation reaches ``escalations watch``.
+server's connected client, and a server's new escalation reaches ``escalations watch``. A
+PostgreSQL store also announces every committed change (``listen``): the feeds of every
+server wake at once, and polling is what is left when that connection is lost.
 A poll is one indexed read of a few rows (tens of microseconds); nothing is written.
 """
 
@@ -15,7 +17,6 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from ..models.escalations import Escalation
 from ..models.operator import EscalationChange, WatchLine
 from ..store import changes as change_store
 from ..store import escalations as escalation_store
@@ -37,7 +38,6 @@ class ChangeFeed:
         self.rt = rt
         self.poll_seconds = poll_seconds
         self.cursor = after
-        self._wake = anyio.Event()
 
     async def start(self) -> int:
         """Begin after the newest change (unless a starting point was given); returns the cursor."""
@@ -45,25 +45,18 @@ class ChangeFeed:
             self.cursor = await self.rt.db.read(change_store.latest_change_id)
         return self.cursor
 
-    def wake(self) -> None:
-        """Read the feed now: this process has just committed a change."""
-        self._wake.set()
-
-    async def on_publish(self, _escalation: Escalation, _event: str) -> None:
-        """A ``Runtime`` listener: a local change is read at once instead of at the next poll."""
-        self.wake()
-
     async def next_changes(self) -> list[EscalationChange]:
         """The changes after the cursor, waiting (poll or wake) until there is at least one."""
         cursor = await self.start()
         while True:
-            self._wake = anyio.Event()
+            # Taken before the read: a change committed after it sets this very event.
+            changed = self.rt.changed()
             found = await self.rt.db.read(lambda conn: change_store.changes_after(conn, cursor, BATCH))
             if found:
                 self.cursor = found[-1].change_id
                 return found
             with anyio.move_on_after(self.poll_seconds):
-                await self._wake.wait()
+                await changed.wait()
 
     async def follow(self, handler: ChangeHandler) -> None:
         """Hand every batch of changes to ``handler`` until cancelled.

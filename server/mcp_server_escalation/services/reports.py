@@ -8,6 +8,7 @@ from typing import Literal
 import anyio.to_thread
 
 from ..errors import Conflict, InvalidInput
+from ..locations import is_database_url
 from ..models.reports import BackupReport, Delivery, StatsReport, StoreCheck
 from ..rules import stats as stats_rules
 from ..store import outbox as outbox_store
@@ -50,7 +51,7 @@ async def deliveries(rt: Runtime, escalation_id: int) -> list[Delivery]:
 
 async def backup(rt: Runtime, destination: str, *, overwrite: bool = False) -> BackupReport:
     """An online, consistent copy of the store at ``destination`` (SQLite's backup API)."""
-    source = rt.db.path
+    source = rt.settings.db_path
     if source == ":memory:":
         raise Conflict("db backup: the store is in memory (:memory:); there is no file to back up.")
     # Blocking file work runs off the event loop; the store's own connection is not used.
@@ -59,14 +60,15 @@ async def backup(rt: Runtime, destination: str, *, overwrite: bool = False) -> B
 
 def _backup(source: str, destination: str, overwrite: bool) -> BackupReport:
     target = Path(destination).expanduser()
-    _refuse_store_files(source, target)
+    if not is_database_url(source):
+        _refuse_store_files(source, target)
     if target.is_dir():
         raise InvalidInput("PATH", f"{target} is a folder; give a file name")
     if target.exists() and not overwrite:
         raise Conflict(f"PATH: {target} already exists; pass --force to replace it.")
     if not target.parent.is_dir():
         raise InvalidInput("PATH", f"the folder {target.parent} does not exist")
-    return report_store.backup(source, str(target))
+    return report_store.backup(source, target)
 
 
 def _refuse_store_files(source: str, target: Path) -> None:

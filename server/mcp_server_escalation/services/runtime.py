@@ -45,8 +45,14 @@ class Runtime:
         return iso(self.clock())
 
     def changed(self) -> anyio.Event:
-        """An event set at the next escalation change in this process."""
+        """An event set at the next escalation change in this process, or in another one
+        that the store announces (PostgreSQL's notifications)."""
         return self._changed
+
+    def signal_change(self) -> None:
+        """Another process committed an escalation change: wake whoever waits for one."""
+        self._changed.set()
+        self._changed = anyio.Event()
 
     async def publish(self, escalation: Escalation, event: str) -> None:
         """Tell listeners (client notifications, notifiers) after the change is committed."""

@@ -11,11 +11,13 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from ..errors import StoreError
+from ..locations import is_database_url
 from .db import Database
 
-T = TypeVar("T")
+# The channel on which a PostgreSQL store announces every committed change of an escalation.
+CHANGE_CHANNEL = "escalation_changes"
 
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+T = TypeVar("T")
 
 
 class Store(Protocol):
@@ -27,17 +29,13 @@ class Store(Protocol):
     async def read(self, fn: Callable[[Any], T]) -> T: ...
     async def schema_version(self) -> int: ...
     async def migrate(self) -> list[int]: ...
+    async def listen(self, channel: str, heard: Callable[[], None]) -> None: ...
     async def close(self) -> None: ...
-
-
-def is_postgres_url(location: str) -> bool:
-    """Does ``location`` name a PostgreSQL database rather than a SQLite file?"""
-    return location.startswith(POSTGRES_SCHEMES)
 
 
 async def open_store(location: str, *, create: bool = True) -> Store:
     """The store at ``location``, migrated; ``create`` false refuses one nobody has set up."""
-    if not is_postgres_url(location):
+    if not is_database_url(location):
         return await Database.open(location, create=create)
     try:
         from .postgres.database import PgDatabase  # noqa: PLC0415 (psycopg only when asked for)

@@ -198,6 +198,9 @@ class Database:
             raise
         return db
 
+    async def listen(self, channel: str, heard: Callable[[], None]) -> None:
+        """SQLite sends no notifications: its readers poll (returns at once)."""
+
     async def close(self) -> None:
         """Close every connection once its work is done; WAL content is already durable."""
         if self._readers is not None:

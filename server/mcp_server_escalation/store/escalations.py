@@ -19,7 +19,7 @@ from ..models.escalations import (
 from ..models.limits import SQLITE_INTEGER_MAX
 from ..rules.announce import headline
 from .migrations import AWAITING_ACKNOWLEDGEMENT
-from .sql import Conn, Row
+from .sql import Conn, Row, for_update, is_postgres
 
 RESOLVED_STATUSES = (
     "resolved",
@@ -100,7 +100,11 @@ def get(conn: Conn, escalation_id: int) -> Escalation | None:
     """The escalation, or None."""
     if not _storable(escalation_id):
         return None
-    row = conn.execute("SELECT * FROM escalations WHERE escalation_id = ?", (escalation_id,)).fetchone()
+    # In a write, the row stays locked until it commits: one answer, one revision at a time.
+    row = conn.execute(
+        "SELECT * FROM escalations WHERE escalation_id = ?" + for_update(conn),  # noqa: S608 (constant)
+        (escalation_id,),
+    ).fetchone()
     return _escalation(row) if row else None
 
 
@@ -228,9 +232,10 @@ def close_unanswered(conn: Conn, escalation_id: int, status: str, now: str) -> N
 
 def open_triggered(conn: Conn, task_id: str) -> Escalation | None:
     """The task's oldest pending escalation that was raised by an objective trigger."""
+    lock = for_update(conn)
     row = conn.execute(
-        "SELECT * FROM escalations WHERE task_id = ? AND status = 'pending'"
-        " AND type NOT IN (?, ?) ORDER BY escalation_id LIMIT 1",
+        "SELECT * FROM escalations WHERE task_id = ? AND status = 'pending'"  # noqa: S608 (constant)
+        f" AND type NOT IN (?, ?) ORDER BY escalation_id LIMIT 1{lock}",
         (task_id, *_QUESTION_TYPES),
     ).fetchone()
     return _escalation(row) if row else None
@@ -280,11 +285,17 @@ def get_ref(conn: Conn, escalation_id: int) -> EscalationRef | None:
     return _ref(row) if row else None
 
 
+# The keys of an escalation's triggers, as each backend reads its JSON text (SQLite, PostgreSQL).
+_TRIGGER_KEYS = (
+    "SELECT 1 FROM json_each(triggers_json) WHERE json_extract(value, '$.key')",
+    "SELECT 1 FROM jsonb_array_elements(triggers_json::jsonb) AS t (value) WHERE t.value ->> 'key'",
+)
+
+
 def latest_with_key(conn: Conn, task_id: str, key: str) -> Escalation | None:
     """The task's newest escalation with a trigger of that ``key``, or None."""
     row = conn.execute(
-        "SELECT * FROM escalations WHERE task_id = ? AND EXISTS (SELECT 1 FROM"
-        " json_each(triggers_json) WHERE json_extract(value, '$.key') = ?)"
+        f"SELECT * FROM escalations WHERE task_id = ? AND EXISTS ({_TRIGGER_KEYS[is_postgres(conn)]} = ?)"  # noqa: S608 (constant)
         " ORDER BY escalation_id DESC LIMIT 1",
         (task_id, key),
     ).fetchone()
@@ -391,20 +402,29 @@ def told_agent(conn: Conn, escalation_id: int) -> ToldAtFiring | None:
 # read newest first from its own index (status and id; migration 14's partial index), after
 # a place in it: a page never reads the rows before it, nor the answered history.
 _PARTS = (("status = 'pending'", False), (AWAITING_ACKNOWLEDGEMENT, True))
-_PROJECT = "json_extract(context_json, '$.task.project')"
+# The escalation's project, and whether a folder's name ends it, as each backend says it
+# (SQLite, PostgreSQL).
+_PROJECT = ("json_extract(context_json, '$.task.project')", "(context_json::jsonb #>> '{task,project}')")
+_ENDS_WITH_FOLDER = (
+    "substr({project}, -length(?) - 1) = '/' || ?",
+    "right({project}, char_length(CAST(? AS TEXT)) + 1) = '/' || CAST(? AS TEXT)",
+)
 
 
-def _queue_filters(project: str, agent_id: str, type_: str) -> tuple[str, tuple[str, ...]]:
+def _queue_filters(conn: Conn, project: str, agent_id: str, type_: str) -> tuple[str, tuple[str, ...]]:
     """The filters that are set, as SQL terms: exact values; a project by its path or by its
     folder's name (the path's last part)."""
     terms: list[str] = []
     params: list[str] = []
     if project:
+        dialect = is_postgres(conn)
+        column = _PROJECT[dialect]
         if "/" in project:
-            terms.append(f"{_PROJECT} = ?")
+            terms.append(f"{column} = ?")
             params.append(project)
         else:
-            terms.append(f"({_PROJECT} = ? OR substr({_PROJECT}, -length(?) - 1) = '/' || ?)")
+            ends = _ENDS_WITH_FOLDER[dialect].format(project=column)
+            terms.append(f"({column} = ? OR {ends})")
             params.extend((project, project, project))
     if agent_id:
         terms.append("agent_id = ?")
@@ -420,7 +440,7 @@ def waiting_for_operator(
 ) -> QueuePage:
     """The page of the operator's queue that follows ``after`` (the first page without it),
     at most ``limit`` escalations, with how many the filtered queue holds and precede it."""
-    filters, params = _queue_filters(project, agent_id, type_)
+    filters, params = _queue_filters(conn, project, agent_id, type_)
     found: list[Escalation] = []
     total = before = 0
     for where, answered in _PARTS:

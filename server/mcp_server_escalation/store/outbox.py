@@ -14,7 +14,7 @@ announcement that is still being retried.
 from __future__ import annotations
 
 from ..models.reports import Delivery, NotifierStats
-from .sql import Conn, Row
+from .sql import Conn, Row, skip_locked
 
 _DELIVERY_COLUMNS = (
     "o.outbox_id, o.escalation_id, o.event, d.notifier, d.attempts, d.next_attempt_at,"
@@ -40,14 +40,15 @@ def current(conn: Conn, notifier: str) -> list[Delivery]:
     """For every pending escalation, its newest announcement and its state for ``notifier``.
 
     An announcement this notifier never tried comes back with ``attempts == 0`` and no
-    times. Oldest first, so a backlog goes out in creation order.
+    times. Oldest first, so a backlog goes out in creation order. Read in a write (to claim
+    them), announcements another server is claiming at that moment are left to it.
     """
     rows = conn.execute(
         f"SELECT {_DELIVERY_COLUMNS} FROM escalations e"  # noqa: S608 (constant column list)
         " JOIN notification_outbox o ON o.outbox_id = ("
         "   SELECT MAX(outbox_id) FROM notification_outbox WHERE escalation_id = e.escalation_id)"
         " LEFT JOIN notification_deliveries d ON d.outbox_id = o.outbox_id AND d.notifier = ?"
-        " WHERE e.status = 'pending' ORDER BY o.outbox_id",
+        f" WHERE e.status = 'pending' ORDER BY o.outbox_id{skip_locked(conn, 'o')}",
         (notifier,),
     ).fetchall()
     return [_delivery(row, notifier) for row in rows]
@@ -59,7 +60,7 @@ def claim(conn: Conn, outbox_id: int, notifier: str, *, now: str, lease_until: s
         "INSERT INTO notification_deliveries"
         " (outbox_id, notifier, attempts, next_attempt_at, lease_until, updated_at)"
         " VALUES (?, ?, 1, ?, ?, ?)"
-        " ON CONFLICT (outbox_id, notifier) DO UPDATE SET attempts = attempts + 1,"
+        " ON CONFLICT (outbox_id, notifier) DO UPDATE SET attempts = notification_deliveries.attempts + 1,"
         " lease_until = excluded.lease_until, updated_at = excluded.updated_at",
         (outbox_id, notifier, now, lease_until, now),
     )

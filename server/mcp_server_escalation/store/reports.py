@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from ..errors import StoreError
+from ..locations import is_database_url
 from ..models.reports import BackupReport
 from .db import BUSY_TIMEOUT_MS
 from .sql import Conn
@@ -39,22 +40,26 @@ def partial_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.partial")
 
 
-def backup(source: str, destination: str) -> BackupReport:
-    """Copy the live store to ``destination`` with SQLite's online backup API.
+def backup(source: str, target: Path) -> BackupReport:
+    """Copy the live store to ``target``: a SQLite file with SQLite's online backup API, a
+    PostgreSQL database with ``pg_dump`` (``postgres/dump.py``).
 
     Blocking: run it in a worker thread. It opens connections of its own (never the
     process's shared one), copies every page in one step, which reads one consistent
     snapshot while writers in other processes carry on (WAL), writes to a temporary file
-    next to ``destination`` and renames it into place only once the copy has passed
+    next to ``target`` and renames it into place only once the copy has passed
     ``PRAGMA integrity_check``, so a failed backup never leaves a half-written file.
     """
-    target = Path(destination)
     partial = partial_path(target)
+    if is_database_url(source):
+        from .postgres import dump  # noqa: PLC0415 (psycopg only on that backend)
+
+        return dump.backup(source, target, partial)
     try:
         return _backup(source, target, partial)
     except (sqlite3.Error, OSError) as exc:
         partial.unlink(missing_ok=True)
-        raise StoreError(f"backup of {source} to {destination} failed: {exc}") from exc
+        raise StoreError(f"backup of {source} to {target} failed: {exc}") from exc
 
 
 def _backup(source: str, target: Path, partial: Path) -> BackupReport:

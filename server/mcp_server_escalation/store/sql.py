@@ -39,6 +39,13 @@ def for_update(conn: Conn, *tables: str) -> str:
     return ""
 
 
+def skip_locked(conn: Conn, *tables: str) -> str:
+    """The claim clause for a queue read in a write transaction: rows another server has
+    locked (is claiming now) are passed over, not waited for (nothing on SQLite)."""
+    lock = for_update(conn, *tables)
+    return f"{lock} SKIP LOCKED" if lock else ""
+
+
 def tuples(conn: Conn, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     """Every row of ``sql`` as a plain tuple: cheaper than named rows where hundreds are read."""
     if isinstance(conn, PgConn):

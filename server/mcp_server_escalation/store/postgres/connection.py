@@ -83,6 +83,10 @@ class PgCursor:
         return self._cursor.rowcount
 
     @property
+    def description(self) -> Any:
+        return self._cursor.description
+
+    @property
     def lastrowid(self) -> None:
         # PostgreSQL has no row id: inserts that need theirs say RETURNING.
         return None

@@ -44,13 +44,10 @@ _RETRIES = 5
 _RETRIED = (errors.SerializationFailure, errors.DeadlockDetected)
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 _BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
+# How long a listener whose connection was lost waits before it connects again.
+_LISTEN_RETRY_SECONDS = 5.0
 # Any fixed number: the lock servers take while one of them migrates.
 _MIGRATION_LOCK = 0x65736361
-
-
-def is_url(location: str) -> bool:
-    """Does ``location`` name a PostgreSQL database (rather than a SQLite file)?"""
-    return location.startswith(("postgresql://", "postgres://"))
 
 
 def shown(url: str) -> str:
@@ -136,6 +133,7 @@ class PgDatabase:
         self._writer = writer
         self._readers = Readers(READERS, lambda: PgWorker.open(functools.partial(_connect, url)))
         self.path = shown(url)
+        self._url = url
 
     @classmethod
     async def open(cls, url: str, *, create: bool = True) -> PgDatabase:
@@ -156,6 +154,26 @@ class PgDatabase:
         if not create and await self.schema_version() == 0:
             raise StoreError(f"store {self.path} holds no escalation store yet: run a server on it first")
         await self.migrate()
+
+    async def listen(self, channel: str, heard: Callable[[], None]) -> None:
+        """Call ``heard`` at every notification on ``channel`` until cancelled.
+
+        On its own connection, in the event loop (psycopg's asynchronous one: a listener
+        waits, it runs no transaction). A lost connection is opened again after a pause;
+        meanwhile the callers' polling carries on, so nothing is missed, only later.
+        """
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self._url, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {channel}")
+                    heard()  # anything committed before the LISTEN is read now
+                    async for _ in conn.notifies():
+                        heard()
+            except psycopg.Error as exc:
+                log.warning(
+                    "store %s: listening on %s failed (%s); polling until it is back", self.path, channel, exc
+                )
+                await anyio.sleep(_LISTEN_RETRY_SECONDS)
 
     async def close(self) -> None:
         await self._readers.close()

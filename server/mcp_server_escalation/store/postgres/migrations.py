@@ -293,6 +293,17 @@ _TABLES = (
     "CREATE UNIQUE INDEX hook_events_counted_call ON hook_events (call_key) WHERE counted = 1",
 )
 
+# The change feed is read by id ("every change after the last one seen"), so its ids must
+# commit in the order they are given, as they do with SQLite's one writer: a transaction
+# that adds a change takes this lock first and holds it to its commit, so a later id never
+# commits before an earlier one. Escalations change rarely; nothing else waits for it.
+FEED_LOCK = 0x65736366
+_FEED_TURN = f"PERFORM pg_advisory_xact_lock({FEED_LOCK});"
+# Delivered at commit to every server listening (``PgDatabase.listen``): a change made on
+# one server wakes the feed and the waiting agents of every other at once.
+CHANGE_CHANNEL = "escalation_changes"  # the same as store.backends.CHANGE_CHANNEL
+_FEED_NOTIFY = f"PERFORM pg_notify('{CHANGE_CHANNEL}', '');"
+
 # What SQLite's triggers do, as PL/pgSQL: a rejected attempt joins its retry entry; every
 # escalation's creation and revision enter the change feed, and its creation the outbox.
 _TRIGGERS = (
@@ -311,18 +322,21 @@ _TRIGGERS = (
     END $$""",
     """CREATE TRIGGER attempts_retry_entry AFTER INSERT ON attempts
         FOR EACH ROW WHEN (NEW.status = 'rejected') EXECUTE FUNCTION attempts_retry_entry()""",
-    """CREATE FUNCTION escalations_created_feed() RETURNS trigger LANGUAGE plpgsql AS $$
+    f"""CREATE FUNCTION escalations_created_feed() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
+        {_FEED_TURN}
         INSERT INTO escalation_changes (escalation_id, revision, event, status, changed_at)
         VALUES (NEW.escalation_id, NEW.revision, 'created', NEW.status, NEW.created_at);
         INSERT INTO notification_outbox (escalation_id, event, created_at)
         VALUES (NEW.escalation_id, 'created', NEW.created_at);
+        {_FEED_NOTIFY}
         RETURN NULL;
     END $$""",
     """CREATE TRIGGER escalations_created_feed AFTER INSERT ON escalations
         FOR EACH ROW EXECUTE FUNCTION escalations_created_feed()""",
-    """CREATE FUNCTION escalations_changed_feed() RETURNS trigger LANGUAGE plpgsql AS $$
+    f"""CREATE FUNCTION escalations_changed_feed() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
+        {_FEED_TURN}
         INSERT INTO escalation_changes (escalation_id, revision, event, status, changed_at)
         VALUES (NEW.escalation_id, NEW.revision, CASE
             WHEN OLD.response_type IS NULL AND NEW.response_type IS NOT NULL
@@ -331,6 +345,7 @@ _TRIGGERS = (
             WHEN OLD.acknowledged_at IS NULL AND NEW.acknowledged_at IS NOT NULL THEN 'acknowledged'
             WHEN OLD.delivered_at IS NULL AND NEW.delivered_at IS NOT NULL THEN 'delivered'
             ELSE 'updated' END, NEW.status, NEW.updated_at);
+        {_FEED_NOTIFY}
         RETURN NULL;
     END $$""",
     """CREATE TRIGGER escalations_changed_feed AFTER UPDATE ON escalations
