@@ -22,7 +22,7 @@ from conftest import PROJECT
 from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.models.thresholds import ThresholdOverrides
 from mcp_server_escalation.rules import fts, ranking
-from mcp_server_escalation.services import failures, guidance, tasks
+from mcp_server_escalation.services import copying, failures, guidance, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import failures as failure_store
@@ -266,8 +266,29 @@ async def test_the_search_columns_kept_record_by_record_are_what_indexing_anew_f
 
         await rt.db.write(wipe)
         assert (await guidance.get_guidance(rt, task_id="a1", query="error", scope="project")).items == []
-        indexed = await rt.db.write(failure_store.index_for_search)
+        await rt.db.write(failure_store.reindex_search)
         again = [await guidance.get_guidance(rt, task_id="a1", query=q, scope="project") for q in QUERIES]
         assert await rt.db.read(_search_state) == kept
-    assert indexed == len(kept[1])
     assert [_top(r) for r in again] == [_top(r) for r in asked]
+
+
+async def test_a_sqlite_store_copied_into_postgresql_gives_the_same_guidance(
+    tmp_path: Path, pg_url: str
+) -> None:
+    source = str(tmp_path / "source.db")
+    clock = Clock()
+    async with open_runtime(Settings(db_path=source, project_root=PROJECT), clock) as rt:
+        for task_id in ("a1", "a2", "b1"):
+            await tasks.start_task(rt, title="t", task_id=task_id, thresholds=BIG)
+        for report in _reports(random.Random(9), 150):  # noqa: S311 (test data)
+            clock.now += timedelta(hours=5)
+            await failures.record_failure(rt, report)
+    await copying.copy_store(source, pg_url)
+    async with _stores(source, pg_url, clock) as runtimes:
+        for query in QUERIES:
+            got = [
+                _top(await guidance.get_guidance(rt, task_id="a1", query=query, scope="project"))
+                for rt in runtimes
+            ]
+            assert got[0] == got[1], query
+        assert await runtimes[1].db.read(_search_state) != [[(0, 0)], []]

@@ -245,10 +245,12 @@ def _reindex(conn: Conn, seq: int) -> None:
     _count_for_search(conn, records=0, tokens=terms.size - int(row[len(fts.COLUMNS)]))
 
 
-def index_for_search(conn: Conn) -> int:
-    """Index every record's words anew and count the index's totals again (PostgreSQL):
+def reindex_search(conn: Conn) -> None:
+    """Index every record's words anew and count the index's totals again, on PostgreSQL:
     for records written other than by ``record_occurrence``, as a copy of a store writes
-    them. Answers how many records it indexed."""
+    them. Nothing on SQLite, whose FTS5 index its triggers keep."""
+    if not is_postgres(conn):
+        return
     indexed = ", ".join(fts.COLUMNS)
     rows = conn.execute(f"SELECT seq, {indexed} FROM failures ORDER BY seq").fetchall()  # noqa: S608
     tokens = 0
@@ -259,7 +261,6 @@ def index_for_search(conn: Conn) -> int:
         values.append((*_search_values(terms), row["seq"]))
     conn.executemany(_SET_SEARCH, values)
     conn.execute("UPDATE failure_search_totals SET records = ?, tokens = ? WHERE id = 1", (len(rows), tokens))
-    return len(rows)
 
 
 def _keep_occurrence(conn: Conn, counted: Counted, new: NewFailure, now: str, details: str) -> None:
