@@ -18,6 +18,7 @@ import pytest
 
 from console_support import form_values
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, start_http, stop_http
+from mcp_server_escalation.adapters.http.auth import Holder, load_tokens
 
 ALICE = "alice-" + "1" * 40
 BOB = "bob-" + "2" * 40
@@ -277,3 +278,16 @@ def test_a_tokens_file_of_agents_alone_serves_no_console_and_the_console_refuses
     done = _serve_once(env, tmp_path, "console")
     assert done.returncode == 1
     assert "the console opens only with an operator's token" in done.stderr
+
+
+def test_one_person_may_hold_two_tokens_of_one_role_while_changing_over(tmp_path: Path) -> None:
+    old, new = "old-" + "4" * 40, "new-" + "5" * 40
+    two = (
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\nsha256 = "{sha256(old)}"\n\n'
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\ntoken = "{new}"\n'
+    )
+    book = load_tokens(team_env(tmp_path, two))
+
+    assert book.holder(old) == book.holder(new) == Holder("alice", "operator", personal=True)
+    assert book.holder(new[:-1]) is None
+    assert book.holder(sha256(old)) is None, "the digest itself is no token"
