@@ -5,9 +5,9 @@ change feed over SSE and refreshes the live parts of the page; no CDN, no build 
 route is behind the same Host/Origin allow-list as ``/mcp`` (adapters/http/serving.py); every page
 but the login needs the operator's session; every POST needs an allowed Origin header and
 (but the login) the session's CSRF token. Answers go through the service the CLI uses,
-recorded as ``console:<name>`` (the name of the token's holder: ``operator`` for the shared
-operator token, the person for their own token), and carry the revision they were made on. The console
-runs no command: it reads the store and answers escalations, nothing else.
+recorded as ``console:<name>`` (who logged in: the person for their own token, ``operator``
+for the shared operator token), and carry the revision they were made on. The console runs
+no command: it reads the store and answers escalations, nothing else.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Who is logged in to the console: server-side sessions behind an HttpOnly cookie.
 
 Only an operator's token opens a session (an agent's is refused by name: an agent must
-never answer its own escalation), and the session remembers whose token it was: the
-shared operator token's answers are recorded as ``console:operator``, a person's own token's
-(the tokens file) as ``console:<name>``. The cookie holds a random session id and nothing else;
-the session, with its CSRF token, lives in this process's memory, so restarting the console
+never answer its own escalation), and the session remembers whose token it was: answers
+given with a person's own token (the tokens file) are recorded as ``console:<name>``, with
+the shared operator token as ``console:operator``. The cookie holds a random session id and
+nothing else; the session, with its CSRF token, lives in this process's memory, so restarting the console
 logs everyone out, and no secret is needed to sign anything. The token itself never
 travels again after the login form: not in a cookie, not in a URL.
 """
