@@ -1,13 +1,13 @@
 """``console``: serve the operator console (adapters/console) on its own port.
 
-It needs ``ESCALATION_OPERATOR_TOKEN`` (the login's only key) and refuses to start without
-it; the agent token, when set, is known only to refuse it by name at the login.
+It needs an operator's token, the shared ``ESCALATION_OPERATOR_TOKEN`` or a person's own in
+the tokens file (``ESCALATION_TOKENS_FILE``), and refuses to start without one; agents'
+tokens, when set, are known only to refuse them by name at the login.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 
 from ..errors import ConfigError, StoreError
 from ..settings import Settings
@@ -29,9 +29,10 @@ def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type
     [--secure-cookie]``."""
     console = sub.add_parser(
         "console",
-        help="serve the operator console in a browser (needs ESCALATION_OPERATOR_TOKEN)",
+        help="serve the operator console in a browser (needs an operator token)",
         description="Serve the operator console: see and answer escalations in a browser. "
-        "Log in with the token in ESCALATION_OPERATOR_TOKEN.",
+        "Log in with the token in ESCALATION_OPERATOR_TOKEN, or with your own operator token "
+        "from the tokens file named in ESCALATION_TOKENS_FILE.",
     )
     common(console)  # type: ignore[operator]
     console.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
@@ -60,21 +61,22 @@ def run(args: argparse.Namespace) -> int:
 
     from ..adapters.console.app import build_console  # noqa: PLC0415
     from ..adapters.console.sessions import Sessions  # noqa: PLC0415
-    from ..adapters.http.auth import AGENT_TOKEN_ENV, OPERATOR_TOKEN_ENV, tokens_from_env  # noqa: PLC0415
+    from ..adapters.http.auth import OPERATOR_TOKEN_ENV, load_tokens  # noqa: PLC0415
+    from ..adapters.http.token_file import TOKENS_FILE_ENV  # noqa: PLC0415
 
-    if not os.environ.get(OPERATOR_TOKEN_ENV):
+    tokens = load_tokens()  # the same checks as HTTP: long enough, none held twice
+    if not tokens.has_role("operator"):
         raise ConfigError(
-            f"the console opens only with the operator token: set {OPERATOR_TOKEN_ENV} "
-            "(make one with: openssl rand -hex 16)"
+            f"the console opens only with an operator's token: set {OPERATOR_TOKEN_ENV} "
+            f"(make one with: openssl rand -hex 16), or give operators their own tokens in the "
+            f"tokens file named in {TOKENS_FILE_ENV}"
         )
-    tokens_from_env()  # the same checks as HTTP: long enough, not the agent's token
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts, role="operator")
     problem = missing_store(settings.db_path, args.db)
     if problem:
         raise StoreError(problem)
     listen, security = http_listening(args)
-    sessions = Sessions(os.environ[OPERATOR_TOKEN_ENV], os.environ.get(AGENT_TOKEN_ENV))
-    app = build_console(settings, sessions, security, secure_cookie=args.secure_cookie)
+    app = build_console(settings, Sessions(tokens), security, secure_cookie=args.secure_cookie)
     uvicorn.run(
         app,
         host=listen.host,

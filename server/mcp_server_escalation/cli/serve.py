@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 import errno
 import logging
-import os
 import socket
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
 
     from ..adapters.console.app import Guard
+    from ..adapters.http.auth import TokenBook
     from ..adapters.http.serving import Listen
 
 from ..errors import ConfigError
@@ -27,20 +27,17 @@ SHUTDOWN_SECONDS = 2
 
 
 def console_beside_mcp(
-    settings: Settings, security: TransportSecuritySettings, *, secure_cookie: bool = False
+    settings: Settings, tokens: TokenBook, security: TransportSecuritySettings, *, secure_cookie: bool = False
 ) -> Guard | None:
-    """The console for ``serve --transport http``, when the operator token is set (else None:
-    without it nobody could log in, so nothing is mounted)."""
+    """The console for ``serve --transport http``, when an operator's token is configured (else
+    None: without one nobody could log in, so nothing is mounted)."""
     from ..adapters.console.app import build_console  # noqa: PLC0415
     from ..adapters.console.sessions import Sessions  # noqa: PLC0415
-    from ..adapters.http.auth import AGENT_TOKEN_ENV, OPERATOR_TOKEN_ENV  # noqa: PLC0415
 
-    operator_token = os.environ.get(OPERATOR_TOKEN_ENV)
-    if not operator_token:
-        log.info("no console next to /mcp: %s is not set", OPERATOR_TOKEN_ENV)
+    if not tokens.has_role("operator"):
+        log.info("no console next to /mcp: no operator token (shared or in the tokens file)")
         return None
-    sessions = Sessions(operator_token, os.environ.get(AGENT_TOKEN_ENV))
-    return build_console(settings, sessions, security, secure_cookie=secure_cookie)
+    return build_console(settings, Sessions(tokens), security, secure_cookie=secure_cookie)
 
 
 def http_listening(args: argparse.Namespace) -> tuple[Listen, TransportSecuritySettings]:
@@ -101,13 +98,15 @@ def serve(args: argparse.Namespace) -> int:
         db=args.db, config=args.config, role=getattr(args, "role", "agent"), prompts=args.prompts
     )
     if getattr(args, "transport", "stdio") == "http":
+        from ..adapters.http.auth import load_tokens  # noqa: PLC0415
         from ..adapters.http.serving import request_body_limit  # noqa: PLC0415
 
+        tokens = load_tokens()
         listen, security = http_listening(args)
-        console = console_beside_mcp(settings, security, secure_cookie=args.secure_cookie)
+        console = console_beside_mcp(settings, tokens, security, secure_cookie=args.secure_cookie)
         if console is not None:
             settings = with_console_link(settings, listen.host, listen.port)
-        server = build_server(settings, http=True, hook_relay=True)
+        server = build_server(settings, http=True, tokens=tokens, hook_relay=True)
         body_limit = anyio.run(request_body_limit, server)
         if console is None:
             server.run(

@@ -20,6 +20,7 @@ from ...settings import Settings
 from ..mcp.context import AppContext, LiveRuntimes
 
 if TYPE_CHECKING:
+    from ..http.auth import TokenBook
     from .operator_side import OperatorSide
 
 log = logging.getLogger(__name__)
@@ -33,12 +34,14 @@ def build_server(
     clock: Clock = utc_now,
     *,
     http: bool = False,
+    tokens: TokenBook | None = None,
     hook_relay: bool = False,
 ) -> MCPServer[AppContext]:
     """The MCP server for ``settings``: tools wired to services on the settings' store.
 
-    With ``http`` every request must carry a bearer token, and the token, not
-    ``settings.role``, decides the caller's role. With ``hook_relay`` (``serve`` sets it)
+    With ``http`` every request must carry a bearer token (one of ``tokens``, else of those
+    the environment configures), and the token, not ``settings.role``, decides the caller's
+    role. With ``hook_relay`` (``serve`` sets it)
     the process also answers the store's host hooks (``hooks/relay_server.py``).
     """
     from ..mcp.surfaces import register_prompts, register_resources  # noqa: PLC0415
@@ -59,7 +62,7 @@ def build_server(
         tools=build_tools(settings, prompts, http=http),
         middleware=side.middleware,
         subscriptions=side.bus,
-        **(_bearer_tokens() if http else {}),
+        **(_bearer_tokens(tokens) if http else {}),
     )
     side.clients.install(server)
     register_resources(server, prompts, live)
@@ -100,11 +103,12 @@ def _lifespan(
     return lifespan
 
 
-def _bearer_tokens() -> dict[str, Any]:
+def _bearer_tokens(tokens: TokenBook | None) -> dict[str, Any]:
     """Over HTTP every request carries a bearer token, and the token decides the role."""
-    from ..http.auth import StaticTokenVerifier, auth_settings, tokens_from_env  # noqa: PLC0415
+    from ..http.auth import StaticTokenVerifier, auth_settings, load_tokens  # noqa: PLC0415
 
-    return {"token_verifier": StaticTokenVerifier(tokens_from_env()), "auth": auth_settings()}
+    book = load_tokens() if tokens is None else tokens
+    return {"token_verifier": StaticTokenVerifier(book), "auth": auth_settings()}
 
 
 @asynccontextmanager

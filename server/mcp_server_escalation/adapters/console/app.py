@@ -5,8 +5,9 @@ change feed over SSE and refreshes the live parts of the page; no CDN, no build 
 route is behind the same Host/Origin allow-list as ``/mcp`` (adapters/http/serving.py); every page
 but the login needs the operator's session; every POST needs an allowed Origin header and
 (but the login) the session's CSRF token. Answers go through the service the CLI uses,
-recorded as ``console:operator``, and carry the revision they were made on. The console
-runs no command: it reads the store and answers escalations, nothing else.
+recorded as ``console:<name>`` (who logged in: the person for their own token, ``operator``
+for the shared operator token), and carry the revision they were made on. The console runs
+no command: it reads the store and answers escalations, nothing else.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ...settings import Settings
 from . import pages, queue_view
 from .landing import landing, login_location, login_to
 from .refusals import refusal_text
-from .sessions import COOKIE, RESPONDER, Session, Sessions, csrf_matches
+from .sessions import COOKIE, Session, Sessions, csrf_matches
 from .throttle import LoginThrottle
 
 STATIC = Path(__file__).parent / "static"
@@ -153,14 +154,14 @@ class Console:
             refused = self._login(throttled, 429, next_path)
             refused.headers["Retry-After"] = str(wait)
             return refused
-        token = str(form.get("token") or "")
-        if self.sessions.is_agent_token(token):
-            self.throttle.failed(address)
-            return self._login(pages.fill(self.book, "console_login_refused_agent"), 403, next_path)
-        session = self.sessions.login(token)
-        if session is None:
+        holder = self.sessions.holder(str(form.get("token") or ""))
+        if holder is None:
             self.throttle.failed(address)
             return self._login(pages.fill(self.book, "console_login_refused"), 401, next_path)
+        if holder.role != "operator":
+            self.throttle.failed(address)
+            return self._login(pages.fill(self.book, "console_login_refused_agent"), 403, next_path)
+        session = self.sessions.login(holder)
         self.throttle.succeeded(address)
         response = RedirectResponse(next_path, status_code=303)
         response.set_cookie(
@@ -283,7 +284,7 @@ class Console:
                 self.rt,
                 escalation_id=escalation_id,
                 role="operator",
-                responder=RESPONDER,
+                responder=session.responder,
                 expected_revision=_int_field(form.get("revision"), "revision"),
                 response_type=answer.response_type,
                 content=answer.content,

@@ -1,8 +1,10 @@
 """Who is logged in to the console: server-side sessions behind an HttpOnly cookie.
 
-Only the operator token opens a session (the agent token is refused by name: an agent must
-never answer its own escalation). The cookie holds a random session id and nothing else;
-the session, with its CSRF token, lives in this process's memory, so restarting the console
+Only an operator's token opens a session (an agent's is refused by name: an agent must
+never answer its own escalation), and the session remembers whose token it was: answers
+given with a person's own token (the tokens file) are recorded as ``console:<name>``, with
+the shared operator token as ``console:operator``. The cookie holds a random session id and
+nothing else; the session, with its CSRF token, lives in this process's memory, so restarting the console
 logs everyone out, and no secret is needed to sign anything. The token itself never
 travels again after the login form: not in a cookie, not in a URL.
 """
@@ -13,43 +15,48 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..http.auth import Holder, TokenBook
 
 COOKIE = "escalation_console"
 # A session outlives a working day but not a forgotten browser: 12 hours, then log in again.
 SESSION_SECONDS = 12 * 3600
 # Sessions held at once; the oldest is dropped beyond it (a login loop cannot fill memory).
 SESSIONS_MAX = 256
-RESPONDER = "console:operator"
 
 
 @dataclass(frozen=True)
 class Session:
-    """One logged-in browser."""
+    """One logged-in browser, and who logged in (``responder``: how their answers are recorded)."""
 
     session_id: str
     csrf: str
     started: float
+    responder: str
 
 
 class Sessions:
-    """The operator token and the sessions it opened."""
+    """The tokens the server accepts and the sessions operators' tokens opened."""
 
-    def __init__(self, operator_token: str, agent_token: str | None) -> None:
-        self._operator = operator_token.encode()
-        self._agent = agent_token.encode() if agent_token else None
+    def __init__(self, tokens: TokenBook) -> None:
+        self._tokens = tokens
         self._sessions: dict[str, Session] = {}
 
-    def is_agent_token(self, token: str) -> bool:
-        """The agent's token (refused with its own message)."""
-        return self._agent is not None and hmac.compare_digest(self._agent, token.encode())
+    def holder(self, token: str) -> Holder | None:
+        """Who holds ``token`` (compared in constant time), or None."""
+        return self._tokens.holder(token)
 
-    def login(self, token: str) -> Session | None:
-        """A new session for the operator token, else None (compared in constant time)."""
-        if not hmac.compare_digest(self._operator, token.encode()):
-            return None
+    def login(self, holder: Holder) -> Session:
+        """A new session for an operator's token (an agent's never gets here)."""
+        if holder.role != "operator":
+            raise ValueError("only an operator's token opens a console session")
         while len(self._sessions) >= SESSIONS_MAX:
             del self._sessions[next(iter(self._sessions))]
-        session = Session(secrets.token_urlsafe(32), secrets.token_urlsafe(32), time.monotonic())
+        session = Session(
+            secrets.token_urlsafe(32), secrets.token_urlsafe(32), time.monotonic(), f"console:{holder.name}"
+        )
         self._sessions[session.session_id] = session
         return session
 

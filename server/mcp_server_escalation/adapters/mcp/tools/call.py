@@ -62,6 +62,19 @@ class ToolCall:
 
         return request_role(self._role)
 
+    def responder(self, given: str | None) -> str | None:
+        """Who answers, as recorded: over HTTP an operator holding a token of their own is
+        that person (``http:<name>``), whatever name the call gives; otherwise the name
+        given (a shared token names nobody; on stdio the process's user chose --role)."""
+        if not self._http:
+            return given
+        from ...http.auth import request_person  # noqa: PLC0415
+
+        person = request_person()
+        if person is None or self.role() != "operator":
+            return given
+        return f"http:{person}"
+
     def connection(self) -> str | None:
         """Which connection the call came on (adapters/mcp/holders.py): the process on stdio,
         the MCP session over HTTP; None for a sessionless HTTP request."""

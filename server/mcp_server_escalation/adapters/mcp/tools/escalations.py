@@ -101,7 +101,7 @@ async def resolve_escalation(
         content=content,
         new_file_limit=new_file_limit,
         add_scope=add_scope,
-        responder=responder,
+        responder=call.responder(responder),
         role=call.role(),
         held=call.holders.held(call.connection()),
     )

@@ -1,0 +1,293 @@
+"""One token per person (ESCALATION_TOKENS_FILE): the token names who answered, and an agent's never answers.
+
+Every test starts the installed console script over HTTP and talks to it as its clients do:
+the SDK's client over streamable HTTP for the MCP tools, a plain HTTP client for the console.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+from console_support import form_values
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, start_http, stop_http
+from mcp_server_escalation.adapters.http.auth import Holder, load_tokens
+
+ALICE = "alice-" + "1" * 40
+BOB = "bob-" + "2" * 40
+RUNNER = "runner-" + "3" * 40  # an agent's own token
+
+
+def sha256(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+# alice's entry holds the digest (what the docs recommend), bob's the token itself.
+TEAM = f"""
+[[tokens]]
+name = "alice"
+role = "operator"
+sha256 = "{sha256(ALICE)}"
+
+[[tokens]]
+name = "bob"
+role = "operator"
+token = "{BOB}"
+
+[[tokens]]
+name = "ci-runner"
+role = "agent"
+sha256 = "{sha256(RUNNER)}"
+"""
+
+
+def team_env(tmp_path: Path, text: str = TEAM, **shared: str) -> dict[str, str]:
+    """The server's environment: the tokens file only, plus any shared tokens given."""
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(text, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    return {**env, "ESCALATION_TOKENS_FILE": str(tokens), **shared}
+
+
+@pytest.fixture
+def team_server(tmp_path: Path) -> Iterator[str]:
+    process, port, log = start_http(tmp_path, env=team_env(tmp_path))
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_http(process)
+    assert "Traceback" not in log.read_text()
+
+
+async def ask(url: str, token: str, task_id: str) -> int:
+    """An ask_human question raised by an agent holding ``token``; its id."""
+    async with http_client(f"{url}/mcp", token) as agent:
+        await agent.call("start_task", title="Pick a database", task_id=task_id)
+        raised = await agent.call("raise_escalation", task_id=task_id, reason="Which database?")
+    return int(raised["escalation"]["escalation_id"])
+
+
+async def responder_of(url: str, escalation_id: int) -> str:
+    """The responder the agent reads back with get_escalation."""
+    async with http_client(f"{url}/mcp", RUNNER) as agent:
+        got = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0)
+    return str(got["escalation"]["response"]["responder"])
+
+
+async def test_two_operators_answering_over_mcp_are_each_recorded_by_their_own_token(
+    team_server: str,
+) -> None:
+    with anyio.fail_after(60):
+        first = await ask(team_server, RUNNER, "team-1")
+        second = await ask(team_server, RUNNER, "team-2")
+        for token, escalation_id in ((ALICE, first), (BOB, second)):
+            async with http_client(f"{team_server}/mcp", token) as operator:
+                await operator.call(
+                    "resolve_escalation",
+                    escalation_id=escalation_id,
+                    response_type="guidance",
+                    content="Use SQLite",
+                    responder="carol",  # a name the call gives: the token's holder wins
+                )
+        recorded = [await responder_of(team_server, first), await responder_of(team_server, second)]
+
+    assert recorded == ["http:alice", "http:bob"]
+
+
+async def test_two_operators_answering_on_the_console_are_each_recorded_as_who_logged_in(
+    team_server: str, tmp_path: Path
+) -> None:
+    with anyio.fail_after(60):
+        first = await ask(team_server, RUNNER, "team-console-1")
+        second = await ask(team_server, RUNNER, "team-console-2")
+    for token, escalation_id in ((BOB, first), (ALICE, second)):
+        with httpx2.Client(base_url=team_server, headers={"Origin": team_server}) as browser:
+            assert browser.post("/login", data={"token": token}).status_code == 303
+            shown = form_values(browser.get(f"/escalations/{escalation_id}").text)
+            answer = {**shown, "response_type": "guidance", "content": "Go", "responder": "mallory"}
+            assert browser.post(f"/escalations/{escalation_id}/answer", data=answer).status_code == 303
+            assert "console:" in browser.get(f"/escalations/{escalation_id}").text
+
+    with anyio.fail_after(60):
+        recorded = [await responder_of(team_server, first), await responder_of(team_server, second)]
+    assert recorded == ["console:bob", "console:alice"]
+    with anyio.fail_after(30):
+        shown = await anyio.run_process(
+            [SCRIPT, "escalations", "show", str(first), "--db", str(tmp_path / "esc.db")]
+        )
+    assert "guidance by console:bob" in shown.stdout.decode()
+
+
+async def test_an_agents_own_token_answers_through_no_door(team_server: str) -> None:
+    with anyio.fail_after(60):
+        escalation_id = await ask(team_server, RUNNER, "team-agent")
+        async with http_client(f"{team_server}/mcp", RUNNER) as agent:
+            refused = await agent.error(
+                "resolve_escalation",
+                escalation_id=escalation_id,
+                response_type="guidance",
+                content="do it",
+                responder="alice",
+            )
+            still = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0)
+    with httpx2.Client(base_url=team_server, headers={"Origin": team_server}) as browser:
+        login = browser.post("/login", data={"token": RUNNER})
+
+    assert "agent role" in refused
+    assert still["escalation"]["status"] == "pending"
+    assert login.status_code == 403
+    assert "agent token" in login.text
+    assert "set-cookie" not in login.headers
+
+
+async def test_the_shared_tokens_keep_working_next_to_the_tokens_file(tmp_path: Path) -> None:
+    env = team_env(tmp_path, ESCALATION_AGENT_TOKEN=AGENT_TOKEN, ESCALATION_OPERATOR_TOKEN=OPERATOR_TOKEN)
+    process, port, _ = start_http(tmp_path, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with anyio.fail_after(60):
+            shared = await ask(url, AGENT_TOKEN, "team-shared-1")
+            personal = await ask(url, AGENT_TOKEN, "team-shared-2")
+            for token, escalation_id in ((OPERATOR_TOKEN, shared), (ALICE, personal)):
+                async with http_client(f"{url}/mcp", token) as operator:
+                    await operator.call(
+                        "resolve_escalation",
+                        escalation_id=escalation_id,
+                        response_type="guidance",
+                        content="Go",
+                        responder="carol",
+                    )
+            recorded = [await responder_of(url, shared), await responder_of(url, personal)]
+        with httpx2.Client(base_url=url, headers={"Origin": url}) as browser:
+            assert browser.post("/login", data={"token": AGENT_TOKEN}).status_code == 403
+            assert browser.post("/login", data={"token": OPERATOR_TOKEN}).status_code == 303
+    finally:
+        stop_http(process)
+
+    # The shared token names nobody: its answer keeps the name the call gives, as before.
+    assert recorded == ["carol", "http:alice"]
+
+
+def _serve_once(
+    env: dict[str, str], tmp_path: Path, command: str = "serve"
+) -> subprocess.CompletedProcess[str]:
+    """A start expected to fail before it listens (its stderr unwrapped: errors wrap at 88 columns)."""
+    options = ["--transport", "http"] if command == "serve" else []
+    done = subprocess.run(
+        [SCRIPT, command, *options, "--port", str(free_port()), "--db", str(tmp_path / "e.db")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    done.stderr = " ".join(done.stderr.split())
+    return done
+
+
+BAD_FILES = (
+    (
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\ntoken = "{ALICE}"\n\n'
+        '[[tokens]]\nname = "bob"\nrole = "operator"\ntoken = "short-secret-9"\n',
+        "[[tokens]] entry 2 ('bob'), token: String should have at least 32 characters",
+        "short-secret-9",
+    ),
+    (
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\ntoken = "{ALICE}"\n\n'
+        f'[[tokens]]\nname = "bob"\nrole = "operator"\nsha256 = "{sha256(ALICE)}"\n',
+        "[[tokens]] entry 2 ('bob'), token: the same token as entry 1",
+        ALICE,
+    ),
+    (
+        f'[[tokens]]\nname = "alice"\nrole = "admin"\nsha256 = "{sha256(ALICE)}"\n',
+        "[[tokens]] entry 1 ('alice'), role: must be 'agent' or 'operator'",
+        ALICE,
+    ),
+    (
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\ntoken = "{ALICE}"\nsha256 = "{sha256(ALICE)}"\n',
+        "[[tokens]] entry 1 ('alice'), entry: give exactly one of token and sha256",
+        ALICE,
+    ),
+    (
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\nsha256 = "{sha256(ALICE)[:40]}"\n',
+        "[[tokens]] entry 1 ('alice'), sha256: 64 hex digits",
+        ALICE,
+    ),
+    (
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\ntoken = "{ALICE}"\n\n'
+        f'[[tokens]]\nname = "alice"\nrole = "agent"\ntoken = "{BOB}"\n',
+        "[[tokens]] entry 2 ('alice'), role: 'alice' is operator in entry 1",
+        BOB,
+    ),
+)
+
+
+@pytest.mark.parametrize(("text", "message", "secret"), BAD_FILES)
+@pytest.mark.parametrize("command", ["serve", "console"])
+def test_a_bad_tokens_file_is_refused_at_start_naming_the_entry_and_the_field(
+    tmp_path: Path, text: str, message: str, secret: str, command: str
+) -> None:
+    done = _serve_once(team_env(tmp_path, text), tmp_path, command)
+
+    assert done.returncode == 1
+    assert message in done.stderr
+    assert str(tmp_path / "tokens.toml") in done.stderr
+    assert secret not in done.stderr, "the error must not print the token"
+
+
+def test_a_file_token_equal_to_a_shared_token_is_refused_naming_the_variable(tmp_path: Path) -> None:
+    env = team_env(tmp_path, ESCALATION_OPERATOR_TOKEN=BOB)
+
+    done = _serve_once(env, tmp_path)
+
+    assert done.returncode == 1
+    assert "[[tokens]] entry 2 ('bob'), token: the same token as ESCALATION_OPERATOR_TOKEN" in done.stderr
+    assert BOB not in done.stderr
+
+
+def test_a_missing_tokens_file_is_refused_naming_its_variable(tmp_path: Path) -> None:
+    env = team_env(tmp_path)
+    env["ESCALATION_TOKENS_FILE"] = str(tmp_path / "nowhere.toml")
+
+    done = _serve_once(env, tmp_path)
+
+    assert done.returncode == 1
+    assert "ESCALATION_TOKENS_FILE" in done.stderr
+    assert "nowhere.toml" in done.stderr
+
+
+def test_a_tokens_file_of_agents_alone_serves_no_console_and_the_console_refuses_to_start(
+    tmp_path: Path,
+) -> None:
+    only_agents = f'[[tokens]]\nname = "ci-runner"\nrole = "agent"\nsha256 = "{sha256(RUNNER)}"\n'
+    env = team_env(tmp_path, only_agents)
+    process, port, _ = start_http(tmp_path, env=env)
+    try:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            assert client.get("/login").status_code == 404
+    finally:
+        stop_http(process)
+
+    done = _serve_once(env, tmp_path, "console")
+    assert done.returncode == 1
+    assert "the console opens only with an operator's token" in done.stderr
+
+
+def test_one_person_may_hold_two_tokens_of_one_role_while_changing_over(tmp_path: Path) -> None:
+    old, new = "old-" + "4" * 40, "new-" + "5" * 40
+    two = (
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\nsha256 = "{sha256(old)}"\n\n'
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\ntoken = "{new}"\n'
+    )
+    book = load_tokens(team_env(tmp_path, two))
+
+    assert book.holder(old) == book.holder(new) == Holder("alice", "operator", personal=True)
+    assert book.holder(new[:-1]) is None
+    assert book.holder(sha256(old)) is None, "the digest itself is no token"
