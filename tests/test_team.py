@@ -1,10 +1,12 @@
 """The team set-up, end to end: one PostgreSQL, two HTTP servers on it (as on two machines),
-agents in processes of their own connected to either, and an operator answering each
-agent's escalation on the console of the other server."""
+agents in processes of their own connected to either, and two operators, each with a token
+of their own, answering each agent's escalation on the console of the other server."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +16,7 @@ import httpx2
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from console_support import form_values
-from http_support import AGENT_TOKEN, OPERATOR_TOKEN, start_http, stop_http
+from http_support import AGENT_TOKEN, start_http, stop_http
 
 # An agent in a process of its own: it repeats one error until it is paused, waits for the
 # human's answer (get_escalation), acknowledges it, and prints what it was told as JSON.
@@ -50,9 +52,28 @@ anyio.run(main)
 """
 
 
-def _answer_on_console(base: str, escalation_id: int, guidance: str) -> int:
+# One token per person: the agents' hosts share one, each operator has their own.
+PEOPLE = {"alice": "alice-" + "1" * 40, "bob": "bob-" + "2" * 40}
+OPERATOR_OF = {"a": "bob", "b": "alice"}  # who answers the agent of each server, elsewhere
+
+
+def _tokens_file(folder: Path) -> Path:
+    entries = [("agents", "agent", AGENT_TOKEN), *((name, "operator", t) for name, t in PEOPLE.items())]
+    path = folder / "tokens.toml"
+    digest = {name: hashlib.sha256(token.encode()).hexdigest() for name, _, token in entries}
+    path.write_text(
+        "".join(
+            f'[[tokens]]\nname = "{name}"\nrole = "{role}"\nsha256 = "{digest[name]}"\n'
+            for name, role, _ in entries
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def _answer_on_console(base: str, escalation_id: int, guidance: str, token: str) -> int:
     with httpx2.Client(base_url=base, headers={"Origin": base}) as operator:
-        assert operator.post("/login", data={"token": OPERATOR_TOKEN}).status_code == 303
+        assert operator.post("/login", data={"token": token}).status_code == 303
         page = operator.get(f"/escalations/{escalation_id}")
         assert page.status_code == 200, page.text
         shown = form_values(page.text)
@@ -65,8 +86,10 @@ async def _next_line(lines: BufferedByteReceiveStream) -> dict[str, object]:
 
 
 async def test_two_servers_on_one_postgresql_answer_each_others_agents(tmp_path: Path, pg_url: str) -> None:
-    first, first_port, first_log = start_http(tmp_path, "--db", pg_url)
-    second, second_port, second_log = start_http(tmp_path, "--db", pg_url)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env["ESCALATION_TOKENS_FILE"] = str(_tokens_file(tmp_path))
+    first, first_port, first_log = start_http(tmp_path, "--db", pg_url, env=env)
+    second, second_port, second_log = start_http(tmp_path, "--db", pg_url, env=env)
     servers = {"a": f"http://127.0.0.1:{first_port}", "b": f"http://127.0.0.1:{second_port}"}
     told: dict[str, list[dict[str, object]]] = {}
     try:
@@ -79,8 +102,9 @@ async def test_two_servers_on_one_postgresql_answer_each_others_agents(tmp_path:
         stop_http(second)
 
     for name in servers:
-        answer = told[name][1]["answer"]
-        assert "Pin http_lib" in json.dumps(answer)
+        answer = json.dumps(told[name][1]["answer"])
+        assert f"Pin http_lib below 2 (for {name})" in answer
+        assert f'"responder": "console:{OPERATOR_OF[name]}"' in answer
         assert told[name][1]["after"]["directive"] == "proceed"
     assert "Traceback" not in first_log.read_text() + second_log.read_text()
 
@@ -95,8 +119,9 @@ async def _agent_answered_elsewhere(
         lines = BufferedByteReceiveStream(agent.stdout)
         paused = await _next_line(lines)
         escalation_id = int(paused["escalation_id"])  # type: ignore[call-overload]
+        person = OPERATOR_OF[name]
         status = await anyio.to_thread.run_sync(
-            _answer_on_console, other, escalation_id, f"Pin http_lib below 2 (for {name})"
+            _answer_on_console, other, escalation_id, f"Pin http_lib below 2 (for {name})", PEOPLE[person]
         )
         assert status == 303
         done = await _next_line(lines)
