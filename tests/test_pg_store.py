@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from conftest import connect
+from mcp_server_escalation.models.thresholds import Thresholds
 from mcp_server_escalation.store.backends import CHANGE_CHANNEL, open_store
 
 
@@ -132,3 +133,40 @@ async def test_the_url_shown_in_messages_has_no_password(pg_url: str) -> None:
         assert "***" in store.path
     finally:
         await store.close()
+
+
+async def test_a_task_another_server_creates_meanwhile_is_resumed_not_refused(pg_url: str) -> None:
+    store = await open_store(pg_url)  # migrated, as a running server leaves it
+    await store.close()
+    other_server = psycopg.connect(pg_url)  # its transaction stays open until it commits below
+    other_server.execute(
+        "INSERT INTO tasks (task_id, title, project, agent_id, status, thresholds_json,"
+        " created_at, updated_at)"
+        " VALUES ('both', 'Started elsewhere', '/work/project', 'agent', 'active', %s, 't', 't')",
+        (Thresholds().model_dump_json(),),
+    )
+    other_server.execute(
+        "INSERT INTO task_assignments (task_id, generation, agent_id, assigned_at)"
+        " VALUES ('both', 1, 'agent', 't')"
+    )
+    started: list[dict[str, object]] = []
+    try:
+        async with connect(pg_url) as agent:
+
+            async def start() -> None:
+                started.append(await agent.call("start_task", title="Started here", task_id="both"))
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(start)
+                    with psycopg.connect(pg_url, autocommit=True) as watcher:
+                        while watcher.execute(
+                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                        ).fetchone() != (1,):
+                            await anyio.sleep(0.01)
+                    other_server.commit()  # the waiting insert finds the task there
+    finally:
+        other_server.close()
+    [result] = started
+    assert result["created"] is False
+    assert result["task"]["title"] == "Started elsewhere"  # type: ignore[index]

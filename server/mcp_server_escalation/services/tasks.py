@@ -77,7 +77,7 @@ async def start_task(
         existing = task_store.get(conn, chosen_id)
         created = reassigned = False
         if existing is None:
-            task_store.insert(
+            created = task_store.insert(
                 conn,
                 task_id=chosen_id,
                 title=title,
@@ -89,8 +89,10 @@ async def start_task(
                 baseline_pass_rate=baseline_pass_rate,
                 now=now,
             )
-            created = True
-        elif existing.status not in ENDED_STATUSES:
+            # Not created: another server did since the read above (a database many servers
+            # write); this call resumes it as it would have, had it come second.
+            existing = None if created else load_task(conn, chosen_id)
+        if existing is not None and existing.status not in ENDED_STATUSES:
             reassigned = _resume(conn, existing, agent_id, thresholds, now)
         return _started(rt, conn, chosen_id, created=created, reassigned=reassigned, now=now)
 

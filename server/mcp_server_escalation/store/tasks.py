@@ -127,12 +127,14 @@ def insert(
     thresholds: Thresholds,
     baseline_pass_rate: float | None,
     now: str,
-) -> None:
-    """A new active task in its first generation."""
-    conn.execute(
+) -> bool:
+    """A new active task in its first generation; False when a task of that id exists (one
+    another server created since this transaction looked: it waited for that commit)."""
+    created = conn.execute(
         "INSERT INTO tasks (task_id, title, specification, scope_json, project, agent_id,"
         " status, thresholds_json, baseline_pass_rate, best_pass_rate, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)"
+        " ON CONFLICT (task_id) DO NOTHING RETURNING task_id",
         (
             task_id,
             title,
@@ -146,11 +148,14 @@ def insert(
             now,
             now,
         ),
-    )
+    ).fetchone()
+    if created is None:
+        return False
     conn.execute(
         "INSERT INTO task_assignments (task_id, generation, agent_id, assigned_at) VALUES (?, 1, ?, ?)",
         (task_id, agent_id, now),
     )
+    return True
 
 
 def _update(conn: Conn, task_id: str, now: str, **columns: Any) -> None:
