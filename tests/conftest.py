@@ -29,6 +29,9 @@ from mcp_server_escalation.rules.fingerprint import message_key
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store.backends import open_store
 from mcp_server_escalation.store.migrations import MIGRATIONS
+from schema_checks import check_each_schema_once
+
+check_each_schema_once()
 
 PROJECT = "/work/project"
 

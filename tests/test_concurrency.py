@@ -188,12 +188,12 @@ async def test_four_server_processes_lose_no_write_on_one_store(db_path: str) ->
         ]
 
 
-_OPEN_AT = """
-import sys, time, anyio
+# Says it is ready once its imports are done, and opens the store when told (a line on stdin).
+_OPEN_WHEN_TOLD = """
+import sys, anyio
 from mcp_server_escalation.store.db import Database
-start = float(sys.argv[2])
-while time.time() < start:
-    time.sleep(0.001)
+print("ready", flush=True)
+sys.stdin.readline()
 async def main():
     db = await Database.open(sys.argv[1])
     await db.close()
@@ -204,20 +204,26 @@ anyio.run(main)
 def test_many_processes_creating_one_new_store_at_once_all_succeed(tmp_path: Path) -> None:
     # SQLite refuses the switch to WAL at once (no busy timeout) while another process
     # writes a store not yet in WAL mode; the store must wait and retry, never fail.
-    import time
-
     for round_ in range(4):
         path = tmp_path / f"new-{round_}.db"
-        start = time.time() + 1.5
         procs = [
             subprocess.Popen(
-                [sys.executable, "-c", _OPEN_AT, str(path), str(start)],
+                [sys.executable, "-c", _OPEN_WHEN_TOLD, str(path)],
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
             )
             for _ in range(8)
         ]
+        # Every process started and imported before any opens: then all are told at once.
+        for p in procs:
+            assert p.stdout is not None
+            assert p.stdout.readline() == "ready\n"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
         outputs = [p.communicate(timeout=60) for p in procs]
         codes = [p.returncode for p in procs]
         assert codes == [0] * 8, [err for _, err in outputs if err]

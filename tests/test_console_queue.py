@@ -28,6 +28,7 @@ from mcp_server_escalation.services.console import (
 )
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
+from mcp_server_escalation.store import escalations as escalation_store
 
 pytestmark = pytest.mark.both_backends
 
@@ -233,10 +234,34 @@ def test_a_thousand_escalations_count_with_a_thousands_separator(tmp_path: Path)
     async def fill() -> None:
         async with open_runtime(Settings(db_path=str(tmp_path / "console.db"), project_root="/p")) as opened:
             await tasks.start_task(opened, title="many", task_id="many")
-            for n in range(1_001):
-                await escalations.raise_escalation(
-                    opened, task_id="many", reason=f"Question {n}", blocking=False
-                )
+            raised = await escalations.raise_escalation(
+                opened, task_id="many", reason="Question 0", blocking=False
+            )
+            first = raised.escalation
+            assert first is not None
+
+            def a_thousand_more(conn: sqlite3.Connection) -> None:
+                # Like the first, in one transaction: the count is under test, not raising.
+                for n in range(1, 1_001):
+                    escalation_store.insert(
+                        conn,
+                        task_id="many",
+                        agent_id=first.agent_id,
+                        generation=1,
+                        type_=first.type,
+                        priority=first.priority,
+                        blocking=False,
+                        triggers=first.triggers,
+                        response_options=first.response_options,
+                        context=first.context,
+                        reason=f"Question {n}",
+                        question=None,
+                        options=[],
+                        follow_up_of=None,
+                        now=opened.now(),
+                    )
+
+            await opened.db.write(a_thousand_more)
 
     anyio.run(fill)
     with running_console(tmp_path) as running, logged_in(running) as operator:

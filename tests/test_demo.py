@@ -72,11 +72,15 @@ class Run:
         return next(rest for n, _, rest in self.steps() if n == number)
 
 
-async def demo(*args: str, tmp: Path) -> Run:
-    """Run ``mcp-server-escalation [args]`` with a private temp and data folder."""
+async def demo(*args: str, tmp: Path, home: Path | None = None) -> Run:
+    """Run ``mcp-server-escalation [args]`` with a private temp and data folder (and, when
+    given, ``home`` as the user's home, where the per-user config is looked for)."""
     environment = {k: v for k, v in os.environ.items() if k not in STORE_ENV}
     environment["XDG_DATA_HOME"] = str(tmp / "xdg-data")
     environment["TMPDIR"] = str(tmp)
+    if home is not None:
+        environment.pop("XDG_CONFIG_HOME", None)
+        environment["HOME"] = str(home)
     with anyio.fail_after(90):
         done = await anyio.run_process([str(SCRIPT), *args], check=False, env=environment, cwd=tmp)
     return Run(done.returncode, done.stdout.decode(), done.stderr.decode())
@@ -177,10 +181,23 @@ async def test_demo_plays_the_whole_loop_and_leaves_the_records_it_claims(tmp_pa
     assert record["occurrence_count"] == 3
 
 
-async def test_demo_without_keep_removes_its_throw_away_store(tmp_path: Path) -> None:
-    run = await demo("demo", tmp=tmp_path)
+async def test_demo_without_keep_removes_its_throw_away_store_and_ignores_the_per_user_config(
+    tmp_path: Path,
+) -> None:
+    # One run for both: a per-user config that would move the repeated-error threshold and
+    # notify by a command must change nothing the demo does.
+    home = tmp_path / "home"
+    config = home / ".config" / "mcp-server-escalation" / "config.toml"
+    config.parent.mkdir(parents=True)
+    marker = tmp_path / "notified"
+    config.write_text(
+        f"[thresholds]\nsame_error_repeated = 5\n[notify]\ncommand = 'touch {marker}'\n", encoding="utf-8"
+    )
+
+    run = await demo("demo", tmp=tmp_path, home=home)
 
     assert run.returncode == 0, run.stderr
+    assert not marker.exists()
     server = re.fullmatch(
         r"\S+ --db (\S+) +\(stdio subprocess; a temp store, removed at the end\)", run.step(1)
     )

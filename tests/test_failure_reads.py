@@ -1,14 +1,12 @@
 """What one ``record_failure`` reads of the task and of its escalations, counted on the real store.
 
-Every statement the call runs is traced (``sqlite3``'s trace callback on the store's own
-writer connection): the task row is read once per call, and a call that fires reads the
-open escalation once, the escalation it wrote once and what holds the task once; each is
-passed down rather than read again.
+Every statement the call runs is traced (``read_counting.py``): the task row is read once
+per call, and a call that fires reads the open escalation once, the escalation it wrote
+once and what holds the task once; each is passed down rather than read again.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from collections.abc import AsyncIterator
 
@@ -19,6 +17,7 @@ from mcp_server_escalation.services.failures import record_failure
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.services.tasks import start_task
 from mcp_server_escalation.settings import Settings
+from read_counting import repeated, traced_reads
 
 SAME_ERROR = FailureReport(
     task_id="t-1", message="AssertionError: expected 3, got 4", file="/p/calc.py", line=7
@@ -34,28 +33,7 @@ async def rt(db_path: str) -> AsyncIterator[Runtime]:
 
 async def traced_record_failure(rt: Runtime, report: FailureReport) -> tuple[Counter[str], bool]:
     """The SELECTs the call ran, by the table they read, and whether it showed an escalation."""
-    statements: list[str] = []
-
-    def trace(conn: sqlite3.Connection) -> None:
-        conn.set_trace_callback(statements.append)
-
-    def untrace(conn: sqlite3.Connection) -> None:
-        conn.set_trace_callback(None)
-
-    await rt.db.write(trace)
-    try:
-        result = await record_failure(rt, report)
-    finally:
-        await rt.db.write(untrace)
-    reads: Counter[str] = Counter()
-    for sql in statements:
-        words = " ".join(sql.split())
-        if not words.upper().startswith("SELECT"):
-            continue  # the store's own statements (BEGIN, COMMIT) and nested ones ("-- ...")
-        for table in ("tasks", "escalations"):
-            if f" FROM {table} " in f"{words} ":
-                reads[table] += 1
-                reads[words] += 1
+    reads, result = await traced_reads(rt, lambda: record_failure(rt, report))
     return reads, result.escalation is not None
 
 
@@ -69,8 +47,7 @@ async def test_a_failure_that_fires_reads_the_task_once_and_each_escalation_read
     assert reads["tasks"] == 1
     # The open escalation (to add to), the one written (to return), what holds the task.
     assert reads["escalations"] == 3
-    repeated = [sql for sql, count in reads.items() if sql not in ("tasks", "escalations") and count > 1]
-    assert repeated == []
+    assert repeated(reads) == []
 
 
 async def test_a_failure_that_fires_nothing_reads_the_task_once_and_what_holds_it_once(rt: Runtime) -> None:

@@ -14,9 +14,11 @@ import pytest
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, start_http, stop_http
 
 
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[str]:
-    process, port, _ = start_http(tmp_path, "--role", "operator")
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One server for the module's tests: none changes its configuration, and each works
+    on tasks of its own."""
+    process, port, _ = start_http(tmp_path_factory.mktemp("http"), "--role", "operator")
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:

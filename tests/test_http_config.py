@@ -1,19 +1,23 @@
 """HTTP configuration (issue 16): tokens, Host/Origin allow-lists, the 401, the body limit.
 
-Each test starts the installed console script and talks real HTTP to it: the process and
-its listener are what is tested.
+The servers are the installed console script, talked to over real HTTP: the process and its
+listener are what is tested (the tests that need no configuration of their own share one).
+A refusal at start happens before anything listens, and is checked in this process.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import httpx2
+import pytest
 
-from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, start_http, stop_http
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, free_port, http_client, start_http, stop_http
+from in_process import run_main
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -28,20 +32,36 @@ INITIALIZE = {
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
-def _serve_once(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """The HTTP server's start, expected to fail before it listens."""
-    return subprocess.run(
-        [SCRIPT, "serve", "--transport", "http", "--port", str(free_port()), "--db", str(tmp_path / "e.db")],
+@dataclass
+class Refused:
+    returncode: int
+    stderr: str
+
+
+async def _serve_once(tmp_path: Path, env: dict[str, str]) -> Refused:
+    """The HTTP server's start, expected to fail before it listens; run in this process
+    (``in_process.py``): the refusal is under test, not the process (test_http.py starts
+    the script for one)."""
+    code, _, err = await run_main(
+        ["serve", "--transport", "http", "--port", str(free_port()), "--db", str(tmp_path / "e.db")],
         env={**{k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}, **env},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
     )
+    return Refused(code, err.decode())
 
 
-def test_one_token_for_both_roles_is_refused_at_start(tmp_path: Path) -> None:
-    done = _serve_once(
+@pytest.fixture(scope="module")
+def default_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
+    """One server with the default configuration (its port and its log) for the tests that
+    need no other: each only reads or works on a task of its own."""
+    process, port, log = start_http(tmp_path_factory.mktemp("http"))
+    try:
+        yield port, log
+    finally:
+        stop_http(process)
+
+
+async def test_one_token_for_both_roles_is_refused_at_start(tmp_path: Path) -> None:
+    done = await _serve_once(
         tmp_path, {"ESCALATION_AGENT_TOKEN": OPERATOR_TOKEN, "ESCALATION_OPERATOR_TOKEN": OPERATOR_TOKEN}
     )
 
@@ -50,8 +70,8 @@ def test_one_token_for_both_roles_is_refused_at_start(tmp_path: Path) -> None:
     assert OPERATOR_TOKEN not in done.stderr, "the error must not print the secret"
 
 
-def test_a_token_shorter_than_32_characters_is_refused_naming_its_variable(tmp_path: Path) -> None:
-    done = _serve_once(
+async def test_a_token_shorter_than_32_characters_is_refused_naming_its_variable(tmp_path: Path) -> None:
+    done = await _serve_once(
         tmp_path, {"ESCALATION_AGENT_TOKEN": AGENT_TOKEN, "ESCALATION_OPERATOR_TOKEN": "op-secret-2"}
     )
 
@@ -60,16 +80,15 @@ def test_a_token_shorter_than_32_characters_is_refused_naming_its_variable(tmp_p
     assert "32" in done.stderr
 
 
-async def test_a_wrong_token_gets_a_plain_401_that_points_at_no_oauth_server(tmp_path: Path) -> None:
-    process, port, _ = start_http(tmp_path)
-    try:
-        async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-            refused = await http.post(
-                "/mcp", json=INITIALIZE, headers={**JSON_HEADERS, "Authorization": "Bearer wrong"}
-            )
-            metadata = await http.get("/.well-known/oauth-protected-resource/mcp")
-    finally:
-        stop_http(process)
+async def test_a_wrong_token_gets_a_plain_401_that_points_at_no_oauth_server(
+    default_server: tuple[int, Path],
+) -> None:
+    port, _ = default_server
+    async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        refused = await http.post(
+            "/mcp", json=INITIALIZE, headers={**JSON_HEADERS, "Authorization": "Bearer wrong"}
+        )
+        metadata = await http.get("/.well-known/oauth-protected-resource/mcp")
 
     assert refused.status_code == 401
     challenge = refused.headers["www-authenticate"]
@@ -117,28 +136,24 @@ async def test_beyond_loopback_only_allowed_hosts_and_origins_are_answered(tmp_p
     assert "TLS reverse proxy" in stderr
 
 
-async def test_on_loopback_no_plain_http_warning_is_given(tmp_path: Path) -> None:
-    process, _, log = start_http(tmp_path)
-    stop_http(process)
+async def test_on_loopback_no_plain_http_warning_is_given(default_server: tuple[int, Path]) -> None:
+    _, log = default_server  # the warning would be given at start, before the server listens
 
     assert "plain HTTP" not in log.read_text()
 
 
 async def test_a_1_mib_artifact_of_wide_characters_is_accepted_not_refused_as_too_large(
-    tmp_path: Path,
+    default_server: tuple[int, Path],
 ) -> None:
     # 1 Mi characters is the documented artifact limit; each of these is 4 bytes of UTF-8,
     # so the body is just over the SDK's default 4 MiB.
     artifact = "\N{GRINNING FACE}" * (1024 * 1024)
-    process, port, _ = start_http(tmp_path)
-    try:
-        with anyio.fail_after(60):
-            async with http_client(f"http://127.0.0.1:{port}/mcp", AGENT_TOKEN) as agent:
-                await agent.call("start_task", title="big artifact", task_id="big")
-                recorded = await agent.call(
-                    "record_attempt", task_id="big", step="draft", status="accepted", artifact=artifact
-                )
-    finally:
-        stop_http(process)
+    port, _ = default_server
+    with anyio.fail_after(60):
+        async with http_client(f"http://127.0.0.1:{port}/mcp", AGENT_TOKEN) as agent:
+            await agent.call("start_task", title="big artifact", task_id="big")
+            recorded = await agent.call(
+                "record_attempt", task_id="big", step="draft", status="accepted", artifact=artifact
+            )
 
     assert recorded["attempt_number"] == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,14 @@ from mcp_server_escalation.store.migrations import MIGRATIONS
 from operator_support import SCRIPT, cli_env, flat, run_cli
 
 pytestmark = pytest.mark.both_backends
+
+# Runs the command (argv[1:]) as a terminal runs it in the foreground: with Ctrl-C's default
+# action. A suite started in the background (``pytest &``) has SIGINT ignored, every process it
+# starts inherits that, and the watch then rightly ignores the Ctrl-C the test sends it.
+AT_A_TERMINAL = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
 
 
 @pytest.fixture
@@ -63,7 +72,8 @@ async def _watch(db_path: str, home: Path, *args: str) -> Watcher:
     code, _, err = await run_cli("--db", db_path, "db", "init", home=home)
     assert code == 0, err
     process = await anyio.open_process(
-        [str(SCRIPT), "--db", db_path, "escalations", "watch", *args], env=cli_env(home, COLUMNS="80")
+        [sys.executable, "-c", AT_A_TERMINAL, str(SCRIPT), "--db", db_path, "escalations", "watch", *args],
+        env=cli_env(home, COLUMNS="80"),
     )
     watcher = Watcher(process)
     with anyio.fail_after(30):

@@ -44,9 +44,12 @@ def _comments_and_docstrings(source: str) -> list[tuple[int, str]]:
 
 def _citations(path: Path) -> list[str]:
     relative = path.relative_to(ROOT).as_posix()
+    source = path.read_text(encoding="utf-8")
+    if OUTSIDE.search(source) is None:
+        return []  # no citation anywhere in the file, so none in a comment: nothing to parse
     return [
         f"{relative}:{line}: {match.group(0)}"
-        for line, text in _comments_and_docstrings(path.read_text(encoding="utf-8"))
+        for line, text in _comments_and_docstrings(source)
         for match in OUTSIDE.finditer(text)
     ]
 

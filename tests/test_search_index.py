@@ -15,6 +15,11 @@ from pathlib import Path
 import pytest
 
 from conftest import connect
+from mcp_server_escalation.models.failures import FailureReport
+from mcp_server_escalation.services.failures import record_failure
+from mcp_server_escalation.services.runtime import open_runtime
+from mcp_server_escalation.services.tasks import start_task
+from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store.db import MINIMUM_SQLITE
 from operator_support import run_cli
 
@@ -87,18 +92,17 @@ def test_this_machine_runs_a_supported_sqlite() -> None:
 async def test_three_thousand_distinct_failures_leave_the_store_and_its_index_whole(
     db_path: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Recorded one by one through the tool, as a long session does: on SQLite 3.40 the
+    # Recorded one by one, each in its own transaction, as a long session's tool calls are
+    # (the service the tool calls, without the protocol around it): on SQLite 3.40 the
     # negative merge earlier versions ran after each new record broke every write from
     # about the 1,077th record on. The index must stay whole, not merely be rebuilt.
     caplog.set_level(logging.WARNING)
-    async with connect(db_path) as agent:
-        await agent.call("start_task", title="long run", task_id="long")
+    async with open_runtime(Settings(db_path=db_path, project_root="/p")) as rt:
+        await start_task(rt, title="long run", task_id="long")
         for n in range(LONG_RUN):
-            await agent.call(
-                "record_failure",
-                task_id="long",
-                message=f"ImportError: module {_word(n)} failed to import {_word(n + 7)}",
-            )
+            message = f"ImportError: module {_word(n)} failed to import {_word(n + 7)}"
+            await record_failure(rt, FailureReport(task_id="long", message=message))
+    async with connect(db_path) as agent:
         found = await agent.call("get_guidance", task_id="long", query=f"module {_word(2999)} import")
     assert found["items"][0]["failure_id"] == f"F-{LONG_RUN}"
     assert _both_checks(db_path) == (["ok"], "ok")

@@ -65,15 +65,21 @@ async def _three_identical_failures(agent: Agent, task_id: str) -> list[dict[str
     return results
 
 
-async def test_console_script_declares_its_notifications_and_lists_every_tool_with_an_output_schema(
-    db_path: str,
+async def test_from_any_directory_the_console_script_declares_its_notifications_and_lists_every_tool(
+    db_path: str, tmp_path: Path
 ) -> None:
+    # Prompts and schemas travel in the wheel: nothing may depend on the repository checkout.
+    elsewhere = tmp_path / "some" / "project"
+    elsewhere.mkdir(parents=True)
     with anyio.fail_after(30):
-        async with stdio_agent(db_path, mode="legacy") as agent:
+        async with stdio_agent(db_path, mode="legacy", cwd=str(elsewhere)) as agent:
             listed = await agent.client.list_tools()
             capabilities = agent.client.server_capabilities
             await agent.client.set_logging_level("notice")
             await agent.client.subscribe_resource("escalation://pending")
+            started = await agent.call("start_task", title="from elsewhere", task_id="cwd-1")
+    assert started["task"]["project"] == str(elsewhere)
+    assert started["directive"] == "proceed"
     # It sends log messages and resource updates, so it declares both (and serves them).
     assert capabilities is not None
     assert capabilities.logging is not None
@@ -265,19 +271,6 @@ async def test_stdout_carries_protocol_messages_only(db_path: str) -> None:
     assert by_id[2]["result"].get("isError") is not True
 
 
-async def test_the_installed_server_works_from_any_directory(db_path: str, tmp_path: Path) -> None:
-    # Prompts and schemas travel in the wheel: nothing may depend on the repository checkout.
-    elsewhere = tmp_path / "some" / "project"
-    elsewhere.mkdir(parents=True)
-    with anyio.fail_after(30):
-        async with stdio_agent(db_path, cwd=str(elsewhere)) as agent:
-            listed = await agent.client.list_tools()
-            started = await agent.call("start_task", title="from elsewhere", task_id="cwd-1")
-    assert {t.name for t in listed.tools} >= AGENT_TOOLS
-    assert started["task"]["project"] == str(elsewhere)
-    assert started["directive"] == "proceed"
-
-
 def test_serving_an_unusable_store_is_a_one_line_error(tmp_path: Path) -> None:
     garbage = tmp_path / "not-a-store.db"
     garbage.write_bytes(b"not sqlite" * 100)
@@ -297,8 +290,11 @@ def test_serving_an_unusable_store_is_a_one_line_error(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-async def test_feedback_and_guidance_are_read_as_their_rendered_text(db_path: str) -> None:
-    """The model reads feedback and guidance as written; clients get every field structured."""
+async def test_feedback_and_guidance_are_read_as_rendered_text_and_every_other_result_as_compact_json(
+    db_path: str,
+) -> None:
+    """The model reads feedback and guidance as written; clients get every field structured.
+    The model reads every other result as the client gets it, without indentation (fewer tokens)."""
     with anyio.fail_after(45):
         async with stdio_agent(db_path) as agent:
             await agent.call("start_task", title="Read me", task_id="reads")
@@ -306,22 +302,10 @@ async def test_feedback_and_guidance_are_read_as_their_rendered_text(db_path: st
             await agent.call(
                 "record_attempt", task_id="reads", step="main", status="rejected", feedback="a\nb"
             )
-            results = {
+            rendered_results = {
                 tool: await agent.client.call_tool(tool, {"task_id": "reads"})
                 for tool in ("get_feedback", "get_guidance")
             }
-    for tool, result in results.items():
-        assert not result.is_error, tool
-        assert result.structured_content is not None
-        rendered = result.structured_content["rendered"]
-        assert "TypeError: unsupported operand" in rendered, tool
-        assert [block.text for block in result.content] == [rendered], tool  # type: ignore[union-attr]
-
-
-async def test_every_other_result_is_read_as_compact_json_of_the_structured_result(db_path: str) -> None:
-    """The model reads the same result the client gets, without indentation (fewer tokens)."""
-    with anyio.fail_after(45):
-        async with stdio_agent(db_path) as agent:
             await agent.call("start_task", title="Compact ünïcode", task_id="compact", scope=["src/**"])
             results = [
                 await agent.client.call_tool(
@@ -333,6 +317,12 @@ async def test_every_other_result_is_read_as_compact_json_of_the_structured_resu
                 await agent.client.call_tool("check_edit", {"task_id": "compact", "paths": ["src/b.py"]}),
                 await agent.client.call_tool("get_task", {"task_id": "compact"}),
             ]
+    for tool, result in rendered_results.items():
+        assert not result.is_error, tool
+        assert result.structured_content is not None
+        rendered = result.structured_content["rendered"]
+        assert "TypeError: unsupported operand" in rendered, tool
+        assert [block.text for block in result.content] == [rendered], tool  # type: ignore[union-attr]
     for result in results:
         assert not result.is_error
         [block] = result.content

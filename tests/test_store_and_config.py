@@ -339,18 +339,3 @@ async def test_a_command_that_does_not_run_here_is_refused_and_nothing_is_writte
     assert "mcp-server-escalaton" in flat(done.stderr)
     assert "nothing was changed" in flat(done.stderr)
     assert not (project / ".cursor").exists()
-
-
-async def test_the_demo_ignores_the_per_user_config(tmp_path: Path, home: Path) -> None:
-    marker = tmp_path / "notified"
-    write(
-        default_config(home),
-        f"[thresholds]\nsame_error_repeated = 5\n[notify]\ncommand = 'touch {marker}'\n",
-    )
-    with anyio.fail_after(90):
-        done = await anyio.run_process(
-            [str(SCRIPT), "demo"], check=False, env=environment(home, TMPDIR=str(tmp_path)), cwd=tmp_path
-        )
-
-    assert done.returncode == 0, done.stderr.decode()
-    assert not marker.exists()

@@ -3,7 +3,8 @@
 The installed script, its stdout and stderr pipes, ``COLUMNS=80`` (the width of a pipe
 anyway). Logs and notes wrap like the operator commands' output; stdout of the stdio server
 carries nothing but the protocol, and the settings file ``hook install --dry-run`` shows is
-printed exactly as it would be written.
+printed exactly as it would be written. A port that is taken is refused before anything
+starts, which the command shows in this process as well as in its own.
 """
 
 from __future__ import annotations
@@ -12,10 +13,20 @@ import json
 import os
 import socket
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, start_http, stop_http
+from in_process import run_main
 from operator_support import flat
+
+
+@dataclass
+class Said:
+    """A command's exit code and what it wrote to stderr."""
+
+    returncode: int
+    stderr: str
 
 
 def _fits(text: str) -> list[str]:
@@ -85,28 +96,25 @@ def test_hook_install_wraps_its_notes_and_shows_the_settings_file_as_written(tmp
     assert not (project / ".claude").exists()
 
 
-def test_a_taken_port_is_refused_by_name_before_anything_starts(tmp_path: Path) -> None:
+async def test_a_taken_port_is_refused_by_name_before_anything_starts(tmp_path: Path) -> None:
     tokens = {"ESCALATION_AGENT_TOKEN": AGENT_TOKEN, "ESCALATION_OPERATOR_TOKEN": OPERATOR_TOKEN}
     store = tmp_path / "esc.db"
 
-    def run(*command: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [SCRIPT, "--db", str(store), *command],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            env={**os.environ, **tokens, "COLUMNS": "80"},
+    async def run(*command: str) -> Said:
+        # In this process (in_process.py): the refusal is under test, not the process.
+        code, _, err = await run_main(
+            ["--db", str(store), *command], env={**os.environ, **tokens, "COLUMNS": "80"}
         )
+        return Said(code, err.decode())
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = str(taken.getsockname()[1])
-        served = run("serve", "--transport", "http", "--port", port)
+        served = await run("serve", "--transport", "http", "--port", port)
         assert not store.exists()  # refused before the server opened (and created) its store
-        assert run("db", "init").returncode == 0  # the console opens only a store that exists
-        console = run("console", "--port", port)
+        assert (await run("db", "init")).returncode == 0  # the console opens only a store that exists
+        console = await run("console", "--port", port)
 
     for done in (served, console):
         assert done.returncode == 1

@@ -13,6 +13,7 @@ the folder to change the wording.
 
 from __future__ import annotations
 
+import functools
 import string
 import tomllib
 from collections.abc import Callable
@@ -412,9 +413,17 @@ def _placeholders(name: str, text: str, source: str) -> set[str]:
 
 def _read_file(path: Path) -> TemplateFileModel:
     try:
-        return TemplateFileModel.model_validate(tomllib.loads(path.read_text("utf-8")))
+        return _parsed(path.read_text("utf-8"))
     except (tomllib.TOMLDecodeError, ValidationError, OSError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+
+
+# Every server and runtime a process builds loads the prompts; parsing them is most of that.
+# Keyed by the file's text, so an unchanged file is parsed once per process and a changed one
+# anew; a file that fails to parse raises every time (an exception is never cached).
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> TemplateFileModel:
+    return TemplateFileModel.model_validate(tomllib.loads(text))
 
 
 def _add_texts(path: Path, kind: str, found: dict[str, ToolText], target: dict[str, ToolText]) -> None:

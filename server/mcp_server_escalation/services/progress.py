@@ -28,7 +28,6 @@ from .firing import (
     Recording,
     Run,
     committed,
-    current_task,
     direct,
     fire,
     keep_told_if_created,
@@ -96,10 +95,13 @@ def _record_progress(
     known = task_store.already_modified(conn, task, list(files.paths))
     decision = decide(report, task=task, files=files, known=known, now=now)
     _write_progress(conn, task, report, decision, now)
-    changed = fire(rt, conn, task, [_evidence(rt, conn, task, fires) for fires in decision.fires])
-    task = current_task(
-        conn, task, changed, counters=decision.counters, best_pass_rate=decision.best_pass_rate
+    # The task as written, so neither the firing nor what follows reads it again.
+    task = task.model_copy(
+        update={"counters": decision.counters, "best_pass_rate": decision.best_pass_rate, "updated_at": now}
     )
+    fired = [_evidence(rt, conn, task, fires) for fires in decision.fires]
+    changed = fire(rt, conn, task, fired, task_is_current=True)
+    task = changed.task if changed else task
     directed = direct(rt, conn, task, decision.message.template, **decision.message.values)
     keep_told_if_created(rt, conn, changed, directed)
     result = ProgressResult(
@@ -179,10 +181,15 @@ def _record_check(
     """Write, fire and direct what ``decision`` says."""
     if decision.allowed:
         task_store.add_modified_files(conn, task, list(decision.counted), "check_edit", now)
+        # The files just added count at once (the store derives the count, the copy must too).
+        files_modified = task.counters.files_modified + len(decision.counted)
+        task = task.model_copy(
+            update={"counters": task.counters.model_copy(update={"files_modified": files_modified})}
+        )
     fired = [_evidence(rt, conn, task, fires) for fires in decision.fires]
     progress_store.add_action(conn, task, "check_edit", decision.action, now)
-    changed = fire(rt, conn, task, fired)
-    task = current_task(conn, task, changed)
+    changed = fire(rt, conn, task, fired, task_is_current=True)
+    task = changed.task if changed else task
     directed = direct(rt, conn, task, decision.message.template, **decision.message.values)
     keep_told_if_created(rt, conn, changed, directed)
     verdicts = _verdicts(rt, decision.paths)
