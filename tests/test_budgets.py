@@ -370,8 +370,9 @@ async def test_another_agent_taking_over_starts_with_a_fresh_allowance(db_path: 
 
 @pytest.mark.sqlite_only  # builds a store of an older SQLite schema by hand
 async def test_a_task_stored_before_budgets_counts_from_the_upgrade_and_its_minutes_from_its_start(
-    db_path: str,
+    empty_path: str,
 ) -> None:
+    db_path = empty_path  # an older schema is built here by hand
     conn = sqlite3.connect(db_path, isolation_level=None)
     migrate_by_hand(conn, upto=10)
     conn.execute(

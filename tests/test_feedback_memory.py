@@ -252,9 +252,10 @@ async def test_feedback_lists_human_answers_but_not_withdrawn_questions(db_path:
 
 
 @pytest.mark.sqlite_only  # builds a store of an older SQLite schema by hand
-async def test_a_store_from_before_migration_8_shows_its_retry_history_collapsed(db_path: str) -> None:
+async def test_a_store_from_before_migration_8_shows_its_retry_history_collapsed(empty_path: str) -> None:
     """Attempts recorded by a version-7 store are collapsed by the upgrade as the trigger
     collapses new ones, so the first get_feedback after the upgrade shows all of them."""
+    db_path = empty_path  # an older schema is built here by hand
     conn = sqlite3.connect(db_path, isolation_level=None)
     migrate_by_hand(conn, upto=7)
     conn.execute(

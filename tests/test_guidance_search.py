@@ -129,7 +129,8 @@ def _store_at_version_5(path: str) -> None:
 
 
 @pytest.mark.sqlite_only  # SQLite's migrations
-async def test_migration_6_keys_the_records_written_before_it(db_path: str) -> None:
+async def test_migration_6_keys_the_records_written_before_it(empty_path: str) -> None:
+    db_path = empty_path  # an older schema is built here by hand
     _store_at_version_5(db_path)
     async with _runtime(db_path) as rt:
         got = await _guidance(rt, "ValueError: bad value 7 in field 'total'")
@@ -232,7 +233,8 @@ def test_distinguishing_words_are_the_ones_normalisation_replaced() -> None:
 
 
 @pytest.mark.sqlite_only  # SQLite's migrations (both backends: test_guidance_backends.py)
-async def test_migration_7_indexes_the_error_and_its_advice_not_the_attempted_action(db_path: str) -> None:
+async def test_migration_7_indexes_the_error_and_its_advice_not_the_attempted_action(empty_path: str) -> None:
+    db_path = empty_path  # an older schema is built here by hand
     _store_at_version_5(db_path)  # its FTS5 index (migration 3) also held the attempted action
     async with _runtime(db_path) as rt:
         await tasks.start_task(rt, title="t", task_id="s7", thresholds=BIG)
