@@ -292,3 +292,32 @@ async def test_a_sqlite_store_copied_into_postgresql_gives_the_same_guidance(
             ]
             assert got[0] == got[1], query
         assert await runtimes[1].db.read(_search_state) != [[(0, 0)], []]
+
+
+async def test_a_store_whose_ids_skip_gives_the_same_guidance_copied_to_the_other_backend(
+    tmp_path: Path, pg_url: str
+) -> None:
+    # PostgreSQL's ids skip where an insert rolled back; a copy keeps them.
+    clock = Clock()
+    target = str(tmp_path / "copied.db")
+    reports = _reports(random.Random(11), 160)  # noqa: S311 (test data)
+    async with open_runtime(Settings(db_path=pg_url, project_root=PROJECT), clock) as rt:
+        for task_id in ("a1", "a2", "b1"):
+            await tasks.start_task(rt, title="t", task_id=task_id, thresholds=BIG)
+        for n, report in enumerate(reports):
+            if n == 60:
+                await rt.db.write(
+                    lambda conn: conn.execute("SELECT setval(pg_get_serial_sequence('failures', 'seq'), 500)")
+                )
+            clock.now += timedelta(hours=5)
+            await failures.record_failure(rt, report)
+    await copying.copy_store(pg_url, target)
+    async with _stores(target, pg_url, clock) as runtimes:
+        for query in QUERIES:
+            details = [await rt.db.read(functools.partial(_search_details, text=query)) for rt in runtimes]
+            assert details[0] == details[1], query
+            got = [
+                _top(await guidance.get_guidance(rt, task_id="a1", query=query, scope="project"))
+                for rt in runtimes
+            ]
+            assert got[0] == got[1], query

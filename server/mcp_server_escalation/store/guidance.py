@@ -212,10 +212,11 @@ def _word_stats_postgres(count: int, sample: int) -> str:
         "SELECT {i}, count(*), max(seq), string_agg(CAST(seq AS TEXT), ',' ORDER BY seq) FROM"
         " (SELECT seq FROM failures WHERE search @@ CAST(? AS tsquery) ORDER BY seq LIMIT {sample}) AS w{i}"
     )
-    # The record count is the index's own (no sequence gap counts as a record).
+    # The highest record id, as on SQLite: the same ids give the same statistics, whatever
+    # gaps a store's ids have (a copy keeps them).
     return " UNION ALL ".join(
         [
-            "SELECT -1, records, NULL, NULL FROM failure_search_totals",
+            "SELECT -1, COALESCE(MAX(seq), 0), NULL, NULL FROM failures",
             *(probe.format(i=i, sample=int(sample)) for i in range(count)),
         ]
     )
