@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 # Larger payloads (an Edit's tool_response carries the whole original file) are ignored.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
+# Where the HTTP server takes a remote agent's events: this, then the entry (``claude-code``).
+HTTP_PATH = "/hooks/"
 
 
 class HookInputError(Exception):

@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from ...hooks.dispatch import HookInputError, answer, prepare_remote
+from ...hooks.dispatch import HTTP_PATH, HookInputError, answer, prepare_remote
 from ...hooks.relay import MAX_STDIN
 from ...models.limits import TASK_ID_PATTERN
 from ...services.runtime import Runtime, open_runtime
@@ -46,8 +46,7 @@ log = logging.getLogger(__name__)
 # The hosts whose hooks can be posted: Claude Code has an ``http`` hook type; Cursor's and
 # Codex's hooks are commands only.
 HTTP_HOSTS = ("claude-code",)
-HOOK_PATH = "/hooks/{host}"
-PATH_PREFIX = "/hooks/"
+HOOK_PATH = HTTP_PATH + "{host}"
 # What the relay takes from a local hook's stdin: an Edit's payload carries the whole file.
 HOOK_BODY_BYTES = MAX_STDIN
 TASK_HEADER = "X-Escalation-Task"
@@ -55,7 +54,7 @@ TASK_HEADER = "X-Escalation-Task"
 
 def is_hook_path(path: str) -> bool:
     """Is this path one of the hook routes' (never ``/mcp`` or the console's)?"""
-    return path.startswith(PATH_PREFIX)
+    return path.startswith(HTTP_PATH)
 
 
 def _refusal(status: int, text: str, **headers: str) -> Response:
