@@ -174,6 +174,10 @@ async def test_bad_requests_say_what_is_wrong_and_change_nothing(
         (post(served, event, Origin="http://evil.example"), 403, "Origin"),
         (post(served, claude("UserPromptSubmit", prompt="hi")), 400, "UserPromptSubmit"),
     ]
+    with httpx2.Client() as client:  # a host without an http hook type
+        headers = {**JSON, "Authorization": f"Bearer {AGENT_TOKEN}"}
+        cursor = client.post(f"{served}/hooks/cursor", content=json.dumps(event), headers=headers)
+    cases.append((cursor, 404, "claude-code"))
     for response, status, said in cases:
         assert (response.status_code, said in response.text) == (status, True), response.text
     assert await tasks_in(db_path, tmp_path) == []
