@@ -1,7 +1,7 @@
 """get_guidance at scale: 100,000 active failure records in one project.
 
 Seeds the store directly through SQL on a migrated store (one transaction of bulk inserts,
-COPY on PostgreSQL; the search index is kept in step by the database, and each row carries
+COPY on PostgreSQL, with the search columns ``record_failure`` writes there; each row carries
 the fingerprint and the message key ``record_failure`` would give it), then runs realistic
 queries:
 
@@ -35,10 +35,12 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
+from mcp_server_escalation.rules import fts
 from mcp_server_escalation.rules.fingerprint import fingerprint, message_key
 from mcp_server_escalation.services import guidance, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
+from mcp_server_escalation.store import search_tokens
 from postgres_support import POSTGRES_SCHEMES, backend_installed, postgres_database
 
 HERE = Path(__file__).resolve().parent
@@ -179,21 +181,35 @@ def _insert_sqlite(
 
 
 def _insert_postgres(url: str, task_rows: list[tuple[Any, ...]], failure_rows: list[tuple[Any, ...]]) -> None:
-    """COPY in one transaction, then ANALYZE for the planner; the search index must follow
-    by itself (a generated column or a trigger), as FTS5's triggers do on SQLite."""
+    """COPY in one transaction, each record with the search columns ``record_failure``
+    writes on PostgreSQL (its tokens as FTS5 makes them, their counts) and the index's
+    totals, then ANALYZE for the planner."""
     import psycopg
 
+    searched = [*FAILURE_COLUMNS, "search", "search_terms", "search_size"]
+    indexed = [FAILURE_COLUMNS.index(column) if column in FAILURE_COLUMNS else None for column in fts.COLUMNS]
+    tokens = 0
     with psycopg.connect(url) as conn, conn.cursor() as cur:
-        for table, columns, rows in (
-            ("tasks", TASK_COLUMNS, task_rows),
-            ("failures", FAILURE_COLUMNS, failure_rows),
-        ):
-            with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+        with cur.copy(f"COPY tasks ({', '.join(TASK_COLUMNS)}) FROM STDIN") as copy:
+            for row in task_rows:
+                copy.write_row(row)
+        with cur.copy(f"COPY failures ({', '.join(searched)}) FROM STDIN") as copy:
+            for row in failure_rows:
+                terms = search_tokens.record_terms([row[i] if i is not None else None for i in indexed])
+                tokens += terms.size
+                copy.write_row((*row, _tsvector(list(terms.counts)), json.dumps(terms.counts), terms.size))
+        cur.execute(
+            "UPDATE failure_search_totals SET records = records + %s, tokens = tokens + %s",
+            (len(failure_rows), tokens),
+        )
         conn.commit()
         conn.autocommit = True
         cur.execute("ANALYZE")
+
+
+def _tsvector(lexemes: list[str]) -> str:
+    """A tsvector's text form of bare lexemes (quoted: no parser runs on them)."""
+    return " ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
 
 
 # Errors no record of the store has the shape of: no exact match, and on this store's

@@ -140,15 +140,17 @@ class PgServer:
         """Gone, even when a test left a connection (or a server process) on it."""
         self._admin("DROP DATABASE IF EXISTS {} WITH (FORCE)", name)
 
-    def make_template(self, name: str, prepare: Callable[[str], None]) -> None:
-        """``prepare(url)`` fills a new database once; every later test database copies it.
+    def make_template(self, name: str, prepare: Callable[[str], None], *, default: bool = True) -> None:
+        """``prepare(url)`` fills a new database once; every later test database copies it
+        (with ``default``; else only those created with ``template=name``).
 
         ``prepare`` closes what it opened: PostgreSQL copies no database that has a session.
         """
         self.create_database(name, template="template0")
         prepare(self.url(name))
         self._admin("ALTER DATABASE {} IS_TEMPLATE true", name)
-        self.template = name
+        if default:
+            self.template = name
 
     def postmaster_pid(self) -> int | None:
         """The server's pid while it runs (from its lock file), else None."""

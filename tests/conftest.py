@@ -183,8 +183,7 @@ def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Ite
         yield str(tmp_path / "escalations.db")
         return
     server: pg.PgServer = request.getfixturevalue("pg_server")
-    request.getfixturevalue("migrated_template")
-    name = server.create_database()
+    name = server.create_database(template=request.getfixturevalue("migrated_template"))
     try:
         yield server.url(name)
     finally:
@@ -202,7 +201,7 @@ def migrated_template(pg_server: pg.PgServer) -> str:
 
         anyio.run(open_and_close)
 
-    pg_server.make_template("store_template", migrate)
+    pg_server.make_template("store_template", migrate, default=False)
     return "store_template"
 
 

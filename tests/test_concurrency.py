@@ -221,3 +221,43 @@ def test_many_processes_creating_one_new_store_at_once_all_succeed(tmp_path: Pat
         outputs = [p.communicate(timeout=60) for p in procs]
         codes = [p.returncode for p in procs]
         assert codes == [0] * 8, [err for _, err in outputs if err]
+
+
+async def test_server_processes_racing_on_one_task_open_one_escalation(db_path: str) -> None:
+    """Each of four processes repeats the same error on one task at once: the threshold is
+    crossed by several of them, and they all name the one escalation that holds the task."""
+    go = anyio.Event()
+    ready = 0
+    named: list[int] = []
+    errors: list[str] = []
+
+    async def race(number: int) -> None:
+        nonlocal ready
+        params = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path])
+        async with Client(params) as client:  # type: ignore[arg-type]
+            ready += 1
+            if ready == WORKERS:
+                go.set()
+            await go.wait()
+            for _ in range(3):
+                result = await client.call_tool("record_failure", {"task_id": "raced", "message": COMMON})
+                if result.is_error or result.structured_content is None:
+                    errors.append(str(result.content))
+                    continue
+                holding = result.structured_content.get("holding")
+                if holding:
+                    named.append(holding["escalation_id"])
+
+    with anyio.fail_after(60):
+        async with connect(db_path) as setup:
+            await setup.call("start_task", title="Raced", task_id="raced")
+        async with anyio.create_task_group() as tg:
+            for number in range(WORKERS):
+                tg.start_soon(race, number)
+        async with connect(db_path) as reader:
+            listed = await reader.call("list_escalations", status="all")
+
+    assert errors == []
+    assert listed["total"] == 1
+    assert named
+    assert set(named) == {listed["escalations"][0]["escalation_id"]}

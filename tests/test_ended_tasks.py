@@ -8,12 +8,12 @@ SQLite file, and compares a dump of the whole store before and after the call.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import pytest
 
 from conftest import Agent, connect
+from store_contents import contents
 
 pytestmark = pytest.mark.both_backends
 
@@ -36,12 +36,8 @@ WRITES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def _store(db_path: str) -> list[str]:
-    conn = sqlite3.connect(db_path)
-    try:
-        return list(conn.iterdump())
-    finally:
-        conn.close()
+def _store(db_path: str) -> list[Any]:
+    return contents(db_path)
 
 
 async def _end(agent: Agent, operator: Agent, ending: str) -> int:

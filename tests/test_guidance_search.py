@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import random
 import sqlite3
-import unicodedata
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,6 +25,7 @@ from mcp_server_escalation.services import failures, guidance, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import guidance as guidance_store
+from mcp_server_escalation.store import search_tokens
 from mcp_server_escalation.store.migrations import MIGRATIONS
 
 pytestmark = pytest.mark.both_backends
@@ -83,6 +83,7 @@ async def test_exact_matches_that_share_the_quoted_name_rank_first_among_them(db
     assert all(exact for _, exact in five)
 
 
+@pytest.mark.sqlite_only  # every PostgreSQL record is keyed: its store began after migration 6
 async def test_a_record_without_a_message_key_still_matches_exactly(db_path: str) -> None:
     # Written by an older version into a migrated store: no key, so the index misses it,
     # but the text search finds it and keys it on the fly.
@@ -127,6 +128,7 @@ def _store_at_version_5(path: str) -> None:
     conn.close()
 
 
+@pytest.mark.sqlite_only  # SQLite's migrations
 async def test_migration_6_keys_the_records_written_before_it(db_path: str) -> None:
     _store_at_version_5(db_path)
     async with _runtime(db_path) as rt:
@@ -190,25 +192,46 @@ def test_search_words_keeps_the_rare_ones_rarest_first_and_else_the_least_common
     assert ranking.search_words(["b", "a"], [2.0, 2.0], 10, fallback=False) == ["b", "a"]
 
 
-# ASCII, accents (composed and combining), and letters whose lower case is ASCII or is not.
-TOKEN_CHARACTERS = "aZ9_ .:'-\u00e9\u00c9\u00f1\u0130\u0131\u017f\u00df\u0301\u212a\n"
+# ASCII, accents (composed and combining), letters whose lower case is ASCII or is not, a
+# ligature, a full-width letter, digits of other scripts, a title-case digraph.
+TOKEN_CHARACTERS = "aZ9_ .:'-\u00e9\u00c9\u00f1\u0130\u0131\u017f\u00df\u0301\u212a\n\ufb01\uff21\u0663\u01c5"
+
+
+def _fts5_tokens(text: str) -> list[str]:
+    """The tokens FTS5 itself makes of ``text`` with the index's tokenizer (migration 7)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        conn.execute("INSERT INTO t (rowid, x) VALUES (1, ?)", (text,))
+        return [row[0] for row in conn.execute("SELECT term FROM v ORDER BY offset")]
+    finally:
+        conn.close()
 
 
 @given(st.text(alphabet=st.sampled_from(TOKEN_CHARACTERS), max_size=40))
-def test_query_tokens_take_the_ascii_shortcut_without_changing_a_token(text: str) -> None:
-    # The full rule: lower-case, decompose, drop combining marks (remove_diacritics).
-    plain = "".join(ch for ch in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(ch))
-    expected = dict.fromkeys(t for t in ranking._TOKEN.findall(plain) if not ranking._VOLATILE.match(t))
-    assert ranking.query_tokens(text) == list(expected)[: ranking.MAX_QUERY_TOKENS]
+def test_query_tokens_are_the_index_tokens_less_the_volatile_ones(text: str) -> None:
+    expected = dict.fromkeys(t for t in _fts5_tokens(text) if not ranking._VOLATILE.match(t))
+    assert ranking.query_tokens(text, search_tokens.tokens) == list(expected)[: ranking.MAX_QUERY_TOKENS]
+
+
+def test_a_lone_surrogate_in_a_query_separates_words() -> None:
+    # JSON can carry one; it has no UTF-8 form, so SQLite's tokenizer never sees it.
+    assert ranking.query_tokens("x\udfffy caf\u00e9", search_tokens.tokens) == ["x", "y", "cafe"]
 
 
 def test_distinguishing_words_are_the_ones_normalisation_replaced() -> None:
-    assert ranking.distinguishing_words("KeyError: 'next_url' while handling request") == ["next", "url"]
-    assert ranking.distinguishing_words("line too long (120 > 100 characters)") == []
-    assert ranking.distinguishing_words("E501 line too long") == ["e501"]  # now "e<n>"
-    assert ranking.distinguishing_words("cannot write /tmp/build-7/out.o: disk full") == ["build", "out", "o"]
+    assert ranking.distinguishing_words(
+        "KeyError: 'next_url' while handling request", search_tokens.tokens
+    ) == ["next", "url"]
+    assert ranking.distinguishing_words("line too long (120 > 100 characters)", search_tokens.tokens) == []
+    assert ranking.distinguishing_words("E501 line too long", search_tokens.tokens) == ["e501"]  # now "e<n>"
+    assert ranking.distinguishing_words(
+        "cannot write /tmp/build-7/out.o: disk full", search_tokens.tokens
+    ) == ["build", "out", "o"]
 
 
+@pytest.mark.sqlite_only  # SQLite's migrations (both backends: test_guidance_backends.py)
 async def test_migration_7_indexes_the_error_and_its_advice_not_the_attempted_action(db_path: str) -> None:
     _store_at_version_5(db_path)  # its FTS5 index (migration 3) also held the attempted action
     async with _runtime(db_path) as rt:
@@ -231,7 +254,7 @@ async def test_migration_7_indexes_the_error_and_its_advice_not_the_attempted_ac
     assert "recommended_adjustment" in columns
 
 
-async def test_the_index_stays_whole_as_records_arrive_one_by_one(db_path: str) -> None:
+async def test_the_index_stays_whole_as_records_arrive_one_by_one(db_path: str, backend: str) -> None:
     async with _runtime(db_path) as rt:
         await tasks.start_task(rt, title="t", task_id="s8", thresholds=BIG)
         for n in range(300):  # every one a new record: each adds a segment to the index
@@ -239,6 +262,8 @@ async def test_the_index_stays_whole_as_records_arrive_one_by_one(db_path: str) 
         last = await _fail(rt, "module zzz failed to import qqq", task_id="s8")
         got = await guidance.get_guidance(rt, task_id="s8", query="zzz qqq import")
     assert got.items[0].failure_id == last
+    if backend != "sqlite":
+        return  # the rest checks SQLite's FTS5 index
     conn = sqlite3.connect(db_path)
     try:
         conn.execute("INSERT INTO failures_fts (failures_fts, rank) VALUES ('integrity-check', 1)")
@@ -265,12 +290,12 @@ def _precise_then_broad(
     ]
     words = ranking.search_words(tokens, frequencies, stats.records, fallback=False)
     precise = guidance_store.lexical(
-        conn, where, ranking.fts_query(words, all_of=True), newest=guidance.PRECISE_WINDOW, exact=exact
+        conn, where, ranking.Match(tuple(words), all_of=True), newest=guidance.PRECISE_WINDOW, exact=exact
     )
     if len(precise) >= need or len(words) == 1:
         return precise
     broad = guidance_store.lexical(
-        conn, where, ranking.fts_query(words), newest=guidance.BROAD_WINDOW, exact=exact
+        conn, where, ranking.Match(tuple(words)), newest=guidance.BROAD_WINDOW, exact=exact
     )
     return broad + precise
 
@@ -303,7 +328,7 @@ async def test_the_word_sets_shortcut_finds_exactly_what_two_searches_find(db_pa
                 await _fail(rt, " ".join(words), task_id=rng.choice(("s1", "s2")))
             for query in queries:
                 for where in scopes:
-                    tokens = ranking.query_tokens(f"{query} error module")
+                    tokens = ranking.query_tokens(f"{query} error module", search_tokens.tokens)
                     got, expected, stats = await rt.db.read(
                         functools.partial(_both_ways, where=where, tokens=tokens, need=rng.randint(0, 12))
                     )

@@ -24,19 +24,21 @@ from __future__ import annotations
 import heapq
 import math
 import re
-import unicodedata
 from collections.abc import Callable
 from datetime import datetime
 from typing import NamedTuple
 
 from .fingerprint import normalise_message
 
+# What splits a text into the index's tokens (``store.search_tokens.tokens``): the index's
+# own tokenizer, passed in, since SQLite's defines it.
+Split = Callable[[str], list[str]]
+
 SEVERITY = {"low": 0.25, "medium": 0.5, "high": 0.75, "critical": 1.0}
 WEIGHTS = {"lexical": 4.0, "severity": 2.0, "recency": 1.5, "occurrences": 1.0, "helpfulness": 2.0}
 _W_LEXICAL, _W_SEVERITY, _W_RECENCY, _W_OCCURRENCES, _W_HELPFULNESS = WEIGHTS.values()
 HARMFUL_MARGIN = 3
 _OCCURRENCE_SCALE = math.log1p(50)
-_TOKEN = re.compile(r"[^\W_]+")
 _VOLATILE = re.compile(r"^(?:\d+|(?=[0-9a-f]*\d)[0-9a-f]{7,})$")
 MAX_QUERY_TOKENS = 32
 DF_SAMPLE = 100
@@ -121,19 +123,13 @@ def rank(
     return [(item[5], item[4]) for item in heapq.nsmallest(k, order)]
 
 
-def query_tokens(text: str) -> list[str]:
-    """Lower-cased, accent-free word tokens as FTS5's unicode61 tokenizer sees them, without
-    the volatile ones the fingerprint also ignores (numbers, hex ids): "expected 3 got 4"
-    must find "expected 5 got 6"."""
-    lowered = text.lower()
-    # ASCII has no decomposition and no combining marks: most error text skips the walk.
-    plain = (
-        lowered
-        if lowered.isascii()
-        else "".join(ch for ch in unicodedata.normalize("NFKD", lowered) if not unicodedata.combining(ch))
-    )
+def query_tokens(text: str, split: Split) -> list[str]:
+    """The query's distinct index tokens (lower-cased, accent-free, as ``split`` makes
+    them), without the volatile ones the fingerprint also ignores (numbers, hex ids):
+    "expected 3 got 4" must find "expected 5 got 6". Each is one token of the index on
+    either backend."""
     seen: dict[str, None] = {}
-    for token in _TOKEN.findall(plain):
+    for token in split(text):
         if _VOLATILE.match(token):
             continue
         seen.setdefault(token, None)
@@ -142,7 +138,15 @@ def query_tokens(text: str) -> list[str]:
     return list(seen)
 
 
-def fts_query(tokens: list[str], *, all_of: bool = False) -> str:
+class Match(NamedTuple):
+    """A full-text search: the records holding any of the tokens (or, ``all_of``, every
+    one). Each backend renders it in its own query language."""
+
+    tokens: tuple[str, ...]
+    all_of: bool = False
+
+
+def fts_query(tokens: list[str] | tuple[str, ...], *, all_of: bool = False) -> str:
     """An FTS5 MATCH expression no input can break: each token quoted, AND- or OR-joined."""
     joiner = " AND " if all_of else " OR "
     return joiner.join('"' + token.replace('"', '""') + '"' for token in tokens)
@@ -170,8 +174,8 @@ def search_words(tokens: list[str], frequencies: list[float], records: int, *, f
     return [tokens[i] for i in rare]
 
 
-def distinguishing_words(text: str) -> list[str]:
+def distinguishing_words(text: str, split: Split) -> list[str]:
     """The query words the normalisation replaced (quoted names, temp paths, ...): the only
     ones that tell the records with the same normalised message apart."""
-    kept = set(query_tokens(normalise_message(text)))
-    return [token for token in query_tokens(text) if token not in kept]
+    kept = set(query_tokens(normalise_message(text), split))
+    return [token for token in query_tokens(text, split) if token not in kept]

@@ -13,6 +13,7 @@ import functools
 from ..errors import Conflict, InvalidInput
 from ..models.reports import CopyReport
 from ..store import copying
+from ..store import failures as failure_store
 from ..store.backends import Store, open_store
 
 
@@ -43,5 +44,7 @@ async def _copy(src: Store, dst: Store) -> CopyReport:
             " (nothing was written)"
         )
     snapshot = await src.read(copying.read_all)
-    rows = await dst.write(functools.partial(copying.write_all, snapshot=snapshot, reindex=None))
+    rows = await dst.write(
+        functools.partial(copying.write_all, snapshot=snapshot, reindex=failure_store.reindex_search)
+    )
     return CopyReport(source=src.path, target=dst.path, rows=rows, total=sum(rows.values()))

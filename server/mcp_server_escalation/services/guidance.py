@@ -18,6 +18,7 @@ from ..rules.fingerprint import message_key
 from ..rules.salient import headline
 from ..store import failures as failure_store
 from ..store import guidance as guidance_store
+from ..store import search_tokens
 from ..store.sql import Conn
 from .runtime import Runtime
 from .tasks import load_project
@@ -94,7 +95,7 @@ def _lexical(
     exact: guidance_store.Exact | None,
     need: int,
 ) -> list[ranking.Candidate]:
-    """FTS5 candidates on the rare words: records with all of them, then (if ``need`` is not
+    """Full-text candidates on the rare words: records with all of them, then (if ``need`` is not
     met) any of them. With no rare word and something still needed, the newest records that
     hold the least common word, unscored (a common word's bm25 says little and costs most)."""
     if not tokens:
@@ -109,10 +110,9 @@ def _lexical(
         stand_in = ranking.search_words(tokens, frequencies, stats.records, fallback=need > 0)
         if not stand_in:
             return []
-        match = ranking.fts_query(stand_in)
+        match = ranking.Match(tuple(stand_in))
         return guidance_store.lexical(conn, where, match, newest=BROAD_WINDOW, exact=exact, scored=False)
-    # Quoted tokens only: no input can raise an FTS syntax error.
-    broad_query = ranking.fts_query(words)
+    broad_query = ranking.Match(tuple(words))
     held = stats.records_of(words) if len(words) > 1 else None
     if held is not None and len(set().union(*held)) < min(BROAD_WINDOW, guidance_store.CANDIDATES):
         # Every record holding any of the words is known, too few to reach a limit of the
@@ -124,7 +124,7 @@ def _lexical(
         precise = [c for c in broad if c.seq in every]
         return precise if len(precise) >= need else broad + precise
     precise = guidance_store.lexical(
-        conn, where, ranking.fts_query(words, all_of=True), newest=PRECISE_WINDOW, exact=exact
+        conn, where, ranking.Match(tuple(words), all_of=True), newest=PRECISE_WINDOW, exact=exact
     )
     if len(precise) >= need or len(words) == 1:
         return precise
@@ -166,7 +166,11 @@ def build_guidance(
     found = _kept(pool)
     # With k exact matches kept nothing else can rank among them: only the words that set
     # them apart are searched, for their lexical relevance.
-    tokens = ranking.query_tokens(text) if found < k else ranking.distinguishing_words(text)
+    tokens = (
+        ranking.query_tokens(text, search_tokens.tokens)
+        if found < k
+        else ranking.distinguishing_words(text, search_tokens.tokens)
+    )
     for c in _lexical(conn, where, tokens, exact, k - found):
         pool[c.seq] = c
     if not text.strip():

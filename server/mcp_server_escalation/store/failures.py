@@ -8,8 +8,10 @@ import re
 from dataclasses import dataclass
 
 from ..models.failures import FailureRecord, FailureReport, Occurrence
+from ..rules import fts
 from ..rules.fingerprint import message_key
-from .sql import Conn, Row
+from .search_tokens import record_terms
+from .sql import Conn, Row, is_postgres
 
 _ID = re.compile(r"^F-(\d{1,18})$")
 
@@ -139,6 +141,8 @@ def _repeat(conn: Conn, new: NewFailure, now: str, refs: str, details: str) -> C
     if row is None:
         return None
     counted = Counted(*row)
+    if advice and is_postgres(conn):
+        _reindex(conn, counted.seq)
     if counted.status == "resolved":
         # It happened again: not resolved after all.
         conn.execute("UPDATE failures SET status = 'active' WHERE seq = ?", (counted.seq,))
@@ -161,40 +165,102 @@ def record_occurrence(conn: Conn, new: NewFailure, now: str) -> Counted:
     return counted
 
 
+# A new record: its words go in with it on PostgreSQL (on SQLite FTS5's trigger indexes it).
+_INSERT = """INSERT INTO failures (task_id, project, step, phase, signal_type, classified_by,
+               severity, fingerprint, message, message_key, error_type, tool_name, error_code,
+               attempted_action, observed_outcome, recommended_adjustment,
+               context_refs_json, details_json, created_at, last_seen_at{columns})
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{values})
+           RETURNING seq, severity"""
+_INSERT_SQLITE = _INSERT.format(columns="", values="")
+_INSERT_POSTGRES = _INSERT.format(
+    columns=", search, search_terms, search_size", values=", array_to_tsvector(?::text[]), ?::jsonb, ?"
+)
+
+
 def _insert(conn: Conn, new: NewFailure, now: str, refs: str, details: str) -> Counted:
     """The record of a failure the task has not had before, counted once."""
     report = new.report
-    row = conn.execute(
-        """INSERT INTO failures (task_id, project, step, phase, signal_type, classified_by,
-               severity, fingerprint, message, message_key, error_type, tool_name, error_code,
-               attempted_action, observed_outcome, recommended_adjustment,
-               context_refs_json, details_json, created_at, last_seen_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-           RETURNING seq, severity""",
-        (
-            report.task_id,
-            new.project,
-            report.step,
-            report.phase,
-            report.signal_type,
-            new.classified_by,
-            report.severity,
-            new.fingerprint,
-            report.message,
-            message_key(report.message),
-            report.error_type,
-            report.tool_name,
-            report.error_code,
-            report.attempted_action,
-            report.observed_outcome,
-            report.recommended_adjustment,
-            refs,
-            details,
-            now,
-            now,
-        ),
-    ).fetchone()
+    values = (
+        report.task_id,
+        new.project,
+        report.step,
+        report.phase,
+        report.signal_type,
+        new.classified_by,
+        report.severity,
+        new.fingerprint,
+        report.message,
+        message_key(report.message),
+        report.error_type,
+        report.tool_name,
+        report.error_code,
+        report.attempted_action,
+        report.observed_outcome,
+        report.recommended_adjustment,
+        refs,
+        details,
+        now,
+        now,
+    )
+    if not is_postgres(conn):
+        row = conn.execute(_INSERT_SQLITE, values).fetchone()
+        return Counted(row[0], row[1], 1, "active")
+    # The report names its fields as the indexed columns are named.
+    terms = record_terms([getattr(report, column) for column in fts.COLUMNS])
+    row = conn.execute(_INSERT_POSTGRES, (*values, *_search_values(terms))).fetchone()
+    _count_for_search(conn, records=1, tokens=terms.size)
     return Counted(row[0], row[1], 1, "active")
+
+
+_SET_SEARCH = (
+    "UPDATE failures SET search = array_to_tsvector(?::text[]), search_terms = ?::jsonb,"
+    " search_size = ? WHERE seq = ?"
+)
+
+
+def _search_values(terms: fts.Terms) -> tuple[list[str], str, int]:
+    """The search columns' values: the lexemes, their counts per column, the token count."""
+    return list(terms.counts), json.dumps(terms.counts, separators=(",", ":")), terms.size
+
+
+def _count_for_search(conn: Conn, *, records: int, tokens: int) -> None:
+    """Keep the index's totals (PostgreSQL). The row is locked until the writing
+    transaction ends: new records of concurrent servers are counted one after another."""
+    conn.execute(
+        "UPDATE failure_search_totals SET records = records + ?, tokens = tokens + ? WHERE id = 1",
+        (records, tokens),
+    )
+
+
+def _reindex(conn: Conn, seq: int) -> None:
+    """Index a record's words anew after its indexed text changed (PostgreSQL)."""
+    indexed = ", ".join(fts.COLUMNS)
+    row = conn.execute(
+        f"SELECT {indexed}, search_size FROM failures WHERE seq = ?",  # noqa: S608 (constants)
+        (seq,),
+    ).fetchone()
+    terms = record_terms([row[i] for i in range(len(fts.COLUMNS))])
+    conn.execute(_SET_SEARCH, (*_search_values(terms), seq))
+    _count_for_search(conn, records=0, tokens=terms.size - int(row[len(fts.COLUMNS)]))
+
+
+def reindex_search(conn: Conn) -> None:
+    """Index every record's words anew and count the index's totals again, on PostgreSQL:
+    for records written other than by ``record_occurrence``, as a copy of a store writes
+    them. Nothing on SQLite, whose FTS5 index its triggers keep."""
+    if not is_postgres(conn):
+        return
+    indexed = ", ".join(fts.COLUMNS)
+    rows = conn.execute(f"SELECT seq, {indexed} FROM failures ORDER BY seq").fetchall()  # noqa: S608
+    tokens = 0
+    values = []
+    for row in rows:
+        terms = record_terms([row[column] for column in fts.COLUMNS])
+        tokens += terms.size
+        values.append((*_search_values(terms), row["seq"]))
+    conn.executemany(_SET_SEARCH, values)
+    conn.execute("UPDATE failure_search_totals SET records = ?, tokens = ? WHERE id = 1", (len(rows), tokens))
 
 
 def _keep_occurrence(conn: Conn, counted: Counted, new: NewFailure, now: str, details: str) -> None:

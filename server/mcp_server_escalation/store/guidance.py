@@ -1,9 +1,14 @@
-"""Candidate queries for guidance: exact matches, word statistics, lexical (FTS5 bm25), recent.
+"""Candidate queries for guidance: exact matches, word statistics, lexical (bm25), recent.
 
-Every query is bounded (``LIMIT``) and served by an index or the FTS5 index, so a project
-with 100,000 records never reads them all into Python. A candidate is only what ranking
-reads (``ranking.Candidate``, a tuple); the few rows of the answer are read in full
+Every query is bounded (``LIMIT``) and served by an index or the full-text index, so a
+project with 100,000 records never reads them all into Python. A candidate is only what
+ranking reads (``ranking.Candidate``, a tuple); the few rows of the answer are read in full
 afterwards (``guidance_rows``).
+
+The full-text index is FTS5's on SQLite, and on PostgreSQL a ``tsvector`` of each record's
+FTS5 tokens under a GIN index, with bm25 computed in Python from the counts stored beside
+it (``rules.fts``): the same matches and the same scores, so the same top-k
+(docs/guidance.md).
 """
 
 from __future__ import annotations
@@ -12,10 +17,13 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..models.guidance import Revision
-from ..rules.ranking import Candidate, fts_query
-from .sql import Conn, tuples
+from ..rules import fts
+from ..rules.ranking import Candidate, Match, fts_query
+from .postgres.connection import PgConn, placeholders
+from .sql import Conn, is_postgres, tuples
 
 CANDIDATES = 100
 # Exact matches (the newest this many) all share the query's normalised words; k is at most 20.
@@ -31,6 +39,8 @@ _EXACT_SQL = {
     "fingerprint": "f.fingerprint = ?",
     "message_key": "COALESCE(f.message_key, escalation_message_key(f.message)) = ?",
 }
+# PostgreSQL's records all have their key: its store began after migration 6.
+_EXACT_SQL_POSTGRES = {"fingerprint": "f.fingerprint = ?", "message_key": "f.message_key = ?"}
 
 
 @dataclass(frozen=True)
@@ -157,9 +167,26 @@ class WordStats:
 
 
 def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
-    """Per word, its first ``sample`` records in the FTS5 index: how many, how far they
+    """Per word, its first ``sample`` records in the full-text index: how many, how far they
     reach, and which. One statement; each word reads at most ``sample`` entries of its
-    doclist, so a word in every record costs no more than a rare one."""
+    index list, so a word in every record costs no more than a rare one."""
+    if is_postgres(conn):
+        queries = [_tsquery(Match((word,))) for word in words]
+        rows = _searched(conn, _word_stats_postgres(len(words), sample), queries)
+    else:
+        rows = _word_stats_sqlite(conn, words, sample)
+    total, *by_word = sorted(rows, key=lambda row: int(row[0]))
+    return WordStats(
+        words,
+        sample,
+        total[1],
+        [row[1] for row in by_word],
+        [row[2] for row in by_word],
+        [row[3] for row in by_word],
+    )
+
+
+def _word_stats_sqlite(conn: Conn, words: Sequence[str], sample: int) -> list[tuple[object, ...]]:
     # The record count rides along as row -1: one statement either way.
     probe = (
         "SELECT {i}, count(*), max(rowid), group_concat(rowid) FROM (SELECT rowid FROM failures_fts"
@@ -172,25 +199,49 @@ def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
         ]
     )
     try:
-        rows = conn.execute(sql, [fts_query([w]) for w in words]).fetchall()
+        return list(conn.execute(sql, [fts_query([w]) for w in words]).fetchall())
     except sqlite3.OperationalError as exc:
         # Each word is a quoted token: this is a bug, not bad input.
         raise RuntimeError(f"FTS5 rejected one of {list(words)!r}: {exc}") from exc
-    total, *by_word = sorted(rows, key=lambda row: int(row[0]))
-    return WordStats(
-        words,
-        sample,
-        total[1],
-        [row[1] for row in by_word],
-        [row[2] for row in by_word],
-        [row[3] for row in by_word],
+
+
+def _word_stats_postgres(count: int, sample: int) -> str:
+    # GIN returns matches unordered; the planner reads the seq index in order instead where
+    # a word is common (its statistics of the column's lexemes say which).
+    probe = (
+        "SELECT {i}, count(*), max(seq), string_agg(CAST(seq AS TEXT), ',' ORDER BY seq) FROM"
+        " (SELECT seq FROM failures WHERE search @@ CAST(? AS tsquery) ORDER BY seq LIMIT {sample}) AS w{i}"
+    )
+    # The record count is the index's own (no sequence gap counts as a record).
+    return " UNION ALL ".join(
+        [
+            "SELECT -1, records, NULL, NULL FROM failure_search_totals",
+            *(probe.format(i=i, sample=int(sample)) for i in range(count)),
+        ]
     )
 
 
+def _searched(conn: PgConn, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+    """The rows of a search, planned for its own words every time (never prepared). A
+    prepared statement's generic plan cannot know whether a word is in most records or in
+    none, and which order to read them in depends on that: the seq index, stopping at the
+    first matches, for a common word; the GIN index and a sort of the few matches for a
+    rare one."""
+    with conn.raw.cursor() as cursor:
+        cursor.execute(placeholders(sql), tuple(params), prepare=False)
+        return cursor.fetchall()
+
+
+def _tsquery(match: Match) -> str:
+    """The match as a tsquery of quoted lexemes (no parser or dictionary runs on them)."""
+    quoted = ("'" + fts.lexeme(t).replace("\\", "\\\\").replace("'", "''") + "'" for t in match.tokens)
+    return (" & " if match.all_of else " | ").join(quoted)
+
+
 def lexical(
-    conn: Conn, scope: Scope, match: str, *, newest: int, exact: Exact | None, scored: bool = True
+    conn: Conn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool = True
 ) -> list[Candidate]:
-    """Active records of the scope matching the FTS5 expression, best bm25 first.
+    """Active records of the scope matching ``match``, best bm25 first.
 
     Only the ``newest`` matches (by record id) are scored: FTS5 streams a doclist in rowid
     order and stops there, so a word that occurs in every record costs ``newest`` rows, not
@@ -198,11 +249,14 @@ def lexical(
     false), the candidates carry no relevance and come newest first: bm25 reads the whole
     index list of every word to weigh it, which for a common word is most of the query.
     """
+    if is_postgres(conn):
+        return _lexical_postgres(conn, scope, match, newest=newest, exact=exact, scored=scored)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     relevance, order = (
         (f"bm25(failures_fts, {weights})", "m.relevance, f.seq") if scored else ("NULL", "f.seq DESC")
     )
     flag, flag_params = (_EXACT_SQL[exact.column], (exact.value,)) if exact else ("0", ())
+    expression = fts_query(match.tokens, all_of=match.all_of)
     try:
         return _candidates(
             conn,
@@ -212,11 +266,72 @@ def lexical(
             ") m JOIN failures f ON f.seq = m.rowid"
             f" WHERE f.{scope.column} = ? AND f.status = 'active'"
             f" ORDER BY {order} LIMIT ?",
-            (*flag_params, match, newest, scope.value, CANDIDATES),
+            (*flag_params, expression, newest, scope.value, CANDIDATES),
         )
     except sqlite3.OperationalError as exc:
         # The expression is built from quoted tokens only; this is a bug, not bad input.
-        raise RuntimeError(f"FTS5 rejected {match!r}: {exc}") from exc
+        raise RuntimeError(f"FTS5 rejected {expression!r}: {exc}") from exc
+
+
+def _lexical_postgres(
+    conn: PgConn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool
+) -> list[Candidate]:
+    """``lexical`` on PostgreSQL: the same newest matches, scored in Python as FTS5 scores
+    them (``rules.fts.bm25``) from each record's stored counts and the index's totals.
+
+    GIN returns matches unordered: for the newest, the planner reads the seq index
+    backwards where the words are common, and sorts the few matches where they are rare.
+    The totals and each word's record count ride along on every row (one statement)."""
+    flag, flag_params = (_EXACT_SQL_POSTGRES[exact.column], (exact.value,)) if exact else ("FALSE", ())
+    lexemes = [fts.lexeme(t) for t in match.tokens] if scored else []
+    counts = "".join(", f.search_terms -> CAST(? AS TEXT)" for _ in lexemes)
+    holding = "".join(", (SELECT count(*) FROM failures WHERE search @@ CAST(? AS tsquery))" for _ in lexemes)
+    rows = _searched(
+        conn,
+        f"WITH totals AS (SELECT records, tokens{holding} FROM failure_search_totals)"  # noqa: S608 (constants, placeholders)
+        f" SELECT {_CANDIDATE}, {flag}, f.search_size{counts}, totals.* FROM ("
+        "  SELECT seq FROM failures WHERE search @@ CAST(? AS tsquery) ORDER BY seq DESC LIMIT ?"
+        ") AS m JOIN failures f ON f.seq = m.seq CROSS JOIN totals"
+        f" WHERE f.{scope.column} = ? AND f.status = 'active' ORDER BY f.seq DESC",
+        (
+            *[_tsquery(Match((lexeme,))) for lexeme in lexemes],
+            *flag_params,
+            *lexemes,
+            _tsquery(match),
+            newest,
+            scope.value,
+        ),
+    )
+    if not scored:
+        return [_candidate(row, None) for row in rows[:CANDIDATES]]
+    return _best_by_bm25(rows, len(lexemes))
+
+
+def _best_by_bm25(rows: Sequence[Sequence[Any]], words: int) -> list[Candidate]:
+    """The best ``CANDIDATES`` of the rows by bm25 (then record id). A row: the candidate's
+    fields, its token count, its counts of each word, then the index's record and token
+    counts and each word's record count."""
+    if not rows:
+        return []
+    records, tokens, *holding = rows[0][8 + words :]
+    idfs = [fts.idf(int(records), int(n)) for n in holding]
+    average_size = int(tokens) / max(int(records), 1)
+    relevant = sorted(
+        (
+            fts.bm25(
+                [fts.frequency(c, BM25_WEIGHTS) for c in row[8 : 8 + words]], idfs, int(row[7]), average_size
+            ),
+            row[0],
+            row,
+        )
+        for row in rows
+    )
+    return [_candidate(row, relevance) for relevance, _, row in relevant[:CANDIDATES]]
+
+
+def _candidate(row: Sequence[Any], relevance: float | None) -> Candidate:
+    seq, severity, seen, occurrences, helped, harmed, exact = row[:7]
+    return Candidate(seq, severity, seen, occurrences, helped, harmed, bool(exact), relevance)
 
 
 def guidance_rows(conn: Conn, seqs: Sequence[int]) -> dict[int, GuidanceRow]:

@@ -39,6 +39,21 @@ def for_update(conn: Conn, *tables: str) -> str:
     return ""
 
 
+def lock(conn: Conn, select: str, params: Sequence[Any]) -> None:
+    """Take the row locks of ``select`` for the rest of a write transaction, in a statement
+    of their own (nothing on SQLite or in reads).
+
+    At READ COMMITTED, a statement that waited for a row lock sees the locked row as the
+    other transaction committed it, but everything else it reads (a subquery's count)
+    as it was when the statement began, before that commit. So the lock is taken first, and
+    the reads that follow, each a statement with a snapshot of its own, see the other
+    transaction's work whole.
+    """
+    clause = for_update(conn)
+    if clause:
+        conn.execute(select + clause, params)
+
+
 def skip_locked(conn: Conn, *tables: str) -> str:
     """The claim clause for a queue read in a write transaction: rows another server has
     locked (is claiming now) are passed over, not waited for (nothing on SQLite)."""

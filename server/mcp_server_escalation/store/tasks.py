@@ -8,7 +8,7 @@ from typing import Any
 
 from ..models.tasks import Counters, Task
 from ..models.thresholds import Thresholds
-from .sql import Conn, Row, for_update
+from .sql import Conn, Row, lock
 
 _SELECT = """
 SELECT t.*,
@@ -97,7 +97,8 @@ def _task(row: Row) -> Task:
 def get(conn: Conn, task_id: str) -> Task | None:
     """The task, or None."""
     # In a write, the row stays locked until it commits: no other writer counts on it meanwhile.
-    row = conn.execute(_SELECT + " WHERE t.task_id = ?" + for_update(conn, "t"), (task_id,)).fetchone()
+    lock(conn, "SELECT 1 FROM tasks WHERE task_id = ?", (task_id,))
+    row = conn.execute(_SELECT + " WHERE t.task_id = ?", (task_id,)).fetchone()
     return _task(row) if row else None
 
 

@@ -164,16 +164,24 @@ class PgDatabase:
         """
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(self._url, autocommit=True) as conn:
-                    await conn.execute(f"LISTEN {channel}")
-                    heard()  # anything committed before the LISTEN is read now
-                    async for _ in conn.notifies():
-                        heard()
+                await self._listen_once(channel, heard)
             except psycopg.Error as exc:
                 log.warning(
                     "store %s: listening on %s failed (%s); polling until it is back", self.path, channel, exc
                 )
                 await anyio.sleep(_LISTEN_RETRY_SECONDS)
+
+    async def _listen_once(self, channel: str, heard: Callable[[], None]) -> None:
+        conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+        try:
+            await conn.execute(f"LISTEN {channel}")
+            heard()  # anything committed before the LISTEN is read now
+            async for _ in conn.notifies():
+                heard()
+        finally:
+            # Shielded: the listener ends by being cancelled, and its connection must close.
+            with anyio.CancelScope(shield=True):
+                await conn.close()
 
     async def close(self) -> None:
         await self._readers.close()

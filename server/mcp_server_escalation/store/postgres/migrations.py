@@ -353,4 +353,30 @@ _TRIGGERS = (
         EXECUTE FUNCTION escalations_changed_feed()""",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "schema", _TABLES + _TRIGGERS),)
+# Guidance search without FTS5 (rules/fts.py, docs/guidance.md): each record's indexed
+# words, tokenized in Python as FTS5 tokenizes them, as a tsvector of bare lexemes (no
+# parser, no dictionary: a token is a token on both backends) under a GIN index; their
+# counts per column and the record's token count, which bm25 weighs; and the index's
+# totals, which bm25's IDF and average length need, kept in the writing transaction so a
+# query reads two numbers instead of counting every record. A record is written with its
+# words (store/failures.py); the store has none before this migration.
+_SEARCH = (
+    "ALTER TABLE failures ADD COLUMN search TSVECTOR NOT NULL DEFAULT ''",
+    "ALTER TABLE failures ADD COLUMN search_terms JSONB NOT NULL DEFAULT '{}'",
+    "ALTER TABLE failures ADD COLUMN search_size BIGINT NOT NULL DEFAULT 0",
+    # Without GIN's pending list: records arrive one at a time, and every search would
+    # otherwise scan the words not yet merged into the index, up to 4 MB of them, until a
+    # vacuum merges them (FTS5 merges as it writes, too).
+    "CREATE INDEX failures_search ON failures USING GIN (search) WITH (fastupdate = off)",
+    """CREATE TABLE failure_search_totals (
+        id BIGINT PRIMARY KEY CHECK (id = 1),
+        records BIGINT NOT NULL,
+        tokens BIGINT NOT NULL
+    )""",
+    "INSERT INTO failure_search_totals (id, records, tokens) SELECT 1, count(*), 0 FROM failures",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "schema", _TABLES + _TRIGGERS),
+    Migration(2, "guidance search: failures' words as a tsvector under GIN, bm25's counts", _SEARCH),
+)
