@@ -150,3 +150,68 @@ async def test_a_codex_user_install_writes_a_command_that_answers_codex(tmp_path
         )
     # An edit outside the project is neither gated nor counted: no decision, and no error.
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+async def test_http_install_writes_http_handlers_with_the_token_and_task_from_the_environment(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    install = ("hook", "install", "claude-code", "--project-dir", str(project))
+    local = await run_cli(*install, tmp=tmp_path)
+    assert local.returncode == 0, local.stderr
+    remote = await run_cli(*install, "--http", "https://escalation.example.com", tmp=tmp_path)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout.count("replaced") == 7  # each command handler becomes the http one
+    written = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    assert written["hooks"]["PreToolUse"] == [
+        {
+            "matcher": "*",
+            "hooks": [
+                {
+                    "type": "http",
+                    "timeout": 15,
+                    "url": "https://escalation.example.com/hooks/claude-code",
+                    "headers": {
+                        "Authorization": "Bearer $ESCALATION_AGENT_TOKEN",
+                        "X-Escalation-Task": "$ESCALATION_TASK",
+                    },
+                    "allowedEnvVars": ["ESCALATION_AGENT_TOKEN", "ESCALATION_TASK"],
+                }
+            ],
+        }
+    ]
+    handlers = [h for groups in written["hooks"].values() for g in groups for h in g["hooks"]]
+    assert len(handlers) == 7
+    assert all("command" not in h for h in handlers)
+    again = await run_cli(
+        *install, "--http", "https://escalation.example.com/hooks/claude-code/", tmp=tmp_path
+    )
+    assert "already installed" in again.stdout
+    back = await run_cli(*install, tmp=tmp_path)
+    assert back.stdout.count("replaced") == 7  # and back to commands: no event answered twice
+    restored = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    assert restored["hooks"]["Stop"] == [
+        {"hooks": [{"type": "command", "timeout": 15, "command": f"{HOOK_SCRIPT} hook claude-code"}]}
+    ]
+
+
+async def test_http_install_refuses_what_it_cannot_write_and_changes_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    cases = [
+        (("cursor", "--http", "https://e.example"), "commands only"),
+        (("claude-code", "--http", "ftp://e.example"), "http:// or https://"),
+        (("claude-code", "--http", "https://user:secret@e.example"), "no user, password"),
+        (("claude-code", "--http", "https://e.example", "--db", str(tmp_path / "x.db")), "--db"),
+    ]
+    for (host, *options), said in cases:
+        run = await run_cli("hook", "install", host, "--project-dir", str(project), *options, tmp=tmp_path)
+        assert (run.returncode, said in run.stderr) == (1, True), run.stderr
+    assert not (project / ".claude").exists()
+    plain = await run_cli(
+        "hook", "install", "claude-code", "--project-dir", str(project), "--http", "http://10.0.0.5:8765",
+        tmp=tmp_path,
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stderr
+    assert "unencrypted" in plain.stdout

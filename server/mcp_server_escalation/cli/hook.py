@@ -1,7 +1,8 @@
 """``hook claude-code|cursor|codex`` (one host event on stdin -> the host's JSON on stdout),
 ``hook relay`` (answer hook runs from a long-lived process), ``hook daemon`` (the same,
 started by a hook run and ending by itself: ``hooks/relay_daemon.py``) and
-``hook install claude-code|cursor|codex [--project|--user] [--dry-run]``.
+``hook install claude-code|cursor|codex [--project|--user] [--dry-run]`` (``--http URL``: a
+remote agent's Claude Code posts its events to a ``serve --transport http`` at URL instead).
 
 A hook run first offers itself to a running server of its store (``hooks/relay.py``, before
 this module is even imported: ``launch.py``); what follows here is the run that does the
@@ -100,6 +101,13 @@ def _add_install(
     )
     install.add_argument(
         "--project-dir", help="the project (default: $CLAUDE_PROJECT_DIR, else the current directory)"
+    )
+    install.add_argument(
+        "--http",
+        metavar="URL",
+        help="claude-code only: post each event to the HTTP server at URL (serve --transport http "
+        "on another machine; its address, /hooks/claude-code is added) with the agent's "
+        "$ESCALATION_AGENT_TOKEN and $ESCALATION_TASK (default: run this script on each event)",
     )
 
 
@@ -243,12 +251,79 @@ def _said(text: str) -> None:
         print(line)
 
 
+def _hook_url(given: str, host: str) -> str:
+    """``--http`` as the host should post to: an http(s) address, ``/hooks/<host>`` added
+    unless it is there; no credentials, query or fragment (the file would keep them)."""
+    from urllib.parse import urlsplit, urlunsplit  # noqa: PLC0415
+
+    from ..errors import ConfigError  # noqa: PLC0415
+    from ..hooks.dispatch import HTTP_PATH  # noqa: PLC0415
+    from ..hooks.install import HTTP_MERGES  # noqa: PLC0415
+
+    if host not in HTTP_MERGES:
+        raise ConfigError(
+            f"--http: {host} runs its hooks as commands only; only {', '.join(HTTP_MERGES)} posts them "
+            "over HTTP (nothing was changed)"
+        )
+    parts = urlsplit(given.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--http {given!r}: not an http:// or https:// address (nothing was changed)")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ConfigError(
+            f"--http {given!r}: no user, password, query or fragment; the token travels in a header "
+            "from $ESCALATION_AGENT_TOKEN (nothing was changed)"
+        )
+    path = parts.path.rstrip("/")
+    if not path.endswith(HTTP_PATH + host):
+        path += HTTP_PATH + host
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def _install_http(args: argparse.Namespace) -> int:
+    """``hook install claude-code --http URL``: http handlers; the server keeps store and config."""
+    from ..errors import ConfigError  # noqa: PLC0415
+    from ..hooks.install import install  # noqa: PLC0415
+
+    options = (("--db", args.db), ("--config", args.config), ("--prompts", args.prompts))
+    given = [name for name, value in (*options, ("--command", args.hook_command)) if value]
+    if given:
+        raise ConfigError(
+            f"--http: {', '.join(given)} cannot apply; the server at the address decides with its own "
+            "store, config and prompts (nothing was changed)"
+        )
+    url = _hook_url(args.http, args.host)
+    if url.startswith("http://") and not _loopback(url):
+        _said(
+            f"note: {url} is plain HTTP: the agent's token would cross the network unencrypted; "
+            "use https:// through a TLS proxy (docs/security.md)"
+        )
+    project = args.project_dir or os.environ.get("CLAUDE_PROJECT_DIR") or Path.cwd()
+    return install(
+        args.host,
+        user=bool(args.user),
+        project_dir=Path(project).expanduser(),
+        home=Path.home(),
+        command="",
+        dry_run=bool(args.dry_run),
+        out=_said,
+        url=url,
+    )
+
+
+def _loopback(url: str) -> bool:
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    return urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
+
+
 def install_hooks(args: argparse.Namespace) -> int:
     """``hook install <host>``: the hook command line with the store and config given here."""
     from ..errors import ConfigError  # noqa: PLC0415
     from ..hooks.install import command_line, install  # noqa: PLC0415
     from ..settings import Settings  # noqa: PLC0415
 
+    if args.http is not None:
+        return _install_http(args)
     env = os.environ
     # Validates the config (an explicit path that does not exist is an error) and resolves
     # the store; only what was chosen explicitly is written, by absolute path: the hosts'

@@ -98,42 +98,44 @@ def serve(args: argparse.Namespace) -> int:
         db=args.db, config=args.config, role=getattr(args, "role", "agent"), prompts=args.prompts
     )
     if getattr(args, "transport", "stdio") == "http":
-        from ..adapters.http.auth import load_tokens  # noqa: PLC0415
-        from ..adapters.http.serving import request_body_limit  # noqa: PLC0415
-
-        tokens = load_tokens()
-        listen, security = http_listening(args)
-        console = console_beside_mcp(settings, tokens, security, secure_cookie=args.secure_cookie)
-        if console is not None:
-            settings = with_console_link(settings, listen.host, listen.port)
-        server = build_server(settings, http=True, tokens=tokens, hook_relay=True)
-        body_limit = anyio.run(request_body_limit, server)
-        if console is None:
-            server.run(
-                "streamable-http",
-                host=listen.host,
-                port=listen.port,
-                transport_security=security,
-                max_request_body_size=body_limit,
-            )
-            return 0
-        import uvicorn  # noqa: PLC0415
-
-        from ..adapters.console.beside import beside_mcp  # noqa: PLC0415
-
-        mcp_app = server.streamable_http_app(
-            transport_security=security, max_request_body_size=body_limit, host=listen.host
-        )
-        log.info("the operator console is at http://%s:%d/", listen.host, listen.port)
-        uvicorn.run(
-            beside_mcp(mcp_app, console),
-            host=listen.host,
-            port=listen.port,
-            log_level=server.settings.log_level.lower(),
-            timeout_graceful_shutdown=SHUTDOWN_SECONDS,
-        )
-        return 0
+        return serve_http(args, settings)
     from ..adapters.stdio.transport import run_stdio  # noqa: PLC0415
 
     run_stdio(build_server(settings, hook_relay=True))
+    return 0
+
+
+def serve_http(args: argparse.Namespace, settings: Settings) -> int:
+    """``serve --transport http``: ``/mcp``, the hook routes and (with the operator token) the
+    console on one port, until the process is stopped."""
+    import uvicorn  # noqa: PLC0415
+
+    from ..adapters.composition.one_port import one_port  # noqa: PLC0415
+    from ..adapters.composition.server import build_server  # noqa: PLC0415
+    from ..adapters.http.auth import StaticTokenVerifier, load_tokens  # noqa: PLC0415
+    from ..adapters.http.hooks import build_hook_app  # noqa: PLC0415
+    from ..adapters.http.serving import request_body_limit  # noqa: PLC0415
+
+    # One book of tokens for /mcp, the hook routes and the console: a person's token works
+    # (and names them) on each the same way.
+    tokens = load_tokens()
+    listen, security = http_listening(args)
+    console = console_beside_mcp(settings, tokens, security, secure_cookie=args.secure_cookie)
+    if console is not None:
+        settings = with_console_link(settings, listen.host, listen.port)
+    server = build_server(settings, http=True, tokens=tokens, hook_relay=True)
+    body_limit = anyio.run(request_body_limit, server)
+    mcp_app = server.streamable_http_app(
+        transport_security=security, max_request_body_size=body_limit, host=listen.host
+    )
+    hooks = build_hook_app(settings, StaticTokenVerifier(tokens), security)
+    if console is not None:
+        log.info("the operator console is at http://%s:%d/", listen.host, listen.port)
+    uvicorn.run(
+        one_port(mcp_app, hooks, console),
+        host=listen.host,
+        port=listen.port,
+        log_level=server.settings.log_level.lower(),
+        timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+    )
     return 0

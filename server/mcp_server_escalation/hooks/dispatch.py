@@ -5,14 +5,23 @@
 ``answer`` runs the rest from that triaged value on an open runtime: the hook process opens
 its own, the relay (``relay_server.py``) lends the MCP server's. Both end in the same bytes
 on the host's stdout.
+
+``prepare_remote`` is ``prepare`` for an event a remote agent posted to the HTTP server
+(``adapters/http/hooks.py``): that agent has no environment or working directory here, so
+its project is the event's ``cwd`` and its only override the task it names. The answer is
+the same JSON, sent as the response's body.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from ..models.limits import PATH_MAX
+from .events import HookEvent
+from .plan import usable_path
 from .protocol import encode_answer, parse_payload
 from .triage import Triaged, needs_store, triage
 
@@ -22,6 +31,8 @@ if TYPE_CHECKING:
 
 # Larger payloads (an Edit's tool_response carries the whole original file) are ignored.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
+# Where the HTTP server takes a remote agent's events: this, then the entry (``claude-code``).
+HTTP_PATH = "/hooks/"
 
 
 class HookInputError(Exception):
@@ -58,10 +69,37 @@ def prepare(
 
     Raises ``HookInputError`` for a payload the hook cannot use.
     """
+    return _for_store(triage(_event(raw, entry), settings.hooks, env, cwd), settings)
+
+
+def prepare_remote(
+    raw: bytes, settings: Settings, task: str | None, *, entry: str = "claude-code"
+) -> Triaged | None:
+    """``prepare`` for an event posted by an agent on another machine: the project is the
+    event's ``cwd`` (this process's own means nothing to that agent), ``task`` the task it
+    names (its ``ESCALATION_TASK``), and no other variable of this process counts.
+
+    Raises ``HookInputError`` for a payload the hook cannot use, or one without an absolute ``cwd``.
+    """
+    event = _event(raw, entry)
+    root = usable_path(event.cwd)
+    if root is None or not PurePosixPath(root).is_absolute():
+        raise HookInputError(
+            f"cwd: the event names no absolute working directory (a path starting with / of at "
+            f"most {PATH_MAX} characters); a remote agent's project is its cwd; no decision"
+        )
+    env = {"ESCALATION_TASK": task} if task else {}
+    return _for_store(triage(event, settings.hooks, env, root), settings)
+
+
+def _event(raw: bytes, entry: str) -> HookEvent:
     event = parse_payload(_payload(raw), entry)
     if event.kind == "unknown":
         raise HookInputError(f"event {event.name[:64]!r} is not one this hook handles; no decision")
-    triaged = triage(event, settings.hooks, env, cwd)
+    return event
+
+
+def _for_store(triaged: Triaged, settings: Settings) -> Triaged | None:
     if not needs_store(triaged, settings.hooks):
         return None  # a read: let through and never recorded, whatever the store holds
     return triaged

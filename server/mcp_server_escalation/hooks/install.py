@@ -27,6 +27,12 @@ reads ``[hooks]`` tables of ``config.toml``, which this installer leaves alone):
 ``PreToolUse`` and ``PermissionRequest`` on every tool, ``PostToolUse`` on ``Bash`` and
 ``apply_patch`` (Codex has no ``PostToolUseFailure``: a failed call reaches
 ``PostToolUse``), ``Stop`` and ``SessionStart``.
+
+A remote agent's Claude Code (``--http URL``) gets the same events as ``http`` handlers
+that post to a ``serve --transport http`` elsewhere (``adapters/http/hooks.py``), with the
+agent's token and task taken from its environment through ``allowedEnvVars``: the
+settings file never holds a secret. Our command handlers become http handlers and back,
+so switching a machine from local to remote hooks leaves no event answered twice.
 """
 
 from __future__ import annotations
@@ -38,8 +44,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from .dispatch import HTTP_PATH
 
 TIMEOUT_SECONDS = 15
 CLAUDE_EVENTS: tuple[tuple[str, str | None], ...] = (
@@ -80,8 +88,32 @@ def settings_path(host: str, *, user: bool, project_dir: Path, home: Path) -> Pa
     return base / folder / name
 
 
+def http_handler(url: str) -> dict[str, Any]:
+    """Claude Code's ``http`` handler posting to ``url`` with the agent's token and task."""
+    return {
+        "type": "http",
+        "url": url,
+        "headers": {
+            "Authorization": "Bearer $ESCALATION_AGENT_TOKEN",
+            "X-Escalation-Task": "$ESCALATION_TASK",
+        },
+        "allowedEnvVars": ["ESCALATION_AGENT_TOKEN", "ESCALATION_TASK"],
+        "timeout": TIMEOUT_SECONDS,
+    }
+
+
 def _ours(handler: object, host: str) -> bool:
-    return isinstance(handler, dict) and f"hook {host}" in str(handler.get("command", ""))
+    if not isinstance(handler, dict):
+        return False
+    if handler.get("type") == "http":
+        path = urlsplit(str(handler.get("url", ""))).path.rstrip("/")
+        return path.endswith(HTTP_PATH + host)
+    return f"hook {host}" in str(handler.get("command", ""))
+
+
+def _shown(handler: dict[str, Any]) -> str:
+    """A handler as the report names it: its command line or its URL."""
+    return str(handler.get("command") or handler.get("url"))
 
 
 def _handlers(group: dict[str, Any]) -> list[Any]:
@@ -100,51 +132,70 @@ def _list(container: dict[str, Any], key: str, where: str) -> list[Any]:
 Change = tuple[str, str]
 
 
-def _update(handlers: list[Any], host: str, line: str, where: str) -> list[Change] | None:
-    """Give our handlers among ``handlers`` the command ``line``; None when there are none."""
+# What only a command handler or only an http one has: switching kinds drops the other's.
+_COMMAND_KEYS = ("command", "args", "shell")
+_HTTP_KEYS = ("url", "headers", "allowedEnvVars")
+
+
+def _update(handlers: list[Any], host: str, wanted: dict[str, Any], where: str) -> list[Change] | None:
+    """Make our handlers among ``handlers`` the ``wanted`` one (a timeout set by hand stays);
+    None when there are none."""
     ours = [h for h in handlers if _ours(h, host)]
     if not ours:
         return None
     changes: list[Change] = []
+    fields = {k: v for k, v in wanted.items() if k != "timeout"}
     for handler in ours:
-        if handler.get("command") != line:
-            changes.append(("replace", f"{where}: {handler.get('command')} with {line}"))
-            handler["command"] = line
+        stale = [k for k in (_COMMAND_KEYS if "url" in wanted else _HTTP_KEYS) if k in handler]
+        if not stale and all(handler.get(k) == v for k, v in fields.items()):
+            continue
+        changes.append(("replace", f"{where}: {_shown(handler)} with {_shown(wanted)}"))
+        for key in stale:
+            del handler[key]
+        handler.update(fields)
     return changes
 
 
 def _merge_groups(
-    settings: dict[str, Any], command: str, host: str, events: tuple[tuple[str, str | None], ...]
+    settings: dict[str, Any], wanted: dict[str, Any], host: str, events: tuple[tuple[str, str | None], ...]
 ) -> list[Change]:
-    """Add our hooks in Claude Code's layout (event -> matcher groups -> handlers) in place."""
+    """Add our ``wanted`` handler in Claude Code's layout (event -> matcher groups -> handlers) in place."""
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError("'hooks' is not an object; fix it by hand first")
-    line = f"{command} hook {host}"
     changes: list[Change] = []
     for event, matcher in events:
         where = f"{event}{f' [{matcher}]' if matcher else ''}"
         groups = _list(hooks, event, "hooks")
         handlers = [h for g in groups if isinstance(g, dict) for h in _handlers(g)]
-        updated = _update(handlers, host, line, where)
+        updated = _update(handlers, host, wanted, where)
         if updated is not None:
             changes += updated
             continue
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
-        group["hooks"] = [{"type": "command", "command": line, "timeout": TIMEOUT_SECONDS}]
+        group["hooks"] = [dict(wanted)]
         groups.append(group)
-        changes.append(("add", f"{where}: {line}"))
+        changes.append(("add", f"{where}: {_shown(wanted)}"))
     return changes
+
+
+def _command_handler(command: str, host: str) -> dict[str, Any]:
+    return {"type": "command", "command": f"{command} hook {host}", "timeout": TIMEOUT_SECONDS}
 
 
 def merge_claude(settings: dict[str, Any], command: str) -> list[Change]:
     """Add our Claude Code hooks to ``settings`` in place; returns what changed."""
-    return _merge_groups(settings, command, "claude-code", CLAUDE_EVENTS)
+    return _merge_groups(settings, _command_handler(command, "claude-code"), "claude-code", CLAUDE_EVENTS)
+
+
+def merge_claude_http(settings: dict[str, Any], url: str) -> list[Change]:
+    """Add our Claude Code hooks posting to ``url`` to ``settings`` in place; returns what changed."""
+    return _merge_groups(settings, http_handler(url), "claude-code", CLAUDE_EVENTS)
 
 
 def merge_codex(config: dict[str, Any], command: str) -> list[Change]:
     """Add our Codex hooks to ``config`` (a ``hooks.json``) in place; returns what changed."""
-    return _merge_groups(config, command, "codex", CODEX_EVENTS)
+    return _merge_groups(config, _command_handler(command, "codex"), "codex", CODEX_EVENTS)
 
 
 def merge_cursor(config: dict[str, Any], command: str) -> list[Change]:
@@ -153,16 +204,16 @@ def merge_cursor(config: dict[str, Any], command: str) -> list[Change]:
     hooks = config.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError("'hooks' is not an object; fix it by hand first")
-    line = f"{command} hook cursor"
+    wanted = {"command": f"{command} hook cursor", "timeout": TIMEOUT_SECONDS}
     changes: list[Change] = []
     for event in CURSOR_EVENTS:
         handlers = _list(hooks, event, "hooks")
-        updated = _update(handlers, "cursor", line, event)
+        updated = _update(handlers, "cursor", wanted, event)
         if updated is not None:
             changes += updated
             continue
-        handlers.append({"command": line, "timeout": TIMEOUT_SECONDS})
-        changes.append(("add", f"{event}: {line}"))
+        handlers.append(dict(wanted))
+        changes.append(("add", f"{event}: {_shown(wanted)}"))
     return changes
 
 
@@ -171,6 +222,8 @@ MERGES: dict[str, Callable[[dict[str, Any], str], list[Change]]] = {
     "cursor": merge_cursor,
     "codex": merge_codex,
 }
+# The hosts that can post their hooks over HTTP, and how: the installer's ``--http``.
+HTTP_MERGES: dict[str, Callable[[dict[str, Any], str], list[Change]]] = {"claude-code": merge_claude_http}
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -206,12 +259,14 @@ def install(
     command: str,
     dry_run: bool,
     out: Callable[[str], None],
+    url: str | None = None,
 ) -> int:
-    """Merge the hooks, write (unless ``dry_run``) and report what changed."""
+    """Merge the hooks (commands, or http handlers posting to ``url``), write (unless
+    ``dry_run``) and report what changed."""
     path = settings_path(host, user=user, project_dir=project_dir, home=home)
     data = _load(path)
     try:
-        changes = MERGES[host](data, command)
+        changes = HTTP_MERGES[host](data, url) if url is not None else MERGES[host](data, command)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}; nothing was changed") from exc
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,164 @@
+"""Host hooks over HTTP: a remote agent's host posts each hook event instead of running a process.
+
+An agent on another machine (a cloud sandbox, a CI runner) has no store of its own to run
+``hook claude-code`` on. Claude Code's ``http`` hook type posts the very JSON a command hook
+reads on stdin to ``POST /hooks/claude-code``, and reads a 2xx response's JSON body exactly
+as a command hook's stdout; an empty body is "no decision". The event goes through the
+same code as the command hook and the relay (``hooks/dispatch.py``), in this process, on
+the runtime this app opens for the server's lifetime.
+
+Over HTTP there is no exit code: every answer the hooks give is JSON already (a deny is
+``permissionDecision: "deny"``, a held stop ``decision: "block"``), so nothing is lost.
+Anything else the host reads as a non-blocking error (the tool call proceeds), as it reads
+a command hook's exit 0 with nothing on stdout; the status says what went wrong:
+
+- the Host/Origin allow-list of ``/mcp`` (421, 403), and a JSON content type (400);
+- a bearer token, either role's, as ``/mcp`` takes them (401; nothing is read or stored);
+- at most ``HOOK_BODY_BYTES`` of body (413, before anything is parsed or stored);
+- an ``X-Escalation-Task`` header that is not a task id (400): the host fills it from the
+  agent's ``ESCALATION_TASK`` (``allowedEnvVars``); empty means none;
+- an event the hooks cannot use, or one without an absolute ``cwd`` (400): the remote
+  agent's project is its event's ``cwd``, never this server's working directory.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from ...hooks.dispatch import HTTP_PATH, HookInputError, answer, prepare_remote
+from ...hooks.relay import MAX_STDIN
+from ...models.limits import TASK_ID_PATTERN
+from ...services.runtime import Runtime, open_runtime
+from ...settings import Settings
+from .auth import StaticTokenVerifier
+
+log = logging.getLogger(__name__)
+
+# The hosts whose hooks can be posted: Claude Code has an ``http`` hook type; Cursor's and
+# Codex's hooks are commands only.
+HTTP_HOSTS = ("claude-code",)
+HOOK_PATH = HTTP_PATH + "{host}"
+# What the relay takes from a local hook's stdin: an Edit's payload carries the whole file.
+HOOK_BODY_BYTES = MAX_STDIN
+TASK_HEADER = "X-Escalation-Task"
+
+
+def is_hook_path(path: str) -> bool:
+    """Is this path one of the hook routes' (never ``/mcp`` or the console's)?"""
+    return path.startswith(HTTP_PATH)
+
+
+def _refusal(status: int, text: str, **headers: str) -> Response:
+    return PlainTextResponse(text + "\n", status_code=status, headers=headers or None)
+
+
+async def _body(request: Request, limit: int) -> bytes | None:
+    """The whole body; None as soon as it is larger than ``limit`` bytes (declared or sent)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _task(request: Request) -> str | None:
+    """The task the agent names in its header; raises ``HookInputError`` for one that is no id."""
+    named = request.headers.get(TASK_HEADER, "").strip()
+    if not named:
+        return None
+    if not re.match(TASK_ID_PATTERN, named):
+        raise HookInputError(
+            f"{TASK_HEADER}: {named[:80]!r} is not a task id (1-128 of A-Za-z0-9._:/@-); a header "
+            "value of '$ESCALATION_TASK' means the hook lacks allowedEnvVars: [\"ESCALATION_TASK\"]"
+        )
+    return named
+
+
+class HookRoutes:
+    """The hook routes of one server: its settings, its tokens, its Host/Origin checks."""
+
+    def __init__(
+        self, settings: Settings, verifier: StaticTokenVerifier, security: TransportSecuritySettings
+    ) -> None:
+        self.settings = settings
+        self.verifier = verifier
+        self.check = TransportSecurityMiddleware(security)
+        self.rt: Runtime | None = None  # open while the app runs
+
+    async def _refused(self, request: Request, host: str) -> Response | None:
+        """The host, Host/Origin, content-type and token checks, before any byte of the body is read."""
+        if host not in HTTP_HOSTS:
+            return _refusal(404, f"no hooks over HTTP for {host[:64]!r}; hosts: {', '.join(HTTP_HOSTS)}")
+        refused = await self.check.validate_request(request, is_post=True)
+        if refused is not None:
+            return refused
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or await self.verifier.verify_token(token.strip()) is None:
+            return _refusal(
+                401,
+                "a hook needs Authorization: Bearer <token> (ESCALATION_AGENT_TOKEN)",
+                **{"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            )
+        return None
+
+    async def post(self, request: Request) -> Response:
+        """One hook event in, the host's JSON out (an empty body: no decision)."""
+        host = str(request.path_params["host"])
+        refused = await self._refused(request, host)
+        if refused is not None:
+            return refused
+        raw = await _body(request, HOOK_BODY_BYTES)
+        if raw is None:
+            return _refusal(413, f"a hook event of at most {HOOK_BODY_BYTES} bytes; not recorded")
+        try:
+            out = await self._answer(host, raw, request)
+        except HookInputError as exc:
+            return _refusal(400, str(exc))
+        except Exception as exc:  # as in the hook process: never an answer the host misreads
+            log.exception("hook event over HTTP failed")
+            return _refusal(500, f"no decision: {type(exc).__name__}: {exc}")
+        if out is None:
+            return _refusal(503, "the store is not open yet; no decision")
+        return Response(out, status_code=200, media_type="application/json" if out else None)
+
+    async def _answer(self, host: str, raw: bytes, request: Request) -> str | None:
+        """The host's JSON for the event ("" for no decision); None while the store is closed."""
+        triaged = prepare_remote(raw, self.settings, _task(request), entry=host)
+        if triaged is None:
+            return ""
+        if self.rt is None:
+            return None
+        return await answer(self.rt, host, triaged, self.settings)
+
+
+def build_hook_app(
+    settings: Settings, verifier: StaticTokenVerifier, security: TransportSecuritySettings
+) -> Starlette:
+    """The hook routes on the store ``settings`` name, opened for the app's lifetime."""
+    routes = HookRoutes(settings, verifier, security)
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with open_runtime(settings) as rt:
+            routes.rt = rt
+            try:
+                yield
+            finally:
+                routes.rt = None
+
+    return Starlette(routes=[Route(HOOK_PATH, routes.post, methods=["POST"])], lifespan=lifespan)

@@ -1,0 +1,183 @@
+"""A remote agent's Claude Code hooks posted to ``serve --transport http`` (its ``http`` hook type).
+
+A real server process on the test's store answers ``POST /hooks/claude-code``; the same events
+run through the command form (``hook claude-code``) on a second store of the same backend, and
+every answer must be the very JSON the command printed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from conftest import connect
+from hooks_support import (
+    PROJECT,
+    PYTEST_FAIL,
+    bash_failure,
+    claude,
+    hook,
+    pre_edit,
+    pre_tool,
+    run_cli,
+    stop,
+)
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, start_http, stop_http
+
+pytestmark = pytest.mark.both_backends
+
+TASK = "remote-task"
+SCOPE = ["src/**", "tests/**"]
+JSON = {"Content-Type": "application/json"}
+
+
+@pytest.fixture
+def served(tmp_path: Path, db_path: str) -> Iterator[str]:
+    """The base URL of a real HTTP server on the test's store."""
+    process, port, log = start_http(tmp_path, "--db", db_path)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_http(process)
+    assert "Traceback" not in log.read_text()
+
+
+@pytest.fixture
+def command_store(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> str:
+    """A second, empty store of the same backend, for the command form."""
+    if backend == "sqlite":
+        return str(tmp_path / "command.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+def post(
+    url: str, event: dict[str, Any] | bytes, *, token: str | None = AGENT_TOKEN, **headers: str
+) -> httpx2.Response:
+    """One hook event, posted the way Claude Code's http hook posts it."""
+    body = event if isinstance(event, bytes) else json.dumps(event).encode()
+    sent = {**JSON, **({"Authorization": f"Bearer {token}"} if token else {}), **headers}
+    with httpx2.Client(timeout=60) as client:
+        return client.post(f"{url}/hooks/claude-code", content=body, headers=sent)
+
+
+def answer_of(response: httpx2.Response) -> str:
+    """The hook's answer as the host reads it: the body of a 200 (empty: no decision)."""
+    assert response.status_code == 200, response.text
+    return response.text
+
+
+async def start(db: str, **extra: Any) -> None:
+    async with connect(db) as agent:
+        await agent.call("start_task", title="Remote work", task_id=TASK, scope=SCOPE, **extra)
+
+
+async def by_command(db: str, event: dict[str, Any], tmp: Path) -> str:
+    run = await hook("claude-code", event, db=db, tmp=tmp, ESCALATION_TASK=TASK)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.rstrip("\n")
+
+
+async def tasks_in(db: str, tmp: Path) -> list[str]:
+    listed = await run_cli("--db", db, "tasks", "list", "--json", tmp=tmp)
+    assert listed.returncode == 0, listed.stderr
+    return sorted(task["task_id"] for task in json.loads(listed.stdout))
+
+
+async def test_an_edit_out_of_scope_is_denied_in_json_as_the_command_denies_it(
+    served: str, db_path: str, command_store: str, tmp_path: Path
+) -> None:
+    await start(db_path)
+    await start(command_store)
+    event = pre_edit(f"{PROJECT}/docs/notes.md", tool="Write")
+    over_http = answer_of(post(served, event, **{"X-Escalation-Task": TASK}))
+    denied = json.loads(over_http)["hookSpecificOutput"]
+    assert denied["permissionDecision"] == "deny"
+    assert "docs/notes.md" in denied["permissionDecisionReason"]
+    assert over_http == await by_command(command_store, event, tmp_path)
+    # a read goes on during the pause it opened, as for the command form
+    read = pre_tool("Read", {"file_path": f"{PROJECT}/src/calc.py"})
+    assert answer_of(post(served, read, **{"X-Escalation-Task": TASK})) == ""
+
+
+async def test_failures_record_escalate_and_hold_the_stop_as_the_command_form_does(
+    served: str, db_path: str, command_store: str, tmp_path: Path
+) -> None:
+    await start(db_path)
+    await start(command_store)
+    events = [
+        *(bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_fail_{n}") for n in range(3)),
+        pre_tool("Bash", {"command": "npm install express"}),
+        stop(),
+    ]
+    over_http = [answer_of(post(served, e, **{"X-Escalation-Task": TASK})) for e in events]
+    by_hook = [await by_command(command_store, e, tmp_path) for e in events]
+    assert over_http == by_hook
+    escalated = json.loads(over_http[2])["hookSpecificOutput"]
+    assert escalated["hookEventName"] == "PostToolUseFailure"
+    assert "escalation 1" in escalated["additionalContext"]
+    assert json.loads(over_http[3])["hookSpecificOutput"]["permissionDecision"] == "deny"
+    # the operator answers; the next stop is held to deliver it, over HTTP as by the command
+    for db in (db_path, command_store):
+        respond = ("--db", db, "escalations", "respond", "1", "--guidance", "Use Decimal.")
+        assert (await run_cli(*respond, tmp=tmp_path)).returncode == 0
+    held = answer_of(post(served, stop(), **{"X-Escalation-Task": TASK}))
+    assert held == await by_command(command_store, stop(), tmp_path)
+    assert json.loads(held)["decision"] == "block"
+    assert "Use Decimal." in json.loads(held)["reason"]
+
+
+async def test_without_the_task_header_the_events_cwd_binds_the_session_task(
+    served: str, db_path: str, tmp_path: Path
+) -> None:
+    answer_of(post(served, bash_failure("npm test", "Error: Cannot find module 'express'")))
+    assert await tasks_in(db_path, tmp_path) == ["claude-code-abc123"]
+
+
+async def test_a_missing_or_wrong_token_is_refused_with_401_and_nothing_is_stored(
+    served: str, db_path: str, tmp_path: Path
+) -> None:
+    event = bash_failure("npm test", "Error: Cannot find module 'express'")
+    for token in (None, "wrong-" + "x" * 40, "$ESCALATION_AGENT_TOKEN"):
+        refused = post(served, event, token=token)
+        assert refused.status_code == 401, token
+        assert refused.headers["www-authenticate"] == 'Bearer error="invalid_token"'
+    assert answer_of(post(served, stop(), token=OPERATOR_TOKEN)) == ""  # either role's token, as /mcp
+    assert await tasks_in(db_path, tmp_path) == []
+
+
+async def test_an_oversized_event_is_refused_with_413_and_nothing_is_stored(
+    served: str, db_path: str, tmp_path: Path
+) -> None:
+    huge = bash_failure("npm test", "Error: Cannot find module 'express'\n" + "x" * (8 * 1024 * 1024))
+    refused = post(served, huge)
+    assert refused.status_code == 413
+    assert "8388608 bytes" in refused.text
+    assert await tasks_in(db_path, tmp_path) == []
+
+
+async def test_bad_requests_say_what_is_wrong_and_change_nothing(
+    served: str, db_path: str, tmp_path: Path
+) -> None:
+    event = bash_failure("npm test", "Error: Cannot find module 'express'")
+    no_cwd = {k: v for k, v in event.items() if k != "cwd"}
+    cases = [
+        (post(served, no_cwd), 400, "cwd"),
+        (post(served, {**event, "cwd": "project"}), 400, "cwd"),
+        (post(served, b"{not json"), 400, "malformed JSON"),
+        (post(served, event, **{"X-Escalation-Task": "$ESCALATION_TASK"}), 400, "allowedEnvVars"),
+        (post(served, event, Host="evil.example"), 421, "Host"),
+        (post(served, event, Origin="http://evil.example"), 403, "Origin"),
+        (post(served, claude("UserPromptSubmit", prompt="hi")), 400, "UserPromptSubmit"),
+    ]
+    with httpx2.Client() as client:  # a host without an http hook type
+        headers = {**JSON, "Authorization": f"Bearer {AGENT_TOKEN}"}
+        cursor = client.post(f"{served}/hooks/cursor", content=json.dumps(event), headers=headers)
+    cases.append((cursor, 404, "claude-code"))
+    for response, status, said in cases:
+        assert (response.status_code, said in response.text) == (status, True), response.text
+    assert await tasks_in(db_path, tmp_path) == []
