@@ -1,6 +1,8 @@
 """The team set-up, end to end: one PostgreSQL, two HTTP servers on it (as on two machines),
-agents in processes of their own connected to either, and two operators, each with a token
-of their own, answering each agent's escalation on the console of the other server."""
+agents in processes of their own connected to either, two operators, each with a token of
+their own, answering each agent's escalation on the console of the other server, and a
+remote agent's hooks posted over HTTP (Claude Code's http hooks) instead of a process per
+tool call."""
 
 from __future__ import annotations
 
@@ -9,13 +11,16 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import httpx2
+import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from console_support import form_values
+from hooks_support import PYTEST_FAIL, bash_failure, stop
 from http_support import AGENT_TOKEN, start_http, stop_http
 
 # An agent in a process of its own: it repeats one error until it is paused, waits for the
@@ -85,28 +90,61 @@ async def _next_line(lines: BufferedByteReceiveStream) -> dict[str, object]:
     return json.loads(await lines.receive_until(b"\n", 1_000_000))
 
 
-async def test_two_servers_on_one_postgresql_answer_each_others_agents(tmp_path: Path, pg_url: str) -> None:
+@pytest.fixture
+def servers(tmp_path: Path, pg_url: str) -> Iterator[dict[str, str]]:
+    """Two HTTP servers on one PostgreSQL database, with one token per person."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
     env["ESCALATION_TOKENS_FILE"] = str(_tokens_file(tmp_path))
     first, first_port, first_log = start_http(tmp_path, "--db", pg_url, env=env)
-    second, second_port, second_log = start_http(tmp_path, "--db", pg_url, env=env)
-    servers = {"a": f"http://127.0.0.1:{first_port}", "b": f"http://127.0.0.1:{second_port}"}
-    told: dict[str, list[dict[str, object]]] = {}
     try:
-        with anyio.fail_after(120):
-            async with anyio.create_task_group() as tg:
-                for name, base in servers.items():
-                    tg.start_soon(_agent_answered_elsewhere, name, base, servers, told)
+        second, second_port, second_log = start_http(tmp_path, "--db", pg_url, env=env)
+        try:
+            yield {"a": f"http://127.0.0.1:{first_port}", "b": f"http://127.0.0.1:{second_port}"}
+        finally:
+            stop_http(second)
     finally:
         stop_http(first)
-        stop_http(second)
+    assert "Traceback" not in first_log.read_text() + second_log.read_text()
+
+
+async def test_two_servers_on_one_postgresql_answer_each_others_agents(servers: dict[str, str]) -> None:
+    told: dict[str, list[dict[str, object]]] = {}
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            for name, base in servers.items():
+                tg.start_soon(_agent_answered_elsewhere, name, base, servers, told)
 
     for name in servers:
         answer = json.dumps(told[name][1]["answer"])
         assert f"Pin http_lib below 2 (for {name})" in answer
         assert f'"responder": "console:{OPERATOR_OF[name]}"' in answer
         assert told[name][1]["after"]["directive"] == "proceed"
-    assert "Traceback" not in first_log.read_text() + second_log.read_text()
+
+
+def _hook(base: str, event: dict[str, object]) -> dict[str, object]:
+    """One event as a remote agent's Claude Code posts it; the decision it reads back."""
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {AGENT_TOKEN}"}
+    with httpx2.Client(timeout=60) as client:
+        answer = client.post(f"{base}/hooks/claude-code", content=json.dumps(event), headers=headers)
+    assert answer.status_code == 200, answer.text
+    return json.loads(answer.text) if answer.text else {}
+
+
+async def test_a_remote_agents_hooks_posted_to_one_server_are_answered_from_the_other(
+    servers: dict[str, str],
+) -> None:
+    events = [bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_remote_{n}") for n in range(3)]
+    told = [_hook(servers["a"], event) for event in events]
+    escalated = json.dumps(told[-1])
+    assert "escalation 1" in escalated
+    status = await anyio.to_thread.run_sync(
+        _answer_on_console, servers["b"], 1, "Use Decimal for money.", PEOPLE["alice"]
+    )
+    held = _hook(servers["a"], stop())
+
+    assert status == 303
+    assert held["decision"] == "block"
+    assert "Use Decimal for money." in str(held["reason"])
 
 
 async def _agent_answered_elsewhere(
