@@ -215,3 +215,23 @@ async def test_http_install_refuses_what_it_cannot_write_and_changes_nothing(tmp
     )  # fmt: skip
     assert plain.returncode == 0, plain.stderr
     assert "unencrypted" in plain.stdout
+
+
+async def test_a_database_store_is_written_by_its_url_and_never_with_a_password(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    url = "postgresql://esc@db.example.internal:5432/escalations"
+    run = await run_cli("--db", url, "hook", "install", "codex", "--user", tmp=tmp_path, HOME=str(home))
+    secret = url.replace("esc@", "esc:s3cret@")
+    refused = await run_cli(
+        "--db", secret, "hook", "install", "cursor", "--user", tmp=tmp_path, HOME=str(home)
+    )
+
+    assert run.returncode == 0, run.stderr
+    written = json.loads((home / ".codex" / "hooks.json").read_text(encoding="utf-8"))
+    command = shlex.split(written["hooks"]["PreToolUse"][0]["hooks"][0]["command"])
+    assert command[command.index("--db") + 1] == url  # as given: no file path made of it
+    assert refused.returncode != 0
+    assert "password" in refused.stderr
+    assert "s3cret" not in refused.stderr
+    assert not (home / ".cursor").exists()

@@ -331,7 +331,7 @@ def install_hooks(args: argparse.Namespace) -> int:
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
     if settings.db_path == ":memory:":
         raise ConfigError("--db: a hook needs a store file that outlives its run, not :memory:")
-    store = Path(settings.db_path).absolute()
+    store = _store_for_hooks(settings.db_path)
     explicit_db = args.db or env.get("ESCALATION_DB")
     explicit_config = args.config or env.get("ESCALATION_CONFIG")
     explicit_prompts = args.prompts or env.get("ESCALATION_PROMPTS")
@@ -341,7 +341,7 @@ def install_hooks(args: argparse.Namespace) -> int:
         config=settings.config_path if explicit_config else None,
         prompts=str(Path(explicit_prompts).expanduser().absolute()) if explicit_prompts else None,
     )
-    if not store.exists():
+    if isinstance(store, Path) and not store.exists():
         _said(f"note: no store at {store} yet; the first hook run or server start creates it")
     project = args.project_dir or env.get("CLAUDE_PROJECT_DIR") or Path.cwd()
     return install(
@@ -353,6 +353,24 @@ def install_hooks(args: argparse.Namespace) -> int:
         dry_run=bool(args.dry_run),
         out=_said,
     )
+
+
+def _store_for_hooks(db_path: str) -> Path | str:
+    """The store as the hook command line names it: a file by its absolute path, a database
+    by its URL, which must not carry a password (the hosts' settings files are not secret)."""
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    from ..errors import ConfigError  # noqa: PLC0415
+    from ..locations import is_database_url  # noqa: PLC0415
+
+    if not is_database_url(db_path):
+        return Path(db_path).absolute()
+    if urlsplit(db_path).password is not None:
+        raise ConfigError(
+            "--db: the URL holds a password, which would be written into the host's settings;"
+            " give it in ~/.pgpass or PGPASSWORD instead, or send the hooks over HTTP (--http URL)"
+        )
+    return db_path
 
 
 def run(args: argparse.Namespace) -> int:
