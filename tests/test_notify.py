@@ -320,3 +320,26 @@ async def test_a_server_shutting_down_mid_delivery_hands_it_back_for_the_next_pr
     assert released.delivered_at is None
     assert released.lease_until is None  # no need to wait 32 s for the lease to run out
     assert released.next_attempt_at is not None
+
+
+async def test_four_servers_on_one_store_send_each_announcement_once(db_path: str) -> None:
+    """Every server delivers notifications; they claim announcements, so none goes twice."""
+    with receiver() as hook:
+        notify = NotifyConfig(webhook_url=hook.url)
+        async with (
+            connect(db_path, notify=notify) as asking,
+            connect(db_path, notify=notify),
+            connect(db_path, notify=notify),
+            connect(db_path, notify=notify),
+        ):
+            asked = [await _ask(asking, f"n-four-{n}", f"Question {n}?") for n in range(8)]
+            for escalation_id in asked:
+                await eventually(
+                    recorded(db_path, escalation_id, 1), 60, f"escalation {escalation_id} delivered"
+                )
+            await eventually(lambda: len(hook.delivered()) >= len(asked), 60, "every delivery received")
+            received = sorted(d.body["escalation_id"] for d in hook.delivered())
+            records = [d for e in asked for d in await deliveries(db_path, e)]
+
+    assert received == sorted(asked)
+    assert [(d.attempts, d.delivered_at is not None) for d in records] == [(1, True)] * len(asked)
