@@ -197,9 +197,10 @@ class Outbox:
                 escalation = escalation_store.get(conn, delivery.escalation_id)
                 if escalation is None:  # pragma: no cover (escalations are never deleted)
                     continue
-                outbox_store.claim(
-                    conn, delivery.outbox_id, notifier.key, now=iso(now), lease_until=lease_until
-                )
+                if not outbox_store.claim(
+                    conn, delivery, notifier.key, now=iso(now), lease_until=lease_until
+                ):
+                    continue  # another server claimed it since it was read: it sends it
                 claimed = delivery.model_copy(
                     update={"attempts": delivery.attempts + 1, "lease_until": lease_until}
                 )

@@ -54,16 +54,24 @@ def current(conn: Conn, notifier: str) -> list[Delivery]:
     return [_delivery(row, notifier) for row in rows]
 
 
-def claim(conn: Conn, outbox_id: int, notifier: str, *, now: str, lease_until: str) -> None:
-    """Count an attempt and hold the delivery until ``lease_until`` (this process sends it)."""
-    conn.execute(
+def claim(conn: Conn, delivery: Delivery, notifier: str, *, now: str, lease_until: str) -> bool:
+    """Count an attempt and hold the delivery until ``lease_until`` (this process sends it),
+    unless another process claimed it since it was read: True when this one did.
+
+    The claim is a compare-and-set on the attempts read: of two servers that read the same
+    due announcement, the second finds the count moved on and leaves it to the first.
+    """
+    claimed = conn.execute(
         "INSERT INTO notification_deliveries"
         " (outbox_id, notifier, attempts, next_attempt_at, lease_until, updated_at)"
         " VALUES (?, ?, 1, ?, ?, ?)"
         " ON CONFLICT (outbox_id, notifier) DO UPDATE SET attempts = notification_deliveries.attempts + 1,"
-        " lease_until = excluded.lease_until, updated_at = excluded.updated_at",
-        (outbox_id, notifier, now, lease_until, now),
-    )
+        " lease_until = excluded.lease_until, updated_at = excluded.updated_at"
+        " WHERE notification_deliveries.attempts = ? AND notification_deliveries.delivered_at IS NULL"
+        " RETURNING attempts",
+        (delivery.outbox_id, notifier, now, lease_until, now, delivery.attempts),
+    ).fetchone()
+    return claimed is not None
 
 
 def mark_delivered(conn: Conn, outbox_id: int, notifier: str, now: str) -> None:
