@@ -12,7 +12,7 @@ import pytest
 
 from conftest import connect
 from mcp_server_escalation.models.thresholds import Thresholds
-from mcp_server_escalation.store.backends import CHANGE_CHANNEL, open_store
+from mcp_server_escalation.store.backends import open_store
 
 
 async def test_a_change_committed_by_another_server_is_announced_to_a_listening_one(pg_url: str) -> None:
@@ -29,7 +29,7 @@ async def test_a_change_committed_by_another_server_is_announced_to_a_listening_
     try:
         with anyio.fail_after(30):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(listener.listen, CHANGE_CHANNEL, on_notify)
+                tg.start_soon(listener.listen_for_changes, on_notify)
                 await news.wait()  # listening: the first call comes once LISTEN is in place
                 news = anyio.Event()
                 before = len(heard)

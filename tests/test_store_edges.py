@@ -33,19 +33,16 @@ from mcp_server_escalation.store import db as db_module
 from mcp_server_escalation.store.db import Database
 from mcp_server_escalation.store.migrations import MIGRATIONS
 from operator_support import SCRIPT, cli_env, flat, run_cli
+from store_contents import contents
 from store_faults import read_only
 
 TOO_BIG = SQLITE_INTEGER_MAX + 1  # 2**63: no SQLite INTEGER holds it
 LATEST = MIGRATIONS[-1].version
 
 
-def dump(db_path: str) -> list[str]:
-    """Every row and definition of the store, as SQL (what "nothing stored changed" compares)."""
-    conn = sqlite3.connect(db_path)
-    try:
-        return list(conn.iterdump())
-    finally:
-        conn.close()
+def dump(db_path: str) -> list[Any]:
+    """Every row and definition of the store (what "nothing stored changed" compares)."""
+    return contents(db_path)
 
 
 async def _store_with_a_task(db_path: str, task_id: str = "edge") -> None:

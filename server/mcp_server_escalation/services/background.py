@@ -20,7 +20,6 @@ import anyio
 
 from ..models.operator import EscalationChange
 from ..settings import NotifyConfig
-from ..store.backends import CHANGE_CHANNEL
 from .changes import ChangeFeed, ChangeHandler
 from .runtime import Runtime
 
@@ -63,7 +62,7 @@ async def operator_side(rt: Runtime, on_changes: ChangeHandler | None = None) ->
 
     work: list[Callable[[], Coroutine[Any, Any, object]]] = [
         functools.partial(feed.follow, handle),
-        functools.partial(rt.db.listen, CHANGE_CHANNEL, rt.signal_change),
+        functools.partial(rt.db.listen_for_changes, rt.signal_change),
     ]
     if outbox is not None:
         work.append(outbox.run)

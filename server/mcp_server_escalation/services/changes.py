@@ -5,7 +5,7 @@ writer's own transaction. A follower keeps the id of the last change it has seen
 what came after it: at once when this process published a change (``Runtime.changed``), otherwise
 every ``poll_seconds``, which is how an answer given in the operator's CLI reaches a
 server's connected client, and a server's new escalation reaches ``escalations watch``. A
-PostgreSQL store also announces every committed change (``listen``): the feeds of every
+PostgreSQL store also announces every committed change (``listen_for_changes``): the feeds of every
 server wake at once, and polling is what is left when that connection is lost.
 A poll is one indexed read of a few rows (tens of microseconds); nothing is written.
 """

@@ -43,22 +43,6 @@ TABLES = (
 # Rows the target's triggers write as the rows of the first table arrive: the copy brings
 # the source's own instead.
 _TRIGGERED = {"escalations": ("escalation_changes", "notification_outbox"), "attempts": ("retry_entries",)}
-# Identity columns whose sequence must continue after the copied ids (PostgreSQL).
-_IDENTITIES = (
-    ("actions", "action_id"),
-    ("failures", "seq"),
-    ("failure_occurrences", "occurrence_id"),
-    ("failure_revisions", "revision_id"),
-    ("attempts", "attempt_id"),
-    ("retry_entries", "entry_id"),
-    ("escalation_feedback", "feedback_id"),
-    ("review_findings", "finding_id"),
-    ("progress_reports", "report_id"),
-    ("escalations", "escalation_id"),
-    ("escalation_changes", "change_id"),
-    ("notification_outbox", "outbox_id"),
-    ("hook_events", "event_id"),
-)
 _BATCH = 1000
 
 
@@ -157,7 +141,12 @@ def _link_superseded(conn: Conn, rows: Rows) -> None:
 
 
 def _continue_identities(conn: Conn) -> None:
-    for table, key in _IDENTITIES:
+    """Every identity column's sequence goes on after the ids copied into it."""
+    identities = conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND is_identity = 'YES'"
+    ).fetchall()
+    for table, key in identities:
         conn.execute(
             f"SELECT setval(pg_get_serial_sequence(?, ?), COALESCE(MAX({key}), 0) + 1, false)"  # noqa: S608
             f" FROM {table}",

@@ -198,8 +198,8 @@ class Database:
             raise
         return db
 
-    async def listen(self, channel: str, heard: Callable[[], None]) -> None:
-        """SQLite sends no notifications: its readers poll (returns at once)."""
+    async def listen_for_changes(self, heard: Callable[[], None]) -> None:
+        """SQLite announces no changes: its readers poll (returns at once)."""
 
     async def close(self) -> None:
         """Close every connection once its work is done; WAL content is already durable."""

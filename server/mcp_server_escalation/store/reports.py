@@ -28,7 +28,8 @@ def failure_records(conn: Conn) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0])
 
 
-def _counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
+def store_counts(conn: Conn) -> tuple[int, int, int]:
+    """The store's schema version, escalations and tasks (what a backup reports)."""
     version = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
     escalations = conn.execute("SELECT COUNT(*) FROM escalations").fetchone()[0]
     tasks = conn.execute("SELECT COUNT(*) FROM tasks").fetchone()[0]
@@ -72,7 +73,7 @@ def _backup(source: str, target: Path, partial: Path) -> BackupReport:
             # The copy is a standalone file: no WAL to carry along.
             dst.execute("PRAGMA journal_mode = DELETE")
             integrity = str(dst.execute("PRAGMA integrity_check").fetchone()[0])
-            version, escalations, tasks = _counts(dst)
+            version, escalations, tasks = store_counts(dst)
         finally:
             dst.close()
     finally:

@@ -33,7 +33,7 @@ from psycopg import errors
 from ...errors import StoreError
 from ..migrations import Migration
 from .connection import PgConn
-from .migrations import MIGRATIONS
+from .migrations import CHANGE_CHANNEL, MIGRATIONS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -155,8 +155,8 @@ class PgDatabase:
             raise StoreError(f"store {self.path} holds no escalation store yet: run a server on it first")
         await self.migrate()
 
-    async def listen(self, channel: str, heard: Callable[[], None]) -> None:
-        """Call ``heard`` at every notification on ``channel`` until cancelled.
+    async def listen_for_changes(self, heard: Callable[[], None]) -> None:
+        """Call ``heard`` at every escalation change any server commits, until cancelled.
 
         On its own connection, in the event loop (psycopg's asynchronous one: a listener
         waits, it runs no transaction). A lost connection is opened again after a pause;
@@ -164,17 +164,17 @@ class PgDatabase:
         """
         while True:
             try:
-                await self._listen_once(channel, heard)
+                await self._listen_once(heard)
             except psycopg.Error as exc:
                 log.warning(
-                    "store %s: listening on %s failed (%s); polling until it is back", self.path, channel, exc
+                    "store %s: listening for changes failed (%s); polling until it is back", self.path, exc
                 )
                 await anyio.sleep(_LISTEN_RETRY_SECONDS)
 
-    async def _listen_once(self, channel: str, heard: Callable[[], None]) -> None:
+    async def _listen_once(self, heard: Callable[[], None]) -> None:
         conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
         try:
-            await conn.execute(f"LISTEN {channel}")
+            await conn.execute(f"LISTEN {CHANGE_CHANNEL}")
             heard()  # anything committed before the LISTEN is read now
             async for _ in conn.notifies():
                 heard()

@@ -16,6 +16,7 @@ import psycopg
 
 from ...errors import StoreError
 from ...models.reports import BackupReport
+from .connection import PgConn
 from .database import shown
 
 _TIMEOUT_SECONDS = 3600
@@ -62,8 +63,10 @@ def _run(command: list[str]) -> None:
 
 
 def _counts(url: str) -> tuple[int, int, int]:
-    with psycopg.connect(url) as conn:
-        version = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
-        escalations = conn.execute("SELECT COUNT(*) FROM escalations").fetchone()
-        tasks = conn.execute("SELECT COUNT(*) FROM tasks").fetchone()
-    return int(version[0]), int(escalations[0]), int(tasks[0])  # type: ignore[index]
+    from ..reports import store_counts  # noqa: PLC0415 (reports imports this module when asked)
+
+    conn = PgConn(psycopg.connect(url, autocommit=True), shown(url))
+    try:
+        return store_counts(conn)
+    finally:
+        conn.close()

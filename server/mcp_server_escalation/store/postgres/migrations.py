@@ -301,7 +301,7 @@ FEED_LOCK = 0x65736366
 _FEED_TURN = f"PERFORM pg_advisory_xact_lock({FEED_LOCK});"
 # Delivered at commit to every server listening (``PgDatabase.listen``): a change made on
 # one server wakes the feed and the waiting agents of every other at once.
-CHANGE_CHANNEL = "escalation_changes"  # the same as store.backends.CHANGE_CHANNEL
+CHANGE_CHANNEL = "escalation_changes"
 _FEED_NOTIFY = f"PERFORM pg_notify('{CHANGE_CHANNEL}', '');"
 
 # What SQLite's triggers do, as PL/pgSQL: a rejected attempt joins its retry entry; every
