@@ -29,6 +29,7 @@ from mcp_server_escalation.rules.fingerprint import message_key
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store.backends import open_store
 from mcp_server_escalation.store.migrations import MIGRATIONS
+from pg_reuse import ReusedDatabase
 from schema_checks import check_each_schema_once
 
 check_each_schema_once()
@@ -180,20 +181,27 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def db_path(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh, empty store for one test, copied from one migrated once per worker: a SQLite
-    file (WAL), or a PostgreSQL database of its own (~30 ms instead of ~150 ms). A test that
+    """A fresh, empty store for one test: a SQLite file (WAL) copied from one migrated once
+    per worker, or the worker's PostgreSQL database emptied after each test. A test that
     builds a store of an older schema by hand takes ``empty_path`` instead."""
     if backend == "sqlite":
         path = tmp_path / "escalations.db"
         shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
         yield str(path)
         return
-    server: pg.PgServer = request.getfixturevalue("pg_server")
-    name = server.create_database(template=request.getfixturevalue("migrated_template"))
+    database: ReusedDatabase = request.getfixturevalue("reused_database")
     try:
-        yield server.url(name)
+        yield database.url
     finally:
-        server.drop_database(name)
+        database.reset()
+
+
+@pytest.fixture(scope="session")
+def reused_database(pg_server: pg.PgServer, migrated_template: str) -> Iterator[ReusedDatabase]:
+    """The worker's one migrated PostgreSQL database, for the tests that take ``db_path``."""
+    database = ReusedDatabase(pg_server, migrated_template)
+    yield database
+    database.close()
 
 
 @pytest.fixture(scope="session")

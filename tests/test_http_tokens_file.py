@@ -18,6 +18,7 @@ import pytest
 
 from console_support import form_values
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, start_http, stop_http
+from in_process import run_main
 from mcp_server_escalation.adapters.http.auth import Holder, load_tokens
 
 ALICE = "alice-" + "1" * 40
@@ -175,21 +176,16 @@ async def test_the_shared_tokens_keep_working_next_to_the_tokens_file(tmp_path: 
     assert recorded == ["carol", "http:alice"]
 
 
-def _serve_once(
-    env: dict[str, str], tmp_path: Path, command: str = "serve"
-) -> subprocess.CompletedProcess[str]:
-    """A start expected to fail before it listens (its stderr unwrapped: errors wrap at 88 columns)."""
+def _arguments(tmp_path: Path, command: str) -> list[str]:
     options = ["--transport", "http"] if command == "serve" else []
-    done = subprocess.run(
-        [SCRIPT, command, *options, "--port", str(free_port()), "--db", str(tmp_path / "e.db")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    done.stderr = " ".join(done.stderr.split())
-    return done
+    return [command, *options, "--port", str(free_port()), "--db", str(tmp_path / "e.db")]
+
+
+async def _serve_once(env: dict[str, str], tmp_path: Path, command: str = "serve") -> tuple[int, str]:
+    """A start expected to fail before it listens, run in this process (``in_process.py``):
+    (exit code, stderr unwrapped, since errors wrap at 88 columns)."""
+    code, _, err = await run_main(_arguments(tmp_path, command), env=env)
+    return code, " ".join(err.decode().split())
 
 
 BAD_FILES = (
@@ -231,39 +227,58 @@ BAD_FILES = (
 
 @pytest.mark.parametrize(("text", "message", "secret"), BAD_FILES)
 @pytest.mark.parametrize("command", ["serve", "console"])
-def test_a_bad_tokens_file_is_refused_at_start_naming_the_entry_and_the_field(
+async def test_a_bad_tokens_file_is_refused_at_start_naming_the_entry_and_the_field(
     tmp_path: Path, text: str, message: str, secret: str, command: str
 ) -> None:
-    done = _serve_once(team_env(tmp_path, text), tmp_path, command)
+    code, said = await _serve_once(team_env(tmp_path, text), tmp_path, command)
+
+    assert code == 1
+    assert message in said
+    assert str(tmp_path / "tokens.toml") in said
+    assert secret not in said, "the error must not print the token"
+
+
+@pytest.mark.parametrize("command", ["serve", "console"])
+def test_the_installed_script_refuses_a_bad_tokens_file_before_it_listens(
+    tmp_path: Path, command: str
+) -> None:
+    text, message, secret = BAD_FILES[0]
+    done = subprocess.run(
+        [SCRIPT, *_arguments(tmp_path, command)],
+        env=team_env(tmp_path, text),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
 
     assert done.returncode == 1
-    assert message in done.stderr
-    assert str(tmp_path / "tokens.toml") in done.stderr
-    assert secret not in done.stderr, "the error must not print the token"
+    assert message in " ".join(done.stderr.split())
+    assert secret not in done.stderr
 
 
-def test_a_file_token_equal_to_a_shared_token_is_refused_naming_the_variable(tmp_path: Path) -> None:
+async def test_a_file_token_equal_to_a_shared_token_is_refused_naming_the_variable(tmp_path: Path) -> None:
     env = team_env(tmp_path, ESCALATION_OPERATOR_TOKEN=BOB)
 
-    done = _serve_once(env, tmp_path)
+    code, said = await _serve_once(env, tmp_path)
 
-    assert done.returncode == 1
-    assert "[[tokens]] entry 2 ('bob'), token: the same token as ESCALATION_OPERATOR_TOKEN" in done.stderr
-    assert BOB not in done.stderr
+    assert code == 1
+    assert "[[tokens]] entry 2 ('bob'), token: the same token as ESCALATION_OPERATOR_TOKEN" in said
+    assert BOB not in said
 
 
-def test_a_missing_tokens_file_is_refused_naming_its_variable(tmp_path: Path) -> None:
+async def test_a_missing_tokens_file_is_refused_naming_its_variable(tmp_path: Path) -> None:
     env = team_env(tmp_path)
     env["ESCALATION_TOKENS_FILE"] = str(tmp_path / "nowhere.toml")
 
-    done = _serve_once(env, tmp_path)
+    code, said = await _serve_once(env, tmp_path)
 
-    assert done.returncode == 1
-    assert "ESCALATION_TOKENS_FILE" in done.stderr
-    assert "nowhere.toml" in done.stderr
+    assert code == 1
+    assert "ESCALATION_TOKENS_FILE" in said
+    assert "nowhere.toml" in said
 
 
-def test_a_tokens_file_of_agents_alone_serves_no_console_and_the_console_refuses_to_start(
+async def test_a_tokens_file_of_agents_alone_serves_no_console_and_the_console_refuses_to_start(
     tmp_path: Path,
 ) -> None:
     only_agents = f'[[tokens]]\nname = "ci-runner"\nrole = "agent"\nsha256 = "{sha256(RUNNER)}"\n'
@@ -275,9 +290,9 @@ def test_a_tokens_file_of_agents_alone_serves_no_console_and_the_console_refuses
     finally:
         stop_http(process)
 
-    done = _serve_once(env, tmp_path, "console")
-    assert done.returncode == 1
-    assert "the console opens only with an operator's token" in done.stderr
+    code, said = await _serve_once(env, tmp_path, "console")
+    assert code == 1
+    assert "the console opens only with an operator's token" in said
 
 
 def test_one_person_may_hold_two_tokens_of_one_role_while_changing_over(tmp_path: Path) -> None:
