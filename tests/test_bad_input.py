@@ -103,12 +103,17 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("tool", "arguments", "expected"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
-)
-async def test_bad_input_is_a_tool_error_naming_field_and_limit_and_changes_nothing(
-    db_path: str, tool: str, arguments: dict[str, Any], expected: tuple[str, ...]
-) -> None:
+# The cases the argument model lets through and the service refuses (a task or escalation
+# looked up in the store, a rule): these also run on PostgreSQL. The rest are refused before
+# any store is asked, so the backend cannot change their outcome.
+PAST_THE_ARGUMENT_MODEL = [CASES[i] for i in (7, 13, 25, 27, 32)]
+
+
+def _ids(cases: list[tuple[str, dict[str, Any], tuple[str, ...]]]) -> list[str]:
+    return [f"{c[0]}-{CASES.index(c)}" for c in cases]
+
+
+async def _refused(db_path: str, tool: str, arguments: dict[str, Any], expected: tuple[str, ...]) -> str:
     async with connect(db_path) as agent:
         before = await _start(agent)
         text = await agent.error(tool, **arguments)
@@ -118,6 +123,26 @@ async def test_bad_input_is_a_tool_error_naming_field_and_limit_and_changes_noth
         assert fragment in text, (fragment, text)
     assert after == before
     assert listed["total"] == 0
+    return text
+
+
+@pytest.mark.sqlite_only  # every case; those past the argument model run on both below
+@pytest.mark.parametrize(("tool", "arguments", "expected"), CASES, ids=_ids(CASES))
+async def test_bad_input_is_a_tool_error_naming_field_and_limit_and_changes_nothing(
+    db_path: str, tool: str, arguments: dict[str, Any], expected: tuple[str, ...]
+) -> None:
+    text = await _refused(db_path, tool, arguments, expected)
+    refused_by_the_model = f"validation error for {tool}Arguments" in text
+    assert refused_by_the_model == ((tool, arguments, expected) not in PAST_THE_ARGUMENT_MODEL)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"), PAST_THE_ARGUMENT_MODEL, ids=_ids(PAST_THE_ARGUMENT_MODEL)
+)
+async def test_input_the_store_refuses_changes_nothing_on_either_backend(
+    db_path: str, tool: str, arguments: dict[str, Any], expected: tuple[str, ...]
+) -> None:
+    await _refused(db_path, tool, arguments, expected)
 
 
 async def test_the_server_answers_the_next_call_after_many_bad_ones(db_path: str) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 
 from conftest import connect, evidence_of
+from in_process import run_main
 from mcp_server_escalation.cli.demo import GUIDANCE, IN_SCOPE, OUT_OF_SCOPE, SCOPE
 from operator_support import flat
 
@@ -72,18 +73,32 @@ class Run:
         return next(rest for n, _, rest in self.steps() if n == number)
 
 
-async def demo(*args: str, tmp: Path, home: Path | None = None) -> Run:
-    """Run ``mcp-server-escalation [args]`` with a private temp and data folder (and, when
-    given, ``home`` as the user's home, where the per-user config is looked for)."""
+def _environment(tmp: Path, home: Path | None) -> dict[str, str]:
     environment = {k: v for k, v in os.environ.items() if k not in STORE_ENV}
     environment["XDG_DATA_HOME"] = str(tmp / "xdg-data")
     environment["TMPDIR"] = str(tmp)
     if home is not None:
         environment.pop("XDG_CONFIG_HOME", None)
         environment["HOME"] = str(home)
+    return environment
+
+
+async def demo(*args: str, tmp: Path, home: Path | None = None) -> Run:
+    """Run ``mcp-server-escalation [args]`` with a private temp and data folder (and, when
+    given, ``home`` as the user's home, where the per-user config is looked for)."""
     with anyio.fail_after(90):
-        done = await anyio.run_process([str(SCRIPT), *args], check=False, env=environment, cwd=tmp)
+        done = await anyio.run_process(
+            [str(SCRIPT), *args], check=False, env=_environment(tmp, home), cwd=tmp
+        )
     return Run(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+async def demo_in_process(*args: str, tmp: Path) -> Run:
+    """The same run with the command in this process (``in_process.py``); its server is still
+    the installed script, started by the demo. For the runs that end in an error: the
+    process boundary of the demo itself is covered by the runs above."""
+    code, out, err = await run_main(list(args), env=_environment(tmp, None), cwd=tmp)
+    return Run(code, out.decode(), err.decode())
 
 
 async def test_demo_plays_the_whole_loop_and_leaves_the_records_it_claims(tmp_path: Path) -> None:
@@ -215,7 +230,7 @@ async def test_demo_on_a_file_that_is_not_a_store_fails_naming_the_server_step(t
     content = b"these are my notes, not an SQLite database\n" * 100
     not_a_store.write_bytes(content)
 
-    run = await demo("demo", "--db", str(not_a_store), tmp=tmp_path)
+    run = await demo_in_process("demo", "--db", str(not_a_store), tmp=tmp_path)
 
     assert run.returncode == 1
     assert "error: demo step 1 (start the server) failed:" in run.stderr
@@ -231,7 +246,9 @@ async def test_demo_stops_at_the_step_whose_answer_differs_from_the_script(tmp_p
     config = tmp_path / "config.toml"
     config.write_text("[thresholds]\nsame_error_repeated = 4\n", encoding="utf-8")
 
-    run = await demo("--config", str(config), "demo", "--db", str(tmp_path / "demo.db"), tmp=tmp_path)
+    run = await demo_in_process(
+        "--config", str(config), "demo", "--db", str(tmp_path / "demo.db"), tmp=tmp_path
+    )
 
     assert run.returncode == 1
     assert [n for n, _, _ in run.steps()] == list(range(1, 8))
@@ -242,7 +259,7 @@ async def test_demo_stops_at_the_step_whose_answer_differs_from_the_script(tmp_p
 
 
 async def test_demo_refuses_an_in_memory_store(tmp_path: Path) -> None:
-    run = await demo("demo", "--db", ":memory:", tmp=tmp_path)
+    run = await demo_in_process("demo", "--db", ":memory:", tmp=tmp_path)
 
     assert run.returncode == 2
     assert "needs a store file" in run.stderr
