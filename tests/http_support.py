@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import httpx2
@@ -17,6 +19,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from conftest import Agent
+from mcp_server_escalation.cli import build_parser
+from mcp_server_escalation.cli.serve import http_server, serve_settings
 
 SCRIPT = str(Path(sys.executable).parent / "mcp-server-escalation")
 AGENT_TOKEN = "agent-" + "a" * 40
@@ -68,6 +72,55 @@ def start_http(
             time.sleep(0.05)  # bounded wait for the listener to come up
     process.kill()
     pytest.fail(f"HTTP server did not start: {log.read_text()}")
+
+
+class _Tracebacks(logging.Handler):
+    """Every record logged with an exception, for a test to say none was."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info:
+            self.records.append(record)
+
+
+@contextmanager
+def http_in_thread(*options: str) -> Iterator[int]:
+    """The server ``serve --transport http`` runs (``options`` on its command line, the test
+    tokens in its environment), on a free port in a thread of this process: its port, once it
+    listens. On leaving, the server stops and no request may have logged a traceback.
+
+    For the tests of what is served over HTTP: the same application as the installed script
+    serves, without a process start (~1 s of CPU) per test."""
+    port = free_port()
+    args = build_parser().parse_args(["serve", "--transport", "http", "--port", str(port), *options])
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ESCALATION_AGENT_TOKEN", AGENT_TOKEN)
+        env.setenv("ESCALATION_OPERATOR_TOKEN", OPERATOR_TOKEN)
+        server = http_server(args, serve_settings(args))
+    tracebacks = _Tracebacks()
+    watched = [logging.getLogger(), logging.getLogger("uvicorn")]
+    for logger in watched:
+        logger.addHandler(tracebacks)
+    thread = threading.Thread(target=server.run, name=f"http-{port}", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                pytest.fail(f"the HTTP server on port {port} did not start")
+            time.sleep(0.01)  # bounded wait for the listener to come up
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        for logger in watched:
+            logger.removeHandler(tracebacks)
+    assert not thread.is_alive(), "the HTTP server did not stop"
+    logged = [f"{r.name}: {r.getMessage()}" for r in tracebacks.records]
+    assert not logged, f"the HTTP server logged tracebacks: {logged}"
 
 
 def stop_http(process: subprocess.Popen[bytes]) -> None:

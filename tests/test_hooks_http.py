@@ -1,8 +1,8 @@
 """A remote agent's Claude Code hooks posted to ``serve --transport http`` (its ``http`` hook type).
 
-A real server process on the test's store answers ``POST /hooks/claude-code``; the same events
-run through the command form (``hook claude-code``) on a second store of the same backend, and
-every answer must be the very JSON the command printed.
+The server ``serve --transport http`` runs, on the test's store, answers
+``POST /hooks/claude-code``; the same events run through the command form (``hook claude-code``)
+on a second store of the same backend, and every answer must be the very JSON the command printed.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from hooks_support import (
     run_cli,
     stop,
 )
-from http_support import AGENT_TOKEN, OPERATOR_TOKEN, start_http, stop_http
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, http_in_thread
 
 pytestmark = pytest.mark.both_backends
 
@@ -37,14 +37,11 @@ JSON = {"Content-Type": "application/json"}
 
 
 @pytest.fixture
-def served(tmp_path: Path, db_path: str) -> Iterator[str]:
-    """The base URL of a real HTTP server on the test's store."""
-    process, port, log = start_http(tmp_path, "--db", db_path)
-    try:
+def served(db_path: str) -> Iterator[str]:
+    """The base URL of the HTTP server on the test's store (in a thread: the installed
+    script's HTTP start is tested with the other ``serve`` tests)."""
+    with http_in_thread("--db", db_path) as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_http(process)
-    assert "Traceback" not in log.read_text()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
+    import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
     from ..adapters.console.app import Guard
@@ -94,9 +95,7 @@ def serve(args: argparse.Namespace) -> int:
     """Serve until the client disconnects (stdio) or the process is stopped (http)."""
     from ..adapters.composition.server import build_server  # noqa: PLC0415 (keeps the operator CLI free of the SDK)
 
-    settings = Settings.from_sources(
-        db=args.db, config=args.config, role=getattr(args, "role", "agent"), prompts=args.prompts
-    )
+    settings = serve_settings(args)
     if getattr(args, "transport", "stdio") == "http":
         return serve_http(args, settings)
     from ..adapters.stdio.transport import run_stdio  # noqa: PLC0415
@@ -105,9 +104,24 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def serve_settings(args: argparse.Namespace) -> Settings:
+    """The settings a ``serve`` command line gives, with the config and environment."""
+    return Settings.from_sources(
+        db=args.db, config=args.config, role=getattr(args, "role", "agent"), prompts=args.prompts
+    )
+
+
 def serve_http(args: argparse.Namespace, settings: Settings) -> int:
-    """``serve --transport http``: ``/mcp``, the hook routes and (with the operator token) the
-    console on one port, until the process is stopped."""
+    """``serve --transport http`` until the process is stopped; exit 3 when it could not start
+    (as uvicorn's own runner exits)."""
+    server = http_server(args, settings)
+    server.run()
+    return 0 if server.started else 3
+
+
+def http_server(args: argparse.Namespace, settings: Settings) -> uvicorn.Server:
+    """What ``serve --transport http`` runs: ``/mcp``, the hook routes and (with the operator
+    token) the console on one port, ready to run in this thread or another."""
     import uvicorn  # noqa: PLC0415
 
     from ..adapters.composition.one_port import one_port  # noqa: PLC0415
@@ -131,11 +145,11 @@ def serve_http(args: argparse.Namespace, settings: Settings) -> int:
     hooks = build_hook_app(settings, StaticTokenVerifier(tokens), security)
     if console is not None:
         log.info("the operator console is at http://%s:%d/", listen.host, listen.port)
-    uvicorn.run(
+    config = uvicorn.Config(
         one_port(mcp_app, hooks, console),
         host=listen.host,
         port=listen.port,
         log_level=server.settings.log_level.lower(),
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
     )
-    return 0
+    return uvicorn.Server(config)
