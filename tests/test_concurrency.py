@@ -188,45 +188,55 @@ async def test_four_server_processes_lose_no_write_on_one_store(db_path: str) ->
         ]
 
 
-# Says it is ready once its imports are done, and opens the store when told (a line on stdin).
+# Says it is ready once its imports are done; then opens each store it is told (a path on
+# a line of stdin) and says when it has.
 _OPEN_WHEN_TOLD = """
 import sys, anyio
 from mcp_server_escalation.store.db import Database
-print("ready", flush=True)
-sys.stdin.readline()
-async def main():
-    db = await Database.open(sys.argv[1])
+async def main(path):
+    db = await Database.open(path)
     await db.close()
-anyio.run(main)
+print("ready", flush=True)
+for line in sys.stdin:
+    anyio.run(main, line.strip())
+    print("opened", flush=True)
 """
+# Thirty rounds of eight: with fewer, a store that gives up at the first "database is
+# locked" passed as often as not.
+ROUNDS = 30
+OPENERS = 8
 
 
 def test_many_processes_creating_one_new_store_at_once_all_succeed(tmp_path: Path) -> None:
     # SQLite refuses the switch to WAL at once (no busy timeout) while another process
     # writes a store not yet in WAL mode; the store must wait and retry, never fail.
-    for round_ in range(4):
-        path = tmp_path / f"new-{round_}.db"
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-c", _OPEN_WHEN_TOLD, str(path)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for _ in range(8)
-        ]
-        # Every process started and imported before any opens: then all are told at once.
-        for p in procs:
-            assert p.stdout is not None
-            assert p.stdout.readline() == "ready\n"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OPEN_WHEN_TOLD],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(OPENERS)
+    ]
+    # Every process started and imported before any opens: then all are told at once, in
+    # each round a new store (the same processes: a round is a race, not a start-up).
+    for p in procs:
+        assert p.stdout is not None
+        assert p.stdout.readline() == "ready\n"
+    for round_ in range(ROUNDS):
         for p in procs:
             assert p.stdin is not None
-            p.stdin.write("go\n")
+            p.stdin.write(f"{tmp_path / f'new-{round_}.db'}\n")
             p.stdin.flush()
-        outputs = [p.communicate(timeout=60) for p in procs]
-        codes = [p.returncode for p in procs]
-        assert codes == [0] * 8, [err for _, err in outputs if err]
+        for p in procs:
+            assert p.stdout is not None
+            assert p.stdout.readline() == "opened\n", f"round {round_}: {p.communicate(timeout=60)[1]}"
+    outputs = [p.communicate(timeout=60) for p in procs]
+    codes = [p.returncode for p in procs]
+    assert codes == [0] * OPENERS, [err for _, err in outputs if err]
+    assert {path.name for path in tmp_path.glob("new-*.db")} == {f"new-{n}.db" for n in range(ROUNDS)}
 
 
 async def test_server_processes_racing_on_one_task_open_one_escalation(db_path: str) -> None:

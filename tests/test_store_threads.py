@@ -27,7 +27,8 @@ from mcp_server_escalation.store import db as db_module
 from mcp_server_escalation.store import worker
 from mcp_server_escalation.store.db import Database
 
-# Another process: take the store's write lock, say so, hold it, say it lets go, let go.
+# Another process: take the store's write lock, say so, hold it, say it lets go, and let go
+# once told to (the test has then logged it, before anything the release lets through).
 HOLDER = """
 import sqlite3, sys, time
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -35,6 +36,7 @@ conn.execute("BEGIN IMMEDIATE")
 print("held", flush=True)
 time.sleep(float(sys.argv[2]))
 print("releasing", flush=True)
+sys.stdin.readline()
 conn.execute("COMMIT")
 """
 HOLD_SECONDS = 2.0
@@ -44,12 +46,13 @@ NO_TRIGGERS = {"same_error_repeated": 1000}
 @asynccontextmanager
 async def lock_held_by_another_process(db_path: str, events: list[str]) -> AsyncIterator[None]:
     """The write lock held by another OS process for ``HOLD_SECONDS``; "releasing" is logged
-    in ``events`` just before it lets go. Exits once the process has ended."""
+    in ``events`` before it lets go. Exits once the process has ended."""
     async with (
         await anyio.open_process([sys.executable, "-c", HOLDER, db_path, str(HOLD_SECONDS)]) as holder,
         anyio.create_task_group() as tg,
     ):
         assert holder.stdout is not None
+        assert holder.stdin is not None
         lines = TextReceiveStream(holder.stdout)
         held = anyio.Event()
 
@@ -58,8 +61,10 @@ async def lock_held_by_another_process(db_path: str, events: list[str]) -> Async
                 for line in chunk.split():
                     if line == "held":
                         held.set()
-                    else:
-                        events.append(line)
+                        continue
+                    events.append(line)
+                    if line == "releasing":
+                        await holder.stdin.send(b"go\n")
 
         tg.start_soon(follow)
         await held.wait()
