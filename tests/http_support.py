@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -25,6 +26,7 @@ from mcp_server_escalation.cli.serve import http_server, serve_settings
 SCRIPT = str(Path(sys.executable).parent / "mcp-server-escalation")
 AGENT_TOKEN = "agent-" + "a" * 40
 OPERATOR_TOKEN = "operator-" + "o" * 40
+TEST_TOKENS = {"ESCALATION_AGENT_TOKEN": AGENT_TOKEN, "ESCALATION_OPERATOR_TOKEN": OPERATOR_TOKEN}
 
 
 def free_port() -> int:
@@ -38,11 +40,7 @@ def start_http(
 ) -> tuple[subprocess.Popen[bytes], int, Path]:
     """A real HTTP server on a free port, its stderr kept in a file; once it listens."""
     port = free_port()
-    env = env or {
-        **os.environ,
-        "ESCALATION_AGENT_TOKEN": AGENT_TOKEN,
-        "ESCALATION_OPERATOR_TOKEN": OPERATOR_TOKEN,
-    }
+    env = env or {**os.environ, **TEST_TOKENS}
     log = tmp_path / f"serve-{port}.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
@@ -87,36 +85,66 @@ class _Tracebacks(logging.Handler):
 
 
 @contextmanager
-def http_in_thread(*options: str) -> Iterator[int]:
-    """The server ``serve --transport http`` runs (``options`` on its command line, the test
-    tokens in its environment), on a free port in a thread of this process: its port, once it
+def http_in_thread(tmp_path: Path, *options: str, env: dict[str, str] | None = None) -> Iterator[int]:
+    """The server ``serve --transport http`` runs, as ``start_http`` starts it (``--db`` in
+    ``tmp_path``, ``options`` after it, the test tokens or ``env``'s ``ESCALATION_`` variables
+    in its environment), on a free port in a thread of this process: its port, once it
     listens. On leaving, the server stops and no request may have logged a traceback.
 
     For the tests of what is served over HTTP: the same application as the installed script
     serves, without a process start (~1 s of CPU) per test."""
     port = free_port()
-    args = build_parser().parse_args(["serve", "--transport", "http", "--port", str(port), *options])
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("ESCALATION_AGENT_TOKEN", AGENT_TOKEN)
-        env.setenv("ESCALATION_OPERATOR_TOKEN", OPERATOR_TOKEN)
-        server = http_server(args, serve_settings(args))
+    command = [
+        "serve",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--db",
+        str(tmp_path / "esc.db"),
+        *options,
+    ]
+    args = build_parser().parse_args(command)
+    given = env if env is not None else {**os.environ, **TEST_TOKENS}
     tracebacks = _Tracebacks()
-    watched = [logging.getLogger(), logging.getLogger("uvicorn")]
-    for logger in watched:
-        logger.addHandler(tracebacks)
-    thread = threading.Thread(target=server.run, name=f"http-{port}", daemon=True)
+    built: list[uvicorn.Server] = []
+    failed: list[BaseException] = []
+
+    def build_and_serve() -> None:
+        # Built in the thread too: the command runs an event loop while building, and the
+        # test's own loop may be running in the caller's thread.
+        try:
+            with pytest.MonkeyPatch.context() as environment:
+                for name in [name for name in os.environ if name.startswith("ESCALATION_")]:
+                    environment.delenv(name)
+                for name, value in given.items():
+                    if name.startswith("ESCALATION_"):
+                        environment.setenv(name, value)
+                server = http_server(args, serve_settings(args))
+        except BaseException as exc:  # noqa: BLE001 (raised in the test's thread)
+            failed.append(exc)
+            return
+        for logger in (logging.getLogger(), logging.getLogger("uvicorn")):
+            logger.addHandler(tracebacks)
+        built.append(server)
+        server.run()
+
+    thread = threading.Thread(target=build_and_serve, name=f"http-{port}", daemon=True)
     thread.start()
     try:
         deadline = time.monotonic() + 20
-        while not server.started:
+        while not (built and built[0].started):
+            if failed:
+                raise failed[0]
             if not thread.is_alive() or time.monotonic() > deadline:
                 pytest.fail(f"the HTTP server on port {port} did not start")
             time.sleep(0.01)  # bounded wait for the listener to come up
         yield port
     finally:
-        server.should_exit = True
+        if built:
+            built[0].should_exit = True
         thread.join(timeout=10)
-        for logger in watched:
+        for logger in (logging.getLogger(), logging.getLogger("uvicorn")):
             logger.removeHandler(tracebacks)
     assert not thread.is_alive(), "the HTTP server did not stop"
     logged = [f"{r.name}: {r.getMessage()}" for r in tracebacks.records]

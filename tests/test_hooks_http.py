@@ -37,10 +37,10 @@ JSON = {"Content-Type": "application/json"}
 
 
 @pytest.fixture
-def served(db_path: str) -> Iterator[str]:
+def served(tmp_path: Path, db_path: str) -> Iterator[str]:
     """The base URL of the HTTP server on the test's store (in a thread: the installed
     script's HTTP start is tested with the other ``serve`` tests)."""
-    with http_in_thread("--db", db_path) as port:
+    with http_in_thread(tmp_path, "--db", db_path) as port:
         yield f"http://127.0.0.1:{port}"
 
 

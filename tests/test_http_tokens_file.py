@@ -17,7 +17,7 @@ import httpx2
 import pytest
 
 from console_support import form_values
-from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, start_http, stop_http
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, http_in_thread
 from in_process import run_main
 from mcp_server_escalation.adapters.http.auth import Holder, load_tokens
 
@@ -59,12 +59,10 @@ def team_env(tmp_path: Path, text: str = TEAM, **shared: str) -> dict[str, str]:
 
 @pytest.fixture
 def team_server(tmp_path: Path) -> Iterator[str]:
-    process, port, log = start_http(tmp_path, env=team_env(tmp_path))
-    try:
+    """The HTTP server on the team's tokens file (in a thread: the installed script's start on
+    a tokens file is tested by itself below)."""
+    with http_in_thread(tmp_path, env=team_env(tmp_path)) as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_http(process)
-    assert "Traceback" not in log.read_text()
 
 
 async def ask(url: str, token: str, task_id: str) -> int:
@@ -150,9 +148,8 @@ async def test_an_agents_own_token_answers_through_no_door(team_server: str) -> 
 
 async def test_the_shared_tokens_keep_working_next_to_the_tokens_file(tmp_path: Path) -> None:
     env = team_env(tmp_path, ESCALATION_AGENT_TOKEN=AGENT_TOKEN, ESCALATION_OPERATOR_TOKEN=OPERATOR_TOKEN)
-    process, port, _ = start_http(tmp_path, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
+    with http_in_thread(tmp_path, env=env) as port:
+        url = f"http://127.0.0.1:{port}"
         with anyio.fail_after(60):
             shared = await ask(url, AGENT_TOKEN, "team-shared-1")
             personal = await ask(url, AGENT_TOKEN, "team-shared-2")
@@ -169,8 +166,6 @@ async def test_the_shared_tokens_keep_working_next_to_the_tokens_file(tmp_path: 
         with httpx2.Client(base_url=url, headers={"Origin": url}) as browser:
             assert browser.post("/login", data={"token": AGENT_TOKEN}).status_code == 403
             assert browser.post("/login", data={"token": OPERATOR_TOKEN}).status_code == 303
-    finally:
-        stop_http(process)
 
     # The shared token names nobody: its answer keeps the name the call gives, as before.
     assert recorded == ["carol", "http:alice"]
@@ -283,12 +278,11 @@ async def test_a_tokens_file_of_agents_alone_serves_no_console_and_the_console_r
 ) -> None:
     only_agents = f'[[tokens]]\nname = "ci-runner"\nrole = "agent"\nsha256 = "{sha256(RUNNER)}"\n'
     env = team_env(tmp_path, only_agents)
-    process, port, _ = start_http(tmp_path, env=env)
-    try:
-        with httpx2.Client(base_url=f"http://127.0.0.1:{port}") as client:
-            assert client.get("/login").status_code == 404
-    finally:
-        stop_http(process)
+    with (
+        http_in_thread(tmp_path, env=env) as port,
+        httpx2.Client(base_url=f"http://127.0.0.1:{port}") as client,
+    ):
+        assert client.get("/login").status_code == 404
 
     code, said = await _serve_once(env, tmp_path, "console")
     assert code == 1
