@@ -6,6 +6,9 @@ process, its own connection). All four connect first, then start together; each 
 failures and progress on a task of its own and, at the same time, on one shared task.
 Every counter a call returns is the value that call committed, so on the shared task the
 returned values must be exactly 1..N: a lost increment would show up as a repeated value.
+Then the same four race on one more task, each repeating one error until the threshold is
+crossed (by several of them at once): one escalation holds the task, and every process that
+names one names it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 WORKERS = 4
 CALLS = 25  # record_failure calls and report_progress calls, per worker and task
 SHARED = "shared-task"
+RACED = "raced"
 # High enough that no trigger fires: this test is about writes, not escalations.
 NO_TRIGGERS = {
     "same_error_repeated": 1000,
@@ -53,6 +57,7 @@ class Worker:
         self.task_id = f"own-{number}"
         self.results: list[tuple[str, str, dict[str, Any]]] = []  # (tool, task_id, result)
         self.errors: list[str] = []
+        self.named: list[int] = []  # the escalations its repeats on the raced task named
 
     async def call(self, client: Client, tool: str, **arguments: Any) -> None:
         result = await client.call_tool(tool, arguments)
@@ -84,14 +89,27 @@ class Worker:
                 note=f"worker {self.number} attempt {i}",
             )
 
+    async def race(self, client: Client) -> None:
+        """The same error three times on the raced task (whose threshold is three)."""
+        for _ in range(3):
+            result = await client.call_tool("record_failure", {"task_id": RACED, "message": COMMON})
+            if result.is_error or result.structured_content is None:
+                self.errors.append(f"worker {self.number} race: {result.content}")
+                continue
+            holding = result.structured_content.get("holding")
+            if holding:
+                self.named.append(holding["escalation_id"])
 
-async def test_four_server_processes_lose_no_write_on_one_store(db_path: str) -> None:
+
+async def test_four_server_processes_lose_no_write_and_open_one_escalation_on_one_store(db_path: str) -> None:
     workers = [Worker(n) for n in range(WORKERS)]
     ready = 0
+    written = 0
     go = anyio.Event()
+    race = anyio.Event()
 
     async def run(worker: Worker) -> None:
-        nonlocal ready
+        nonlocal ready, written
         params = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path])
         mode = "legacy" if worker.number % 2 else "auto"
         async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
@@ -111,10 +129,16 @@ async def test_four_server_processes_lose_no_write_on_one_store(db_path: str) ->
             async with anyio.create_task_group() as tg:
                 tg.start_soon(worker.write, client, worker.task_id)
                 tg.start_soon(worker.write, client, SHARED)
+            written += 1
+            if written == WORKERS:
+                race.set()
+            await race.wait()
+            await worker.race(client)
 
     with anyio.fail_after(60):
         async with connect(db_path) as setup:
             await setup.call("start_task", title="Shared", task_id=SHARED, thresholds=NO_TRIGGERS)
+            await setup.call("start_task", title="Raced", task_id=RACED)
         async with anyio.create_task_group() as tg:
             for worker in workers:
                 tg.start_soon(run, worker)
@@ -127,8 +151,14 @@ async def test_four_server_processes_lose_no_write_on_one_store(db_path: str) ->
 
     assert [e for w in workers for e in w.errors] == []
     assert sum(len(w.results) for w in workers) == WORKERS * (1 + 4 * CALLS)
-    assert escalations["total"] == 0
     assert {r["directive"] for w in workers for _, _, r in w.results} == {"proceed"}
+    # The race: one escalation for the raced task, the one every process that named one named.
+    assert escalations["total"] == 1
+    [held] = escalations["escalations"]
+    assert held["task_id"] == RACED
+    named = [n for w in workers for n in w.named]
+    assert named
+    assert set(named) == {held["escalation_id"]}
 
     # Per task: what each call committed, in the order of the commits.
     failures: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -237,43 +267,3 @@ def test_many_processes_creating_one_new_store_at_once_all_succeed(tmp_path: Pat
     codes = [p.returncode for p in procs]
     assert codes == [0] * OPENERS, [err for _, err in outputs if err]
     assert {path.name for path in tmp_path.glob("new-*.db")} == {f"new-{n}.db" for n in range(ROUNDS)}
-
-
-async def test_server_processes_racing_on_one_task_open_one_escalation(db_path: str) -> None:
-    """Each of four processes repeats the same error on one task at once: the threshold is
-    crossed by several of them, and they all name the one escalation that holds the task."""
-    go = anyio.Event()
-    ready = 0
-    named: list[int] = []
-    errors: list[str] = []
-
-    async def race(number: int) -> None:
-        nonlocal ready
-        params = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path])
-        async with Client(params) as client:  # type: ignore[arg-type]
-            ready += 1
-            if ready == WORKERS:
-                go.set()
-            await go.wait()
-            for _ in range(3):
-                result = await client.call_tool("record_failure", {"task_id": "raced", "message": COMMON})
-                if result.is_error or result.structured_content is None:
-                    errors.append(str(result.content))
-                    continue
-                holding = result.structured_content.get("holding")
-                if holding:
-                    named.append(holding["escalation_id"])
-
-    with anyio.fail_after(60):
-        async with connect(db_path) as setup:
-            await setup.call("start_task", title="Raced", task_id="raced")
-        async with anyio.create_task_group() as tg:
-            for number in range(WORKERS):
-                tg.start_soon(race, number)
-        async with connect(db_path) as reader:
-            listed = await reader.call("list_escalations", status="all")
-
-    assert errors == []
-    assert listed["total"] == 1
-    assert named
-    assert set(named) == {listed["escalations"][0]["escalation_id"]}

@@ -1,9 +1,10 @@
 """``mcp-server-escalation demo`` as a newcomer runs it: the installed console script.
 
 The demo starts the real server (a stdio subprocess) and the operator CLI (another process)
-itself; these tests run it as a subprocess of the interpreter's own ``bin`` folder, read what
-it printed, and then open the store it names with a real server (conftest ``connect``) and
-the operator CLI to check that exactly the records it claims are there.
+itself; these tests run it as a subprocess of the interpreter's own ``bin`` folder (or its
+command in this process), read what it printed, and then open the store it names with a
+real server (conftest ``connect``) and the operator CLI to check that exactly the records
+it claims are there.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ async def demo(*args: str, tmp: Path, home: Path | None = None) -> Run:
 
 async def demo_in_process(*args: str, tmp: Path) -> Run:
     """The same run with the command in this process (``in_process.py``); its server is still
-    the installed script, started by the demo. For the runs that end in an error: the
-    process boundary of the demo itself is covered by the runs above."""
+    the installed script, started by the demo. The installed demo itself runs in the tests of
+    the throw-away store and of a reader that leaves early."""
     code, out, err = await run_main(list(args), env=_environment(tmp, None), cwd=tmp)
     return Run(code, out.decode(), err.decode())
 
@@ -104,7 +105,7 @@ async def demo_in_process(*args: str, tmp: Path) -> Run:
 async def test_demo_plays_the_whole_loop_and_leaves_the_records_it_claims(tmp_path: Path) -> None:
     db = tmp_path / "kept" / "demo.db"
     db.parent.mkdir()
-    run = await demo("demo", "--keep", "--db", str(db), tmp=tmp_path)
+    run = await demo_in_process("demo", "--keep", "--db", str(db), tmp=tmp_path)
 
     assert run.returncode == 0, run.stderr
     steps = run.steps()
