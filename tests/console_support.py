@@ -1,4 +1,5 @@
-"""The operator console for tests: the installed script on a free port, and a logged-in client."""
+"""The operator console for tests: the installed script (or its server in a thread) on a free
+port, and a logged-in client."""
 
 from __future__ import annotations
 
@@ -19,19 +20,20 @@ import httpx2
 import pytest
 
 from conftest import connect
-from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, uvicorn_in_thread
+from mcp_server_escalation.cli import build_parser
+from mcp_server_escalation.cli.console import console_server
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class RunningConsole:
-    """A console process and where it listens."""
+    """A console (a process of the installed script, or its server in a thread) and where
+    it listens."""
 
-    process: subprocess.Popen[bytes]
     port: int
     db_path: str
-    log: Path
 
     @property
     def url(self) -> str:
@@ -95,10 +97,23 @@ def running_console(folder: Path, *options: str) -> Iterator[RunningConsole]:
                 pytest.fail(f"console did not start: {log.read_text()}")
             time.sleep(0.05)  # bounded wait for the listener to come up
     try:
-        yield RunningConsole(process, port, db_path, log)
+        yield RunningConsole(port, db_path)
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@contextmanager
+def console_in_thread(folder: Path, *options: str) -> Iterator[RunningConsole]:
+    """The server ``console [options]`` runs, on a fresh store, with the test tokens, in a
+    thread of this process (``http_support.uvicorn_in_thread``); stopped on exit. For the
+    tests of the console's pages: ``running_console`` starts the installed script."""
+    db_path = str(folder / "console.db")
+    create_store(db_path)
+    port = free_port()
+    args = build_parser().parse_args(["console", "--db", db_path, "--port", str(port), *options])
+    with uvicorn_in_thread(lambda: console_server(args), None, port):
+        yield RunningConsole(port, db_path)
 
 
 @contextmanager

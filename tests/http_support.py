@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
@@ -105,13 +105,24 @@ def http_in_thread(tmp_path: Path, *options: str, env: dict[str, str] | None = N
         *options,
     ]
     args = build_parser().parse_args(command)
+    with uvicorn_in_thread(lambda: http_server(args, serve_settings(args)), env, port):
+        yield port
+
+
+@contextmanager
+def uvicorn_in_thread(
+    build: Callable[[], uvicorn.Server], env: dict[str, str] | None, port: int
+) -> Iterator[None]:
+    """The server ``build`` makes (with the test tokens, or ``env``'s ``ESCALATION_``
+    variables, in the environment while it is built), running in a thread until the block
+    ends; then it stops and no request may have logged a traceback."""
     given = env if env is not None else {**os.environ, **TEST_TOKENS}
     tracebacks = _Tracebacks()
     built: list[uvicorn.Server] = []
     failed: list[BaseException] = []
 
     def build_and_serve() -> None:
-        # Built in the thread too: the command runs an event loop while building, and the
+        # Built in the thread too: a command may run an event loop while building, and the
         # test's own loop may be running in the caller's thread.
         try:
             with pytest.MonkeyPatch.context() as environment:
@@ -120,7 +131,7 @@ def http_in_thread(tmp_path: Path, *options: str, env: dict[str, str] | None = N
                 for name, value in given.items():
                     if name.startswith("ESCALATION_"):
                         environment.setenv(name, value)
-                server = http_server(args, serve_settings(args))
+                server = build()
         except BaseException as exc:  # noqa: BLE001 (raised in the test's thread)
             failed.append(exc)
             return
@@ -137,18 +148,18 @@ def http_in_thread(tmp_path: Path, *options: str, env: dict[str, str] | None = N
             if failed:
                 raise failed[0]
             if not thread.is_alive() or time.monotonic() > deadline:
-                pytest.fail(f"the HTTP server on port {port} did not start")
+                pytest.fail(f"the server on port {port} did not start")
             time.sleep(0.01)  # bounded wait for the listener to come up
-        yield port
+        yield
     finally:
         if built:
             built[0].should_exit = True
         thread.join(timeout=10)
         for logger in (logging.getLogger(), logging.getLogger("uvicorn")):
             logger.removeHandler(tracebacks)
-    assert not thread.is_alive(), "the HTTP server did not stop"
+    assert not thread.is_alive(), "the server did not stop"
     logged = [f"{r.name}: {r.getMessage()}" for r in tracebacks.records]
-    assert not logged, f"the HTTP server logged tracebacks: {logged}"
+    assert not logged, f"the server logged tracebacks: {logged}"
 
 
 def stop_http(process: subprocess.Popen[bytes]) -> None:

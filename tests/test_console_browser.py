@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 from conftest import connect
-from console_support import RunningConsole, run_async, running_console
+from console_support import RunningConsole, console_in_thread, run_async
 from http_support import OPERATOR_TOKEN
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
@@ -46,7 +46,7 @@ HOSTILE = 'TypeError: <script>window.pwned = 1</script><img src=x onerror="windo
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningConsole]:
-    with running_console(tmp_path_factory.mktemp("console-browser")) as running:
+    with console_in_thread(tmp_path_factory.mktemp("console-browser")) as running:
         yield running
 
 

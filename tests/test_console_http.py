@@ -15,7 +15,7 @@ import httpx2
 import pytest
 
 from conftest import connect
-from console_support import RunningConsole, form_values, logged_in, running_console
+from console_support import RunningConsole, console_in_thread, form_values, logged_in, running_console
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN
 from in_process import run_main
 
@@ -137,7 +137,7 @@ def test_the_session_cookie_is_not_marked_secure_without_the_option(console: Run
 
 def test_secure_cookie_marks_the_session_cookie_secure_for_a_tls_proxy(tmp_path: Path) -> None:
     with (
-        running_console(tmp_path, "--secure-cookie") as secured,
+        console_in_thread(tmp_path, "--secure-cookie") as secured,
         httpx2.Client(base_url=secured.url, headers={"Origin": secured.url}) as client,
     ):
         login = client.post("/login", data={"token": OPERATOR_TOKEN})
@@ -161,7 +161,7 @@ def form_values_of_nav(page: str) -> str:
 
 def test_after_five_wrong_tokens_from_one_address_even_the_right_one_gets_429(tmp_path: Path) -> None:
     with (
-        running_console(tmp_path) as fresh,
+        console_in_thread(tmp_path) as fresh,
         httpx2.Client(base_url=fresh.url, headers={"Origin": fresh.url}) as client,
     ):
         wrong = [client.post("/login", data={"token": f"{n}" * 40}).status_code for n in range(5)]

@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from console_support import RunningConsole, logged_in, running_console
+from console_support import RunningConsole, console_in_thread, logged_in
 from mcp_server_escalation.errors import InvalidInput
 from mcp_server_escalation.models.escalations import QueuePlace
 from mcp_server_escalation.services import escalations, tasks
@@ -177,7 +177,7 @@ def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningConsole
                 await ask(opened, f"crowd-bob-{n}", agent="bob")
 
     anyio.run(fill)
-    with running_console(folder) as running:
+    with console_in_thread(folder) as running:
         yield running
 
 
@@ -264,5 +264,5 @@ def test_a_thousand_escalations_count_with_a_thousands_separator(tmp_path: Path)
             await opened.db.write(a_thousand_more)
 
     anyio.run(fill)
-    with running_console(tmp_path) as running, logged_in(running) as operator:
+    with console_in_thread(tmp_path) as running, logged_in(running) as operator:
         assert "Showing 1-200 of 1,001 escalation(s)" in operator.get("/").text

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import connect, migrate_by_hand
-from console_support import RunningConsole, form_values, logged_in, running_console
+from console_support import RunningConsole, console_in_thread, form_values, logged_in
 from mcp_server_escalation.models.results import Directed
 from mcp_server_escalation.services import console as console_service
 from mcp_server_escalation.services import tasks
@@ -33,7 +33,7 @@ ERROR = "KeyError: 'user_id' in load_profile() <b>bold</b>"
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningConsole]:
-    with running_console(tmp_path_factory.mktemp("console-told")) as running:
+    with console_in_thread(tmp_path_factory.mktemp("console-told")) as running:
         yield running
 
 
@@ -99,7 +99,7 @@ def test_an_escalation_raised_before_this_version_says_its_message_was_not_recor
         (json.dumps(["guidance", "terminate"]), at, at),
     )
     store.close()
-    with running_console(tmp_path) as old, logged_in(old) as operator:
+    with console_in_thread(tmp_path) as old, logged_in(old) as operator:
         page = operator.get("/escalations/1").text
     not_recorded = "Not recorded (raised before this version of the server kept it)."
     assert f'<p id="told-at-firing">{not_recorded}</p>' in page

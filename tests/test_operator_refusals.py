@@ -18,7 +18,7 @@ import httpx2
 import pytest
 
 from conftest import connect
-from console_support import RunningConsole, logged_in, running_console
+from console_support import RunningConsole, console_in_thread, logged_in
 from mcp_server_escalation.errors import TaskEnded
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.rules.refusals import Door, worded
@@ -32,7 +32,7 @@ MODEL_WORDS = ("response_type", "escalation_id", "list_escalations", "new_file_l
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningConsole]:
-    with running_console(tmp_path_factory.mktemp("refusals")) as running:
+    with console_in_thread(tmp_path_factory.mktemp("refusals")) as running:
         yield running
 
 

@@ -8,12 +8,16 @@ tokens, when set, are known only to refuse them by name at the login.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, StoreError
 from ..settings import Settings
 from . import PORT_MAX, bounded
 from .operator import missing_store
 from .serve import http_listening
+
+if TYPE_CHECKING:
+    import uvicorn
 
 # uvicorn waits for open responses on shutdown, and an SSE stream never ends by itself.
 SHUTDOWN_SECONDS = 2
@@ -56,7 +60,16 @@ def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve the console until stopped."""
+    """Serve the console until stopped; exit 3 when it could not start (as uvicorn's own
+    runner exits)."""
+    server = console_server(args)
+    server.run()
+    return 0 if server.started else 3
+
+
+def console_server(args: argparse.Namespace) -> uvicorn.Server:
+    """What ``console`` runs, ready to run in this thread or another; the refusals (no
+    operator token, no store, a taken port) are raised here, before anything listens."""
     import uvicorn  # noqa: PLC0415 (the operator's other commands do not load the server)
 
     from ..adapters.console.app import build_console  # noqa: PLC0415
@@ -77,11 +90,11 @@ def run(args: argparse.Namespace) -> int:
         raise StoreError(problem)
     listen, security = http_listening(args)
     app = build_console(settings, Sessions(tokens), security, secure_cookie=args.secure_cookie)
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=listen.host,
         port=listen.port,
         log_level="warning",
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
     )
-    return 0
+    return uvicorn.Server(config)
