@@ -59,17 +59,24 @@ def start_http(
             stdout=subprocess.DEVNULL,
             stderr=stderr,
         )
-    deadline = time.monotonic() + 20
+    if not wait_until_listening(port, process):
+        process.kill()
+        pytest.fail(f"HTTP server did not start: {log.read_text()}")
+    return process, port, log
+
+
+def wait_until_listening(port: int, process: subprocess.Popen[bytes], seconds: float = 20) -> bool:
+    """Has ``process`` begun listening on ``port`` within ``seconds`` (and not exited)?"""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return process, port, log
+                return True
         except OSError:
             if process.poll() is not None:
-                break
+                return False
             time.sleep(0.05)  # bounded wait for the listener to come up
-    process.kill()
-    pytest.fail(f"HTTP server did not start: {log.read_text()}")
+    return False
 
 
 class _Tracebacks(logging.Handler):

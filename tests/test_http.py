@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +13,18 @@ import anyio
 import httpx2
 import pytest
 
-from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, start_http, stop_http
+from console_support import create_store
+from http_support import (
+    AGENT_TOKEN,
+    OPERATOR_TOKEN,
+    SCRIPT,
+    TEST_TOKENS,
+    free_port,
+    http_client,
+    start_http,
+    stop_http,
+    wait_until_listening,
+)
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +138,35 @@ async def test_a_sessionless_http_agent_holds_no_task_and_cannot_withdraw(http_s
 
     assert "without an MCP session" in refused
     assert "escalations respond" in refused
+
+
+# What a terminal gives the process: Ctrl-C raises KeyboardInterrupt. (A suite started in the
+# background has SIGINT ignored, and would pass that on to every process it starts.)
+FROM_A_TERMINAL = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from mcp_server_escalation.cli import main; sys.exit(main())"
+)
+
+
+@pytest.mark.parametrize("command", [["serve", "--transport", "http"], ["console"]], ids=["serve", "console"])
+def test_ctrl_c_stops_the_http_server_and_the_console_with_exit_0(tmp_path: Path, command: list[str]) -> None:
+    store = tmp_path / "esc.db"
+    create_store(str(store))  # the console serves only a store a server made
+    port = free_port()
+    env = {**os.environ, **TEST_TOKENS}
+    process = subprocess.Popen(
+        [sys.executable, "-c", FROM_A_TERMINAL, *command, "--port", str(port), "--db", str(store)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert wait_until_listening(port, process), "it never listened"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, err.decode()
+    assert b"Traceback" not in err

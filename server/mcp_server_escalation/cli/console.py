@@ -14,7 +14,7 @@ from ..errors import ConfigError, StoreError
 from ..settings import Settings
 from . import PORT_MAX, bounded
 from .operator import missing_store
-from .serve import http_listening
+from .serve import http_listening, run_until_stopped
 
 if TYPE_CHECKING:
     import uvicorn
@@ -60,11 +60,8 @@ def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve the console until stopped; exit 3 when it could not start (as uvicorn's own
-    runner exits)."""
-    server = console_server(args)
-    server.run()
-    return 0 if server.started else 3
+    """Serve the console until stopped."""
+    return run_until_stopped(console_server(args))
 
 
 def console_server(args: argparse.Namespace) -> uvicorn.Server:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import errno
 import logging
@@ -112,10 +113,15 @@ def serve_settings(args: argparse.Namespace) -> Settings:
 
 
 def serve_http(args: argparse.Namespace, settings: Settings) -> int:
-    """``serve --transport http`` until the process is stopped; exit 3 when it could not start
-    (as uvicorn's own runner exits)."""
-    server = http_server(args, settings)
-    server.run()
+    """``serve --transport http`` until the process is stopped."""
+    return run_until_stopped(http_server(args, settings))
+
+
+def run_until_stopped(server: uvicorn.Server) -> int:
+    """Run ``server`` as uvicorn's own runner does: Ctrl-C is a normal stop (exit 0; uvicorn
+    raises the signal again once it has shut down), and a server that could not start exits 3."""
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
     return 0 if server.started else 3
 
 
