@@ -1,4 +1,5 @@
-"""A real streamable HTTP server for tests: started on a free port, stderr kept in a file."""
+"""A real streamable HTTP server for tests: the installed script on a free port (its stderr kept
+in a file), or the server a command builds, run in a thread of the test process."""
 
 from __future__ import annotations
 
@@ -80,15 +81,30 @@ def wait_until_listening(port: int, process: subprocess.Popen[bytes], seconds: f
 
 
 class _Tracebacks(logging.Handler):
-    """Every record logged with an exception, for a test to say none was."""
+    """Every record with an exception logged in one thread (a server's), for a test to say
+    none was. Held on the root and the ``uvicorn`` loggers (which does not pass its records
+    on) while the server runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, thread: int) -> None:
         super().__init__()
+        self.thread = thread
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.exc_info:
+        if record.exc_info and record.thread == self.thread:
             self.records.append(record)
+
+
+# Every server running in a thread now. Building a uvicorn server configures uvicorn's logging
+# afresh, which takes the handlers off its loggers: each build puts all of these back.
+_RUNNING: list[_Tracebacks] = []
+_WATCHED = ("", "uvicorn")
+
+
+def _watch_every_running_server() -> None:
+    for name in _WATCHED:
+        for tracebacks in _RUNNING:
+            logging.getLogger(name).addHandler(tracebacks)  # once: a logger holds a handler once
 
 
 @contextmanager
@@ -124,7 +140,7 @@ def uvicorn_in_thread(
     variables, in the environment while it is built), running in a thread until the block
     ends; then it stops and no request may have logged a traceback."""
     given = env if env is not None else {**os.environ, **TEST_TOKENS}
-    tracebacks = _Tracebacks()
+    collected: list[_Tracebacks] = []
     built: list[uvicorn.Server] = []
     failed: list[BaseException] = []
 
@@ -142,8 +158,9 @@ def uvicorn_in_thread(
         except BaseException as exc:  # noqa: BLE001 (raised in the test's thread)
             failed.append(exc)
             return
-        for logger in (logging.getLogger(), logging.getLogger("uvicorn")):
-            logger.addHandler(tracebacks)
+        collected.append(_Tracebacks(threading.get_ident()))
+        _RUNNING.append(collected[0])
+        _watch_every_running_server()
         built.append(server)
         server.run()
 
@@ -162,10 +179,12 @@ def uvicorn_in_thread(
         if built:
             built[0].should_exit = True
         thread.join(timeout=10)
-        for logger in (logging.getLogger(), logging.getLogger("uvicorn")):
-            logger.removeHandler(tracebacks)
+        for tracebacks in collected:
+            _RUNNING.remove(tracebacks)
+            for name in _WATCHED:
+                logging.getLogger(name).removeHandler(tracebacks)
     assert not thread.is_alive(), "the server did not stop"
-    logged = [f"{r.name}: {r.getMessage()}" for r in tracebacks.records]
+    logged = [f"{r.name}: {r.getMessage()}" for r in collected[0].records] if collected else []
     assert not logged, f"the server logged tracebacks: {logged}"
 
 

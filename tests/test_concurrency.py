@@ -14,8 +14,10 @@ names one names it.
 from __future__ import annotations
 
 import itertools
+import select
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -237,6 +239,18 @@ ROUNDS = 30
 OPENERS = 8
 
 
+def _lines_within(procs: list[subprocess.Popen[str]], seconds: float = 60) -> list[str]:
+    """The next line each process prints, "" for one that printed none within ``seconds`` of
+    the call (a store that blocks fails the test instead of holding it up)."""
+    deadline = time.monotonic() + seconds
+    lines = []
+    for process in procs:
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        lines.append(process.stdout.readline() if ready else "")
+    return lines
+
+
 def test_many_processes_creating_one_new_store_at_once_all_succeed(tmp_path: Path) -> None:
     # SQLite refuses the switch to WAL at once (no busy timeout) while another process
     # writes a store not yet in WAL mode; the store must wait and retry, never fail.
@@ -250,20 +264,22 @@ def test_many_processes_creating_one_new_store_at_once_all_succeed(tmp_path: Pat
         )
         for _ in range(OPENERS)
     ]
-    # Every process started and imported before any opens: then all are told at once, in
-    # each round a new store (the same processes: a round is a race, not a start-up).
-    for p in procs:
-        assert p.stdout is not None
-        assert p.stdout.readline() == "ready\n"
-    for round_ in range(ROUNDS):
+    try:
+        # Every process started and imported before any opens: then all are told at once, in
+        # each round a new store (the same processes: a round is a race, not a start-up).
+        assert _lines_within(procs) == ["ready\n"] * OPENERS
+        for round_ in range(ROUNDS):
+            for p in procs:
+                assert p.stdin is not None
+                p.stdin.write(f"{tmp_path / f'new-{round_}.db'}\n")
+                p.stdin.flush()
+            assert _lines_within(procs) == ["opened\n"] * OPENERS, f"round {round_}"
+        outputs = [p.communicate(timeout=60) for p in procs]
+    finally:
         for p in procs:
-            assert p.stdin is not None
-            p.stdin.write(f"{tmp_path / f'new-{round_}.db'}\n")
-            p.stdin.flush()
-        for p in procs:
-            assert p.stdout is not None
-            assert p.stdout.readline() == "opened\n", f"round {round_}: {p.communicate(timeout=60)[1]}"
-    outputs = [p.communicate(timeout=60) for p in procs]
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
     codes = [p.returncode for p in procs]
     assert codes == [0] * OPENERS, [err for _, err in outputs if err]
     assert {path.name for path in tmp_path.glob("new-*.db")} == {f"new-{n}.db" for n in range(ROUNDS)}

@@ -1,8 +1,9 @@
 """The console in a real browser: headless Chromium (Debian's package) driven by Playwright.
 
-One console process and one browser for the module. The agent is a real server in this
-test process on the console's store file (another process than the console): what it raises
-must reach the open queue page over SSE, without a reload, and the answer given in the page
+One console (the server ``console`` runs, in a thread) and one browser for the module. The
+agent is a real server of its own on the console's store file (another runtime than the
+console's: what it raises reaches the console through the store's change feed): it must reach
+the open queue page over SSE, without a reload, and the answer given in the page
 must reach its waiting ``get_escalation``.
 
 Screenshots go to the test's folder; with ``CONSOLE_SCREENSHOTS=DIR`` set they go to DIR

@@ -1,10 +1,10 @@
 """A service's refusal reaches the operator in the operator's words, on the CLI and the console.
 
-One console process (the installed script) on its own store; the installed CLI runs on the
-same file; agents raise the escalations through a real server. Each refusal is met on both
-doors: the CLI names what the operator gave by its flags, the console by its form's fields,
-and neither shows the tools' field names (``response_type``, ``escalation_id``) or calls
-(``list_escalations``), which stay the model's wording.
+One console (the server ``console`` runs, in a thread of this process) on its own store; the
+installed CLI runs on the same file; agents raise the escalations through a real server.
+Each refusal is met on both doors: the CLI names what the operator gave by its flags, the
+console by its form's fields, and neither shows the tools' field names (``response_type``,
+``escalation_id``) or calls (``list_escalations``), which stay the model's wording.
 """
 
 from __future__ import annotations
