@@ -36,6 +36,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def serve_http_command(tmp_path: Path, port: int, options: tuple[str, ...]) -> list[str]:
+    """The command line (after the script) of a test's HTTP server: its store in ``tmp_path``,
+    ``options`` after it (a later ``--db`` wins)."""
+    return ["serve", "--transport", "http", "--port", str(port), "--db", str(tmp_path / "esc.db"), *options]
+
+
 def start_http(
     tmp_path: Path, *options: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[bytes], int, Path]:
@@ -45,17 +51,7 @@ def start_http(
     log = tmp_path / f"serve-{port}.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            [
-                SCRIPT,
-                "serve",
-                "--transport",
-                "http",
-                "--port",
-                str(port),
-                "--db",
-                str(tmp_path / "esc.db"),
-                *options,
-            ],
+            [SCRIPT, *serve_http_command(tmp_path, port, options)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
@@ -117,17 +113,7 @@ def http_in_thread(tmp_path: Path, *options: str, env: dict[str, str] | None = N
     For the tests of what is served over HTTP: the same application as the installed script
     serves, without a process start (~1 s of CPU) per test."""
     port = free_port()
-    command = [
-        "serve",
-        "--transport",
-        "http",
-        "--port",
-        str(port),
-        "--db",
-        str(tmp_path / "esc.db"),
-        *options,
-    ]
-    args = build_parser().parse_args(command)
+    args = build_parser().parse_args(serve_http_command(tmp_path, port, options))
     with uvicorn_in_thread(lambda: http_server(args, serve_settings(args)), env, port):
         yield port
 
