@@ -201,15 +201,20 @@ async def test_a_refused_answer_is_explained_in_the_cli_s_words(db_path: str, ho
     code, out, err = await run_cli(
         "--db", db_path, "escalations", "respond", str(escalation_id), "--approve", home=home
     )
+    # Each error is wrapped to the terminal's width, where the store's path (as long as the
+    # test's temp folder) falls: the words are read unwrapped.
+    err = flat(err)
     assert code == 1
     assert out == ""
     assert f"escalation {escalation_id} is a repeated_error escalation: --approve is not an answer" in err
     assert "response_type" not in err
     code, _, err = await run_cli("--db", db_path, "escalations", "show", "999", home=home)
+    err = flat(err)
     assert code == 1
     assert "escalations list --status all" in err
     assert "list_escalations" not in err
     code, _, err = await run_cli("--db", db_path, "tasks", "show", "no-such-task", home=home)
+    err = flat(err)
     assert code == 1
     assert "there is no task no-such-task" in err
     assert "tasks list" in err
