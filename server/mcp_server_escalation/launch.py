@@ -11,6 +11,14 @@ from __future__ import annotations
 import sys
 
 
+def script() -> int:
+    """The console script ``mcp-server-escalation``: ``main`` in a process of its own."""
+    from .process import claim  # noqa: PLC0415 (a hook run's relay client comes first)
+
+    claim()
+    return main()
+
+
 def main() -> int:
     """Entry point of ``mcp-server-escalation``."""
     if "hook" in sys.argv[1:]:

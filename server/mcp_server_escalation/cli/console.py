@@ -11,6 +11,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, StoreError
+from ..process import server_ready
 from ..settings import Settings
 from . import PORT_MAX, bounded
 from .operator import missing_store
@@ -61,7 +62,9 @@ def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type
 
 def run(args: argparse.Namespace) -> int:
     """Serve the console until stopped."""
-    return run_until_stopped(console_server(args))
+    server = console_server(args)
+    server_ready()
+    return run_until_stopped(server)
 
 
 def console_server(args: argparse.Namespace) -> uvicorn.Server:

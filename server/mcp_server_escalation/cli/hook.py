@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..hooks.relay import HOSTS
+from ..process import server_ready
 
 SCRIPT_NAMES = ("mcp-server-escalation", "mcp-server-escalation.exe")
 
@@ -175,6 +176,7 @@ def run_relay(args: argparse.Namespace) -> int:
     from ..settings import Settings  # noqa: PLC0415
 
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
+    server_ready()
 
     async def serve() -> int:
         async with open_runtime(settings) as rt, relay(rt) as path:
@@ -203,6 +205,7 @@ def run_daemon(args: argparse.Namespace) -> int:
 
     logging.getLogger().setLevel(logging.INFO)  # its log file: when it started, why it ended
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
+    server_ready()
     anyio.run(serve, settings, args.lock_fd)
     return 0
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..adapters.http.serving import Listen
 
 from ..errors import ConfigError
+from ..process import server_ready
 from ..settings import Settings
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,9 @@ def serve(args: argparse.Namespace) -> int:
         return serve_http(args, settings)
     from ..adapters.stdio.transport import run_stdio  # noqa: PLC0415
 
-    run_stdio(build_server(settings, hook_relay=True))
+    server = build_server(settings, hook_relay=True)
+    server_ready()
+    run_stdio(server)
     return 0
 
 
@@ -114,7 +117,9 @@ def serve_settings(args: argparse.Namespace) -> Settings:
 
 def serve_http(args: argparse.Namespace, settings: Settings) -> int:
     """``serve --transport http`` until the process is stopped."""
-    return run_until_stopped(http_server(args, settings))
+    server = http_server(args, settings)
+    server_ready()
+    return run_until_stopped(server)
 
 
 def run_until_stopped(server: uvicorn.Server) -> int:
