@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -56,12 +58,26 @@ def test_needs_postgres(pg_url):
 """
 
 
-def session(tmp_path: Path, test_source: str, **env: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture
+def inner_temp() -> Iterator[Path]:
+    """A short temp folder for an inner session's own temp folders (its server's, its relay
+    sockets'), removed once the test has checked them: a session killed outright cannot remove
+    what it made, and it must not stay in /tmp after every run of the suite."""
+    folder = Path(tempfile.mkdtemp(prefix="esc-inner-"))  # short: a socket path has ~100 bytes
+    folder.chmod(0o755)  # run as root, the server runs as postgres, which must reach its folder
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def session(
+    tmp_path: Path, inner_temp: Path, test_source: str, **env: str
+) -> subprocess.CompletedProcess[str]:
     """``python -m pytest`` on one file with this suite's conftest as a plugin, in one process."""
     (tmp_path / "test_inner.py").write_text(test_source, encoding="utf-8")
     environ = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(TESTS), str(SCRIPTS), os.environ.get("PYTHONPATH", "")]),
+        "TMPDIR": str(inner_temp),
     }
     environ.update(env)
     return subprocess.run(
@@ -143,9 +159,9 @@ def test_a_template_with_a_schema_is_copied_into_each_new_database(pg_server: pg
         pg_server.drop_database("migrated_probe")
 
 
-def test_no_postgres_process_outlives_a_failing_session(tmp_path: Path) -> None:
+def test_no_postgres_process_outlives_a_failing_session(tmp_path: Path, inner_temp: Path) -> None:
     record = tmp_path / "record.json"
-    done = session(tmp_path, LIFECYCLE_TEST, RECORD_TO=str(record))
+    done = session(tmp_path, inner_temp, LIFECYCLE_TEST, RECORD_TO=str(record))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 failed" in done.stdout, done.stdout
     seen = json.loads(record.read_text(encoding="utf-8"))
@@ -167,9 +183,9 @@ def wait_until(condition: Callable[[], bool], limit_s: float = 60) -> bool:
     return True
 
 
-def test_a_session_killed_outright_leaves_no_server_behind(tmp_path: Path) -> None:
+def test_a_session_killed_outright_leaves_no_server_behind(tmp_path: Path, inner_temp: Path) -> None:
     record = tmp_path / "record.json"
-    done = session(tmp_path, KILLED_SESSION, RECORD_TO=str(record))
+    done = session(tmp_path, inner_temp, KILLED_SESSION, RECORD_TO=str(record))
     assert done.returncode == -signal.SIGKILL, done.stdout + done.stderr
     seen = json.loads(record.read_text(encoding="utf-8"))
     assert seen["pid"] is not None
@@ -181,10 +197,10 @@ def test_a_session_killed_outright_leaves_no_server_behind(tmp_path: Path) -> No
     assert not port_open(seen["port"])
 
 
-def test_missing_binaries_fail_the_tests_that_need_them_never_skip(tmp_path: Path) -> None:
+def test_missing_binaries_fail_the_tests_that_need_them_never_skip(tmp_path: Path, inner_temp: Path) -> None:
     empty = tmp_path / "no-postgres"
     empty.mkdir()
-    done = session(tmp_path, USES_POSTGRES, ESCALATION_TEST_PG_BINDIR=str(empty), CI="")
+    done = session(tmp_path, inner_temp, USES_POSTGRES, ESCALATION_TEST_PG_BINDIR=str(empty), CI="")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 error" in done.stdout, done.stdout
     assert "skipped" not in done.stdout
