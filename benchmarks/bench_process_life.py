@@ -24,22 +24,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_cold_start import INITIALIZE
+
 SERVER_SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 UNFROZEN = "import sys\nfrom mcp_server_escalation.launch import main\nsys.exit(main())\n"
 
-REQUESTS = b"".join(
+# What a host sends first, then the tool list: the server answers both, then reads EOF.
+REQUESTS = INITIALIZE + b"".join(
     json.dumps(message).encode() + b"\n"
     for message in (
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "bench-process-life", "version": "0"},
-            },
-        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     )

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import sys
 
+from .process import claim  # the standard library's gc alone: nothing a hook run waits for
+
 
 def script() -> int:
     """The console script ``mcp-server-escalation``: ``main`` in a process of its own."""
-    from .process import claim  # noqa: PLC0415 (a hook run's relay client comes first)
-
     claim()
     return main()
 

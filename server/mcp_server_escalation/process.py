@@ -4,7 +4,7 @@ Before a server answers its first request it has built ~90,000 objects that live
 it does: the modules, classes and models of the SDK and of this package, the tools, the
 prompts. ``server_ready`` freezes them out of the collector's passes, so that neither the
 full passes while it serves nor the interpreter's passes at exit walk them again: a stdio
-server takes ~25% less CPU from spawn to exit (``benchmarks/bench_cold_start.py``).
+server takes ~17% less CPU from spawn to exit (``benchmarks/bench_process_life.py``).
 
 Only a process the console script started is frozen. ``cli.main`` run by a caller (the
 tests, a program embedding the server) leaves that caller's collector as it found it.
