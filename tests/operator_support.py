@@ -13,8 +13,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -123,8 +123,24 @@ async def eventually(check: Callable[[], Awaitable[object] | object], seconds: f
 
 async def deliveries(db_path: str, escalation_id: int) -> list[Delivery]:
     """The delivery records of an escalation, read through the store module."""
+    async with delivery_reads(db_path) as read:
+        return await read(escalation_id)
+
+
+DeliveryReads = Callable[[int], Awaitable[list[Delivery]]]
+
+
+@asynccontextmanager
+async def delivery_reads(db_path: str) -> AsyncIterator[DeliveryReads]:
+    """Reads of an escalation's delivery records through one open store: what a test that
+    polls them every 20 ms takes, instead of opening the store (on PostgreSQL, connections)
+    at every poll."""
     async with open_runtime(Settings(db_path=db_path)) as rt:
-        return await rt.db.read(lambda conn: outbox_store.deliveries(conn, escalation_id))
+
+        async def read(escalation_id: int) -> list[Delivery]:
+            return await rt.db.read(lambda conn: outbox_store.deliveries(conn, escalation_id))
+
+        yield read
 
 
 def cli_env(home: Path, **extra: str) -> dict[str, str]:

@@ -93,8 +93,8 @@ async def test_a_declined_or_cancelled_form_leaves_the_escalation_pending_and_is
         async with _client(db_path, human) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, f"e-{action}")
-            first = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.5)
-            second = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.5)
+            first = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.3)
+            second = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.3)
 
     assert len(human.asked) == 1
     for waited in (first, second):
@@ -111,7 +111,7 @@ async def test_a_client_without_the_capability_is_never_asked_and_the_wait_works
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "e-none")
             waited = await client.call_tool(
-                "get_escalation", {"escalation_id": escalation_id, "wait_seconds": 0.5}
+                "get_escalation", {"escalation_id": escalation_id, "wait_seconds": 0.3}
             )
 
     assert waited.is_error is False
@@ -124,9 +124,9 @@ async def test_an_unanswered_form_times_out_with_the_wait_and_is_asked_again_nex
         async with _client(db_path, human) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "e-timeout")
-            first = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.5)
+            first = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.3)
             await eventually(lambda: human.withdrawn == 1, 60, "the open form was withdrawn")
-            second = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.5)
+            second = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.3)
 
     assert first["escalation"]["status"] == second["escalation"]["status"] == "pending"
     assert len(human.asked) == 2

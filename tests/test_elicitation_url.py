@@ -163,7 +163,7 @@ async def test_serve_over_http_with_the_console_points_the_link_at_its_own_addre
         ):
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "u-http")
-            await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.5)
+            await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.3)
     (link,) = human.asked
     assert isinstance(link, ElicitRequestURLParams)
     assert link.url == f"http://127.0.0.1:{port}/escalations/{escalation_id}"
@@ -220,7 +220,7 @@ async def test_a_client_is_asked_in_the_one_mode_it_declared(
             ]
             for n, (tool, arguments) in enumerate(calls, start=2):
                 await client.call(n, "tools/call", {"name": tool, "arguments": arguments})
-            wait = {"escalation_id": 1, "wait_seconds": 1}
+            wait = {"escalation_id": 1, "wait_seconds": 0.5}
             waited = await client.call(9, "tools/call", {"name": "get_escalation", "arguments": wait})
         finally:
             process.kill()

@@ -22,16 +22,25 @@ from mcp_server_escalation.services.notifiers import DeliveryFailed, configured
 from mcp_server_escalation.services.notify import Outbox
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import NotifyConfig, Settings
-from operator_support import SCRIPT, deliveries, eventually, receiver, run_cli, write_config
+from operator_support import (
+    SCRIPT,
+    DeliveryReads,
+    deliveries,
+    delivery_reads,
+    eventually,
+    receiver,
+    run_cli,
+    write_config,
+)
 
 pytestmark = pytest.mark.both_backends
 
 
-def recorded(db_path: str, escalation_id: int, count: int) -> Callable[[], Awaitable[bool]]:
+def recorded(read: DeliveryReads, escalation_id: int, count: int) -> Callable[[], Awaitable[bool]]:
     """A check: ``count`` deliveries of the escalation are committed as delivered."""
 
     async def check() -> bool:
-        return sum(d.delivered_at is not None for d in await deliveries(db_path, escalation_id)) == count
+        return sum(d.delivered_at is not None for d in await read(escalation_id)) == count
 
     return check
 
@@ -48,7 +57,7 @@ async def test_command_and_webhook_each_get_a_new_escalation(db_path: str, tmp_p
     command = f'cat > "{inbox}/$ESCALATION_ID-$ESCALATION_EVENT.json"'
     with receiver() as hook:
         notify = NotifyConfig(command=command, webhook_url=hook.url)
-        async with connect(db_path, mode="legacy", notify=notify) as agent:
+        async with connect(db_path, mode="legacy", notify=notify) as agent, delivery_reads(db_path) as read:
             escalation_id = await _ask(agent, "n-both")
             received = inbox / f"{escalation_id}-created.json"
             await eventually(
@@ -57,8 +66,8 @@ async def test_command_and_webhook_each_get_a_new_escalation(db_path: str, tmp_p
                 "command and webhook both received the escalation",
             )
             # Received; now also committed as delivered by the sender (and the file complete).
-            await eventually(recorded(db_path, escalation_id, 2), 60, "both deliveries were recorded")
-            records = await deliveries(db_path, escalation_id)
+            await eventually(recorded(read, escalation_id, 2), 60, "both deliveries were recorded")
+            records = await read(escalation_id)
 
     by_command = json.loads(received.read_text())
     by_webhook = hook.delivered()[0].body
@@ -85,11 +94,11 @@ async def test_a_webhook_failing_twice_is_retried_with_backoff_and_delivered_onc
     caplog.set_level(logging.INFO, logger="mcp_server_escalation.services.notify")
     with receiver(statuses=[500, 503]) as hook:
         notify = NotifyConfig(webhook_url=hook.url, retry_seconds=0.1, retry_max_seconds=0.5)
-        async with connect(db_path, notify=notify) as agent:
+        async with connect(db_path, notify=notify) as agent, delivery_reads(db_path) as read:
             escalation_id = await _ask(agent, "n-retry")
             await eventually(lambda: len(hook.delivered()) == 1, 60, "the third attempt was accepted")
-            await eventually(recorded(db_path, escalation_id, 1), 60, "the delivery was recorded")
-            records = await deliveries(db_path, escalation_id)
+            await eventually(recorded(read, escalation_id, 1), 60, "the delivery was recorded")
+            records = await read(escalation_id)
             # Another complete pass, as a fresh process would make: nothing is due any more.
             async with open_runtime(Settings(db_path=db_path, notify=notify)) as rt:
                 again = await Outbox(rt, configured(notify)).deliver_due()
@@ -115,11 +124,11 @@ async def test_notifiers_that_always_fail_never_block_or_fail_the_tool_call(db_p
         notify = NotifyConfig(
             command="echo 'notify-send: no display' >&2; exit 3",
             webhook_url=hook.url,
-            timeout_seconds=3,
+            timeout_seconds=1.5,
             retry_seconds=0.1,
             retry_max_seconds=0.2,
         )
-        async with connect(db_path, notify=notify) as agent:
+        async with connect(db_path, notify=notify) as agent, delivery_reads(db_path) as read:
             await agent.call("start_task", title="Fix the adder", task_id="n-fail")
             webhook_ended_before_the_call_returned = []
             for line in (10, 20, 30, 40, 50):
@@ -128,17 +137,15 @@ async def test_notifiers_that_always_fail_never_block_or_fail_the_tool_call(db_p
                 result = await agent.call(
                     "record_failure", task_id="n-fail", message="TypeError: bad operand", line=line
                 )
-                # The first webhook attempt hangs for its 3 s: a call that waited for it would
+                # The first webhook attempt hangs for its 1.5 s: a call that waited for it would
                 # return after it ended. (The store's one escalation is number 1.)
                 webhook_ended_before_the_call_returned.append(
-                    any(
-                        d.last_error for d in await deliveries(db_path, 1) if d.notifier.startswith("webhook")
-                    )
+                    any(d.last_error for d in await read(1) if d.notifier.startswith("webhook"))
                 )
             escalation_id = result["holding"]["escalation_id"]
 
             async def both_failed_repeatedly() -> bool:
-                records = {d.notifier.split(":")[0]: d for d in await deliveries(db_path, escalation_id)}
+                records = {d.notifier.split(":")[0]: d for d in await read(escalation_id)}
                 return (
                     records.get("command") is not None
                     and records["command"].attempts >= 2
@@ -149,10 +156,10 @@ async def test_notifiers_that_always_fail_never_block_or_fail_the_tool_call(db_p
             await eventually(both_failed_repeatedly, 60, "both notifiers failed and were retried")
             # The agent keeps working while the notifiers keep failing.
             view = await agent.call("get_task", task_id="n-fail")
-            records = {d.notifier.split(":")[0]: d for d in await deliveries(db_path, escalation_id)}
+            records = {d.notifier.split(":")[0]: d for d in await read(escalation_id)}
 
     assert result["directive"] == "pause"
-    # Every call, including those made while a webhook attempt hung for its 3 s, returned
+    # Every call, including those made while a webhook attempt hung for its 1.5 s, returned
     # without waiting for it: each returned while that attempt was still hanging.
     assert webhook_ended_before_the_call_returned == [False] * 5
     assert view["task"]["status"] == "paused"
@@ -160,7 +167,7 @@ async def test_notifiers_that_always_fail_never_block_or_fail_the_tool_call(db_p
     assert records["command"].delivered_at is None
     assert records["command"].last_error == "command exited with status 3: notify-send: no display"
     assert records["webhook"].delivered_at is None
-    assert records["webhook"].last_error == "no answer within 3 s"
+    assert records["webhook"].last_error == "no answer within 1.5 s"
     assert hook.delivered() == []
 
 
@@ -216,7 +223,7 @@ async def test_a_server_killed_mid_delivery_leaves_the_delivery_to_the_next_proc
     # never complete a delivery, however slow the machine is.
     with receiver(hold=True) as hook:
         config = write_config(
-            tmp_path / "notify.toml", webhook_url=hook.url, timeout_seconds=2, retry_seconds=0.2
+            tmp_path / "notify.toml", webhook_url=hook.url, timeout_seconds=1, retry_seconds=0.2
         )
         with anyio.fail_after(30):
             process = await anyio.open_process([str(SCRIPT), "--db", db_path, "--config", str(config)])
@@ -231,11 +238,11 @@ async def test_a_server_killed_mid_delivery_leaves_the_delivery_to_the_next_proc
 
         # The next process that opens the store: another server, launched as agents launch it.
         params = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path, "--config", str(config)])
-        async with Client(params, mode="legacy") as client:  # type: ignore[arg-type]
+        async with Client(params, mode="legacy") as client, delivery_reads(db_path) as read:  # type: ignore[arg-type]
             await client.list_tools()
             await eventually(hook.delivered, 60, "the next server delivered it")
             # The receiver has answered; wait for the sender to commit the outcome too.
-            await eventually(recorded(db_path, escalation_id, 1), 60, "the delivery was recorded")
+            await eventually(recorded(read, escalation_id, 1), 60, "the delivery was recorded")
         (done,) = await deliveries(db_path, escalation_id)
 
     assert left.attempts >= 1  # 1 unless the machine was slow enough for a retry before the kill
@@ -331,15 +338,16 @@ async def test_four_servers_on_one_store_send_each_announcement_once(db_path: st
             connect(db_path, notify=notify),
             connect(db_path, notify=notify),
             connect(db_path, notify=notify),
+            delivery_reads(db_path) as read,
         ):
             asked = [await _ask(asking, f"n-four-{n}", f"Question {n}?") for n in range(8)]
             for escalation_id in asked:
                 await eventually(
-                    recorded(db_path, escalation_id, 1), 60, f"escalation {escalation_id} delivered"
+                    recorded(read, escalation_id, 1), 60, f"escalation {escalation_id} delivered"
                 )
             await eventually(lambda: len(hook.delivered()) >= len(asked), 60, "every delivery received")
             received = sorted(d.body["escalation_id"] for d in hook.delivered())
-            records = [d for e in asked for d in await deliveries(db_path, e)]
+            records = [d for e in asked for d in await read(e)]
 
     assert received == sorted(asked)
     assert [(d.attempts, d.delivered_at is not None) for d in records] == [(1, True)] * len(asked)

@@ -39,7 +39,7 @@ print("releasing", flush=True)
 sys.stdin.readline()
 conn.execute("COMMIT")
 """
-HOLD_SECONDS = 2.0
+HOLD_SECONDS = 1.0
 NO_TRIGGERS = {"same_error_repeated": 1000}
 
 
