@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -289,19 +290,19 @@ async def test_escalations_respond_refuses_an_option_the_escalation_does_not_off
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("command", "runner"),
     [
-        ["escalations", "show", "4242"],
-        ["escalations", "show", "4242", "--json"],
-        ["escalations", "respond", "4242", "--guidance", "anything"],
+        (["escalations", "show", "4242"], cli_process),  # once as a process: the status a shell sees
+        (["escalations", "show", "4242", "--json"], cli),
+        (["escalations", "respond", "4242", "--guidance", "anything"], cli),
     ],
     ids=["show", "show-json", "respond"],
 )
 async def test_unknown_escalation_id_exits_non_zero_naming_the_id(
-    db_path: str, home: Path, command: list[str]
+    db_path: str, home: Path, command: list[str], runner: Callable[..., Awaitable[Run]]
 ) -> None:
     await populate(db_path)
-    run = await cli_process("--db", db_path, *command, home=home)  # the status a shell sees
+    run = await runner("--db", db_path, *command, home=home)
 
     assert run.returncode != 0
     assert run.stdout == ""

@@ -153,11 +153,10 @@ async def test_demo_plays_the_whole_loop_and_leaves_the_records_it_claims(tmp_pa
             first = (await reader.call("get_escalation", escalation_id=1))["escalation"]
             second = (await reader.call("get_escalation", escalation_id=2))["escalation"]
             guidance = await reader.call("get_guidance", task_id=task_id)
-        tasks = await anyio.run_process(
-            [str(SCRIPT), "--db", str(db), "tasks", "list", "--json"], check=True, env=dict(os.environ)
-        )
+        code, tasks, _ = await run_main(["--db", str(db), "tasks", "list", "--json"], env=os.environ)
 
-    assert [t["task_id"] for t in json.loads(tasks.stdout)] == [task_id]
+    assert code == 0
+    assert [t["task_id"] for t in json.loads(tasks)] == [task_id]
     task = view["task"]
     assert task["status"] == "paused"
     assert task["agent_id"] == "demo-agent"

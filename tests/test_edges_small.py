@@ -132,6 +132,7 @@ SILENT = [
 ]
 
 
+@pytest.mark.sqlite_only  # the stdio transport's answers: no line here reaches the store
 async def test_malformed_stdin_lines_are_answered_with_a_json_rpc_error(db_path: str) -> None:
     ping = {"jsonrpc": "2.0", "id": 100, "method": "ping"}
     raw = "\n".join(

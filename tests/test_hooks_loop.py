@@ -20,7 +20,6 @@ from hooks_support import (
     pre_edit,
     pre_tool,
     run_cli,
-    run_script,
     snapshot,
     stop,
 )
@@ -69,8 +68,8 @@ async def test_three_identical_failures_pause_the_agent_until_the_operator_answe
     assert "escalation 1 (repeated_error)" in denied.deny_reason
     assert snapshot(db)["files"] == []
 
-    # The operator answers from the CLI, in another process.
-    answer = await run_script("--db", db, "escalations", "respond", "1", "--guidance", GUIDANCE, tmp=tmp_path)
+    # The operator answers from the CLI (in this process: another one than the hooks').
+    answer = await run_cli("--db", db, "escalations", "respond", "1", "--guidance", GUIDANCE, tmp=tmp_path)
     assert answer.returncode == 0, answer.stderr
     assert (await _escalation(db, tmp_path, 1))["acknowledged_at"] is None
 

@@ -8,6 +8,7 @@ runs as another process on the same file, which is how a human answers in practi
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -18,7 +19,8 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from conftest import INITIALIZE, INITIALIZED, Agent, start_task_request
+from conftest import INITIALIZE, INITIALIZED, Agent, connect, start_task_request
+from in_process import run_main
 from mcp_server_escalation.models.limits import WAIT_MAX_SECONDS
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
@@ -158,9 +160,9 @@ async def test_cli_answer_wakes_an_agent_waiting_over_stdio(db_path: str) -> Non
                 # Every other task blocked: the request is on the server's stdin.
                 await anyio.wait_all_tasks_blocked()
                 assert "answered" not in timings
-                cli = await anyio.run_process(
+                # The operator's command, in this process: another one than the server's.
+                code, _, err = await run_main(
                     [
-                        str(SCRIPT),
                         "--db",
                         db_path,
                         "escalations",
@@ -169,10 +171,10 @@ async def test_cli_answer_wakes_an_agent_waiting_over_stdio(db_path: str) -> Non
                         "--guidance",
                         "Migrate the staging database only.",
                     ],
-                    check=False,
+                    env=os.environ,
                 )
 
-    assert cli.returncode == 0, cli.stderr.decode()
+    assert code == 0, err.decode()
     assert before["escalation"]["status"] == "pending"
     assert before["directive"] == "pause"
     # The call was already outstanding when the CLI started (checked inside the task group),
@@ -189,7 +191,8 @@ async def test_cli_answer_wakes_an_agent_waiting_over_stdio(db_path: str) -> Non
 
 async def test_fresh_server_process_sees_everything_an_earlier_process_wrote(db_path: str) -> None:
     with anyio.fail_after(45):
-        async with stdio_agent(db_path, mode="legacy") as first:
+        # The earlier process is this one (a server in memory), closed before the next starts.
+        async with connect(db_path, mode="legacy") as first:
             await first.call(
                 "start_task",
                 title="Persist me",

@@ -1,5 +1,5 @@
 """The team set-up, end to end: one PostgreSQL, two HTTP servers on it (as on two machines),
-agents in processes of their own connected to either, two operators, each with a token of
+agents connected to either (SDK clients over streamable HTTP), two operators, each with a token of
 their own, answering each agent's escalation on the console of the other server, and a
 remote agent's hooks posted over HTTP (Claude Code's http hooks) instead of a process per
 tool call."""
@@ -9,52 +9,52 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from console_support import form_values
 from hooks_support import PYTEST_FAIL, bash_failure, stop
 from http_support import AGENT_TOKEN, start_http, stop_http
 
-# An agent in a process of its own: it repeats one error until it is paused, waits for the
-# human's answer (get_escalation), acknowledges it, and prints what it was told as JSON.
-_AGENT = """
-import json, sys, anyio, httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-url, token, task = sys.argv[1:4]
-
-async def call(client, tool, **arguments):
+async def _call(client: Client, tool: str, **arguments: object) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content
-    return result.structured_content
+    assert result.structured_content is not None
+    return dict(result.structured_content)
 
-async def main():
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            await call(client, "start_task", title=f"Agent on {task}", task_id=task, agent_id=task)
-            for _ in range(3):
-                told = await call(client, "record_failure", task_id=task,
-                                  message="ImportError: cannot import name 'Retry' from 'http_lib'")
-            escalation_id = told["escalation"]["escalation_id"]
-            print(json.dumps({"escalation_id": escalation_id}), flush=True)
-            while True:
-                waited = await call(client, "get_escalation", escalation_id=escalation_id, wait_seconds=30)
-                if waited.get("response") or waited.get("escalation", {}).get("response"):
-                    break
-            acknowledged = await call(client, "acknowledge_response", escalation_id=escalation_id)
-            print(json.dumps({"answer": waited, "after": acknowledged}), flush=True)
 
-anyio.run(main)
-"""
+async def _agent(url: str, task: str, paused: Callable[[int], object]) -> dict[str, Any]:
+    """An agent on its own connection: it repeats one error until it is paused, says so
+    (``paused``), waits for the human's answer (get_escalation), acknowledges it, and gives
+    back what it was told."""
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {AGENT_TOKEN}"}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        await _call(client, "start_task", title=f"Agent on {task}", task_id=task, agent_id=task)
+        for _ in range(3):
+            told = await _call(
+                client,
+                "record_failure",
+                task_id=task,
+                message="ImportError: cannot import name 'Retry' from 'http_lib'",
+            )
+        escalation_id = int(told["escalation"]["escalation_id"])
+        paused(escalation_id)
+        while True:
+            waited = await _call(client, "get_escalation", escalation_id=escalation_id, wait_seconds=30)
+            if waited["escalation"]["response"]:
+                break
+        acknowledged = await _call(client, "acknowledge_response", escalation_id=escalation_id)
+    return {"answer": waited, "after": acknowledged}
 
 
 # One token per person: the agents' hosts share one, each operator has their own.
@@ -86,10 +86,6 @@ def _answer_on_console(base: str, escalation_id: int, guidance: str, token: str)
         return operator.post(f"/escalations/{escalation_id}/answer", data=data).status_code
 
 
-async def _next_line(lines: BufferedByteReceiveStream) -> dict[str, object]:
-    return json.loads(await lines.receive_until(b"\n", 1_000_000))
-
-
 @pytest.fixture
 def servers(tmp_path: Path, pg_url: str) -> Iterator[dict[str, str]]:
     """Two HTTP servers on one PostgreSQL database, with one token per person."""
@@ -108,17 +104,17 @@ def servers(tmp_path: Path, pg_url: str) -> Iterator[dict[str, str]]:
 
 
 async def test_two_servers_on_one_postgresql_answer_each_others_agents(servers: dict[str, str]) -> None:
-    told: dict[str, list[dict[str, object]]] = {}
+    told: dict[str, dict[str, Any]] = {}
     with anyio.fail_after(120):
         async with anyio.create_task_group() as tg:
             for name, base in servers.items():
                 tg.start_soon(_agent_answered_elsewhere, name, base, servers, told)
 
     for name in servers:
-        answer = json.dumps(told[name][1]["answer"])
+        answer = json.dumps(told[name]["answer"])
         assert f"Pin http_lib below 2 (for {name})" in answer
         assert f'"responder": "console:{OPERATOR_OF[name]}"' in answer
-        assert told[name][1]["after"]["directive"] == "proceed"
+        assert told[name]["after"]["directive"] == "proceed"
 
 
 def _hook(base: str, event: dict[str, object]) -> dict[str, object]:
@@ -148,20 +144,19 @@ async def test_a_remote_agents_hooks_posted_to_one_server_are_answered_from_the_
 
 
 async def _agent_answered_elsewhere(
-    name: str, base: str, servers: dict[str, str], told: dict[str, list[dict[str, object]]]
+    name: str, base: str, servers: dict[str, str], told: dict[str, dict[str, Any]]
 ) -> None:
     other = servers["b" if name == "a" else "a"]
-    command = [sys.executable, "-c", _AGENT, f"{base}/mcp", AGENT_TOKEN, f"team-{name}"]
-    async with await anyio.open_process(command, stderr=subprocess.PIPE) as agent:
-        assert agent.stdout is not None
-        lines = BufferedByteReceiveStream(agent.stdout)
-        paused = await _next_line(lines)
-        escalation_id = int(paused["escalation_id"])  # type: ignore[call-overload]
-        person = OPERATOR_OF[name]
+    person = OPERATOR_OF[name]
+
+    async def answer(escalation_id: int) -> None:
         status = await anyio.to_thread.run_sync(
             _answer_on_console, other, escalation_id, f"Pin http_lib below 2 (for {name})", PEOPLE[person]
         )
         assert status == 303
-        done = await _next_line(lines)
-        await agent.wait()
-    told[name] = [paused, done]
+
+    async with anyio.create_task_group() as tg:
+        # The operator answers while the agent waits on its server for the answer.
+        told[name] = await _agent(
+            f"{base}/mcp", f"team-{name}", lambda escalation_id: tg.start_soon(answer, escalation_id)
+        )
