@@ -175,15 +175,21 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 # A few tests that take seconds each (server processes, a browser, the races): xdist would
 # hand their modules out last, as it orders modules by their number of tests, and one worker
 # ended the run alone with one of them while the others had nothing left (~2.5 s of the run's
-# wall, measured in alternating runs). A module missing here costs time, never a result.
+# wall, measured in alternating runs). The notifier and elicitation modules mostly wait (on a
+# webhook's timeout, an unanswered question): among the busy first modules their waits are
+# the others' time; left to the middle of the run they came together, and both cores idled
+# for ~10 s. A module missing here costs time, never a result.
 START_FIRST = (
     "test_team.py",
     "test_concurrency.py",
     "test_console_browser.py",
+    "test_notify.py",
     "test_demo.py",
     "test_replay.py",
+    "test_elicitation_url.py",
     "test_pg_server.py",
     "test_stdio.py",
+    "test_elicitation.py",
     "test_http.py",
 )
 
