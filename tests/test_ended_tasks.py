@@ -40,8 +40,9 @@ def _store(db_path: str) -> list[Any]:
     return contents(db_path)
 
 
-async def _end(agent: Agent, operator: Agent, ending: str) -> int:
-    """Start the task, leave an unanswered non-blocking question, end the task as ``ending``.
+async def _end(agent: Agent, db_path: str, ending: str) -> int:
+    """Start the task, leave an unanswered non-blocking question, end the task as ``ending``
+    (a termination is the operator's, on a session of their own).
 
     Returns the question's id: ending the task closed it without an answer.
     """
@@ -49,12 +50,13 @@ async def _end(agent: Agent, operator: Agent, ending: str) -> int:
     question = await agent.call("raise_escalation", task_id=TASK, reason="Which API version?", blocking=False)
     if ending == "terminated_by_human":
         held = await agent.call("raise_escalation", task_id=TASK, reason="Should I rewrite the module?")
-        await operator.call(
-            "resolve_escalation",
-            escalation_id=held["escalation"]["escalation_id"],
-            response_type="terminate",
-            content="requirements changed",
-        )
+        async with connect(db_path, role="operator") as operator:
+            await operator.call(
+                "resolve_escalation",
+                escalation_id=held["escalation"]["escalation_id"],
+                response_type="terminate",
+                content="requirements changed",
+            )
     else:
         await agent.call("end_task", task_id=TASK, outcome=ending)
     assert (await agent.call("get_task", task_id=TASK))["task"]["status"] == ending
@@ -70,8 +72,8 @@ def _stop_message(ending: str) -> str:
 async def test_a_write_on_an_ended_task_says_stop_as_a_normal_result_and_stores_nothing(
     db_path: str, ending: str, tool: str, arguments: dict[str, Any]
 ) -> None:
-    async with connect(db_path) as agent, connect(db_path, role="operator") as operator:
-        await _end(agent, operator, ending)
+    async with connect(db_path) as agent:
+        await _end(agent, db_path, ending)
         before = _store(db_path)
         result = await agent.client.call_tool(tool, {"task_id": TASK, **arguments})
         after = _store(db_path)
@@ -88,8 +90,8 @@ async def test_a_write_on_an_ended_task_says_stop_as_a_normal_result_and_stores_
 async def test_acknowledging_a_question_its_ended_task_closed_says_stop_and_stores_nothing(
     db_path: str, ending: str
 ) -> None:
-    async with connect(db_path) as agent, connect(db_path, role="operator") as operator:
-        question = await _end(agent, operator, ending)
+    async with connect(db_path) as agent:
+        question = await _end(agent, db_path, ending)
         before = _store(db_path)
         result = await agent.client.call_tool("acknowledge_response", {"escalation_id": question})
         after = _store(db_path)
@@ -104,8 +106,8 @@ async def test_acknowledging_a_question_its_ended_task_closed_says_stop_and_stor
 
 
 async def test_nothing_recorded_on_an_ended_task_shows_as_null_records(db_path: str) -> None:
-    async with connect(db_path) as agent, connect(db_path, role="operator") as operator:
-        await _end(agent, operator, "abandoned")
+    async with connect(db_path) as agent:
+        await _end(agent, db_path, "abandoned")
         failure = await agent.call("record_failure", task_id=TASK, message="ValueError: bad")
         raised = await agent.call("raise_escalation", task_id=TASK, reason="Help?")
         attempt = await agent.call("record_attempt", task_id=TASK, step="s", status="accepted")
