@@ -1,6 +1,6 @@
 """What we rely on of the ``mcp`` SDK beyond what it publishes: fails when an upgrade moves it.
 
-``adapters/sdk_private.py`` holds the two private attributes we read; ``adapters/mcp/registry.py``
+``adapters/sdk_private.py`` holds the three private attributes we use; ``adapters/mcp/registry.py``
 hands the SDK's ``Tool`` a ``FuncMetadata`` of our own, which ``Tool.run`` must call. Each test
 drives the real SDK (an in-memory ``Client``), so a changed SDK fails here, by name, rather
 than as a stdio server that cannot start or a client that is never told of its escalation.
@@ -23,6 +23,7 @@ import mcp_server_escalation
 from conftest import make_settings
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.adapters.mcp.registry import ArgumentMetadata, structured_tool
+from mcp_server_escalation.adapters.mcp.surfaces import TEMPLATES
 from mcp_server_escalation.adapters.sdk_private import connection_of, lowlevel_server
 
 
@@ -115,3 +116,19 @@ def test_private_parts_of_the_sdk_and_cpython_are_read_in_their_one_place_only()
         if name in path.read_text(encoding="utf-8")
     )
     assert found == sorted((name, place) for name, place in _PRIVATE_READS.items() if place)
+
+
+async def test_templates_built_once_are_listed_and_read_by_every_server_they_were_added_to(
+    tmp_path: Path,
+) -> None:
+    # Two servers on two stores share the four templates; each lists them and reads its own.
+    served = []
+    for name in ("one", "two"):
+        async with Client(build_server(make_settings(str(tmp_path / f"{name}.db"))), mode="legacy") as client:
+            listed = await client.list_resource_templates()
+            await client.call_tool("start_task", {"title": f"Task of {name}", "task_id": name})
+            read = await client.read_resource(f"task://{name}")
+            served.append(({t.uri_template for t in listed.resource_templates}, read.contents[0].text))  # type: ignore[union-attr]
+    for (uris, text), name in zip(served, ("one", "two"), strict=True):
+        assert uris == set(TEMPLATES)
+        assert f'"title":"Task of {name}"' in text

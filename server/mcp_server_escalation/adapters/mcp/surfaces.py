@@ -8,15 +8,17 @@ Resources: ``escalation://pending``, ``escalation://{escalation_id}``, ``task://
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
+from mcp.server.mcpserver.resources import ResourceTemplate
 from mcp.types import INVALID_PARAMS
 
 from ...errors import ConfigError, EscalationError, NotFound
@@ -24,6 +26,7 @@ from ...prompts import PromptBook
 from ...services import briefings, escalations, guidance, tasks
 from ...services import feedback as feedback_service
 from ...services.runtime import Runtime
+from ..sdk_private import add_resource_template
 from .context import AppContext, LiveRuntimes
 
 Ctx = Context[AppContext]
@@ -44,26 +47,12 @@ def _not_found(uri: str) -> Iterator[None]:
         raise ResourceNotFoundError(f"{uri}: {exc}") from exc
 
 
-RESOURCES = (
-    "escalation://pending",
-    "escalation://{escalation_id}",
-    "task://{task_id}",
-    "task://{task_id}/feedback/{step}",
-    "failure://{failure_id}",
-)
-
-
 def register_resources(server: MCPServer[AppContext], prompts: PromptBook, live: LiveRuntimes) -> None:
     """Add the resources, described from prompts/."""
     texts = prompts.resources
     if set(texts) != set(RESOURCES):
         raise ConfigError(f"{prompts.directory}: resource descriptions must be exactly {sorted(RESOURCES)}")
-    _register_escalations(server, texts, live)
-    _register_tasks(server, texts)
-    _register_failure(server, texts)
 
-
-def _register_escalations(server: MCPServer[AppContext], texts: dict[str, Any], live: LiveRuntimes) -> None:
     @server.resource(
         "escalation://pending",
         mime_type="application/json",
@@ -75,49 +64,57 @@ def _register_escalations(server: MCPServer[AppContext], texts: dict[str, Any], 
         listed = await escalations.list_escalations(live.current(), status="pending", limit=200)
         return listed.model_dump_json()
 
-    @server.resource(
-        "escalation://{escalation_id}",
-        mime_type="application/json",
-        description=texts["escalation://{escalation_id}"].description,
-    )
-    async def escalation(escalation_id: int, ctx: Ctx) -> str:
-        with _not_found(f"escalation://{escalation_id}"):
-            found = await escalations.show_escalation(_rt(ctx), escalation_id)
-        return found.model_dump_json()
+    for uri, (fn, mime_type) in TEMPLATES.items():
+        add_resource_template(server, _template(uri, fn, mime_type, texts[uri].description))
 
 
-def _register_tasks(server: MCPServer[AppContext], texts: dict[str, Any]) -> None:
-    @server.resource(
-        "task://{task_id}", mime_type="application/json", description=texts["task://{task_id}"].description
-    )
-    async def task(task_id: str, ctx: Ctx) -> str:
-        with _not_found(f"task://{task_id}"):
-            view = await tasks.get_task(_rt(ctx), task_id)
-        return view.model_dump_json()
+@functools.cache
+def _template(
+    uri: str, fn: Callable[..., Awaitable[str]], mime_type: str, description: str
+) -> ResourceTemplate:
+    """The SDK's template for ``fn``, built once per process and description.
 
-    @server.resource(
-        "task://{task_id}/feedback/{step}",
-        mime_type="text/plain",
-        description=texts["task://{task_id}/feedback/{step}"].description,
-    )
-    async def step_feedback(task_id: str, step: str, ctx: Ctx) -> str:
-        with _not_found(f"task://{task_id}/feedback/{step}"):
-            found = await feedback_service.get_feedback(
-                _rt(ctx), task_id=task_id, step=step, max_chars=RESOURCE_FEEDBACK_CHARS
-            )
-        return found.rendered
+    Building one derives an argument model and a validating wrapper of ``fn`` (~1 ms each
+    of the four, at every server built); a template is the same for every server, as its
+    function reads the runtime from the request.
+    """
+    return ResourceTemplate.from_function(fn, uri_template=uri, mime_type=mime_type, description=description)
 
 
-def _register_failure(server: MCPServer[AppContext], texts: dict[str, Any]) -> None:
-    @server.resource(
-        "failure://{failure_id}",
-        mime_type="application/json",
-        description=texts["failure://{failure_id}"].description,
-    )
-    async def failure(failure_id: str, ctx: Ctx) -> str:
-        with _not_found(f"failure://{failure_id}"):
-            view = await guidance.show_failure(_rt(ctx), failure_id)
-        return view.model_dump_json()
+async def escalation(escalation_id: int, ctx: Ctx) -> str:
+    with _not_found(f"escalation://{escalation_id}"):
+        found = await escalations.show_escalation(_rt(ctx), escalation_id)
+    return found.model_dump_json()
+
+
+async def task(task_id: str, ctx: Ctx) -> str:
+    with _not_found(f"task://{task_id}"):
+        view = await tasks.get_task(_rt(ctx), task_id)
+    return view.model_dump_json()
+
+
+async def step_feedback(task_id: str, step: str, ctx: Ctx) -> str:
+    with _not_found(f"task://{task_id}/feedback/{step}"):
+        found = await feedback_service.get_feedback(
+            _rt(ctx), task_id=task_id, step=step, max_chars=RESOURCE_FEEDBACK_CHARS
+        )
+    return found.rendered
+
+
+async def failure(failure_id: str, ctx: Ctx) -> str:
+    with _not_found(f"failure://{failure_id}"):
+        view = await guidance.show_failure(_rt(ctx), failure_id)
+    return view.model_dump_json()
+
+
+# The templates by URI: the function that reads one, and what it answers with.
+TEMPLATES: dict[str, tuple[Callable[..., Awaitable[str]], str]] = {
+    "escalation://{escalation_id}": (escalation, "application/json"),
+    "task://{task_id}": (task, "application/json"),
+    "task://{task_id}/feedback/{step}": (step_feedback, "text/plain"),
+    "failure://{failure_id}": (failure, "application/json"),
+}
+RESOURCES = ("escalation://pending", *TEMPLATES)
 
 
 def _prompt(server: MCPServer[AppContext], prompts: PromptBook, fn: Callable[..., Awaitable[str]]) -> None:
