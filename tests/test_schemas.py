@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
+from conftest import connect
 from mcp_server_escalation.adapters.mcp.schemas import generate
 from mcp_server_escalation.adapters.mcp.tools import build_tools
 from mcp_server_escalation.datafiles import data_dir
@@ -81,3 +82,17 @@ def test_a_tools_argument_model_is_built_at_its_first_call_only() -> None:
     assert tools["record_failure"].fn_metadata.arg_model.__name__ == "_NotBuiltYet"
     with pytest.raises(ValidationError, match="task_id"):
         tools["record_failure"].fn_metadata.validate_arguments({"task_id": "bad id!", "message": "m"})
+
+
+async def test_the_output_schemas_every_server_shares_stay_as_published(tmp_path: Path) -> None:
+    # Read once per process and shared by every server built: a server that wrote into one
+    # (describing it, listing it) would change what every later server publishes.
+    async with connect(str(tmp_path / "escalations.db"), role="operator") as agent:
+        listed = {tool.name: tool.output_schema for tool in (await agent.client.list_tools()).tools}
+    shared = {
+        tool.name: tool.output_schema
+        for tool in build_tools(Settings(db_path="x.db"), PromptBook.load(PROMPTS))
+    }
+    for name, schema in shared.items():
+        published = json.loads((SCHEMAS / "tools" / f"{name}.output.json").read_text(encoding="utf-8"))
+        assert schema == published == listed[name], name

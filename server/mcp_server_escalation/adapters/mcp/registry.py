@@ -149,9 +149,17 @@ def _argument_model(fn: ToolFunction) -> tuple[type[LazyArguments], frozenset[st
     return model, json_arguments
 
 
+@functools.cache
+def _published_output(tool: str) -> dict[str, Any] | None:
+    """A tool's published output schema, read once per process and shared by every server
+    built in it (nothing writes into it). Four fifths of the published bytes, parsed again at
+    every server built: a fifth of building one, which every in-memory test session does."""
+    return _published(f"{tool}.output.json")
+
+
 def _published(name: str) -> dict[str, Any] | None:
-    # Read afresh for each Tool (once per process when serving): describe_tools writes the
-    # descriptions into it, so a shared copy would need copying anyway.
+    # An input schema is read afresh for each Tool: describe_tools writes the descriptions
+    # into it, so a shared copy would need copying anyway.
     path = data_dir("schemas") / "tools" / name
     if not path.is_file():
         return None
@@ -208,7 +216,7 @@ def structured_tool(
     returns = fn.__annotations__["return"]
     result_model = fn.__globals__[returns] if isinstance(returns, str) else returns
     name = fn.__name__
-    output = _published(f"{name}.output.json") if use_published else None
+    output = _published_output(name) if use_published else None
     parameters = _published(f"{name}.input.json") if use_published else None
     # Hand-built structured output, as the SDK documents it: the fields are read live.
     metadata.output_model = None
