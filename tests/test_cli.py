@@ -7,6 +7,7 @@ in another process; a new client reads the outcome back from the store.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -448,3 +449,60 @@ def test_anything_else_goes_to_the_whole_parser(argv: list[str]) -> None:
     from mcp_server_escalation.cli import serve_options_only
 
     assert not serve_options_only(argv)
+
+
+def _parsed(parser: argparse.ArgumentParser, argv: list[str], capsys: pytest.CaptureFixture[str]) -> object:
+    """What a parser makes of ``argv``: the namespace, or the exit code and what it printed."""
+    try:
+        return vars(parser.parse_args(argv))
+    except SystemExit as exc:
+        return exc.code, capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["hook", "claude-code"],
+        ["--db", "s.db", "hook", "cursor", "--project-root", "/w"],
+        ["--db=-odd.db", "hook", "codex"],
+        ["--db", "hook", "escalations", "list"],  # a store named like a command
+        ["escalations", "respond", "3", "--guidance", "use v2", "--db", "x.db"],
+        ["escalations", "show"],  # its id missing: the subcommand's own error
+        ["hook", "claude-cod"],  # a typo of the hook's host
+        ["tasks", "--bogus"],
+        ["tasks", "--help"],
+        ["db", "path", "--db", "x.db"],
+        ["stats", "--json"],
+        ["console", "--port", "8080"],
+        ["demo", "--keep"],
+        ["serve", "--transport", "http"],
+    ],
+)
+def test_a_command_line_naming_its_subcommand_parses_as_the_whole_parser_parses_it(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A hook run builds only the top-level options and its own subcommand (~1 ms of ~4).
+    from mcp_server_escalation.cli import build_parser, named_command
+
+    command = named_command(argv)
+    assert command is not None
+    assert _parsed(build_parser(only=command), argv, capsys) == _parsed(build_parser(), argv, capsys)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--help"],
+        ["-h", "hook"],
+        ["--version"],
+        ["--db", "x.db"],
+        ["nosuch", "hook"],
+        ["--bogus", "tasks", "list"],
+        ["--pro", "hook", "tasks", "list"],  # argparse reads --prompts: its folder is named "hook"
+    ],
+)
+def test_without_a_surely_named_subcommand_the_whole_parser_reads_the_line(argv: list[str]) -> None:
+    from mcp_server_escalation.cli import named_command
+
+    assert named_command(argv) is None

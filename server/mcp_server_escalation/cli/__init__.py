@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from .. import __version__
 
@@ -104,24 +104,61 @@ def top_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line."""
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def _commands() -> dict[str, Callable[[Subparsers], None]]:
+    """Each subcommand and what adds its parser, in the order the help lists them."""
     from .console import add_parser as add_console_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
     from .hook import add_parser as add_hook_parser  # noqa: PLC0415
     from .monitor_args import add_stats_parser  # noqa: PLC0415
 
+    return {
+        "serve": _add_serve,
+        "escalations": _add_escalations,
+        "tasks": _add_tasks,
+        "stats": lambda sub: add_stats_parser(sub, _common),
+        "demo": _add_demo,
+        "hook": lambda sub: add_hook_parser(sub, _common),
+        "console": lambda sub: add_console_parser(sub, _common),
+        "db": _add_db,
+    }
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only``, the top-level options and that subcommand alone.
+
+    A subcommand's parser costs ~0.3-1 ms to build (argparse looks up translations and the
+    terminal's width for every argument), the whole ~4 ms, and a hook run, a process of its
+    own at every event, needs just its own. A command line naming the subcommand parses the
+    same either way (``tests/test_cli.py``).
+    """
     parser = top_parser()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="(default: serve)")
-    # In the order the help lists them.
-    _add_serve(sub)
-    _add_escalations(sub)
-    _add_tasks(sub)
-    add_stats_parser(sub, _common)
-    _add_demo(sub)
-    add_hook_parser(sub, _common)
-    add_console_parser(sub, _common)
-    _add_db(sub)
+    for name, add in _commands().items():
+        if only is None or name == only:
+            add(sub)
     return parser
+
+
+def named_command(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names after the top-level options, if it names one surely:
+    None when anything but ``SERVE_OPTIONS`` comes first (help, an abbreviation argparse
+    would expand, a mistake), or the first word is no subcommand (the whole parser then
+    reads the line and says what is wrong)."""
+    position = 0
+    while position < len(argv):
+        token = argv[position]
+        if token in SERVE_OPTIONS:
+            position += 2
+        elif token.split("=", 1)[0] in SERVE_OPTIONS:
+            position += 1
+        elif token.startswith("-"):
+            return None
+        else:
+            return token if token in _commands() else None
+    return None
 
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -355,7 +392,7 @@ def _parse(given: list[str]) -> argparse.Namespace | None:
         args.command = None
         return args
     try:
-        return build_parser().parse_args(given)
+        return build_parser(only=named_command(given)).parse_args(given)
     except SystemExit as exc:
         from .hook import is_hook_run  # noqa: PLC0415
 
