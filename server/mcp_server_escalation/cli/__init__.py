@@ -108,20 +108,35 @@ if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
-def _commands() -> dict[str, Callable[[Subparsers], None]]:
-    """Each subcommand and what adds its parser, in the order the help lists them."""
-    from .console import add_parser as add_console_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
-    from .hook import add_parser as add_hook_parser  # noqa: PLC0415
-    from .monitor_args import add_stats_parser  # noqa: PLC0415
+def _add_stats(sub: Subparsers) -> None:
+    from .monitor_args import add_stats_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
 
+    add_stats_parser(sub, _common)
+
+
+def _add_hook(sub: Subparsers) -> None:
+    from .hook import add_parser  # noqa: PLC0415
+
+    add_parser(sub, _common)
+
+
+def _add_console(sub: Subparsers) -> None:
+    from .console import add_parser  # noqa: PLC0415 (it loads the operator commands and the settings)
+
+    add_parser(sub, _common)
+
+
+def _commands() -> dict[str, Callable[[Subparsers], None]]:
+    """Each subcommand and what adds its parser (importing only what that one needs), in the
+    order the help lists them."""
     return {
         "serve": _add_serve,
         "escalations": _add_escalations,
         "tasks": _add_tasks,
-        "stats": lambda sub: add_stats_parser(sub, _common),
+        "stats": _add_stats,
         "demo": _add_demo,
-        "hook": lambda sub: add_hook_parser(sub, _common),
-        "console": lambda sub: add_console_parser(sub, _common),
+        "hook": _add_hook,
+        "console": _add_console,
         "db": _add_db,
     }
 
