@@ -145,9 +145,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; with ``only``, the top-level options and that subcommand alone.
 
     A subcommand's parser costs ~0.3-1 ms to build (argparse looks up translations and the
-    terminal's width for every argument), the whole ~4 ms, and a hook run, a process of its
-    own at every event, needs just its own. A command line naming the subcommand parses the
-    same either way (``tests/test_cli.py``).
+    terminal's width for every argument), the whole ~4 ms plus the console's modules, and a
+    hook run, a process of its own at every event, needs just its own (standalone, ~90 ms
+    less: ``benchmarks/README.md``). A command line naming the subcommand parses the same
+    either way (``tests/test_cli.py``).
     """
     parser = top_parser()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="(default: serve)")
