@@ -16,33 +16,20 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from console_support import form_values
 from hooks_support import PYTEST_FAIL, bash_failure, stop
-from http_support import AGENT_TOKEN, start_http, stop_http
-
-
-async def _call(client: Client, tool: str, **arguments: object) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return dict(result.structured_content)
+from http_support import AGENT_TOKEN, http_client, start_http, stop_http
 
 
 async def _agent(url: str, task: str, paused: Callable[[int], object]) -> dict[str, Any]:
     """An agent on its own connection: it repeats one error until it is paused, says so
     (``paused``), waits for the human's answer (get_escalation), acknowledges it, and gives
     back what it was told."""
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {AGENT_TOKEN}"}) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
-    ):
-        await _call(client, "start_task", title=f"Agent on {task}", task_id=task, agent_id=task)
+    async with http_client(url, AGENT_TOKEN) as agent:
+        await agent.call("start_task", title=f"Agent on {task}", task_id=task, agent_id=task)
         for _ in range(3):
-            told = await _call(
-                client,
+            told = await agent.call(
                 "record_failure",
                 task_id=task,
                 message="ImportError: cannot import name 'Retry' from 'http_lib'",
@@ -50,10 +37,10 @@ async def _agent(url: str, task: str, paused: Callable[[int], object]) -> dict[s
         escalation_id = int(told["escalation"]["escalation_id"])
         paused(escalation_id)
         while True:
-            waited = await _call(client, "get_escalation", escalation_id=escalation_id, wait_seconds=30)
+            waited = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=30)
             if waited["escalation"]["response"]:
                 break
-        acknowledged = await _call(client, "acknowledge_response", escalation_id=escalation_id)
+        acknowledged = await agent.call("acknowledge_response", escalation_id=escalation_id)
     return {"answer": waited, "after": acknowledged}
 
 

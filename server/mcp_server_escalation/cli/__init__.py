@@ -79,8 +79,8 @@ def bounded(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-def serve_options_only(argv: Sequence[str]) -> bool:
-    """Is ``argv`` nothing but ``SERVE_OPTIONS`` with their values (no subcommand, no help)?"""
+def _past_serve_options(argv: Sequence[str]) -> int:
+    """Where the ``SERVE_OPTIONS`` (with their values) that ``argv`` starts with end."""
     position = 0
     while position < len(argv):
         token = argv[position]
@@ -89,8 +89,13 @@ def serve_options_only(argv: Sequence[str]) -> bool:
         elif token in SERVE_OPTIONS and position + 1 < len(argv):
             position += 2
         else:
-            return False
-    return True
+            break
+    return position
+
+
+def serve_options_only(argv: Sequence[str]) -> bool:
+    """Is ``argv`` nothing but ``SERVE_OPTIONS`` with their values (no subcommand, no help)?"""
+    return _past_serve_options(argv) == len(argv)
 
 
 def top_parser() -> argparse.ArgumentParser:
@@ -126,21 +131,6 @@ def _add_console(sub: Subparsers) -> None:
     add_parser(sub, _common)
 
 
-def _commands() -> dict[str, Callable[[Subparsers], None]]:
-    """Each subcommand and what adds its parser (importing only what that one needs), in the
-    order the help lists them."""
-    return {
-        "serve": _add_serve,
-        "escalations": _add_escalations,
-        "tasks": _add_tasks,
-        "stats": _add_stats,
-        "demo": _add_demo,
-        "hook": _add_hook,
-        "console": _add_console,
-        "db": _add_db,
-    }
-
-
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; with ``only``, the top-level options and that subcommand alone.
 
@@ -152,7 +142,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """
     parser = top_parser()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="(default: serve)")
-    for name, add in _commands().items():
+    for name, add in COMMANDS.items():
         if only is None or name == only:
             add(sub)
     return parser
@@ -163,21 +153,11 @@ def named_command(argv: Sequence[str]) -> str | None:
     None when anything but ``SERVE_OPTIONS`` comes first (help, an abbreviation argparse
     would expand, a mistake), or the first word is no subcommand (the whole parser then
     reads the line and says what is wrong)."""
-    position = 0
-    while position < len(argv):
-        token = argv[position]
-        if token in SERVE_OPTIONS:
-            position += 2
-        elif token.split("=", 1)[0] in SERVE_OPTIONS:
-            position += 1
-        elif token.startswith("-"):
-            return None
-        else:
-            return token if token in _commands() else None
-    return None
+    rest = argv[_past_serve_options(argv) :]
+    return rest[0] if rest and rest[0] in COMMANDS else None
 
 
-def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_serve(sub: Subparsers) -> None:
     serve = sub.add_parser(
         "serve",
         help="serve MCP (stdio by default)",
@@ -224,7 +204,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
 
 
-def _add_escalations(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_escalations(sub: Subparsers) -> None:
     from .monitor_args import add_watch_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
 
     esc = sub.add_parser("escalations", help="list, show and answer escalations")
@@ -261,7 +241,7 @@ def _escalation_id(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_respond(esc_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_respond(esc_sub: Subparsers) -> None:
     respond = esc_sub.add_parser(
         "respond",
         help="answer an escalation as the operator",
@@ -301,7 +281,7 @@ def _add_respond(esc_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     respond.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
-def _add_tasks(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_tasks(sub: Subparsers) -> None:
     task = sub.add_parser("tasks", help="list and show tasks")
     task_sub = task.add_subparsers(dest="action", required=True, metavar="ACTION")
     task_list = task_sub.add_parser("list", help="tasks with their counters and pending escalations")
@@ -323,7 +303,7 @@ def _add_tasks(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     task_show.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
-def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_demo(sub: Subparsers) -> None:
     demo = sub.add_parser(
         "demo",
         help="play the whole escalation loop against the real server",
@@ -341,7 +321,7 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
 
 
-def _add_db(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_db(sub: Subparsers) -> None:
     from .monitor_args import add_backup_parser, add_check_parser, add_copy_parser  # noqa: PLC0415 (see SERVE_OPTIONS)
 
     db = sub.add_parser("db", help="the store file")
@@ -356,6 +336,19 @@ def _add_db(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_check_parser(db_sub, _common)
     add_copy_parser(db_sub, _common)
 
+
+# Each subcommand and what adds its parser (importing only what that one needs), in the
+# order the help lists them.
+COMMANDS: dict[str, Callable[[Subparsers], None]] = {
+    "serve": _add_serve,
+    "escalations": _add_escalations,
+    "tasks": _add_tasks,
+    "stats": _add_stats,
+    "demo": _add_demo,
+    "hook": _add_hook,
+    "console": _add_console,
+    "db": _add_db,
+}
 
 # The module and function that run each command, imported only when it runs: the operator
 # commands never load the MCP SDK, and serve loads only what serving needs. Any other
