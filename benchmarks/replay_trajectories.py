@@ -61,7 +61,11 @@ from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import escalations as escalation_store
 from mcp_server_escalation.store import tasks as task_store
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories-dev.jsonl.gz"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The development corpora: mini-swe-agent with Gemini 3 Pro (shell only), and OpenHands'
+# CodeActAgent with Claude 3.5 Sonnet (a shell and a file editor).
+DATA = SHARED / "trajectories-dev.jsonl.gz"
+CORPORA = (DATA, SHARED / "trajectories-openhands-dev.jsonl.gz")
 ENTRY = "claude-code"
 # The agent's final step: its output is the submitted diff, not work the hooks would see.
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -132,8 +136,27 @@ def runs(path: Path, limit: int | None = None, start: int = 0) -> Iterator[dict[
 
 
 def work_steps(run: dict[str, Any]) -> list[dict[str, Any]]:
-    """The commands of the run's work (the final submission left out)."""
-    return [s for s in run["steps"] if SUBMIT not in s["command"]]
+    """The steps of the run's work: the submission (mini-swe-agent's final command, OpenHands'
+    ``finish``) and a last call whose result was never logged (the iteration limit) left out."""
+    return [s for s in run["steps"] if not _submission(s) and not _unlogged(s)]
+
+
+def _submission(step: dict[str, Any]) -> bool:
+    return SUBMIT in step["command"] or step["command"].strip() == "finish"
+
+
+def _unlogged(step: dict[str, Any]) -> bool:
+    return step["returncode"] is None and not step.get("timed_out") and not step["output"]
+
+
+# The folder each corpus's agent worked in (its commands and outputs name it): the project.
+WORKSPACES = ("/workspace", "/testbed")
+
+
+def project_of(run: dict[str, Any]) -> str:
+    """The run's project: the agent's working folder, as its commands name it."""
+    commands = " ".join(s["command"] for s in run["steps"][:20])
+    return next((w for w in WORKSPACES if w + "/" in commands or commands.startswith(f"cd {w}")), "/testbed")
 
 
 # Claude Code reports exit 1 of these as a success (no match, a difference): PostToolUse.
@@ -145,40 +168,100 @@ def benign(step: dict[str, Any]) -> bool:
     return step["returncode"] == 1 and _BENIGN_EXIT_1.match(step["command"]) is not None
 
 
+# A file editor's call, as the second corpus records it: ``str_replace_editor <command> <path>``
+# and its arguments, each ``--name`` followed by a JSON string (the whole cut to 2,000
+# characters, so the last one may end unterminated).
+EDITOR = "str_replace_editor"
+_EDITOR_ARGUMENT = re.compile(r"\s--(\w+)\s+")
+# Which host tool a coding host delivers each editor command as.
+EDITOR_TOOLS = {
+    "view": "Read",
+    "create": "Write",
+    "str_replace": "Edit",
+    "insert": "Edit",
+    "undo_edit": "Edit",
+}
+
+
+def editor_call(command: str) -> tuple[str, dict[str, Any]] | None:
+    """The host tool and its ``tool_input`` for a file editor's call; None for a shell command."""
+    parts = command.split(None, 3)
+    if len(parts) < 3 or parts[0] != EDITOR:
+        return None
+    tool = EDITOR_TOOLS.get(parts[1], "Edit")
+    arguments = _editor_arguments(parts[3] if len(parts) > 3 else "")
+    tool_input: dict[str, Any] = {"file_path": parts[2]}
+    if tool == "Write":
+        tool_input["content"] = arguments.get("file_text", "")
+    elif tool == "Edit":
+        tool_input["old_string"] = arguments.get("old_str", "")
+        tool_input["new_string"] = arguments.get("new_str", "")
+    return tool, tool_input
+
+
+def _editor_arguments(text: str) -> dict[str, str]:
+    """``--name "json"`` pairs; a value cut short is kept as it stands."""
+    found: dict[str, str] = {}
+    decoder = json.JSONDecoder()
+    at = 0
+    while (match := _EDITOR_ARGUMENT.search(" " + text, at)) is not None:
+        start = match.end() - 1  # in ``text``, which the search saw behind one space
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            found[match.group(1)] = text[start:].strip('"')
+            break
+        found[match.group(1)] = str(value)
+        at = end
+    return found
+
+
 def payloads(run_id: str, project: str, number: int, step: dict[str, Any]) -> tuple[dict, dict]:
-    """The ``PreToolUse`` and the post event Claude Code sends for one shell command."""
+    """The ``PreToolUse`` and the post event Claude Code sends for one step: a shell command
+    as Bash, a file editor's call as Read, Write or Edit."""
+    editor = editor_call(step["command"])
+    tool, tool_input = editor or ("Bash", {"command": step["command"], "description": "replayed"})
     envelope = {
         "session_id": run_id,
         "transcript_path": f"/replay/{run_id}.jsonl",
         "cwd": project,
         "permission_mode": "default",
-        "tool_name": "Bash",
-        "tool_input": {"command": step["command"], "description": "replayed"},
+        "tool_name": tool,
+        "tool_input": tool_input,
         "tool_use_id": f"toolu_{run_id}_{number:05d}",  # unique, as the host makes them
     }
     pre = {**envelope, "hook_event_name": "PreToolUse"}
     output = step["output"]
-    if step.get("timed_out"):
-        post = {
-            **envelope,
-            "hook_event_name": "PostToolUseFailure",
-            "error": f"{output}\nCommand timed out after 1m 0s",
-            "is_interrupt": False,
-        }
-    elif step["returncode"] == 0 or benign(step):
-        post = {
+    failure = {**envelope, "hook_event_name": "PostToolUseFailure", "is_interrupt": False}
+    if editor is not None:
+        if step["returncode"] not in (0, None):
+            return pre, {**failure, "error": output}  # the editor's own refusal, as the host says it
+        return pre, {
             **envelope,
             "hook_event_name": "PostToolUse",
-            "tool_response": {"stdout": output, "stderr": "", "interrupted": False, "isImage": False},
+            "tool_response": _editor_response(tool, tool_input, output),
         }
-    else:
-        post = {
-            **envelope,
-            "hook_event_name": "PostToolUseFailure",
-            "error": f"Exit code {step['returncode']}\n{output}",
-            "is_interrupt": False,
-        }
-    return pre, post
+    if step.get("timed_out"):
+        return pre, {**failure, "error": f"{output}\nCommand timed out after 1m 0s"}
+    if step["returncode"] == 0 or benign(step):
+        response = {"stdout": output, "stderr": "", "interrupted": False, "isImage": False}
+        return pre, {**envelope, "hook_event_name": "PostToolUse", "tool_response": response}
+    return pre, {**failure, "error": f"Exit code {step['returncode']}\n{output}"}
+
+
+def _editor_response(tool: str, tool_input: dict[str, Any], output: str) -> dict[str, Any]:
+    """A successful file tool's ``tool_response``, in the fields Claude Code gives it."""
+    path = tool_input["file_path"]
+    if tool == "Read":
+        return {"type": "text", "file": {"filePath": path, "content": output}}
+    if tool == "Write":
+        return {"type": "create", "filePath": path, "content": tool_input.get("content", "")}
+    return {
+        "filePath": path,
+        "oldString": tool_input.get("old_string", ""),
+        "newString": tool_input.get("new_string", ""),
+        "replaceAll": False,
+    }
 
 
 Deliver = Callable[[dict], Awaitable[dict]]
@@ -243,13 +326,9 @@ def context_of(printed: dict) -> str:
     return str(printed.get("hookSpecificOutput", {}).get("additionalContext", ""))
 
 
-PROJECT = "/testbed"
-
-
-async def replay_run(rt: Runtime, deliver: Deliver, run: dict[str, Any]) -> Replayed:
+async def replay_run(rt: Runtime, deliver: Deliver, run: dict[str, Any], project: str) -> Replayed:
     """Feed one run's commands through the hook path until it ends or is paused."""
     run_id = run["instance_id"]
-    project = PROJECT
     steps = work_steps(run)
     warnings: list[int] = []
     last_failing_output = ""
@@ -300,8 +379,9 @@ async def replay(
     ``process``: through the installed hook process rather than in this one (its relay
     daemons' sockets in ``runtime``, see ``installed``)."""
     replayed = []
-    env = {"CLAUDE_PROJECT_DIR": PROJECT}
     for number, run in enumerate(runs(path, limit, start)):
+        project = project_of(run)
+        env = {"CLAUDE_PROJECT_DIR": project}
         settings = Settings.from_sources(db=str(folder / f"run-{number}.db"), config=config, env={})
         async with open_runtime(settings) as rt:
             deliver = (
@@ -309,7 +389,7 @@ async def replay(
                 if process
                 else in_process(rt, settings, env)
             )
-            replayed.append(await replay_run(rt, deliver, run))
+            replayed.append(await replay_run(rt, deliver, run, project))
     return replayed
 
 
@@ -350,6 +430,19 @@ def summarise(replayed: list[Replayed]) -> dict[str, Any]:
             "with_error_line": len(with_line),
         }
 
+    unsolved_steps = sum(r.steps for r in unsolved)
+    solved_steps = sum(r.steps for r in solved)
+    overall = {
+        # Of the runs paused, the share that were going to fail, against that share of all runs.
+        "precision": _share(sum(1 for r in paused if not r.resolved), len(paused)),
+        "base_rate": _share(len(unsolved), len(replayed)),
+        # What a human could have saved: the steps of unsolved runs after their pause.
+        "unsolved_steps_after_pause": _share(
+            sum(r.steps - r.pause.step for r in unsolved if r.pause), unsolved_steps
+        ),
+        # What the pauses cost healthy runs: the steps of solved runs held up.
+        "solved_steps_held": _share(sum(r.steps - r.pause.step for r in solved if r.pause), solved_steps),
+    }
     warned = [r for r in replayed if r.warnings]
     lead = [
         r.pause.step - r.warnings[0]
@@ -362,6 +455,7 @@ def summarise(replayed: list[Replayed]) -> dict[str, Any]:
         "unsolved": len(unsolved),
         "steps": sum(r.steps for r in replayed),
         "paused": row(paused),
+        "overall": overall,
         "by_type": {t: row([r for r in paused if t in r.pause.types]) for t in types},  # type: ignore[union-attr]
         "first_type": dict(Counter(r.pause.types[0] for r in paused if r.pause)),
         "warnings": {
@@ -370,6 +464,7 @@ def summarise(replayed: list[Replayed]) -> dict[str, Any]:
             "unsolved_warned_share": _share(sum(1 for r in warned if not r.resolved), len(unsolved)),
             "warnings_shown": sum(len(r.warnings) for r in replayed),
             "paused_without_warning": sum(1 for r in paused if not r.warnings),
+            "paused_after_warning": sum(1 for r in paused if r.warnings and r.warnings[0] <= r.pause.step),  # type: ignore[union-attr]
             "median_steps_warning_before_pause": statistics.median(lead) if lead else None,
         },
     }
@@ -404,12 +499,23 @@ def _table(figures: dict[str, Any]) -> str:
         f"{w['paused_without_warning']} pauses came without one; median "
         f"{w['median_steps_warning_before_pause']} steps from the first warning to the pause",
     ]
+    o = figures["overall"]
+    lines.append(
+        f"precision {o['precision']:.0%} (base rate {o['base_rate']:.0%}); steps of unsolved runs after "
+        f"their pause {o['unsolved_steps_after_pause']:.1%}; "
+        f"steps of solved runs held up {o['solved_steps_held']:.1%}"
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DATA, help="the trajectories (JSONL, gzip)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        action="append",
+        help="a corpus of trajectories (JSONL, gzip); repeat for several (default: both development corpora)",
+    )
     parser.add_argument("--config", help="a config file (thresholds, [hooks]) instead of the defaults")
     parser.add_argument("--limit", type=int, help="replay only this many runs")
     parser.add_argument("--start", type=int, default=0, help="skip this many runs first")
@@ -419,24 +525,51 @@ def main(argv: list[str] | None = None) -> int:
         "--process", action="store_true", help="through the installed hook process (slower; same decisions)"
     )
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as folder:
-        began = time.perf_counter()
-        selected = replay(args.data, Path(folder), args.config, args.limit, args.start, args.process)
-        replayed = asyncio.run(selected)
-        took = time.perf_counter() - began
-    figures = summarise(replayed)
-    print(_table(figures))
-    print(f"\nreplayed in {took:.1f} s")
-    shown = [r for r in replayed if r.pause and r.resolved][: args.show]
-    for r in shown:
-        print(f"\n{r.run} (solved) paused at step {r.pause.step}/{r.steps}: {r.pause.types}")  # type: ignore[union-attr]
-        print(f"  headline: {r.pause.headline[:200]}")  # type: ignore[union-attr]
-        print(f"  error line: {r.pause.error_line}")  # type: ignore[union-attr]
+    corpora = args.data or [c for c in CORPORA if c.exists()]
+    results = {}
+    for corpus in corpora:
+        with tempfile.TemporaryDirectory() as folder:
+            began = time.perf_counter()
+            selected = replay(corpus, Path(folder), args.config, args.limit, args.start, args.process)
+            replayed = asyncio.run(selected)
+            took = time.perf_counter() - began
+        figures = summarise(replayed)
+        results[corpus.name] = {"figures": figures, "runs": [r._asdict() for r in replayed]}
+        print(f"## {corpus.name}\n\n{_table(figures)}\n\nreplayed in {took:.1f} s\n")
+        _show(replayed, args.show)
+    if len(results) > 1:
+        print(_side_by_side({name: r["figures"] for name, r in results.items()}))
     if args.json:
-        args.json.write_text(
-            json.dumps({"figures": figures, "runs": [r._asdict() for r in replayed]}, indent=1, default=str)
-        )
+        args.json.write_text(json.dumps(results, indent=1, default=str))
     return 0
+
+
+def _show(replayed: list[Replayed], count: int) -> None:
+    """The first ``count`` pauses of solved runs, with their headlines."""
+    for r in [r for r in replayed if r.pause and r.resolved][:count]:
+        print(f"{r.run} (solved) paused at step {r.pause.step}/{r.steps}: {r.pause.types}")  # type: ignore[union-attr]
+        print(f"  headline: {r.pause.headline[:200]}")  # type: ignore[union-attr]
+        print(f"  error line: {r.pause.error_line}\n")  # type: ignore[union-attr]
+
+
+def _side_by_side(figures: dict[str, dict[str, Any]]) -> str:
+    """One row per corpus: the figures the targets are judged on."""
+    lines = [
+        "| corpus | solved paused | unsolved paused | lift | precision (base rate) "
+        "| unsolved steps after the pause | solved steps held | pauses warned first |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, f in figures.items():
+        p, o, w = f["paused"], f["overall"], f["warnings"]
+        paused = round(p["solved_share"] * f["solved"]), round(p["unsolved_share"] * f["unsolved"])
+        lift = "-" if p["lift"] is None else f"{p['lift']:.2f}"
+        lines.append(
+            f"| {name} | {paused[0]}/{f['solved']} ({p['solved_share']:.1%}) "
+            f"| {paused[1]}/{f['unsolved']} ({p['unsolved_share']:.1%}) | {lift} "
+            f"| {o['precision']:.0%} ({o['base_rate']:.0%}) | {o['unsolved_steps_after_pause']:.1%} "
+            f"| {o['solved_steps_held']:.1%} | {w['paused_after_warning']} of {p['runs']} |"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ on a slice of the development set kept in the repository (tests/data/README.md).
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
 import sys
 from pathlib import Path
 
@@ -89,3 +91,62 @@ def test_the_installed_hook_process_decides_exactly_as_the_in_process_replay(
     assert through_process == in_process
     assert through_process[0].pause is not None
     assert through_process[0].warnings
+
+
+# A file editor's run written for this test (the shape of the second development corpus,
+# none of its text): the model creates a script, is refused when it creates it again, works
+# around the refusal (rm, create), and so three times; then an edit refused four times over.
+def _step(command: str, output: str = "", returncode: int = 0) -> dict:
+    return {"command": command, "output": output, "returncode": returncode}
+
+
+def _editor_run(tmp_path: Path, steps: list[dict]) -> Path:
+    path = tmp_path / "editor.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as out:
+        out.write(json.dumps({"instance_id": "calc-1", "resolved": True, "steps": steps}) + "\n")
+    return path
+
+
+EXISTS = "ERROR:\nInvalid `path` parameter: /workspace/repro.py. File already exists at: /workspace/repro.py."
+CREATE = 'str_replace_editor create /workspace/repro.py --file_text "print(1)\\n"'
+TWICE = "ERROR:\nNo replacement was performed. Multiple occurrences of old_str `x = 1` in lines [3, 9]."
+EDIT = 'str_replace_editor str_replace /workspace/calc/a.py --old_str "x = 1" --new_str "x = 2"'
+
+
+def test_editor_calls_are_delivered_as_the_hosts_read_write_and_edit() -> None:
+    assert replay.editor_call('str_replace_editor view /workspace/calc/a.py --view_range "[1, 5]"') == (
+        "Read",
+        {"file_path": "/workspace/calc/a.py"},
+    )
+    assert replay.editor_call(EDIT) == (
+        "Edit",
+        {"file_path": "/workspace/calc/a.py", "old_string": "x = 1", "new_string": "x = 2"},
+    )
+    assert replay.editor_call(CREATE) == (
+        "Write",
+        {"file_path": "/workspace/repro.py", "content": "print(1)\n"},
+    )
+    cut = replay.editor_call('str_replace_editor create /workspace/b.py --file_text "def f():\\n    retu')
+    assert cut == ("Write", {"file_path": "/workspace/b.py", "content": "def f():\\n    retu"})
+    assert replay.editor_call("ls /workspace") is None
+    pre, post = replay.payloads("r", "/workspace", 0, _step(EDIT, TWICE, 1))
+    assert (pre["tool_name"], post["hook_event_name"], post["error"]) == ("Edit", "PostToolUseFailure", TWICE)
+
+
+def test_a_refusal_worked_around_never_pauses_and_one_repeated_pages_only_after_a_warning(
+    tmp_path: Path,
+) -> None:
+    worked_around = [_step(CREATE, "File created successfully at: /workspace/repro.py")]
+    for _ in range(3):
+        worked_around += [
+            _step(CREATE, EXISTS, 1),
+            _step("rm /workspace/repro.py"),
+            _step(CREATE, "File created successfully at: /workspace/repro.py"),
+            _step("python /workspace/repro.py", "1"),
+        ]
+    repeated = [_step(EDIT, TWICE, 1) for _ in range(4)] + [_step("python /workspace/repro.py", "1")]
+    [run] = asyncio.run(replay.replay(_editor_run(tmp_path, worked_around + repeated), tmp_path, None, None))
+    assert run.pause is not None
+    assert run.pause.step == len(worked_around) + 4  # the fourth refusal paged, not the third
+    assert run.pause.types == ("repeated_error",)
+    assert run.warnings == (len(worked_around) + 2,)  # the third refusal warned

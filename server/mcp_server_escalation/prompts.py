@@ -78,6 +78,8 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "warning_no_guidance": [],
         "trigger_ask_human": ["reason"],
         "trigger_system_error": ["reason"],
+        "trigger_host_error_notice": ["error_type", "error"],
+        "trigger_host_error_persists": ["error_type", "error", "count"],
         # why check_edit refused a path
         "reason_outside_root": ["path"],
         "reason_out_of_scope": ["path", "scope"],

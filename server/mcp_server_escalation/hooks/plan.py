@@ -136,14 +136,22 @@ def _with_error(output: str, tail: str) -> str:
     return f"{error}\n{tail}" if error and headline(tail) != error else tail
 
 
+def edit_operation(tool: str, path: str) -> str:
+    """An edit of ``path`` by ``tool`` as an operation: a refused edit (the text to replace
+    not found, a file that already exists) and a later edit of that file by that tool that
+    went through are the same operation failing and succeeding."""
+    return f"{tool} {path}"
+
+
 def _failure(event: HookEvent, kind: ToolKind, path: str | None) -> FailureCall:
     output = event.output or ""
     tool = event.tool_name or "tool"
-    action = (
-        f"{tool}: {event.command}"
-        if kind == "shell" and event.command
-        else (f"{tool} {path}" if path else tool)
-    )
+    if kind == "shell" and event.command:
+        action = f"{tool}: {event.command}"
+    elif kind == "edit" and path:
+        action = edit_operation(tool, path)
+    else:
+        action = f"{tool} {path}" if path else tool
     slow = timed_out(output) or event.failure_type == "timeout"
     return FailureCall(
         message=_message(event, tool, slow and kind == "shell"),
@@ -177,7 +185,10 @@ def _plan_edit(event: HookEvent, root: str, rules: Rules, *, failed: bool) -> Po
         return PostPlan("not recorded: no usable path inside the project")
     if failed:
         return PostPlan("failure", _failure(event, "edit", edited[0]))
-    return PostPlan("edit", progress=ProgressCall(files_modified=edited, note=_clip(event.tool_name)))
+    # The edit went through: it ends a run of refusals of the same edit (``edit_operation``).
+    operation = edit_operation(event.tool_name or "tool", edited[0])
+    progress = ProgressCall(files_modified=edited, note=_clip(event.tool_name), operation=operation)
+    return PostPlan("edit", progress=progress)
 
 
 def _plan_shell(event: HookEvent, root: str, rules: Rules, *, failed: bool) -> PostPlan:

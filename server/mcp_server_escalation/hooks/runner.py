@@ -34,6 +34,7 @@ from ..services import escalations, failures, progress
 from ..services import hooks as hook_service
 from ..services.firing import Recording
 from ..services.hooks import HookState
+from ..services.host_errors import record_host_error
 from ..services.runtime import Runtime
 from .events import Answer, HookEvent, ToolKind
 from .plan import FailureCall, PostPlan, ProgressCall, edited_paths
@@ -361,23 +362,25 @@ async def _stop_answer(call: Call, task: Task, state: HookState) -> Answer:
 
 
 async def _stop_failure(call: Call) -> Answer:
-    """The turn ended on an API error: an external blocker the agent cannot work around.
+    """The turn ended on an API error of the host's model provider (``rules.host_errors``).
 
-    The host ignores any answer to this event, so it is only recorded."""
+    The host ignores any answer to this event, so it is only recorded: never a run of the
+    agent's errors, a notice for authentication and billing, a blocker only when a passing
+    error persists."""
     event = call.event
     task = await call.task(create=True)
     if task is None or task.status in ENDED_STATUSES:
         return Answer()
     error = event.failure_type or "unknown"
-    report = observed_failure(
+    await record_host_error(
+        call.rt,
         task_id=task.task_id,
+        host=event.host,
+        error_type=error,
         message=event.output or f"API error: {error}",
-        signal_type="api_unavailable",
         step=call.cfg.step,
-        tool_name=f"{event.host} API",
-        error_code=error,
+        minutes=call.cfg.api_error_minutes,
     )
-    await failures.record_failure(call.rt, report)
     return Answer()
 
 

@@ -89,6 +89,12 @@ class HooksConfig(BaseModel):
         "that answers the next hook runs and exits after this many minutes without one; 0: never "
         "start one",
     )
+    api_error_minutes: Annotated[float, Field(gt=0, le=10080)] = Field(
+        30,
+        description="A host API error that passes by itself (rate limit, overload, server error) "
+        "is only recorded; one that keeps coming back for this many minutes, never quiet for as "
+        "long, holds the task as an external blocker",
+    )
     feedback_max_chars: Annotated[int, Field(ge=500, le=9000)] = Field(
         8000, description="Budget of the feedback a starting session receives (hosts cap at 10,000)"
     )

@@ -104,6 +104,7 @@ SignalType = Literal[
     "permission_denied",
     "api_unavailable",
     "network_transient",
+    "tool_refusal",
 ]
 BLOCKER_SIGNALS: frozenset[str] = frozenset({"missing_dependency", "permission_denied", "api_unavailable"})
 FailureStatus = Literal["active", "resolved", "superseded"]

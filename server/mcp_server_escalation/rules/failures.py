@@ -39,6 +39,7 @@ DEFAULT_SEVERITY: dict[str, str] = {
     "network_transient": "low",
 }
 TRANSIENT = "network_transient"
+REFUSAL = "tool_refusal"
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,11 @@ class Classified:
     @property
     def blocker(self) -> bool:
         return self.signal_type in BLOCKER_SIGNALS
+
+    @property
+    def refusal(self) -> bool:
+        """A tool refused the call as given (``triggers.repeat_allowance``)."""
+        return self.signal_type == REFUSAL
 
 
 @dataclass(frozen=True)
@@ -135,7 +141,9 @@ def decide(
     after = triggers.after_failure(counters, failure.fingerprint, operation_key(action) if action else None)
     after = count_call(after)
     count = after.consecutive_same_error
-    allowance = triggers.repeat_allowance(thresholds, blocker=failure.blocker, declared=failure.declared)
+    allowance = triggers.repeat_allowance(
+        thresholds, blocker=failure.blocker, declared=failure.declared, refusal=failure.refusal
+    )
     blocker = _blocker(report, failure, count) if failure.blocker and count >= allowance else None
     repeated = _repeated(report, failure, after, thresholds)
     quiet = blocker is None and repeated is None
@@ -170,7 +178,9 @@ def _blocker(report: FailureReport, failure: Classified, count: int) -> Fires:
 
 def _repeated(report: FailureReport, failure: Classified, counters: Counters, t: Thresholds) -> Fires | None:
     """The same error ``same_error_repeated`` times in a row; a transient one is a blocker."""
-    firing = triggers.repeated_error(counters, t, transient=failure.signal_type == TRANSIENT)
+    firing = triggers.repeated_error(
+        counters, t, transient=failure.signal_type == TRANSIENT, refusal=failure.refusal
+    )
     if firing is None:
         return None
     if firing.type == "external_blocker":
@@ -180,7 +190,7 @@ def _repeated(report: FailureReport, failure: Classified, counters: Counters, t:
             "trigger_repeated_error",
             {
                 "count": counters.consecutive_same_error,
-                "threshold": t.same_error_repeated,
+                "threshold": firing.criteria.get("refusal_repeated", t.same_error_repeated),
                 "message": headline(report.message),
             },
         )

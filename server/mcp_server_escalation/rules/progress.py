@@ -145,7 +145,9 @@ def _measure(report: Report, task: Task, *, changed_files: bool, now: str) -> _M
     if report.attempt or changed_files:
         counters = triggers.after_attempt(counters, changed_files=changed_files, succeeded=report.succeeded)
     key = report.operation_key
-    if report.succeeded:
+    # A success ends runs of errors; so does the named operation going through without a
+    # failure (a hook's edit that was applied: its outcome says nothing of the work yet).
+    if report.succeeded or (key is not None and report.outcome != "failure"):
         counters = triggers.after_success(counters, key)
     baseline = triggers.test_baseline(counters, task.best_pass_rate, key)
     test_run, best = None, task.best_pass_rate

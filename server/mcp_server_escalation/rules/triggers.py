@@ -216,14 +216,20 @@ def warning_due(count: int, threshold: int, t: Thresholds) -> bool:
     return t.warn_before > 0 and at >= 2 and count == at
 
 
-def repeated_error(counters: Counters, t: Thresholds, *, transient: bool) -> Firing | None:
-    """Same error ``same_error_repeated`` times in a run (``after_failure``); a transient one
-    becomes a blocker."""
-    if counters.consecutive_same_error < t.same_error_repeated:
+def repeated_error(
+    counters: Counters, t: Thresholds, *, transient: bool, refusal: bool = False
+) -> Firing | None:
+    """Same error ``same_error_repeated`` times in a run (``after_failure``), a tool's refusal
+    once more (``repeat_allowance``); a transient one becomes a blocker."""
+    allowance = repeat_allowance(t, blocker=False, declared=False, refusal=refusal)
+    if counters.consecutive_same_error < allowance:
         return None
+    criteria: dict[str, Any] = {"same_error_repeated": t.same_error_repeated}
+    if refusal:
+        criteria["refusal_repeated"] = allowance
     return Firing(
         "external_blocker" if transient else "repeated_error",
-        {"same_error_repeated": t.same_error_repeated},
+        criteria,
         {
             "consecutive_same_error": counters.consecutive_same_error,
             "fingerprint": counters.last_fingerprint,
@@ -290,14 +296,21 @@ def scope_deviation(outside: list[str], scope: list[str], t: Thresholds) -> Firi
     )
 
 
-def repeat_allowance(t: Thresholds, *, blocker: bool, declared: bool) -> int:
+def repeat_allowance(t: Thresholds, *, blocker: bool, declared: bool, refusal: bool = False) -> int:
     """How often one failure may occur in a run (``after_failure``) before it escalates.
+
+    A tool's refusal of a malformed call (``tool_refusal``: the text to replace is not in
+    the file, the file already exists) changed nothing and told the model why; models fix
+    such a call by themselves. The count at which another error pages warns instead, and
+    only the same refusal once more pages: it outlived a warning.
 
     A blocker the caller declares (``signal_type`` given) escalates at once: the agent says
     it cannot go on. One read off a tool's output by the patterns (``No module named x``)
     escalates once it repeats ``blocker_repeated`` times in a row: agents work around most
     of them at the next step (the scratch script run from the wrong folder, a test runner
     not installed while another is). Any other failure has ``same_error_repeated``."""
+    if refusal:
+        return t.same_error_repeated + 1
     if not blocker:
         return t.same_error_repeated
     return 1 if declared else t.blocker_repeated

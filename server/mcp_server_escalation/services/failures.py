@@ -70,7 +70,7 @@ def _record(
     if stop is not None:
         return RecordFailureResult(failure=None, escalation=None, **stop.model_dump()), None
     decided = _as_decided(report, failure, task.project)
-    record = failure_store.record_occurrence(conn, _new_failure(decided, failure, task), now)
+    record = failure_store.record_occurrence(conn, new_failure(decided, failure, task), now)
     decision = decide(
         decided,
         failure,
@@ -118,7 +118,8 @@ def _as_decided(report: FailureReport, failure: Classified, project: str) -> Fai
     )
 
 
-def _new_failure(decided: FailureReport, failure: Classified, task: Task) -> failure_store.NewFailure:
+def new_failure(decided: FailureReport, failure: Classified, task: Task) -> failure_store.NewFailure:
+    """The store's new occurrence of a classified report on ``task``."""
     return failure_store.NewFailure(
         report=decided,
         project=task.project,
