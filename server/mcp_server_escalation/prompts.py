@@ -164,6 +164,8 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "notify_more": ["escalation_id", "bytes"],
         # appended to the description of every long text argument (adapters/mcp/registry.py)
         "tool_text_unit": [],
+        "store_unavailable": ["reason"],
+        "store_outcome_unknown": ["reason"],
         "notify_text_renotify": [
             "priority",
             "escalation_id",
