@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -21,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 
 import pg_local as pg
 from conftest import ToolCallError
-from http_support import AGENT_TOKEN, TEST_TOKENS, http_client, start_http, stop_http
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, TEST_TOKENS, http_client, start_http, stop_http
 
 SERVERS = 3
 # A server serves again this soon after the database is back (the bound the issue sets is
@@ -269,3 +271,63 @@ async def test_a_stalled_database_fails_calls_within_the_bound_and_they_serve_ag
     _assert_back_within_bound(calls, back)
     _assert_exactly_the_acknowledged(crash_url, calls)
     _assert_one_log_line_per_outage(team)
+
+
+@pytest.fixture
+def one_server(tmp_path: Path, crash_url: str) -> Iterator[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    process, port, _ = start_http(tmp_path, "--db", crash_url, env=env)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_http(process)
+
+
+def test_the_console_says_the_store_is_unavailable_and_comes_back(
+    one_server: str, crash_pg: pg.PgServer
+) -> None:
+    with httpx2.Client(base_url=one_server, headers={"Origin": one_server}) as operator:
+        assert operator.post("/login", data={"token": OPERATOR_TOKEN}).status_code == 303
+        assert operator.get("/").status_code == 200
+        pg.stop_fast(crash_pg)
+        try:
+            down = operator.get("/")
+        finally:
+            pg.start_again(crash_pg)
+        deadline = time.monotonic() + RECOVERY_SECONDS
+        while (back := operator.get("/")).status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    assert down.status_code == 503
+    assert down.headers["Retry-After"] == "30"
+    assert "Store unavailable" in down.text
+    assert "does not answer" in down.text
+    assert "reload this page in a minute" in down.text
+    assert back.status_code == 200
+
+
+def test_the_cli_names_the_store_and_why_without_its_password(crash_pg: pg.PgServer, crash_url: str) -> None:
+    with_password = crash_url.replace("esc@", "esc:hunter2@")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    pg.stop_fast(crash_pg)
+    try:
+        started = time.monotonic()
+        done = subprocess.run(
+            [SCRIPT, "escalations", "list", "--db", with_password],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        took = time.monotonic() - started
+    finally:
+        pg.start_again(crash_pg)
+
+    assert done.returncode == 1
+    assert f"store {with_password.replace('hunter2', '***')} is unavailable (" in done.stderr
+    assert "Connection refused" in done.stderr
+    assert "hunter2" not in done.stderr
+    assert "Traceback" not in done.stderr
+    assert took < 8.0

@@ -320,6 +320,8 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "console_title_queue": [],
         "console_title_login": [],
         "console_title_refused": [],
+        "console_title_unavailable": [],
+        "console_store_unavailable": ["store", "reason"],
         "console_refused_session": [],
         "console_refused_csrf": [],
         "console_task": [

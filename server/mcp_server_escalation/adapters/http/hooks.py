@@ -34,6 +34,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from ...errors import StoreUnavailable
 from ...hooks.dispatch import HTTP_PATH, HookInputError, answer, prepare_remote
 from ...hooks.relay import MAX_STDIN
 from ...models.limits import TASK_ID_PATTERN
@@ -125,10 +126,17 @@ class HookRoutes:
         raw = await _body(request, HOOK_BODY_BYTES)
         if raw is None:
             return _refusal(413, f"a hook event of at most {HOOK_BODY_BYTES} bytes; not recorded")
+        return await self._decided(host, raw, request)
+
+    async def _decided(self, host: str, raw: bytes, request: Request) -> Response:
+        """The answer to a checked event: its JSON, or a status that says why there is none."""
         try:
             out = await self._answer(host, raw, request)
         except HookInputError as exc:
             return _refusal(400, str(exc))
+        except StoreUnavailable as exc:
+            # The store logs its outage once; the host's tool call proceeds.
+            return _refusal(503, f"{exc}; no decision", **{"Retry-After": "30"})
         except Exception as exc:  # as in the hook process: never an answer the host misreads
             log.exception("hook event over HTTP failed")
             return _refusal(500, f"no decision: {type(exc).__name__}: {exc}")
