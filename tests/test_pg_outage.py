@@ -27,6 +27,7 @@ import pytest
 
 import pg_local as pg
 from conftest import ToolCallError
+from hooks_support import Run, bash_failure, hook_process
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, TEST_TOKENS, http_client, start_http, stop_http
 
 SERVERS = 3
@@ -331,3 +332,62 @@ def test_the_cli_names_the_store_and_why_without_its_password(crash_pg: pg.PgSer
     assert "hunter2" not in done.stderr
     assert "Traceback" not in done.stderr
     assert took < 8.0
+
+
+def _hook_rows(url: str) -> tuple[list[str], list[str]]:
+    """The delivery keys of the hook events recorded, and the failures' messages, in order."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        keys = conn.execute("SELECT delivery_key FROM hook_events ORDER BY event_id").fetchall()
+        said = conn.execute("SELECT message FROM failure_occurrences ORDER BY occurrence_id").fetchall()
+    return [str(row[0]) for row in keys], [str(row[0]) for row in said]
+
+
+async def test_hook_events_met_by_an_outage_are_spooled_and_recorded_once_in_order(
+    tmp_path: Path, crash_pg: pg.PgServer, crash_url: str
+) -> None:
+    state = tmp_path / "state"
+    events = [
+        bash_failure(f"pytest -k case{n}", f"E   AssertionError: case{n}", f"toolu_spool_{n}")
+        for n in range(5)
+    ]
+
+    async def run(n: int) -> tuple[Run, float]:
+        started = time.monotonic()
+        done = await hook_process(
+            "claude-code", events[n], db=crash_url, tmp=tmp_path, XDG_STATE_HOME=str(state)
+        )
+        return done, time.monotonic() - started
+
+    pg.stop_fast(crash_pg)
+    try:
+        down = [await run(n) for n in range(2)]
+    finally:
+        pg.start_again(crash_pg)
+    pg.signal_all(crash_pg, signal.SIGSTOP)
+    try:
+        stalled = await run(2)
+    finally:
+        pg.signal_all(crash_pg, signal.SIGCONT)
+    spooled = sorted((state / "mcp-server-escalation" / "spool").glob("*/*.json"))
+    # A replay that recorded an event and was killed before removing its file: the file is back.
+    kept_twice = spooled[0].read_text(encoding="utf-8")
+    back = await run(3)
+    spooled[0].write_text(kept_twice, encoding="utf-8")
+    again = await run(4)
+
+    for done, took in [*down, stalled]:
+        assert done.returncode == 0
+        assert done.stdout == ""  # no decision: the host goes on
+        assert "is unavailable (" in done.stderr
+        assert "the event was kept in" in done.stderr
+        assert took < 15.0  # a host's patience; measured ~0.5 s down and ~3.5 s stalled
+    assert len(spooled) == 3
+    assert back[0].returncode == 0
+    assert again[0].returncode == 0
+    assert "kept" not in back[0].stderr + again[0].stderr
+    assert list((state / "mcp-server-escalation" / "spool").glob("*/*.json")) == []
+    keys, said = _hook_rows(crash_url)
+    assert keys == [f"post:toolu_spool_{n}" for n in range(5)]
+    assert [m for m in said if "AssertionError" in m] == [f"E   AssertionError: case{n}" for n in range(5)]

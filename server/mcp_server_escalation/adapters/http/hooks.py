@@ -24,6 +24,7 @@ a command hook's exit 0 with nothing on stdout; the status says what went wrong:
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -35,8 +36,9 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from ...errors import StoreUnavailable
-from ...hooks.dispatch import HTTP_PATH, HookInputError, answer, prepare_remote
+from ...hooks.dispatch import HTTP_PATH, HookInputError, prepare_remote
 from ...hooks.relay import MAX_STDIN
+from ...hooks.spool import Spool, Spooled, answer_or_keep, spool_folder
 from ...models.limits import TASK_ID_PATTERN
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
@@ -151,7 +153,13 @@ class HookRoutes:
             return ""
         if self.rt is None:
             return None
-        return await answer(self.rt, host, triaged, self.settings)
+        # A remote agent has no spool of its own: its reports wait in this server's.
+        event = Spooled(host, raw.decode("utf-8"), {}, None, remote=True, task=_task(request))
+        spool = Spool(spool_folder(self.settings.db_path, os.environ))
+        out, said = await answer_or_keep(self.rt, self.settings, triaged, event, spool)
+        if said:
+            log.info("hook event over HTTP spooled: %s", said)
+        return out
 
 
 def build_hook_app(
