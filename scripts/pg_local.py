@@ -42,6 +42,9 @@ DEBIAN_ROOTS = Path("/usr/lib/postgresql")
 USER = "esc"  # the superuser initdb creates; trust authentication, no password
 # A throw-away server: durability costs time and buys nothing here.
 SPEED_OVER_SAFETY = ("-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off")
+# A server that tests crash: a commit it acknowledged must survive a killed postmaster (its
+# WAL written before the answer; the machine itself does not crash, so no fsync).
+COMMITS_SURVIVE_A_KILL = ("-c fsync=off", "-c synchronous_commit=on", "-c full_page_writes=off")
 START_ATTEMPTS = 3  # another process may take the free port between the probe and the start
 
 
@@ -100,6 +103,8 @@ class PgServer:
     # already holds the migrated schema (``make_template``), so tests skip migrating.
     template: str = "template0"
     _made: int = field(default=0, repr=False)
+    # Server settings (``-c name=value``), kept for ``start_again``.
+    settings: tuple[str, ...] = SPEED_OVER_SAFETY
     # Stops the server should its owner die without stopping it (see ``watch``).
     watcher: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -165,6 +170,62 @@ def _as_owner(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
 
 
+def start_again(server: PgServer) -> None:
+    """Start a stopped (or killed) server again, on its port and data directory."""
+    options = " ".join(
+        (f"-p {server.port}", f"-k {server.root}", "-c listen_addresses=127.0.0.1", *server.settings)
+    )
+    _run([str(server.bindir / "pg_ctl"), "-D", str(server.data_dir), "-o", options, "-l", str(server.log),
+          "-w", "-t", "120", "start"], cwd=server.root)  # fmt: skip
+
+
+def stop_fast(server: PgServer) -> None:
+    """``pg_ctl stop -m fast``: sessions cut, the server down until ``start_again``."""
+    pid = server.postmaster_pid()
+    _run([str(server.bindir / "pg_ctl"), "-D", str(server.data_dir), "-m", "fast", "-w", "stop"],
+         cwd=server.root)  # fmt: skip
+    if pid is not None:
+        _wait_exit(pid, timeout_s=30)
+
+
+def kill_postmaster(server: PgServer) -> None:
+    """``kill -9`` of the postmaster, as a crash would; its backends follow it out."""
+    pid = server.postmaster_pid()
+    _kill(pid)
+    # The backends notice their parent is gone and exit; a new postmaster refuses to start
+    # while any of them still holds the shared memory.
+    deadline = time.monotonic() + 30
+    while backend_pids(server) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with contextlib.suppress(FileNotFoundError):
+        (server.data_dir / "postmaster.pid").unlink()
+
+
+def backend_pids(server: PgServer) -> list[int]:
+    """Every live process of the server: the postmaster and its children all work in its data
+    directory (a backend's command line is only its title)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ours = (entry / "exe").readlink().name == "postgres" and (
+                entry / "cwd"
+            ).readlink() == server.data_dir
+        except OSError:
+            continue
+        if ours and running_pid(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def signal_all(server: PgServer, signum: int) -> None:
+    """``signum`` to the postmaster and every backend (SIGSTOP stalls the server whole)."""
+    for pid in backend_pids(server):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+
 def _run(command: list[str], cwd: Path) -> None:
     done = subprocess.run(_as_owner(command), cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -177,7 +238,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start(bindir: Path, owner: int | None = None) -> PgServer:
+def start(bindir: Path, owner: int | None = None, settings: tuple[str, ...] = SPEED_OVER_SAFETY) -> PgServer:
     """initdb into a new temp folder and start a server on a free port (about a second).
 
     The server is stopped and its folder removed when process ``owner`` (this one by
@@ -194,7 +255,7 @@ def start(bindir: Path, owner: int | None = None) -> PgServer:
              "--no-sync", "-E", "UTF8", "--locale=C"],
             cwd=root,
         )  # fmt: skip
-        server = _start_on_free_port(bindir, root)
+        server = _start_on_free_port(bindir, root, settings)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
@@ -228,18 +289,11 @@ def watch(server: PgServer, owner: int) -> subprocess.Popen[bytes]:
     )
 
 
-def _start_on_free_port(bindir: Path, root: Path) -> PgServer:
+def _start_on_free_port(bindir: Path, root: Path, settings: tuple[str, ...]) -> PgServer:
     for attempt in range(START_ATTEMPTS):
-        server = PgServer(bindir=bindir, root=root, port=free_port())
-        options = " ".join(
-            (f"-p {server.port}", f"-k {root}", "-c listen_addresses=127.0.0.1", *SPEED_OVER_SAFETY)
-        )
+        server = PgServer(bindir=bindir, root=root, port=free_port(), settings=settings)
         try:
-            _run(
-                [str(bindir / "pg_ctl"), "-D", str(server.data_dir), "-o", options, "-l", str(server.log),
-                 "-w", "-t", "120", "start"],
-                cwd=root,
-            )  # fmt: skip
+            start_again(server)
         except RuntimeError:
             _kill(server.postmaster_pid())  # a half-started server must not outlive the attempt
             if attempt == START_ATTEMPTS - 1:
@@ -314,12 +368,12 @@ def running_pid(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def running(bindir: Path | None = None) -> Iterator[PgServer]:
+def running(bindir: Path | None = None, settings: tuple[str, ...] = SPEED_OVER_SAFETY) -> Iterator[PgServer]:
     """A started server, stopped on the way out whatever happened inside."""
     found = bindir or find_bindir()
     if found is None:
         raise PostgresMissing(missing_message())
-    server = start(found)
+    server = start(found, settings=settings)
     try:
         yield server
     finally:

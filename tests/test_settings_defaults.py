@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from mcp_server_escalation.errors import ConfigError
 from mcp_server_escalation.models.hook_config import HooksConfig
+from mcp_server_escalation.models.store_config import StoreConfig
 from mcp_server_escalation.models.thresholds import ThresholdOverrides, Thresholds
 from mcp_server_escalation.settings import (
     ConfigFile,
@@ -24,6 +25,7 @@ CONFIG_MODELS = [
     ElicitationConfig,
     GuidanceConfig,
     HooksConfig,
+    StoreConfig,
     Thresholds,
     ThresholdOverrides,
 ]
@@ -58,3 +60,25 @@ def test_a_config_file_is_still_validated_whole(tmp_path: Path) -> None:
     config.write_text("[hooks]\nattempts = ['sometimes']\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="attempts"):
         Settings.from_sources(db=str(tmp_path / "s.db"), config=str(config), env={})
+
+
+def test_the_store_table_bounds_waits_and_a_variable_overrides_it(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[store]\noperation_timeout_seconds = 6\nreaders = 2\n", encoding="utf-8")
+
+    from_file = Settings.from_sources(db=str(tmp_path / "s.db"), config=str(config), env={})
+    from_both = Settings.from_sources(
+        db=str(tmp_path / "s.db"),
+        config=str(config),
+        env={"ESCALATION_STORE_OPERATION_TIMEOUT_SECONDS": "7"},
+    )
+
+    assert (from_file.store.operation_timeout_seconds, from_file.store.readers) == (6, 2)
+    assert (from_both.store.operation_timeout_seconds, from_both.store.readers) == (7, 2)
+
+
+def test_a_statement_timeout_beyond_the_operation_bound_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"statement_timeout_seconds .* must be less than operation"):
+        Settings.from_sources(
+            db=str(tmp_path / "s.db"), env={"ESCALATION_STORE_STATEMENT_TIMEOUT_SECONDS": "9"}
+        )

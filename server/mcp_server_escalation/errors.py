@@ -19,8 +19,11 @@ so that the CLI and the console word it for a person from the same facts
     ├── ConfigError           a config file, prompt template or data file is unusable
     └── StoreError            the store file cannot be opened (not a database, no access,
         │                     a schema newer than this version knows, another store's WAL)
-        └── StoreUnwritable   the store takes no writes now: a read-only file or file
-                              system, or a full disk (the operator must act; reads still work)
+        ├── StoreUnwritable   the store takes no writes now: a read-only file or file
+        │                     system, or a full disk (the operator must act; reads still work)
+        └── StoreUnavailable  the store does not answer now: its database is down, stalled,
+                              out of connections, or a lock was held past the bound (the
+                              call may be made again once it is back)
 """
 
 from __future__ import annotations
@@ -85,3 +88,24 @@ class StoreError(EscalationError):
 
 class StoreUnwritable(StoreError):
     """A write was refused by the store's file or disk; nothing of it was kept."""
+
+
+class StoreUnavailable(StoreError):
+    """The store did not answer within its bound; ``recorded`` says what became of the call.
+
+    ``recorded`` is False when nothing of the call was kept (the connection failed before
+    COMMIT was sent, or no connection could be had), None when COMMIT was sent and the answer
+    was lost: the write may or may not have been kept, and is never sent again blindly.
+    ``reason`` is the database's own words (the URL's password hidden), for the operator.
+    """
+
+    def __init__(self, location: str, reason: str, *, recorded: bool | None = False) -> None:
+        kept = (
+            "nothing was recorded"
+            if recorded is False
+            else "the last write may or may not have been recorded"
+        )
+        super().__init__(f"store {location} is unavailable ({reason}); {kept}")
+        self.location = location
+        self.reason = reason
+        self.recorded = recorded

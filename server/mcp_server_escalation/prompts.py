@@ -166,6 +166,8 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "notify_more": ["escalation_id", "bytes"],
         # appended to the description of every long text argument (adapters/mcp/registry.py)
         "tool_text_unit": [],
+        "store_unavailable": ["reason"],
+        "store_outcome_unknown": ["reason"],
         "notify_text_renotify": [
             "priority",
             "escalation_id",
@@ -320,6 +322,8 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "console_title_queue": [],
         "console_title_login": [],
         "console_title_refused": [],
+        "console_title_unavailable": [],
+        "console_store_unavailable": ["store", "reason"],
         "console_refused_session": [],
         "console_refused_csrf": [],
         "console_task": [

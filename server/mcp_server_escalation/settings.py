@@ -25,6 +25,9 @@ path given explicitly must exist: a mistyped one is an error naming it, never th
 
     [hooks]               # host hooks (models/hook_config.py; docs/hooks.md)
     attempts = ["test_run"]
+
+    [store]               # bounds and pool sizes (models/store_config.py; docs/postgresql.md)
+    operation_timeout_seconds = 8
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from .errors import ConfigError
 from .locations import chosen_store, default_config, default_store, is_database_url
 from .models.hook_config import HooksConfig
 from .models.limits import Role
+from .models.store_config import StoreConfig
 from .models.thresholds import ThresholdOverrides, Thresholds
 
 
@@ -112,6 +116,7 @@ class ConfigFile(BaseModel):
     guidance: GuidanceConfig = Field(default_factory=GuidanceConfig.model_construct)
     elicitation: ElicitationConfig = Field(default_factory=ElicitationConfig.model_construct)
     hooks: HooksConfig = Field(default_factory=HooksConfig.model_construct)
+    store: StoreConfig = Field(default_factory=StoreConfig.model_construct)
 
 
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:
@@ -123,6 +128,25 @@ def resolve_db_path(flag: str | None, env: Mapping[str, str] | None = None) -> s
     """The store path: ``--db``, else ``ESCALATION_DB``, else the per-user default."""
     chosen = chosen_store(flag, os.environ if env is None else env)
     return chosen if chosen == ":memory:" or is_database_url(chosen) else str(Path(chosen).expanduser())
+
+
+STORE_VARIABLE = "ESCALATION_STORE_{}"
+
+
+def store_config(loaded: StoreConfig, env: Mapping[str, str]) -> StoreConfig:
+    """The ``[store]`` table with each ``ESCALATION_STORE_<KEY>`` variable set over it
+    (``ESCALATION_STORE_OPERATION_TIMEOUT_SECONDS=4``)."""
+    given = {
+        name: env[STORE_VARIABLE.format(name.upper())]
+        for name in StoreConfig.model_fields
+        if STORE_VARIABLE.format(name.upper()) in env
+    }
+    if not given:
+        return loaded
+    try:
+        return StoreConfig.model_validate({**loaded.model_dump(), **given})
+    except ValidationError as exc:
+        raise ConfigError(f"{STORE_VARIABLE.format('*')}: {exc}") from exc
 
 
 def config_path(
@@ -194,6 +218,7 @@ class Settings:
     guidance: GuidanceConfig = field(default_factory=GuidanceConfig.model_construct)
     elicitation: ElicitationConfig = field(default_factory=ElicitationConfig.model_construct)
     hooks: HooksConfig = field(default_factory=HooksConfig.model_construct)
+    store: StoreConfig = field(default_factory=StoreConfig.model_construct)
     loaded_config: LoadedConfig | None = None  # the config file read, if any (the relay compares it)
 
     @classmethod
@@ -246,5 +271,6 @@ class Settings:
             guidance=loaded.guidance,
             elicitation=loaded.elicitation,
             hooks=loaded.hooks,
+            store=store_config(loaded.store, env),
             loaded_config=config,
         )

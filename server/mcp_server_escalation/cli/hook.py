@@ -125,26 +125,33 @@ def _warn(text: str) -> None:
     sys.stderr.write(warning(text))
 
 
-async def _answer(settings: Settings, entry: str, triaged: Triaged) -> str:
-    from ..hooks.dispatch import answer  # noqa: PLC0415
+async def _answer(settings: Settings, entry: str, triaged: Triaged, raw: bytes) -> tuple[str, str]:
+    from ..errors import StoreUnavailable  # noqa: PLC0415
+    from ..hooks.spool import Spool, Spooled, answer_or_keep, kept_env, kept_or_raise, spool_folder  # noqa: PLC0415
     from ..services.runtime import open_runtime  # noqa: PLC0415
 
-    async with open_runtime(settings) as rt:
-        return await answer(rt, entry, triaged, settings)
+    event = Spooled(entry, raw.decode("utf-8"), kept_env(os.environ), str(Path.cwd()))
+    spool = Spool(spool_folder(settings.db_path, os.environ))
+    try:
+        async with open_runtime(settings) as rt:
+            return await answer_or_keep(rt, settings, triaged, event, spool)
+    except StoreUnavailable as exc:  # the store did not open: the event waits in the spool
+        return "", kept_or_raise(exc, triaged, event, spool)
 
 
-def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> str:
-    """The JSON to print for one raw event ("" for no decision); raises on any problem."""
+def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> tuple[str, str]:
+    """The JSON to print for one raw event ("" for no decision) and a line for stderr ("" for
+    none); raises on any problem."""
     from ..hooks.dispatch import prepare  # noqa: PLC0415
     from ..settings import Settings  # noqa: PLC0415
 
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
     triaged = prepare(raw, settings, os.environ, entry=entry)
     if triaged is None:
-        return ""
+        return "", ""
     import anyio  # noqa: PLC0415 (a read never starts an event loop)
 
-    return anyio.run(_answer, settings, entry, triaged)
+    return anyio.run(_answer, settings, entry, triaged, raw)
 
 
 def run_hook(entry: str, args: argparse.Namespace) -> int:
@@ -152,13 +159,15 @@ def run_hook(entry: str, args: argparse.Namespace) -> int:
     from ..hooks.dispatch import MAX_INPUT_BYTES, HookInputError  # noqa: PLC0415
 
     try:
-        output = handle_event(entry, sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), args)
+        output, said = handle_event(entry, sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), args)
     except HookInputError as exc:
         _warn(str(exc))
         return 0
     except Exception as exc:  # noqa: BLE001 (the top level of a hook: a failure must never block the host)
         _warn(f"no decision: {type(exc).__name__}: {exc}")
         return 0
+    if said:
+        _warn(said)
     if output:
         sys.stdout.write(output + "\n")
         sys.stdout.flush()

@@ -50,8 +50,9 @@ from ..locations import is_database_url
 from ..services.background import alongside
 from ..services.runtime import Runtime
 from ..settings import FileStamp, LoadedConfig, Settings, config_path
-from .dispatch import HookInputError, answer, prepare, warning
+from .dispatch import HookInputError, prepare, warning
 from .relay import HOSTS, MAX_STDIN, OPTIONS, PROTOCOL, socket_dir, socket_path
+from .spool import Spool, Spooled, answer_or_keep, kept_env, spool_folder
 
 log = logging.getLogger(__name__)
 
@@ -159,8 +160,12 @@ async def respond(
     try:
         triaged = prepare(stdin.encode("utf-8", "surrogatepass"), settings, env_map, cwd, entry=str(host))
         if triaged is not None:
-            out = await answer(rt, str(host), triaged, settings)
+            # The hook's machine is this one: its reports wait in this machine's spool.
+            event = Spooled(str(host), stdin, kept_env(env_map), cwd)
+            spool = Spool(spool_folder(settings.db_path, env_map))
+            out, said = await answer_or_keep(rt, settings, triaged, event, spool)
             stdout = out + "\n" if out else ""
+            stderr = warning(said) if said else ""
     except HookInputError as exc:
         stderr = warning(str(exc))
     except Exception as exc:  # as in the hook process: never break the host

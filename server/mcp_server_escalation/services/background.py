@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..errors import StoreUnavailable
 from ..models.operator import EscalationChange
 from ..settings import NotifyConfig
 from .changes import ChangeFeed, ChangeHandler
@@ -106,6 +107,8 @@ async def deliver_pending(rt: Runtime) -> list[Outcome]:
     try:
         with anyio.move_on_after(min(outbox.lease_seconds, CLI_PASS_SECONDS)):
             return await outbox.deliver_due()
+    except StoreUnavailable:
+        pass  # the command's own call has said so
     except Exception:
         log.exception("notification outbox: delivery pass failed")
     return []

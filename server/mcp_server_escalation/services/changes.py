@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from ..errors import StoreUnavailable
 from ..models.operator import EscalationChange, WatchLine
 from ..store import changes as change_store
 from ..store import escalations as escalation_store
@@ -68,6 +69,9 @@ class ChangeFeed:
             try:
                 batch = await self.next_changes()
                 await handler(batch)
+            except StoreUnavailable:
+                # The store logs its outage once; the cursor stays, so nothing is missed.
+                await anyio.sleep(self.poll_seconds)
             except Exception:
                 log.exception("escalation change feed: a batch failed; continuing")
                 await anyio.sleep(self.poll_seconds)

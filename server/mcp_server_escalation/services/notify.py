@@ -30,6 +30,7 @@ from typing import Any
 import anyio
 
 from ..clock import iso, parse_iso
+from ..errors import StoreUnavailable
 from ..models.escalations import Escalation
 from ..models.reports import Delivery
 from ..rules.announce import notification_payload
@@ -133,6 +134,8 @@ class Outbox:
         # minutes) is logged and retried later; it must never take the server down.
         try:
             claims, next_at = await self._claim_due()
+        except StoreUnavailable:
+            return None  # the store logs its outage once; the pass runs again
         except Exception:
             log.exception("notification outbox: pass failed; retrying in %.0f s", self.idle_seconds)
             return None

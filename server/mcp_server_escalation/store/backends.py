@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..errors import StoreError
 from ..locations import is_database_url
+from ..models.store_config import StoreConfig
 from .db import Database
 
 T = TypeVar("T")
@@ -30,8 +31,9 @@ class Store(Protocol):
     async def close(self) -> None: ...
 
 
-async def open_store(location: str, *, create: bool = True) -> Store:
-    """The store at ``location``, migrated; ``create`` false refuses one nobody has set up."""
+async def open_store(location: str, *, create: bool = True, config: StoreConfig | None = None) -> Store:
+    """The store at ``location``, migrated; ``create`` false refuses one nobody has set up.
+    ``config`` bounds its waits and sizes its pools (PostgreSQL; the defaults without one)."""
     if not is_database_url(location):
         return await Database.open(location, create=create)
     try:
@@ -41,4 +43,4 @@ async def open_store(location: str, *, create: bool = True) -> Store:
             f"a PostgreSQL store needs the PostgreSQL driver ({exc.name} is not installed):"
             " pip install 'mcp-server-escalation[postgresql]'"
         ) from exc
-    return await PgDatabase.open(location, create=create)
+    return await PgDatabase.open(location, create=create, config=config or StoreConfig.model_construct())

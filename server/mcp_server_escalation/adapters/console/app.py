@@ -27,7 +27,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
-from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound
+from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound, StoreUnavailable
+from ...prompts import PromptBook
 from ...services import escalations, reports, tasks
 from ...services.changes import ChangeFeed
 from ...services.console import QueueFilter, queue, read_place, told_when_fired
@@ -350,6 +351,22 @@ def _int_field(value: object, field: str) -> int | None:
         ) from None
 
 
+# How long a browser (or a person) is asked to wait before trying a page again.
+RETRY_AFTER_SECONDS = 30
+
+
+def unavailable_page(book: PromptBook, exc: StoreUnavailable) -> HTMLResponse:
+    """The page every route answers while the store does not: which store, why, what to do."""
+    title = book.render("console_title_unavailable")
+    message = pages.fill(book, "console_store_unavailable", store=exc.location, reason=exc.reason)
+    body = pages.fill(book, "console_error", title=title, message=message, back="/")
+    return HTMLResponse(
+        pages.page(book, title, body, None),
+        status_code=503,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
 def build_console(
     settings: Settings,
     sessions: Sessions,
@@ -372,7 +389,10 @@ def build_console(
     def bound(name: str) -> Handler:
         async def handle(request: Request) -> Response:
             handler: Handler = getattr(holder["console"], name)
-            return await handler(request)
+            try:
+                return await handler(request)
+            except StoreUnavailable as exc:
+                return unavailable_page(holder["console"].book, exc)
 
         return handle
 

@@ -24,6 +24,7 @@ a command hook's exit 0 with nothing on stdout; the status says what went wrong:
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,8 +35,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from ...hooks.dispatch import HTTP_PATH, HookInputError, answer, prepare_remote
+from ...errors import StoreUnavailable
+from ...hooks.dispatch import HTTP_PATH, HookInputError, prepare_remote
 from ...hooks.relay import MAX_STDIN
+from ...hooks.spool import Spool, Spooled, answer_or_keep, spool_folder
 from ...models.limits import TASK_ID_PATTERN
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
@@ -125,10 +128,17 @@ class HookRoutes:
         raw = await _body(request, HOOK_BODY_BYTES)
         if raw is None:
             return _refusal(413, f"a hook event of at most {HOOK_BODY_BYTES} bytes; not recorded")
+        return await self._decided(host, raw, request)
+
+    async def _decided(self, host: str, raw: bytes, request: Request) -> Response:
+        """The answer to a checked event: its JSON, or a status that says why there is none."""
         try:
             out = await self._answer(host, raw, request)
         except HookInputError as exc:
             return _refusal(400, str(exc))
+        except StoreUnavailable as exc:
+            # The store logs its outage once; the host's tool call proceeds.
+            return _refusal(503, f"{exc}; no decision", **{"Retry-After": "30"})
         except Exception as exc:  # as in the hook process: never an answer the host misreads
             log.exception("hook event over HTTP failed")
             return _refusal(500, f"no decision: {type(exc).__name__}: {exc}")
@@ -143,7 +153,13 @@ class HookRoutes:
             return ""
         if self.rt is None:
             return None
-        return await answer(self.rt, host, triaged, self.settings)
+        # A remote agent has no spool of its own: its reports wait in this server's.
+        event = Spooled(host, raw.decode("utf-8"), {}, None, remote=True, task=_task(request))
+        spool = Spool(spool_folder(self.settings.db_path, os.environ))
+        out, said = await answer_or_keep(self.rt, self.settings, triaged, event, spool)
+        if said:
+            log.info("hook event over HTTP spooled: %s", said)
+        return out
 
 
 def build_hook_app(

@@ -28,7 +28,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ...datafiles import data_dir
-from ...errors import ConfigError, EscalationError
+from ...errors import ConfigError, EscalationError, StoreUnavailable
 from ...models.limits import TEXT_MAX
 from ...prompts import PromptBook
 from .flat_schemas import flat_schema, input_schema
@@ -167,8 +167,15 @@ def _published(name: str) -> dict[str, Any] | None:
     return loaded if isinstance(loaded, dict) else None
 
 
+def unavailable_text(prompts: PromptBook, exc: StoreUnavailable) -> str:
+    """What the model reads when the store did not answer: nothing (or maybe something) was
+    recorded, and what to do next."""
+    template = "store_unavailable" if exc.recorded is False else "store_outcome_unknown"
+    return prompts.render(template, reason=exc.reason)
+
+
 def tool_result(
-    fn: ToolFunction, text: str | None, bind: Callable[[Any], object]
+    fn: ToolFunction, text: str | None, bind: Callable[[Any], object], prompts: PromptBook | None = None
 ) -> Callable[..., Awaitable[CallToolResult]]:
     """``fn`` called with ``bind(context)`` first, answering with its whole result as
     ``structuredContent``, and as the text the model reads either the ``text`` field of it
@@ -176,6 +183,8 @@ def tool_result(
 
     A domain error (``EscalationError``) becomes a tool error whose text tells the model
     how to fix the call; anything else is a bug, which the SDK reports without its text.
+    A store that does not answer is no fault of the call: the model is told, in the words of
+    prompts/, that nothing was recorded and what to do meanwhile.
 
     The feedback and guidance tools name their rendered text: the model reads it as written
     instead of JSON-escaped inside a copy of the structured result, which would double the
@@ -187,6 +196,10 @@ def tool_result(
     async def call(ctx: Any, **arguments: Any) -> CallToolResult:
         try:
             result = await fn(bind(ctx), **arguments)
+        except StoreUnavailable as exc:
+            if prompts is None:
+                raise ToolError(str(exc)) from exc
+            raise ToolError(unavailable_text(prompts, exc)) from exc
         except EscalationError as exc:
             raise ToolError(str(exc)) from exc
         structured = result.model_dump(mode="json", by_alias=True)
@@ -205,6 +218,7 @@ def structured_tool(
     *,
     use_published: bool = True,
     text: str | None = None,
+    prompts: PromptBook | None = None,
 ) -> Tool:
     """A ``Tool`` with a structured result, published flattened (``tool_result``), whose
     function takes ``bind(context)`` as its first parameter, named ``call``."""
@@ -222,7 +236,7 @@ def structured_tool(
     metadata.output_model = None
     metadata.output_schema = output or flat_schema(result_model)
     return Tool(
-        fn=tool_result(fn, text, bind),
+        fn=tool_result(fn, text, bind, prompts),
         name=name,
         description=fn.__doc__ or name,
         parameters=parameters or input_schema(metadata.arguments_model()),

@@ -5,14 +5,19 @@ Design:
   thread that alone uses that connection at the time: BEGIN, ``fn``, COMMIT or ROLLBACK, one
   trip from the event loop and back, as on SQLite. psycopg's synchronous connection keeps
   every repository one function for both backends.
-- Writes run at READ COMMITTED on the process's writer connection, one after another.
+- Writes run at READ COMMITTED on the process's writer connections (one by default), in the
+  order they came.
   What SQLite gets from its single writer, PostgreSQL gets from row locks: a write reads the
   task or escalation it will change ``FOR UPDATE`` (``store.sql.for_update``), so two
   servers that count on one task wait for each other instead of losing an update, and never
   both open an escalation for it. A transaction PostgreSQL aborts as a deadlock or a
   serialization failure is run again, whole.
-- Reads run on reader connections (up to ``READERS`` at once) in REPEATABLE READ, READ ONLY
-  transactions: one consistent snapshot, like a SQLite read.
+- Reads run on reader connections (up to ``[store] readers`` at once) in REPEATABLE READ,
+  READ ONLY transactions: one consistent snapshot, like a SQLite read.
+- Connections come from psycopg's pool and come back after the database restarts or drops
+  them; every operation ends within ``[store] operation_timeout_seconds`` (``pool.py``). A
+  transaction whose connection broke before COMMIT is run once more; one whose COMMIT got no
+  answer is never run again (it may have been applied) and says so.
 - Migrations are PostgreSQL's own (``postgres/migrations.py``), applied under a
   transaction-scoped advisory lock, so servers starting together migrate once.
 """
@@ -21,8 +26,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -30,24 +36,27 @@ import anyio.to_thread
 import psycopg
 from psycopg import errors
 
-from ...errors import StoreError
+from ...errors import StoreError, StoreUnavailable
+from ...models.store_config import StoreConfig
 from ..migrations import Migration
 from .connection import PgConn
 from .migrations import CHANGE_CHANNEL, MIGRATIONS
+from .pool import Broken, CommitUnknown, Health, Stalled, StorePool, Watchdog, conninfo
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-READERS = 4
 # A transaction PostgreSQL aborted to resolve a conflict is run again up to this many times.
 _RETRIES = 5
 _RETRIED = (errors.SerializationFailure, errors.DeadlockDetected)
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 _BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
 # How long a listener whose connection was lost waits before it connects again.
-_LISTEN_RETRY_SECONDS = 5.0
+_LISTEN_RETRY_SECONDS = 1.0
 # Any fixed number: the lock servers take while one of them migrates.
 _MIGRATION_LOCK = 0x65736361
+# Migrating may rewrite a large table: its own bounds, not a tool call's.
+_MIGRATION_SECONDS = 600.0
 
 
 def shown(url: str) -> str:
@@ -60,44 +69,9 @@ def shown(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def _connect(url: str) -> PgConn:
-    try:
-        raw = psycopg.connect(url, autocommit=True, application_name="mcp-server-escalation")
-    except psycopg.Error as exc:
-        raise StoreError(f"store {shown(url)}: {exc}".strip()) from exc
-    return PgConn(raw, shown(url))
-
-
-class PgWorker:
-    """One connection whose every use runs in a worker thread, one function at a time."""
-
-    def __init__(self, conn: PgConn) -> None:
-        self._conn = conn
-        self._turn = anyio.CapacityLimiter(1)
-        self.closed = False
-
-    @classmethod
-    async def open(cls, connect: Callable[[], PgConn]) -> PgWorker:
-        with anyio.CancelScope(shield=True):
-            conn = await anyio.to_thread.run_sync(connect)
-        return cls(conn)
-
-    async def run(self, fn: Callable[[PgConn], T]) -> T:
-        if self.closed:
-            raise StoreError("the store is closed")
-        # Shielded: a caller cancelled mid-way must not go on while its transaction runs.
-        with anyio.CancelScope(shield=True):
-            result: Any = await anyio.to_thread.run_sync(fn, self._conn, limiter=self._turn)
-        return cast(T, result)
-
-    async def close(self) -> None:
-        self.closed = True
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(self._conn.close, limiter=self._turn)
-
-
 def transact(conn: PgConn, fn: Callable[[PgConn], T], *, write: bool) -> T:
-    """One whole transaction, run again when PostgreSQL aborted it to resolve a conflict."""
+    """One whole transaction, run again when PostgreSQL aborted it to resolve a conflict
+    (it rolled the transaction back whole: nothing of the first run is kept)."""
     for attempt in range(_RETRIES):
         try:
             return _run(conn, fn, write=write)
@@ -114,9 +88,9 @@ def _run(conn: PgConn, fn: Callable[[PgConn], T], *, write: bool) -> T:
     conn.locks_rows = write
     try:
         result = fn(conn)
-        raw.execute("COMMIT" if write else "ROLLBACK")
+        _end(raw, write=write)
     except BaseException:
-        if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE and not raw.closed:
+        if not raw.broken and raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             raw.execute("ROLLBACK")
         raise
     finally:
@@ -124,22 +98,54 @@ def _run(conn: PgConn, fn: Callable[[PgConn], T], *, write: bool) -> T:
     return result
 
 
+def _end(raw: psycopg.Connection[Any], *, write: bool) -> None:
+    if not write:
+        raw.execute("ROLLBACK")
+        return
+    try:
+        raw.execute("COMMIT")
+    except psycopg.Error as exc:
+        if raw.broken and exc.sqlstate is None:
+            # No answer came: the COMMIT may have reached the server and been applied before
+            # the connection was lost, and running the transaction again could apply it
+            # twice. (An answer with an error, such as the "terminating connection" of
+            # pg_terminate_backend or a fast stop, says it was not: the server takes such an
+            # interrupt before a commit or after it has answered, never in between.)
+            raise CommitUnknown(" ".join(str(exc).split())) from exc
+        raise
+
+
 class PgDatabase:
-    """The process's store in a PostgreSQL database: one writer, readers as reads need them."""
+    """The process's store in a PostgreSQL database: a pool of writers and one of readers."""
 
-    def __init__(self, writer: PgWorker, url: str) -> None:
-        from ..db import Readers  # noqa: PLC0415 (db imports this module lazily, by URL)
-
-        self._writer = writer
-        self._readers = Readers(READERS, lambda: PgWorker.open(functools.partial(_connect, url)))
+    def __init__(self, url: str, config: StoreConfig) -> None:
         self.path = shown(url)
         self._url = url
+        self._config = config
+        self._info = conninfo(url, config)
+        self._health = Health(self.path)
+        self._watchdog = Watchdog()
+        self._writers = StorePool(
+            "writers", self._info, config.writers, self._health, self._watchdog, self.path
+        )
+        self._readers = StorePool(
+            "readers", self._info, config.readers, self._health, self._watchdog, self.path
+        )
+        # Callers take turns here, in the order they came, before a pool's connection: a
+        # queue that waits without a bound of its own (the operation's deadline is set when
+        # its turn comes), as the single writer queued writes before.
+        self._write_turn = anyio.CapacityLimiter(config.writers)
+        self._read_turn = anyio.CapacityLimiter(config.readers)
+        self.closed = False
 
     @classmethod
-    async def open(cls, url: str, *, create: bool = True) -> PgDatabase:
-        """Connect and migrate; ``create`` false refuses a database no server has set up."""
-        writer = await PgWorker.open(functools.partial(_connect, url))
-        db = cls(writer, url)
+    async def open(cls, url: str, *, create: bool = True, config: StoreConfig | None = None) -> PgDatabase:
+        """Migrate the store; ``create`` false refuses a database no server has set up.
+
+        No connection is kept open by this: the pools connect as calls need them."""
+        db = cls(url, config or StoreConfig.model_construct())
+        db._writers.open()
+        db._readers.open()
         try:
             await db._migrate_or_refuse(create=create)
         except psycopg.Error as exc:
@@ -160,22 +166,31 @@ class PgDatabase:
 
         On its own connection, in the event loop (psycopg's asynchronous one: a listener
         waits, it runs no transaction). A lost connection is opened again after a pause;
-        meanwhile the callers' polling carries on, so nothing is missed, only later.
+        meanwhile the callers' polling carries on, so nothing is missed, only later. One log
+        line when it is lost, not one per attempt while the database is down.
         """
+        lost = False
         while True:
             try:
                 await self._listen_once(heard)
             except psycopg.Error as exc:
-                log.warning(
-                    "store %s: listening for changes failed (%s); polling until it is back", self.path, exc
-                )
+                if not lost:
+                    # Info: the store logs an outage of the database itself once, as a warning.
+                    log.info(
+                        "store %s: listening for changes failed (%s); polling until it is back",
+                        self.path,
+                        exc,
+                    )
+                lost = True
                 await anyio.sleep(_LISTEN_RETRY_SECONDS)
+            else:
+                lost = False
 
     async def _listen_once(self, heard: Callable[[], None]) -> None:
-        conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+        conn = await psycopg.AsyncConnection.connect(self._info, autocommit=True)
         try:
             await conn.execute(f"LISTEN {CHANGE_CHANNEL}")
-            heard()  # anything committed before the LISTEN is read now
+            heard()  # anything committed before the LISTEN is read now (also after a loss)
             async for _ in conn.notifies():
                 heard()
         finally:
@@ -184,19 +199,82 @@ class PgDatabase:
                 await conn.close()
 
     async def close(self) -> None:
-        await self._readers.close()
-        await self._writer.close()
+        self.closed = True
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._close_pools)
+
+    def _close_pools(self) -> None:
+        self._readers.close()
+        self._writers.close()
+        self._watchdog.close()
 
     async def write(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn`` in a write transaction; commit, or roll back on error."""
-        return await self._writer.run(functools.partial(transact, fn=fn, write=True))
+        return await self._operate(self._writers, self._write_turn, fn, write=True)
 
     async def read(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn`` on one consistent snapshot; nothing it does is kept."""
-        return await self._readers.run(functools.partial(transact, fn=fn, write=False))
+        return await self._operate(self._readers, self._read_turn, fn, write=False)
 
     async def schema_version(self) -> int:
-        return await self._writer.run(functools.partial(transact, fn=_current_version, write=False))
+        return await self._operate(self._writers, self._write_turn, _current_version, write=False)
+
+    async def _operate(
+        self,
+        pool: StorePool,
+        turn: anyio.CapacityLimiter,
+        fn: Callable[[Any], T],
+        *,
+        write: bool,
+        bound: float | None = None,
+    ) -> T:
+        """``fn`` in a transaction on a connection of ``pool``, in a worker thread, within
+        ``bound`` (the operation timeout) from when its turn comes."""
+        if self.closed:
+            raise StoreError("the store is closed")
+        seconds = self._config.operation_timeout_seconds if bound is None else bound
+        # Shielded: a caller cancelled mid-way must not go on while its transaction runs (it
+        # ends by its deadline in any case).
+        with anyio.CancelScope(shield=True):
+            async with turn:
+                job = functools.partial(self._attempts, pool, fn, write, time.monotonic() + seconds, seconds)
+                result = await anyio.to_thread.run_sync(job)
+        return result
+
+    def _attempts(
+        self, pool: StorePool, fn: Callable[[Any], T], write: bool, deadline: float, bound: float
+    ) -> T:
+        """The transaction, run a second time only when that is known to be safe."""
+        job = functools.partial(transact, fn=fn, write=write)
+        began = deadline - bound
+        unavailable = functools.partial(self._unavailable, began=began)
+        for attempt in (1, 2):
+            try:
+                return pool.run(job, deadline)
+            except Broken as broken:
+                # Safe to run again: the connection ended before COMMIT was sent, and
+                # PostgreSQL keeps nothing of a transaction whose session ended uncommitted.
+                # Once: a server that drops the second connection as well is down.
+                if attempt == 2 or time.monotonic() >= deadline:
+                    raise unavailable(str(broken)) from broken
+            except Stalled as stalled:
+                # Cut before COMMIT was sent (a COMMIT cut off is ``CommitUnknown``): nothing kept.
+                raise unavailable(f"the database did not answer within {bound:g} s") from stalled
+            except CommitUnknown as unknown:
+                raise unavailable(str(unknown), recorded=None) from unknown
+            except errors.QueryCanceled as exc:
+                raise unavailable(
+                    f"a statement ran longer than {self._config.statement_timeout_seconds:g} s"
+                ) from exc
+            except errors.LockNotAvailable as exc:
+                raise unavailable(
+                    f"a lock was held by another session longer than {self._config.lock_timeout_seconds:g} s"
+                ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _unavailable(self, reason: str, *, began: float, recorded: bool | None = False) -> StoreUnavailable:
+        self._health.failed(reason, began)
+        return StoreUnavailable(self.path, reason, recorded=recorded)
 
     async def migrate(self) -> list[int]:
         """Apply every pending migration, all in one transaction under the migration lock."""
@@ -205,10 +283,15 @@ class PgDatabase:
             raise StoreError(newer_schema(self.path, current))
         if current == MIGRATIONS[-1].version:
             return []
-        return await self.write(_migrate)
+        return await self._operate(
+            self._writers, self._write_turn, _migrate, write=True, bound=_MIGRATION_SECONDS
+        )
 
 
 def _migrate(conn: PgConn) -> list[int]:
+    # Another server may be migrating (the lock), and a migration may rewrite a large table.
+    conn.raw.execute("SET LOCAL statement_timeout = 0")
+    conn.raw.execute(f"SET LOCAL lock_timeout = {round(_MIGRATION_SECONDS * 1000)}")
     conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("

@@ -32,7 +32,14 @@ def build_tools(
         return ToolCall(context, role, http)
 
     tools = [
-        structured_tool(served.fn, served.annotations, bind, use_published=use_published, text=served.text)
+        structured_tool(
+            served.fn,
+            served.annotations,
+            bind,
+            use_published=use_published,
+            text=served.text,
+            prompts=prompts,
+        )
         for served in SERVED
     ]
     describe_tools(tools, prompts)

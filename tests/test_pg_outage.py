@@ -1,0 +1,393 @@
+"""The team's store survives its database: real PostgreSQL killed, stopped, stalled and cut
+off under writes from several real server processes (``serve --transport http``), none of
+which is restarted.
+
+Each outage is short (2-4 s): what is proved is that the servers come back by themselves
+within the bound once the database does, that every call in between fails within the bound
+with words the model can act on, and that the rows in the database are exactly the writes
+that were acknowledged (an unknown outcome, a COMMIT whose answer was lost, is allowed to
+be either, never twice).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+import pg_local as pg
+from conftest import ToolCallError
+from hooks_support import Run, bash_failure, hook_process
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, TEST_TOKENS, http_client, start_http, stop_http
+
+SERVERS = 3
+# A server serves again this soon after the database is back (the bound the issue sets is
+# "a few seconds"; measured: under 0.3 s, benchmarks/bench_outage.py).
+RECOVERY_SECONDS = 3.0
+# The bounds the stalled servers run with (the defaults are 3 s to connect and 8 s per
+# operation): short, so the test is.
+STALL_BOUNDS = {
+    "ESCALATION_STORE_OPERATION_TIMEOUT_SECONDS": "2",
+    "ESCALATION_STORE_STATEMENT_TIMEOUT_SECONDS": "1",
+    "ESCALATION_STORE_CONNECT_TIMEOUT_SECONDS": "2",
+}
+UNAVAILABLE = "The escalation store is unavailable right now"
+NOTHING_RECORDED = "Nothing of this call was recorded"
+MAYBE_RECORDED = "it may or may not have been recorded"
+
+
+@pytest.fixture(scope="module")
+def crash_pg() -> Iterator[pg.PgServer]:
+    """A PostgreSQL server of this module's own, which its tests kill and stop (the session's
+    serves every other test): commits are durable against a killed postmaster."""
+    bindir = pg.find_bindir()
+    if bindir is None:
+        pytest.fail(pg.missing_message(), pytrace=False)
+    with pg.running(bindir, settings=pg.COMMITS_SURVIVE_A_KILL) as server:
+        yield server
+
+
+@pytest.fixture
+def crash_url(crash_pg: pg.PgServer) -> Iterator[str]:
+    if crash_pg.postmaster_pid() is None:  # a failed test left it down
+        pg.start_again(crash_pg)
+    name = crash_pg.create_database(template="template0")
+    try:
+        yield crash_pg.url(name)
+    finally:
+        crash_pg.drop_database(name)
+
+
+@dataclass
+class Calls:
+    """What one agent saw: acknowledged messages, failures with their text, and timings."""
+
+    acknowledged: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    longest: float = 0.0
+    # Monotonic time of each acknowledged call's end.
+    succeeded_at: list[float] = field(default_factory=list)
+
+
+async def _writer(base: str, name: str, calls: Calls, until: Callable[[], bool]) -> None:
+    """One agent recording a distinct failure after another until ``until()``."""
+    async with http_client(f"{base}/mcp", AGENT_TOKEN) as agent:
+        await agent.call("start_task", title=f"Agent {name}", task_id=name, agent_id=name)
+        n = 0
+        while not until():
+            n += 1
+            message = f"RuntimeError: outage probe {name} call {n}"
+            started = time.monotonic()
+            try:
+                await agent.call("record_failure", task_id=name, message=message)
+            except ToolCallError as exc:
+                text = str(exc)
+                calls.errors.append(text)
+                if MAYBE_RECORDED in text:
+                    calls.unknown.append(message)
+            else:
+                calls.acknowledged.append(message)
+                calls.succeeded_at.append(time.monotonic())
+            calls.longest = max(calls.longest, time.monotonic() - started)
+            await anyio.sleep(0.02)
+
+
+@dataclass
+class Team:
+    bases: list[str]
+    processes: list[object]
+    logs: list[Path]
+
+
+@pytest.fixture
+def team(tmp_path: Path, crash_url: str, request: pytest.FixtureRequest) -> Iterator[Team]:
+    """``SERVERS`` HTTP servers on one database (the test's bounds from ``store_env``)."""
+    extra: dict[str, str] = getattr(request, "param", {})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    env.update(extra)
+    # Started side by side: each takes a second or two to listen.
+    with ThreadPoolExecutor(SERVERS) as starting:
+        started = list(
+            starting.map(lambda _: start_http(tmp_path, "--db", crash_url, env=env), range(SERVERS))
+        )
+    try:
+        yield Team(
+            bases=[f"http://127.0.0.1:{port}" for _, port, _ in started],
+            processes=[process for process, _, _ in started],
+            logs=[log for _, _, log in started],
+        )
+    finally:
+        for process, _, _ in started:
+            stop_http(process)
+
+
+async def _under_writes(
+    team: Team, outage: Callable[[], Awaitable[float]], settle: float = 1.5
+) -> tuple[dict[str, Calls], float]:
+    """Agents write on every server while ``outage`` runs (it returns when the database is
+    back); they go on ``settle`` seconds after. Returns what each saw and when it was back."""
+    calls = {f"agent{i}": Calls() for i in range(len(team.bases))}
+    back: list[float] = []
+
+    def done() -> bool:
+        return bool(back) and time.monotonic() > back[0] + settle
+
+    async def run_outage() -> None:
+        await anyio.sleep(1.0)  # writes are under way
+        back.append(await outage())
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for (name, seen), base in zip(calls.items(), team.bases, strict=True):
+                tg.start_soon(_writer, base, name, seen, done)
+            tg.start_soon(run_outage)
+    return calls, back[0]
+
+
+def _recorded(url: str) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return [str(row[0]) for row in conn.execute("SELECT message FROM failure_occurrences")]
+
+
+def _assert_exactly_the_acknowledged(url: str, calls: dict[str, Calls]) -> None:
+    recorded = _recorded(url)
+    assert len(recorded) == len(set(recorded)), "a write was applied twice"
+    acknowledged = {m for seen in calls.values() for m in seen.acknowledged}
+    unknown = {m for seen in calls.values() for m in seen.unknown}
+    assert acknowledged <= set(recorded), f"acknowledged writes lost: {sorted(acknowledged - set(recorded))}"
+    assert set(recorded) - acknowledged <= unknown, "a write was kept that its caller was told was not"
+
+
+def _assert_back_within_bound(calls: dict[str, Calls], back: float) -> None:
+    for name, seen in calls.items():
+        after = [at for at in seen.succeeded_at if at > back]
+        assert after, f"{name} never served again after the database was back"
+        assert after[0] - back < RECOVERY_SECONDS, f"{name} served again {after[0] - back:.1f} s after"
+
+
+def _assert_processes_alive(team: Team) -> None:
+    for process in team.processes:
+        assert process.poll() is None  # type: ignore[attr-defined]
+
+
+def _assert_the_words(calls: dict[str, Calls]) -> None:
+    errors = [text for seen in calls.values() for text in seen.errors]
+    assert errors, "the outage failed no call: it proved nothing"
+    for text in errors:
+        assert UNAVAILABLE in text or "stopped answering while this call was being recorded" in text, text
+        assert NOTHING_RECORDED in text or MAYBE_RECORDED in text, text
+        assert not text.endswith("record_failure")  # the bare error of an unexpected exception
+
+
+def _assert_one_log_line_per_outage(team: Team) -> None:
+    """One warning when the store stops answering (and one when it is back), none per call;
+    no error, no traceback. (The SDK's own info line for each failed tool call stays.)"""
+    for log in team.logs:
+        text = " ".join(log.read_text(encoding="utf-8", errors="replace").split())
+        assert len(re.findall(r"WARNING [\w.]+: store \S+ is unavailable", text)) == 1, text
+        assert len(re.findall(r"WARNING [\w.]+: store \S+ answers again", text)) == 1, text
+        assert " ERROR " not in text, text
+        assert "Traceback" not in text, text
+
+
+@pytest.mark.parametrize("kind", ["kill -9", "fast stop"])
+async def test_every_server_serves_again_after_the_database_restarts(
+    kind: str, team: Team, crash_pg: pg.PgServer, crash_url: str
+) -> None:
+    async def outage() -> float:
+        down = pg.kill_postmaster if kind == "kill -9" else pg.stop_fast
+        await anyio.to_thread.run_sync(down, crash_pg)
+        await anyio.sleep(2.0)
+        await anyio.to_thread.run_sync(pg.start_again, crash_pg)
+        return time.monotonic()
+
+    calls, back = await _under_writes(team, outage)
+
+    _assert_processes_alive(team)
+    _assert_back_within_bound(calls, back)
+    _assert_exactly_the_acknowledged(crash_url, calls)
+    _assert_the_words(calls)
+    assert max(seen.longest for seen in calls.values()) < 8.0 + 1.0
+    _assert_one_log_line_per_outage(team)
+
+
+async def test_sessions_terminated_by_the_database_are_replaced_without_a_failed_call(
+    team: Team, crash_pg: pg.PgServer, crash_url: str
+) -> None:
+    terminated: list[int] = []
+
+    async def outage() -> float:
+        def terminate() -> None:
+            with crash_pg.connect() as admin:
+                rows = admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+                ).fetchall()
+            terminated.append(len(rows))
+
+        await anyio.to_thread.run_sync(terminate)
+        return time.monotonic()
+
+    calls, back = await _under_writes(team, outage)
+
+    assert terminated[0] >= SERVERS  # every server's connections (writers, readers, listeners)
+    _assert_processes_alive(team)
+    _assert_back_within_bound(calls, back)
+    _assert_exactly_the_acknowledged(crash_url, calls)
+    assert [text for seen in calls.values() for text in seen.errors] == []
+
+
+@pytest.mark.parametrize("team", [STALL_BOUNDS], indirect=True)
+async def test_a_stalled_database_fails_calls_within_the_bound_and_they_serve_again(
+    team: Team, crash_pg: pg.PgServer, crash_url: str
+) -> None:
+    async def outage() -> float:
+        pg.signal_all(crash_pg, signal.SIGSTOP)
+        try:
+            await anyio.sleep(4.0)
+        finally:
+            pg.signal_all(crash_pg, signal.SIGCONT)
+        return time.monotonic()
+
+    calls, back = await _under_writes(team, outage)
+
+    _assert_processes_alive(team)
+    # The bound the servers run with (2 s), and the time it takes to answer once cut.
+    assert max(seen.longest for seen in calls.values()) < 2.0 + 1.0
+    _assert_the_words(calls)
+    _assert_back_within_bound(calls, back)
+    _assert_exactly_the_acknowledged(crash_url, calls)
+    _assert_one_log_line_per_outage(team)
+
+
+@pytest.fixture
+def one_server(tmp_path: Path, crash_url: str) -> Iterator[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    process, port, _ = start_http(tmp_path, "--db", crash_url, env=env)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_http(process)
+
+
+def test_the_console_says_the_store_is_unavailable_and_comes_back(
+    one_server: str, crash_pg: pg.PgServer
+) -> None:
+    with httpx2.Client(base_url=one_server, headers={"Origin": one_server}) as operator:
+        assert operator.post("/login", data={"token": OPERATOR_TOKEN}).status_code == 303
+        assert operator.get("/").status_code == 200
+        pg.stop_fast(crash_pg)
+        try:
+            down = operator.get("/")
+        finally:
+            pg.start_again(crash_pg)
+        deadline = time.monotonic() + RECOVERY_SECONDS
+        while (back := operator.get("/")).status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    assert down.status_code == 503
+    assert down.headers["Retry-After"] == "30"
+    assert "Store unavailable" in down.text
+    assert "does not answer" in down.text
+    assert "reload this page in a minute" in down.text
+    assert back.status_code == 200
+
+
+def test_the_cli_names_the_store_and_why_without_its_password(crash_pg: pg.PgServer, crash_url: str) -> None:
+    with_password = crash_url.replace("esc@", "esc:hunter2@")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    pg.stop_fast(crash_pg)
+    try:
+        started = time.monotonic()
+        done = subprocess.run(
+            [SCRIPT, "escalations", "list", "--db", with_password],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        took = time.monotonic() - started
+    finally:
+        pg.start_again(crash_pg)
+
+    assert done.returncode == 1
+    assert f"store {with_password.replace('hunter2', '***')} is unavailable (" in done.stderr
+    assert "Connection refused" in done.stderr
+    assert "hunter2" not in done.stderr
+    assert "Traceback" not in done.stderr
+    assert took < 8.0
+
+
+def _hook_rows(url: str) -> tuple[list[str], list[str]]:
+    """The delivery keys of the hook events recorded, and the failures' messages, in order."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        keys = conn.execute("SELECT delivery_key FROM hook_events ORDER BY event_id").fetchall()
+        said = conn.execute("SELECT message FROM failure_occurrences ORDER BY occurrence_id").fetchall()
+    return [str(row[0]) for row in keys], [str(row[0]) for row in said]
+
+
+async def test_hook_events_met_by_an_outage_are_spooled_and_recorded_once_in_order(
+    tmp_path: Path, crash_pg: pg.PgServer, crash_url: str
+) -> None:
+    state = tmp_path / "state"
+    events = [
+        bash_failure(f"pytest -k case{n}", f"E   AssertionError: case{n}", f"toolu_spool_{n}")
+        for n in range(5)
+    ]
+
+    async def run(n: int) -> tuple[Run, float]:
+        started = time.monotonic()
+        done = await hook_process(
+            "claude-code", events[n], db=crash_url, tmp=tmp_path, XDG_STATE_HOME=str(state)
+        )
+        return done, time.monotonic() - started
+
+    pg.stop_fast(crash_pg)
+    try:
+        down = [await run(n) for n in range(2)]
+    finally:
+        pg.start_again(crash_pg)
+    pg.signal_all(crash_pg, signal.SIGSTOP)
+    try:
+        stalled = await run(2)
+    finally:
+        pg.signal_all(crash_pg, signal.SIGCONT)
+    spooled = sorted((state / "mcp-server-escalation" / "spool").glob("*/*.json"))
+    # A replay that recorded an event and was killed before removing its file: the file is back.
+    kept_twice = spooled[0].read_text(encoding="utf-8")
+    back = await run(3)
+    spooled[0].write_text(kept_twice, encoding="utf-8")
+    again = await run(4)
+
+    for done, took in [*down, stalled]:
+        assert done.returncode == 0
+        assert done.stdout == ""  # no decision: the host goes on
+        assert "is unavailable (" in done.stderr
+        assert "the event was kept in" in done.stderr
+        assert took < 15.0  # a host's patience; measured ~0.5 s down and ~3.5 s stalled
+    assert len(spooled) == 3
+    assert back[0].returncode == 0
+    assert again[0].returncode == 0
+    assert "kept" not in back[0].stderr + again[0].stderr
+    assert list((state / "mcp-server-escalation" / "spool").glob("*/*.json")) == []
+    keys, said = _hook_rows(crash_url)
+    assert keys == [f"post:toolu_spool_{n}" for n in range(5)]
+    assert [m for m in said if "AssertionError" in m] == [f"E   AssertionError: case{n}" for n in range(5)]
