@@ -159,6 +159,41 @@ async def test_malformed_stdin_lines_are_answered_with_a_json_rpc_error(db_path:
     assert all(len(a["error"]["message"]) <= 300 for a in answers if "error" in a)
 
 
+ODD_IDS = ["null", "1.5", "2.0", "1e3", "true", "false", '{"a":1}', "[1]"]
+
+
+@pytest.mark.sqlite_only  # the stdio transport's answers: no line here reaches the store
+async def test_requests_with_ids_json_rpc_refuses_and_two_messages_on_a_line_are_answered_as_it_says(
+    db_path: str,
+) -> None:
+    """A request's id is a string or an integer: any other is an Invalid Request answered
+    with the id null (the SDK read such a request as a notification and answered nothing).
+    Two messages on one line are one parse error, id null (it was addressed to the second)."""
+    odd = [f'{{"jsonrpc":"2.0","id":{value},"method":"ping"}}' for value in ODD_IDS]
+    lines = [
+        json.dumps(INITIALIZE),
+        json.dumps(INITIALIZED),
+        *odd,
+        '{"jsonrpc":"2.0","id":7,"method":"ping"}{"jsonrpc":"2.0","id":8,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":9,"method":"ping"} {"jsonrpc":"2.0","id":10,"method":"ping"}',
+        # an "id" that is not the request's own is no reason to refuse; a notification stays unanswered
+        '{"jsonrpc":"2.0","id":11,"method":"ping","params":{"_meta":{"id":null}}}',
+        '{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":null,"progress":1,"progressToken":1}}',
+    ]
+    with anyio.fail_after(60):
+        async with await anyio.open_process([str(SCRIPT), "--db", db_path], stderr=None) as process:
+            assert process.stdin is not None
+            assert process.stdout is not None
+            await process.stdin.send("\n".join(lines).encode() + b"\n")
+            await process.stdin.aclose()
+            output = b"".join([chunk async for chunk in process.stdout])
+            assert await process.wait() == 0
+    answers = [json.loads(line) for line in output.splitlines() if line.strip()][1:]
+    errors = sorted((a["error"]["code"], str(a["id"])) for a in answers if "error" in a)
+    assert errors == [(-32700, "None")] * 2 + [(-32600, "None")] * len(ODD_IDS)
+    assert [a for a in answers if "result" in a] == [{"jsonrpc": "2.0", "id": 11, "result": {}}]
+
+
 # -- characters, not bytes ----------------------------------------------------------------
 
 
