@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import anyio
@@ -70,6 +71,46 @@ async def test_a_notifier_command_that_backgrounds_a_child_leaves_nothing_runnin
             assert str(failed.value) == "command exited with status 1"
         child = int(pid_file.read_text())
         await eventually(lambda: not _running(child), 60, "the backgrounded child was stopped")
+
+
+# A daemon: forks, leaves the session (and so the process group), forks again, and writes
+# the pid of the process that stays.
+DAEMON = (
+    "import os, sys, time\n"
+    "if os.fork(): sys.exit(0)\n"
+    "os.setsid()\n"
+    "if os.fork(): sys.exit(0)\n"
+    "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+    "time.sleep(120)\n"
+)
+
+
+@pytest.mark.parametrize("ends", ["exits 0", "exits 1", "times out"])
+async def test_a_notifier_command_that_daemonises_twice_leaves_nothing_running(
+    tmp_path: Path, ends: str
+) -> None:
+    # Killing the process group missed whatever left it: one orphan per attempt.
+    script = tmp_path / "daemon.py"
+    script.write_text(DAEMON)
+    pids = [tmp_path / "daemon.pid", tmp_path / "setsid.pid"]
+    starts = (
+        f'"{sys.executable}" "{script}" "{pids[0]}"; '
+        f"setsid sh -c 'sleep 120 & echo $! > \"{pids[1]}\"; wait' < /dev/null > /dev/null 2>&1 & "
+        f'while [ ! -s "{pids[0]}" ] || [ ! -s "{pids[1]}" ]; do sleep 0.05; done; '
+    )
+    command = Notifier(
+        "command", starts + {"exits 0": "exit 0", "exits 1": "exit 1", "times out": "sleep 120"}[ends]
+    )
+    payload = {"escalation_id": 1, "event": "created", "text": "t"}
+    with anyio.fail_after(60):
+        if ends == "exits 0":
+            await send(command, payload, limit_seconds=20)
+        else:
+            with pytest.raises(DeliveryFailed):
+                await send(command, payload, limit_seconds=2 if ends == "times out" else 20)
+        for pid_file in pids:
+            daemon = int(pid_file.read_text())
+            await eventually(lambda daemon=daemon: not _running(daemon), 30, "the daemon was stopped")
 
 
 async def test_a_hanging_webhook_does_not_hold_up_cli_commands(db_path: str, tmp_path: Path) -> None:
