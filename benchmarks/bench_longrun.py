@@ -11,7 +11,12 @@ console script with the real SDK client, as a host does, through a whole stuck s
    of the last answer, as the agent is told) of the escalation holding it;
 4. **big store**: 3,000 distinct failures recorded one by one (another task, no trigger),
    then ``db check`` (``PRAGMA integrity_check`` and the FTS5 ``integrity-check``, run by
-   the console script on the same store) and one ``get_guidance``.
+   the console script on the same store) and one ``get_guidance``;
+5. **at the limits** (a store of its own): every tool and every resource, each text at its
+   input limit in 4-byte characters, after ``--reviews`` failing reviews of 1 Mi characters
+   (``every_call_at_its_limits``; ``tests/test_stuck_agent.py`` runs it in memory). Every
+   tool's largest result must stay under 16 KB; the resources, which hold the texts whole,
+   are reported.
 
 For each phase it reports the largest result a model reads (its text content: the result as
 compact JSON, or the rendered text; a host receives it twice, with the structured content,
@@ -21,7 +26,7 @@ the last 100. Targets: every result under 16 KB; an unanswered poll after the fi
 is missed.
 
     python benchmarks/bench_longrun.py
-    python benchmarks/bench_longrun.py --repeats 1000 --distinct 3000 --json out.json
+    python benchmarks/bench_longrun.py --repeats 1000 --distinct 3000 --reviews 20 --json out.json
 """
 
 from __future__ import annotations
@@ -61,6 +66,129 @@ NO_ESCALATION = {
     "no_test_improvement_after": 1_000_000,
     "files_modified_exceeds": 1_000_000,
 }
+
+
+# -- every tool and resource, with inputs at their limits --------------------------------
+
+WIDE = "\U0001f600"  # four bytes in UTF-8: a text at its limit in characters at its costliest
+TEXT = 64 * 1024  # models/limits.py: TEXT_MAX, LARGE_TEXT_MAX, LIST_MAX and LIST_TEXT_MAX
+LARGE = 1024 * 1024
+LIST_ITEMS = 500
+LIST_TEXT = 64 * 1024
+NAME = 256
+TOOLS = (
+    "start_task", "end_task", "get_task", "record_failure", "report_progress", "check_edit",
+    "record_attempt", "report_review", "get_feedback", "get_guidance", "update_failure",
+    "raise_escalation", "get_escalation", "acknowledge_response", "list_escalations",
+    "resolve_escalation",
+)  # fmt: skip
+RESOURCES = (
+    "escalation://pending", "escalation://{escalation_id}", "task://{task_id}",
+    "task://{task_id}/feedback/{step}", "failure://{failure_id}",
+)  # fmt: skip
+
+
+def wide(n: int, tag: str = "") -> str:
+    """``n`` characters, ``tag`` first, the rest 4-byte characters."""
+    return (tag + WIDE * n)[:n]
+
+
+def at_the_list_limit(tag: str, root: str = "src", suffix: str = "") -> list[str]:
+    """500 paths (or globs) whose characters add up to just under the limit of all items."""
+    each = LIST_TEXT // LIST_ITEMS - len(suffix)
+    return [f"{root}/{tag}/{n:03d}/".ljust(each - 1, "p") + WIDE + suffix for n in range(LIST_ITEMS)]
+
+
+class Sizes:
+    """The largest result of each tool and resource (the text a model reads), and refusals."""
+
+    def __init__(self) -> None:
+        self.largest: dict[str, int] = {}
+        self.refused: list[str] = []
+
+    def note(self, name: str, size: int) -> None:
+        self.largest[name] = max(self.largest.get(name, 0), size)
+
+    async def call(self, client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = await client.call_tool(tool, arguments)
+        self.note(tool, sum(len(getattr(part, "text", "").encode()) for part in result.content))
+        if result.is_error:
+            self.refused.append(f"{tool}: {getattr(result.content[0], 'text', '')[:300]}")
+            return {}
+        return result.structured_content or {}
+
+    async def read(self, client: Client, uri: str, template: str) -> None:
+        read = await client.read_resource(uri)
+        self.note(template, sum(len(getattr(part, "text", "").encode()) for part in read.contents))
+
+
+async def every_call_at_its_limits(agent: Client, operator: Client, reviews: int) -> Sizes:
+    """Every tool (the agent's, and the operator's answers) and every resource, each text at
+    its limit in 4-byte characters, after ``reviews`` failing reviews of 1 Mi characters."""
+    sizes = Sizes()
+    task = "limits"
+    quiet = {name: 1_000_000 for name in NO_ESCALATION if name != "same_error_repeated"}
+    step = wide(NAME, "step")
+    await sizes.call(
+        agent,
+        "start_task",
+        {
+            "title": wide(1024), "task_id": task, "specification": wide(TEXT), "agent_id": wide(NAME),
+            "scope": at_the_list_limit("scope", suffix="/**"), "project": "/" + "p" * 4000,
+            "thresholds": quiet,
+        },
+    )  # fmt: skip
+    for i in range(reviews):
+        review = {
+            "stage": wide(NAME, f"s{i % 3}"),
+            "failure_reason": wide(TEXT, str(i)),
+            "response": wide(LARGE, str(i)),
+        }
+        await sizes.call(agent, "report_review", {"task_id": task, "status": "fail", **review})
+    upstream = [wide(LIST_TEXT // LIST_ITEMS, f"u{n}") for n in range(LIST_ITEMS)]
+    for i in range(3):
+        attempt = {"feedback": wide(TEXT, str(i)), "artifact": wide(LARGE, str(i)), "guard": wide(NAME)}
+        await sizes.call(
+            agent,
+            "record_attempt",
+            {"task_id": task, "step": step, "status": "rejected", "upstream": upstream, **attempt},
+        )
+    await sizes.call(agent, "get_feedback", {"task_id": task, "step": step, "max_chars": 1_000_000})
+    for i in range(3):
+        progress = {"files_modified": at_the_list_limit(f"f{i}"), "note": wide(TEXT), "step": wide(NAME)}
+        await sizes.call(agent, "report_progress", {"task_id": task, **progress})
+    failure = {
+        "message": wide(TEXT, "E"), "file": "src/" + "f" * 4000, "attempted_action": wide(TEXT),
+        "observed_outcome": wide(TEXT), "error_code": wide(NAME), "error_type": wide(NAME),
+        "phase": wide(NAME), "context_refs": {f"r{n:02d}": "x" * 500 for n in range(32)},
+    }  # fmt: skip
+    for i in range(4):  # the third opens a repeated_error escalation
+        await sizes.call(agent, "record_failure", {"task_id": task, "line": i, **failure})
+    await sizes.call(agent, "check_edit", {"task_id": task, "paths": at_the_list_limit("edit", "docs")})
+    question = {
+        "reason": wide(TEXT),
+        "question": wide(TEXT),
+        "options": [wide(200, str(n)) for n in range(20)],
+    }
+    await sizes.call(agent, "raise_escalation", {"task_id": task, "blocking": True, **question})
+    await sizes.call(
+        agent, "get_guidance", {"task_id": task, "query": wide(TEXT, "E"), "k": 20, "scope": "project"}
+    )
+    await sizes.call(agent, "update_failure", {"failure_id": "F-1", "note": wide(TEXT)})
+    listed = await sizes.call(agent, "list_escalations", {"task_id": task, "status": "all", "limit": 100})
+    for escalation_id in [e["escalation_id"] for e in listed.get("escalations", [])]:
+        answer = {"response_type": "guidance", "content": wide(TEXT, "G"), "responder": wide(NAME)}
+        await sizes.call(operator, "resolve_escalation", {"escalation_id": escalation_id, **answer})
+        await sizes.call(agent, "get_escalation", {"escalation_id": escalation_id, "wait_seconds": 0})
+        await sizes.call(agent, "acknowledge_response", {"escalation_id": escalation_id, "note": wide(TEXT)})
+        await sizes.read(agent, f"escalation://{escalation_id}", "escalation://{escalation_id}")
+    await sizes.call(agent, "get_task", {"task_id": task})
+    await sizes.read(agent, "escalation://pending", "escalation://pending")
+    await sizes.read(agent, f"task://{task}", "task://{task_id}")
+    await sizes.read(agent, f"task://{task}/feedback/{step}", "task://{task_id}/feedback/{step}")
+    await sizes.read(agent, "failure://F-1", "failure://{failure_id}")
+    await sizes.call(agent, "end_task", {"task_id": task, "outcome": "abandoned", "note": wide(TEXT)})
+    return sizes
 
 
 class Phase:
@@ -106,7 +234,18 @@ async def _repeat(n: int, call: Callable[[int], Awaitable[Any]]) -> None:
         await call(i)
 
 
-async def _run(db_path: str, repeats: int, polls: int, distinct: int) -> dict[str, Any]:
+async def _at_the_limits(db_path: str, reviews: int) -> Sizes:
+    """``every_call_at_its_limits`` over stdio, on a store of its own: an agent's server and an operator's."""
+    agent = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path])
+    operator = StdioServerParameters(
+        command=str(SCRIPT), args=["--db", db_path, "serve", "--role", "operator"]
+    )
+    async with Client(agent, mode="legacy") as as_agent, Client(operator, mode="legacy") as as_operator:  # type: ignore[arg-type]
+        return await every_call_at_its_limits(as_agent, as_operator, reviews)
+
+
+async def _run(db_path: str, repeats: int, polls: int, distinct: int, reviews: int) -> dict[str, Any]:
+    limits = await _at_the_limits(db_path + ".limits", reviews)
     server = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path])
     stuck, edits, waits, store = Phase("stuck loop"), Phase("check_edit"), Phase("polls"), Phase("big store")
     async with Client(server, mode="legacy") as client:  # type: ignore[arg-type]
@@ -175,6 +314,7 @@ async def _run(db_path: str, repeats: int, polls: int, distinct: int) -> dict[st
         "integrity_check": report["integrity"],
         "search_index": report["search_index"],
         "failure_records": report["failure_records"],
+        "at_the_limits": {"reviews": reviews, "largest_bytes": limits.largest, "refused": limits.refused},
     }
 
 
@@ -222,6 +362,19 @@ def _verdicts(figures: dict[str, Any]) -> list[tuple[str, bool]]:
         (f"PRAGMA integrity_check {figures['integrity_check']}", figures["integrity_check"] == ["ok"])
     )
     checks.append((f"FTS5 integrity-check {figures['search_index']}", figures["search_index"] == "ok"))
+    limits = figures["at_the_limits"]
+    for tool in TOOLS:
+        largest = limits["largest_bytes"].get(tool)
+        checks.append(
+            (
+                f"{tool} at the limits: largest result {largest or 0:,} B < 16 KB",
+                largest is not None and largest < RESULT_LIMIT,
+            )
+        )
+    checks.append(
+        (f"every resource read ({', '.join(RESOURCES)})", set(RESOURCES) <= set(limits["largest_bytes"]))
+    )
+    checks.append((f"no call at the limits refused {limits['refused'][:3]}", not limits["refused"]))
     return checks
 
 
@@ -232,13 +385,16 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1000, help="record_failure calls of the stuck loop")
     parser.add_argument("--polls", type=int, default=300, help="check_edit calls and get_escalation polls")
     parser.add_argument("--distinct", type=int, default=3000, help="distinct failures of the big store")
+    parser.add_argument("--reviews", type=int, default=20, help="failing reviews of 1 Mi characters each")
     parser.add_argument("--json", help="write the figures to this file ('-' for stdout)")
     args = parser.parse_args()
     if min(args.repeats, args.polls, args.distinct) < 210:
         parser.error("each phase needs at least 210 calls (early = calls 10-110, late = the last 100)")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        figures = anyio.run(_run, str(Path(tmp) / "longrun.db"), args.repeats, args.polls, args.distinct)
+        figures = anyio.run(
+            _run, str(Path(tmp) / "longrun.db"), args.repeats, args.polls, args.distinct, args.reviews
+        )
     figures["seconds"] = round(time.perf_counter() - started, 1)
     figures["load_average"] = round(os.getloadavg()[0], 2)
     for name in ("stuck_loop", "check_edit_paused", "unanswered_polls", "distinct_failures"):
@@ -253,6 +409,9 @@ def main() -> int:
         f"get_guidance on {figures['failure_records']:,} records: {figures['get_guidance_ms']} ms,"
         f" {figures['get_guidance_bytes']:,} B"
     )
+    for name, largest in sorted(figures["at_the_limits"]["largest_bytes"].items(), key=lambda kv: -kv[1]):
+        kind = "resource" if "://" in name else "tool"
+        print(f"at the limits: {kind:<8} {name:<36} largest {largest:>10,} B")
     verdicts = _verdicts(figures)
     for text, ok in verdicts:
         print(f"  {'ok  ' if ok else 'MISS'} {text}")

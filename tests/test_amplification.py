@@ -32,6 +32,7 @@ from mcp_server_escalation.rules.evidence import (
     json_bytes,
     recent_summaries,
 )
+from mcp_server_escalation.rules.results import fit
 from mcp_server_escalation.settings import NotifyConfig
 from operator_support import eventually
 
@@ -194,3 +195,19 @@ async def test_pointers_and_blocker_details_are_limited_in_all_and_named(db_path
     assert "16,384 characters" in pointers
     assert "details.dependency" in details
     assert "512" in details
+
+
+def test_a_result_over_the_bound_shows_its_longest_texts_clipped_and_its_short_ones_whole() -> None:
+    result = {
+        "task_id": "t" * 128,
+        "specification": WIDE * 65536,
+        "response": {"content": WIDE * 65536, "responder": "alice"},
+        "findings": [{"finding_id": n, "stage": f"stage-{n}", "response": WIDE * 4096} for n in range(300)],
+    }
+    fitted = fit(result, RESULT_MAX_BYTES)
+    assert size(fitted) <= RESULT_MAX_BYTES
+    assert (fitted["task_id"], fitted["response"]["responder"]) == ("t" * 128, "alice")
+    assert "characters omitted" in fitted["specification"]
+    assert fitted["findings"][0]["stage"] == "stage-0"
+    small = {"task_id": "t", "note": WIDE * 100}
+    assert fit(small, RESULT_MAX_BYTES) is small

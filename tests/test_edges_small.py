@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import anyio
@@ -70,6 +71,46 @@ async def test_a_notifier_command_that_backgrounds_a_child_leaves_nothing_runnin
             assert str(failed.value) == "command exited with status 1"
         child = int(pid_file.read_text())
         await eventually(lambda: not _running(child), 60, "the backgrounded child was stopped")
+
+
+# A daemon: forks, leaves the session (and so the process group), forks again, and writes
+# the pid of the process that stays.
+DAEMON = (
+    "import os, sys, time\n"
+    "if os.fork(): sys.exit(0)\n"
+    "os.setsid()\n"
+    "if os.fork(): sys.exit(0)\n"
+    "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+    "time.sleep(120)\n"
+)
+
+
+@pytest.mark.parametrize("ends", ["exits 0", "exits 1", "times out"])
+async def test_a_notifier_command_that_daemonises_twice_leaves_nothing_running(
+    tmp_path: Path, ends: str
+) -> None:
+    # Killing the process group missed whatever left it: one orphan per attempt.
+    script = tmp_path / "daemon.py"
+    script.write_text(DAEMON)
+    pids = [tmp_path / "daemon.pid", tmp_path / "setsid.pid"]
+    starts = (
+        f'"{sys.executable}" "{script}" "{pids[0]}"; '
+        f"setsid sh -c 'sleep 120 & echo $! > \"{pids[1]}\"; wait' < /dev/null > /dev/null 2>&1 & "
+        f'while [ ! -s "{pids[0]}" ] || [ ! -s "{pids[1]}" ]; do sleep 0.05; done; '
+    )
+    command = Notifier(
+        "command", starts + {"exits 0": "exit 0", "exits 1": "exit 1", "times out": "sleep 120"}[ends]
+    )
+    payload = {"escalation_id": 1, "event": "created", "text": "t"}
+    with anyio.fail_after(60):
+        if ends == "exits 0":
+            await send(command, payload, limit_seconds=20)
+        else:
+            with pytest.raises(DeliveryFailed):
+                await send(command, payload, limit_seconds=2 if ends == "times out" else 20)
+        for pid_file in pids:
+            daemon = int(pid_file.read_text())
+            await eventually(lambda daemon=daemon: not _running(daemon), 30, "the daemon was stopped")
 
 
 async def test_a_hanging_webhook_does_not_hold_up_cli_commands(db_path: str, tmp_path: Path) -> None:
@@ -157,6 +198,41 @@ async def test_malformed_stdin_lines_are_answered_with_a_json_rpc_error(db_path:
     assert errors == [(request_id, code) for _, request_id, code in MALFORMED]
     assert answers[-1] == {"jsonrpc": "2.0", "id": 100, "result": {}}
     assert all(len(a["error"]["message"]) <= 300 for a in answers if "error" in a)
+
+
+ODD_IDS = ["null", "1.5", "2.0", "1e3", "true", "false", '{"a":1}', "[1]"]
+
+
+@pytest.mark.sqlite_only  # the stdio transport's answers: no line here reaches the store
+async def test_requests_with_ids_json_rpc_refuses_and_two_messages_on_a_line_are_answered_as_it_says(
+    db_path: str,
+) -> None:
+    """A request's id is a string or an integer: any other is an Invalid Request answered
+    with the id null (the SDK read such a request as a notification and answered nothing).
+    Two messages on one line are one parse error, id null (it was addressed to the second)."""
+    odd = [f'{{"jsonrpc":"2.0","id":{value},"method":"ping"}}' for value in ODD_IDS]
+    lines = [
+        json.dumps(INITIALIZE),
+        json.dumps(INITIALIZED),
+        *odd,
+        '{"jsonrpc":"2.0","id":7,"method":"ping"}{"jsonrpc":"2.0","id":8,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":9,"method":"ping"} {"jsonrpc":"2.0","id":10,"method":"ping"}',
+        # an "id" that is not the request's own is no reason to refuse; a notification stays unanswered
+        '{"jsonrpc":"2.0","id":11,"method":"ping","params":{"_meta":{"id":null}}}',
+        '{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":null,"progress":1,"progressToken":1}}',
+    ]
+    with anyio.fail_after(60):
+        async with await anyio.open_process([str(SCRIPT), "--db", db_path], stderr=None) as process:
+            assert process.stdin is not None
+            assert process.stdout is not None
+            await process.stdin.send("\n".join(lines).encode() + b"\n")
+            await process.stdin.aclose()
+            output = b"".join([chunk async for chunk in process.stdout])
+            assert await process.wait() == 0
+    answers = [json.loads(line) for line in output.splitlines() if line.strip()][1:]
+    errors = sorted((a["error"]["code"], str(a["id"])) for a in answers if "error" in a)
+    assert errors == [(-32700, "None")] * 2 + [(-32600, "None")] * len(ODD_IDS)
+    assert [a for a in answers if "result" in a] == [{"jsonrpc": "2.0", "id": 11, "result": {}}]
 
 
 # -- characters, not bytes ----------------------------------------------------------------

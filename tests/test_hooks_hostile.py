@@ -116,6 +116,29 @@ async def test_an_absurd_exit_code_and_odd_types_do_not_crash_the_recording(tmp_
     assert (await hook("cursor", cursor_odd, db=db, tmp=tmp_path)).returncode == 0
 
 
+async def test_a_lone_surrogate_escape_in_an_event_is_recorded_as_valid_text(tmp_path: Path) -> None:
+    """JSON may escape half a surrogate pair ("\\udc80": a tool printed bytes no encoding
+    reads); the event is recorded with that character made U+FFFD, in a Claude Code error and
+    inside a Cursor tool_output that is itself a JSON string."""
+    db = str(tmp_path / "s.db")
+    output = "Error: cannot decode \udc80 in build.log"
+    run = await hook("claude-code", bash_failure("make \ud800", output, "toolu_lone"), db=db, tmp=tmp_path)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "", "")
+    nested = cursor(
+        "postToolUse",
+        tool_name="Shell",
+        tool_input={"command": "make"},
+        tool_output=json.dumps({"exitCode": 2, "stdout": "fatal: \udfff broke"}),
+        tool_use_id="call_lone",
+    )
+    run = await hook("cursor", nested, db=db, tmp=tmp_path)
+    assert (run.returncode, run.stderr) == (0, "")
+    first, second = snapshot(db)["failures"]
+    assert "cannot decode \ufffd in build.log" in first["message"]
+    assert first["attempted_action"] == "Bash: make \ufffd"
+    assert "fatal: \ufffd broke" in second["message"]
+
+
 async def test_edits_outside_the_project_are_gated_only_when_configured(tmp_path: Path) -> None:
     db = str(tmp_path / "s.db")
     plan_file = pre_edit("/home/user/.claude/plans/plan.md", tool="Write")

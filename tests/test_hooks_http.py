@@ -157,6 +157,22 @@ async def test_an_oversized_event_is_refused_with_413_and_nothing_is_stored(
     assert await tasks_in(db_path, tmp_path) == []
 
 
+async def test_a_lone_surrogate_escape_is_recorded_and_answered_never_a_500(
+    served: str, db_path: str, tmp_path: Path
+) -> None:
+    await start(db_path)
+    events = [
+        bash_failure("make", f"Error: bad byte \udc80 in build {n}", f"toolu_lone_{n}") for n in range(3)
+    ]
+    answers = [post(served, event, **{"X-Escalation-Task": TASK}) for event in events]
+    assert [a.status_code for a in answers] == [200, 200, 200], answers[-1].text
+    escalated = json.loads(answers[2].text)["hookSpecificOutput"]["additionalContext"]
+    assert "escalation 1" in escalated
+    async with connect(db_path) as agent:
+        escalation = await agent.call("get_escalation", escalation_id=1)
+    assert "bad byte \ufffd in build" in json.dumps(escalation, ensure_ascii=False)
+
+
 async def test_bad_requests_say_what_is_wrong_and_change_nothing(
     served: str, db_path: str, tmp_path: Path
 ) -> None:

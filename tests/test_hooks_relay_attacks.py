@@ -208,3 +208,73 @@ async def test_a_relay_that_cannot_start_says_why(
     async with open_runtime(make_settings(str(tmp_path / "why.db"))) as rt, relay_server.relay(rt) as path:
         assert path is None
     assert "hook relay not started: no private folder for the socket" in caplog.text
+
+
+async def _relayed_after_start(db: str, tmp_path: Path, path: str) -> None:
+    """Start a server with its relay on ``db`` and have one hook run relayed by it."""
+    server = build_server(make_settings(db), hook_relay=True)
+    async with Client(server) as client:
+        with anyio.fail_after(60):
+            while not relay_server._is_live(path):
+                await anyio.sleep(0.02)
+        failure = bash_failure("python -m pytest -q", PYTEST_FAIL, "toolu_way")
+        relayed = await hook("claude-code", failure, db=db, tmp=tmp_path, **REQUIRE)
+        assert (relayed.returncode, relayed.stderr) == (0, "")
+        assert not (await client.call_tool("start_task", {"title": "on", "task_id": "on"})).is_error
+
+
+@pytest.mark.parametrize("in_the_way", ["dangling symlink", "symlink to a file", "empty folder", "file"])
+async def test_what_nothing_serves_at_the_socket_path_is_cleared_and_said(
+    in_the_way: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(composition_server, "RELAY_START_SECONDS", 0.0)
+    db = str(tmp_path / "way.db")
+    path = socket_path(db, os.environ, str(Path.cwd()))
+    assert path is not None
+    target = tmp_path / "target"
+    if in_the_way == "dangling symlink":
+        Path(path).symlink_to(tmp_path / "gone")
+    elif in_the_way == "symlink to a file":
+        target.write_text("mine")
+        Path(path).symlink_to(target)
+    elif in_the_way == "empty folder":
+        Path(path).mkdir()
+    else:
+        Path(path).write_text("left here")
+    await _relayed_after_start(db, tmp_path, path)
+    said = {"dangling symlink": "symlink", "symlink to a file": "symlink"}.get(in_the_way, in_the_way)
+    assert f"hook relay: removed the {said} that was in the way at {path}" in caplog.text
+    assert not target.exists() or target.read_text() == "mine"  # a link's target is never touched
+
+
+async def test_a_folder_with_contents_at_the_socket_path_is_left_and_said_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(composition_server, "RELAY_START_SECONDS", 0.0)
+    monkeypatch.setattr(relay_server, "RETRY_SECONDS", 0.05)
+    db = str(tmp_path / "folder.db")
+    path = socket_path(db, os.environ, str(Path.cwd()))
+    assert path is not None
+    Path(path).mkdir()
+    (Path(path) / "notes.txt").write_text("somebody's work")
+    server = build_server(make_settings(db), hook_relay=True)
+    async with Client(server) as client:
+        with anyio.fail_after(30):
+            while "not listening on" not in caplog.text:
+                await anyio.sleep(0.02)
+        await anyio.sleep(0.3)  # several retries: still one line
+        assert not (await client.call_tool("start_task", {"title": "on", "task_id": "on"})).is_error
+        said = [r.getMessage() for r in caplog.records if "not listening on" in r.getMessage()]
+        assert len(said) == 1
+        assert f"not listening on {path}: a folder is in the way" in said[0]
+        assert "remove it" in said[0]
+        assert (Path(path) / "notes.txt").read_text() == "somebody's work"
+        # once it is gone, the relay takes the path
+        (Path(path) / "notes.txt").unlink()
+        Path(path).rmdir()
+        with anyio.fail_after(30):
+            while not relay_server._is_live(path):
+                await anyio.sleep(0.02)

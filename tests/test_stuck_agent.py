@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,10 @@ from mcp_server_escalation.models.limits import POLL_MAX_BYTES, RESULT_MAX_BYTES
 from mcp_server_escalation.services import failures, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.store.sql import Conn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from bench_longrun import RESOURCES, TOOLS, every_call_at_its_limits  # benchmarks/ is not a package
 
 pytestmark = pytest.mark.both_backends
 
@@ -344,3 +350,24 @@ async def test_an_out_of_scope_edit_of_a_task_at_its_input_limits_escalates_in_a
         refused = await agent.call("check_edit", task_id="big", paths=["docs/readme.md"])
     assert refused["escalation"]["type"] == "scope_deviation"
     assert size(refused) < RESULT_MAX_BYTES, f"{size(refused)} bytes"
+
+
+@pytest.mark.sqlite_only  # what a result shows is the services' and the registry's: one backend
+async def test_every_tool_at_its_input_limits_after_many_reviews_answers_under_the_bound(
+    db_path: str,
+) -> None:
+    """The long-run benchmark's last phase, in memory: every tool and resource, each text at
+    its limit in 4-byte characters, after failing reviews of 1 Mi characters each (a review
+    returned every earlier one's response whole: 8 MB in one result)."""
+    async with connect(db_path) as agent, connect(db_path, "operator") as operator:
+        sizes = await every_call_at_its_limits(agent.client, operator.client, reviews=8)
+    assert sizes.refused == []
+    assert set(sizes.largest) == {*TOOLS, *RESOURCES}
+    over = {tool: sizes.largest[tool] for tool in TOOLS if sizes.largest[tool] >= RESULT_MAX_BYTES}
+    assert over == {}
+    async with connect(db_path) as agent:  # the task has ended: what is outstanding is said, bounded
+        reviewed = await agent.call(
+            "report_review", task_id="limits", stage="ci", status="fail", response="x"
+        )
+    assert reviewed["outstanding_count"] == 8
+    assert all(len(f["response"]) < 400 for f in reviewed["outstanding"])

@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from ..models.limits import PATH_MAX
-from .events import HookEvent
+from .events import HookEvent, loads_valid
 from .plan import usable_path
 from .protocol import encode_answer, parse_payload
 from .triage import Triaged, needs_store, triage
@@ -48,7 +48,7 @@ def _payload(raw: bytes) -> dict[str, object]:
     if len(raw) > MAX_INPUT_BYTES:
         raise HookInputError(f"event larger than {MAX_INPUT_BYTES} bytes; ignored")
     try:
-        payload = json.loads(raw.decode("utf-8"))
+        payload = loads_valid(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise HookInputError(f"malformed JSON on stdin ({exc}); ignored") from exc
     if not isinstance(payload, dict):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
@@ -31,6 +32,12 @@ NAME_MAX = 4096
 OUTPUT_MAX = 1024 * 1024
 # The hosts cap hook output strings at 10,000 characters.
 ANSWER_MAX = 9500
+# JSON may escape half a surrogate pair on its own ("\\udc80": a tool that printed bytes
+# no encoding reads); Python's parser gives such a string, which has no UTF-8 form, so no
+# store, hash or answer could take it. Only an escape can bring one in: the text itself
+# was read as strict UTF-8.
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Codex edits every file through ``apply_patch``.
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "Delete", "apply_patch"})
@@ -125,6 +132,26 @@ class Answer(NamedTuple):
         return not (self.deny or self.context or self.block or self.halt or self.notice or self.allow)
 
 
+def loads_valid(text: str) -> Any:
+    """``json.loads(text)`` with every lone surrogate in a string (a key too) made U+FFFD,
+    so what an event carries is always valid text. Raises ``ValueError`` or ``RecursionError``
+    as ``json.loads`` does."""
+    value = json.loads(text)
+    if SURROGATE_ESCAPE.search(text) is None:
+        return value  # a pair the parser joined is one valid character; no escape, no surrogate
+    return _made_valid(value)
+
+
+def _made_valid(value: Any) -> Any:
+    if isinstance(value, str):
+        return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_made_valid(key): _made_valid(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_made_valid(item) for item in value]
+    return value
+
+
 def clip(text: str, limit: int = ANSWER_MAX) -> str:
     """``text`` cut to ``limit`` characters (the hosts' cap on hook output)."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -148,8 +175,8 @@ def mapping(data: object, key: str) -> Mapping[str, Any]:
     value = data.get(key)
     if isinstance(value, str) and value.lstrip().startswith("{") and len(value) <= OUTPUT_MAX:
         try:
-            value = json.loads(value)
-        except ValueError:
+            value = loads_valid(value)
+        except (ValueError, RecursionError):
             return {}
     return value if isinstance(value, Mapping) else {}
 

@@ -125,8 +125,8 @@ async def _signals(life: Lifetime) -> None:
 async def serve_until_done(rt: Runtime, path: str, idle_seconds: float, limits: RelayLimits = LIMITS) -> str:
     """Answer hook runs on ``path`` until the daemon's time is up; returns why it ended."""
     listener = await bind(path)
-    if listener is None:
-        return "another process serves this store's socket (it answers identically)"
+    if isinstance(listener, str):
+        return listener
     bound = socket_inode(path)
     life = Lifetime(idle_seconds, rt.settings.db_path, store_identity(rt.settings.db_path))
     lookups = anyio.CapacityLimiter(LOOKUP_THREADS)

@@ -24,7 +24,11 @@ wait for anyone on its event loop, which also runs the MCP server's tool calls:
 
 One socket per store: the first process to bind it serves; the others retry every
 ``RETRY_SECONDS`` and take over when it goes away. A socket left by a killed process is
-detected (nothing accepts) and replaced.
+detected (nothing accepts) and replaced; so is anything else at the socket's path (a
+symlink, dangling or not; a file; an empty folder): the folder is this user's alone and
+the name this store's, so nothing there is anyone else's. A folder with contents is left
+alone (it may hold somebody's work): the relay says why it does not listen, once, and
+tries again every ``RETRY_SECONDS``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import json
 import logging
 import os
 import socket
+import stat
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -276,13 +281,33 @@ def _is_live(path: str) -> bool:
     return True
 
 
-def _free(path: str) -> bool:
-    """Can ``path`` be bound? A socket nothing accepts on (a killed process's) is removed."""
-    if Path(path).exists():
-        if _is_live(path):
-            return False
-        Path(path).unlink(missing_ok=True)
-    return True
+# Why ``bind`` did not listen when another process serves the socket (not a problem).
+SERVED = "another process serves this store's socket (it answers identically)"
+
+
+def _clear(path: str) -> str | None:
+    """Make ``path`` free to bind: None when it is, else why it is not (``SERVED``, or what
+    is in the way). What nothing serves is removed, unless it is a folder with contents."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot look at it: {exc.strerror}"
+    if stat.S_ISSOCK(mode) and _is_live(path):
+        return SERVED
+    try:
+        if stat.S_ISDIR(mode):
+            Path(path).rmdir()
+        else:
+            Path(path).unlink()
+    except OSError as exc:
+        what = "a folder" if stat.S_ISDIR(mode) else "a file"
+        return f"{what} is in the way and cannot be removed ({exc.strerror}); remove it"
+    if not stat.S_ISSOCK(mode):  # a stale socket is routine; anything else is worth a word
+        kind = "empty folder" if stat.S_ISDIR(mode) else "symlink" if stat.S_ISLNK(mode) else "file"
+        log.warning("hook relay: removed the %s that was in the way at %s", kind, path)
+    return None
 
 
 def socket_inode(path: str) -> int:
@@ -297,28 +322,35 @@ def release(path: str, inode: int) -> None:
             Path(path).unlink()
 
 
-async def bind(path: str) -> SocketListener | None:
-    """Listen on ``path``, replacing a stale socket; None while another process serves it
-    (or while it cannot be bound: the reason is logged)."""
-    if not _free(path):
-        return None
+async def bind(path: str) -> SocketListener | str:
+    """Listen on ``path``, clearing what nothing serves there; else why not (``SERVED``
+    while another process serves it)."""
+    blocked = _clear(path)
+    if blocked is not None:
+        return blocked
     try:
         return await anyio.create_unix_listener(path, mode=0o600)
     except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:  # in use: another process bound it first
-            log.warning("hook relay: cannot listen on %s: %s", path, exc)
-        return None
+        if exc.errno == errno.EADDRINUSE:  # in use: another process bound it first
+            return SERVED
+        return str(exc)
 
 
 async def _listen(rt: Runtime, path: str, limits: RelayLimits) -> None:
     """Serve the socket, or wait for it to be free and then serve it."""
     lookups = anyio.CapacityLimiter(LOOKUP_THREADS)
+    said = SERVED  # what was last said about why it does not listen: said once, not every retry
     while True:
         listener = await bind(path)
-        if listener is None:
+        if isinstance(listener, str):
+            if listener != said:
+                again = f"trying again every {RETRY_SECONDS:g} s"
+                log.warning("hook relay: not listening on %s: %s; %s", path, listener, again)
+            said = listener
             log.debug("hook relay: %s is not free; trying again in %g s", path, RETRY_SECONDS)
             await anyio.sleep(RETRY_SECONDS)
             continue
+        said = SERVED
         inode = socket_inode(path)
         log.info("hook relay listening on %s", path)
         try:

@@ -105,7 +105,10 @@ class AttemptResult(Directed):
 class ReviewResult(Directed):
     finding: ReviewFinding | None
     cleared: int = Field(description="Findings of this stage resolved by this call")
-    outstanding: list[ReviewFinding] = Field(description="Every outstanding finding of the task")
+    outstanding: list[ReviewFinding] = Field(
+        description="The latest outstanding findings of the task (at most 10), texts clipped"
+    )
+    outstanding_count: int = Field(description="Every outstanding finding of the task, shown or not")
 
 
 def _untyped_items(schema: dict[str, Any]) -> None:

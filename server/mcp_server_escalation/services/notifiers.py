@@ -6,8 +6,13 @@
   as ``notify-send "$ESCALATION_TEXT"``. Exit status 0 is a delivery. Its stdout is
   discarded (a stdio server's stdout belongs to the protocol); the tail of its stderr
   becomes the recorded error. It runs in its own process group, killed as a whole when
-  the attempt ends: at its exit, on timeout or when cancelled. Whatever it starts in the
-  background ends with it (one that must outlive it has to leave the group: ``setsid``).
+  the attempt ends: at its exit, on timeout or when cancelled. Whatever it starts ends
+  with it, also a process that leaves the group (``setsid``, a daemon forking twice): each
+  attempt marks its command's environment with an id of its own
+  (``ESCALATION_NOTIFY_ATTEMPT``), which every process it starts inherits, and at the end
+  every process of ours whose environment carries that id is killed (read from ``/proc``,
+  where there is one; elsewhere the process group alone). Only a process started with an
+  environment emptied of it (``env -i``) escapes.
 - ``webhook_url``: an HTTP(S) POST of the same JSON (it carries a ``text`` summary, which
   chat webhooks display). Any 2xx status is a delivery. Sent with the standard library's
   ``urllib`` in a daemon thread: no dependency beyond what the project already has, and an
@@ -21,17 +26,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
+import anyio.to_thread
 
 from .. import __version__
 from ..rules.announce import payload_body
@@ -42,6 +50,14 @@ STDERR_TAIL = 2000
 # After the command exits, how long its stderr may take to reach us: only what it wrote
 # before exiting is still in the pipe (its group is killed at the exit).
 STDERR_GRACE_SECONDS = 1.0
+
+
+# The variable that marks every process one attempt started (see the module's docstring).
+ATTEMPT_ENV = "ESCALATION_NOTIFY_ATTEMPT"
+# Where a process's environment can be read (Linux); without it only the group is killed.
+PROC = "/proc"
+# Sweeps of /proc per attempt: one finds a process forked while the sweep before it ran.
+SWEEPS = 10
 
 
 class DeliveryFailed(Exception):
@@ -102,12 +118,13 @@ def _environment(payload: dict[str, Any]) -> dict[str, str]:
 
 async def _run_command(command: str, body: bytes, env: dict[str, str]) -> None:
     posix = sys.platform != "win32"
+    attempt = secrets.token_hex(8)
     process = await anyio.open_process(
         command,  # a shell command line, as the user wrote it in their own config
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=env,
+        env={**env, ATTEMPT_ENV: attempt},
         start_new_session=posix,
     )
     errors = bytearray()
@@ -130,6 +147,7 @@ async def _run_command(command: str, body: bytes, env: dict[str, str]) -> None:
             if process.returncode is None:
                 await process.wait()
             await process.aclose()
+            await anyio.to_thread.run_sync(_kill_marked, f"{ATTEMPT_ENV}={attempt}".encode())
     if code != 0:
         tail = errors.decode("utf-8", "replace").strip().splitlines()
         raise DeliveryFailed(f"command exited with status {code}" + (f": {tail[-1]}" if tail else ""))
@@ -164,6 +182,32 @@ def _stop(process: anyio.abc.Process, *, posix: bool) -> None:
             process.kill()
     except (ProcessLookupError, PermissionError):
         pass  # nothing of the group is left
+
+
+def _kill_marked(mark: bytes) -> None:
+    """Kill every process whose environment holds ``mark`` (the attempt's processes that
+    left its group), sweeping until a sweep finds none."""
+    if not Path(PROC).is_dir():
+        return
+    for _ in range(SWEEPS):
+        if not _sweep(mark + b"\0"):
+            return
+
+
+def _sweep(mark: bytes) -> bool:
+    """One pass over /proc; True when it killed something."""
+    killed = False
+    for entry in Path(PROC).iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            held = (b"\0" + (entry / "environ").read_bytes()).find(b"\0" + mark) >= 0
+            if held:
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed = True
+        except OSError:
+            continue  # gone, or another user's process (never ours to read or kill)
+    return killed
 
 
 async def _post_detached(url: str, body: bytes, limit_seconds: float) -> None:

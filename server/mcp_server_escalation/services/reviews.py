@@ -3,12 +3,34 @@
 from __future__ import annotations
 
 from ..models.feedback import ReviewFinding, ReviewResult
+from ..rules.evidence import clip
 from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store.sql import Conn
 from .firing import direct, stop_if_ended
 from .runtime import Runtime
 from .tasks import load_task
+
+# What a result shows of the outstanding findings: the latest few, their texts clipped. A
+# review's response may hold 1 Mi characters, and every earlier one was returned whole with
+# each call (8 MB in one result); get_feedback and task://{task_id}/feedback/{step} show them.
+FINDINGS_SHOWN = 10
+FINDING_TEXT_SHOWN = 300
+
+
+def _summary(finding: ReviewFinding) -> ReviewFinding:
+    return finding.model_copy(
+        update={
+            "failure_reason": clip(finding.failure_reason, FINDING_TEXT_SHOWN),
+            "response": clip(finding.response, FINDING_TEXT_SHOWN),
+        }
+    )
+
+
+def _outstanding(findings: list[ReviewFinding]) -> dict[str, object]:
+    latest = {f.finding_id for f in sorted(findings, key=lambda f: f.finding_id)[-FINDINGS_SHOWN:]}
+    shown = [_summary(f) for f in findings if f.finding_id in latest]
+    return {"outstanding": shown, "outstanding_count": len(findings)}
 
 
 async def report_review(
@@ -29,7 +51,7 @@ async def report_review(
         stop = stop_if_ended(rt, conn, task)
         if stop is not None:
             outstanding = feedback_store.outstanding_findings(conn, task_id)
-            return ReviewResult(finding=None, cleared=0, outstanding=outstanding, **stop.model_dump())
+            return ReviewResult(finding=None, cleared=0, **_outstanding(outstanding), **stop.model_dump())
         finding: ReviewFinding | None = None
         cleared = 0
         if status == "success":
@@ -53,9 +75,9 @@ async def report_review(
             now,
         )
         return ReviewResult(
-            finding=finding,
+            finding=_summary(finding) if finding else None,
             cleared=cleared,
-            outstanding=feedback_store.outstanding_findings(conn, task_id),
+            **_outstanding(feedback_store.outstanding_findings(conn, task_id)),
             **direct(rt, conn, task).model_dump(),
         )
 

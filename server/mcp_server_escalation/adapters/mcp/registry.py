@@ -29,8 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ...datafiles import data_dir
 from ...errors import ConfigError, EscalationError, StoreUnavailable
-from ...models.limits import TEXT_MAX
+from ...models.limits import RESULT_MAX_BYTES, TEXT_MAX
 from ...prompts import PromptBook
+from ...rules.results import fit
 from .flat_schemas import flat_schema, input_schema
 
 ToolFunction = Callable[..., Awaitable[BaseModel]]
@@ -191,6 +192,9 @@ def tool_result(
     payload. The others' JSON has no indentation (the SDK indents by two): it is the same
     result in fewer characters and tokens of the model's context. The result is the model's
     own dump, so it is not validated again on the way out.
+
+    A result larger than ``RESULT_MAX_BYTES`` (texts stored at their input limits) is shown
+    with its longest texts clipped (``rules/results.py``): the resources hold them whole.
     """
 
     async def call(ctx: Any, **arguments: Any) -> CallToolResult:
@@ -203,12 +207,19 @@ def tool_result(
         except EscalationError as exc:
             raise ToolError(str(exc)) from exc
         structured = result.model_dump(mode="json", by_alias=True)
-        shown = (
-            str(structured[text]) if text else json.dumps(structured, ensure_ascii=False, separators=COMPACT)
-        )
+        shown = _shown(structured, text)
+        # A character costs at most four bytes: only a long text needs measuring.
+        if len(shown) > RESULT_MAX_BYTES // 4 and len(shown.encode()) > RESULT_MAX_BYTES:
+            structured = fit(structured, RESULT_MAX_BYTES)
+            shown = _shown(structured, text)
         return CallToolResult(content=[TextContent(type="text", text=shown)], structured_content=structured)
 
     return call
+
+
+def _shown(structured: dict[str, Any], text: str | None) -> str:
+    """What the model reads of a result: its ``text`` field, else the result as compact JSON."""
+    return str(structured[text]) if text else json.dumps(structured, ensure_ascii=False, separators=COMPACT)
 
 
 def structured_tool(

@@ -8,13 +8,14 @@ loop reads and writes as it would the SDK's own.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 
-from .malformed import malformed_answer
+from .malformed import malformed_answer, odd_id_answer
 
 if TYPE_CHECKING:
     # What either transport hands over (the SDK's stdio_server() yields anyio memory streams).
@@ -53,7 +54,16 @@ class Unanswered:
     async def answer_malformed(self, error: Exception) -> None:
         """Answer a line the SDK could not read (it drops it): the client would wait forever."""
         answer = malformed_answer(error)
-        if answer is None or self._writer is None or self._unanswerable:
+        if answer is not None:
+            await self.refuse(answer)
+
+    def screening(self, lines: AsyncIterator[str]) -> _ScreenedLines:
+        """``lines`` as the SDK should read them: a request it would misread is answered here."""
+        return _ScreenedLines(lines, self)
+
+    async def refuse(self, answer: SessionMessage) -> None:
+        """Write the JSON-RPC error that answers a line no request was read from."""
+        if self._writer is None or self._unanswerable:
             return
         log.warning("stdin: answered a line that is no JSON-RPC message: %s", answer.message.error.message)  # type: ignore[union-attr]
         try:
@@ -137,6 +147,27 @@ class _RequestsRead:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+class _ScreenedLines:
+    """stdin's lines for the SDK's reader, less each request whose id is no string or
+    integer: the SDK would read it as a notification and answer nothing, so it is answered
+    here (``malformed.odd_id_answer``) and the SDK never sees it."""
+
+    def __init__(self, lines: AsyncIterator[str], unanswered: Unanswered) -> None:
+        self._lines = lines
+        self._unanswered = unanswered
+
+    def __aiter__(self) -> _ScreenedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await anext(self._lines)
+            answer = odd_id_answer(line)
+            if answer is None:
+                return line
+            await self._unanswered.refuse(answer)
 
 
 class _AnswersWritten:

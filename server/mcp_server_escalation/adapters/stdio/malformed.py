@@ -10,11 +10,20 @@ error) or ``-32600`` (invalid request), with the request's id when it can be rea
 
 The id is read by Python's own JSON parser, which takes both; a line nested too deeply for
 it too is scanned for the top-level members, within its first ``SCAN_CHARS`` characters.
+A line holding more than one JSON value (two messages on one line) is one parse error,
+answered with the id ``null``: which of its ids it answers could not be told.
+
+A request whose id is neither a string nor an integer (``null``, ``1.5``, ``true``, an
+object, an array) is read by the SDK as a notification, its id dropped, and never
+answered. ``odd_id_answer`` screens each line before the SDK reads it and answers such a
+request with ``-32600`` and the id ``null``: the id is what is invalid, so the answer
+cannot carry it (JSON-RPC 2.0: null when the id could not be detected).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, untyped in typeshed
 from typing import Any
 
@@ -30,6 +39,11 @@ SCAN_CHARS = 64 * 1024
 # How much of the parser's own message the answer quotes.
 PROBLEM_CHARS = 300
 _DECODER = json.JSONDecoder()
+# Where a line may name an id the SDK would drop: a cheap search before any parse (an id
+# can be spelled with escapes; a hit elsewhere in the line costs one parse, nothing more).
+_ODD_ID = re.compile(
+    r'"(?:i|\\u0069)(?:d|\\u0064)"\s*:\s*(?:null|true|false|[{\[]|-?\d+(?:\.|e))', re.IGNORECASE
+)
 _CONTAINER = object()  # a member whose value is an object or an array
 
 
@@ -56,6 +70,24 @@ def malformed_answer(error: Exception) -> SessionMessage | None:
     return SessionMessage(message)
 
 
+def odd_id_answer(line: str) -> SessionMessage | None:
+    """The ``-32600`` answering ``line`` when it is a request whose id is no string or
+    integer (the SDK would read it as a notification and answer nothing), else None."""
+    if _ODD_ID.search(line) is None:
+        return None
+    try:
+        members = json.loads(line)
+    except (ValueError, RecursionError):
+        return None  # the SDK refuses the line, and malformed_answer answers it
+    if not isinstance(members, dict) or "method" not in members or "id" not in members:
+        return None
+    if _request_id(members["id"]) is not None:
+        return None
+    problem = "Invalid Request: a request's id must be a string or an integer"
+    error = ErrorData(code=INVALID_REQUEST, message=problem)
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error))
+
+
 def _request_id(value: Any) -> str | int | None:
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
@@ -70,9 +102,11 @@ def _request_id(value: Any) -> str | int | None:
 def _members(line: str) -> dict[str, Any]:
     """The top-level members of the object on ``line``, as far as they can be read."""
     try:
-        value = json.loads(line)
+        value, end = _DECODER.raw_decode(line, _after_space(line, 0))
     except (ValueError, RecursionError):
         return _scanned(line[:SCAN_CHARS])
+    if line[end:].strip():
+        return {}  # another value follows: no one id to answer
     return value if isinstance(value, dict) else {}
 
 
@@ -87,6 +121,8 @@ def _scanned(text: str) -> dict[str, Any]:
             depth += 1
         elif char in "}]":
             depth -= 1
+            if depth == 0:
+                return found if not text[at + 1 :].strip() else {}  # another value follows
         elif char == '"':
             try:
                 key, at = scanstring(text, at + 1)

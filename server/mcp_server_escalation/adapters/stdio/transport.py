@@ -141,7 +141,8 @@ async def open_stdio() -> AsyncIterator[tuple[Any, Any]]:
         stdout = await LineWriter.connect(write_fd, on_lost=client_gone)
         try:
             # The SDK's transport with our line streams (typed as anyio files there).
-            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lines = unanswered.screening(stdin)
+            async with stdio_server(stdin=lines, stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
                 try:
                     with _stopped_by_sigterm():
                         yield unanswered.reading(read_stream), unanswered.writing(write_stream)
