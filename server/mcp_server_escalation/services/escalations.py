@@ -427,11 +427,14 @@ async def resolve_escalation(
     responder: str | None = None,
     role: Role,
     held: Mapping[str, int] | None = None,
+    agent_id: str | None = None,
     expected_revision: int | None = None,
 ) -> ResolveResult:
     """Answer an escalation; an agent-role caller may only withdraw a question of a task it
     holds (``held``: task id -> the generation it was held at, see adapters/mcp/holders.py;
-    None: the caller comes on no connection the server can tell apart, so it holds none).
+    None: the caller comes on no connection the server can tell apart, so it holds none), or
+    whose current agent it names (``agent_id``, as given to ``start_task``): a client that
+    opens a session per call never calls twice on one connection.
 
     ``expected_revision``: the revision the answer was made on (the console's form). An
     escalation that changed since, new evidence or another answer, is a Conflict: the human
@@ -444,7 +447,7 @@ async def resolve_escalation(
     def work(conn: Conn) -> ResolveResult:
         escalation = load_escalation(conn, escalation_id)
         if role == "agent":
-            _check_agent_may_withdraw(conn, escalation, response_type, held)
+            _check_agent_may_withdraw(conn, escalation, response_type, held, agent_id)
         _check_answerable(escalation, expected_revision)
         _check_answer(escalation, response_type, content, new_file_limit, add_scope)
         task = load_task(conn, escalation.task_id)
@@ -555,7 +558,11 @@ def _check_approval_values(new_file_limit: int | None, add_scope: list[str]) -> 
 
 
 def _check_agent_may_withdraw(
-    conn: Conn, escalation: Escalation, response_type: str, held: Mapping[str, int] | None
+    conn: Conn,
+    escalation: Escalation,
+    response_type: str,
+    held: Mapping[str, int] | None,
+    agent_id: str | None,
 ) -> None:
     if not (response_type == "withdraw" and escalation.type == "ask_human"):
         raise Forbidden(
@@ -565,20 +572,25 @@ def _check_agent_may_withdraw(
             "'mcp-server-escalation escalations respond' or a server started with --role operator)."
         )
     task = load_task(conn, escalation.task_id)
-    if held is None:
-        raise Forbidden(
-            f"escalation_id: this request came without an MCP session (sessionless HTTP), so "
-            f"it holds no task and cannot withdraw the question of task {task.task_id!r}; "
-            "a human operator answers it ('mcp-server-escalation escalations respond')."
-        )
-    if held.get(task.task_id) != task.generation:
-        raise Forbidden(
-            f"escalation_id: escalation {escalation.escalation_id} is a question of task "
-            f"{task.task_id!r}, which this connection does not hold: an agent withdraws only "
-            "questions of a task it started, resumed or took over with start_task on the same "
-            f"connection. If it is your task, call start_task(task_id={task.task_id!r}) first; "
-            "otherwise a human operator answers it ('mcp-server-escalation escalations respond')."
-        )
+    # The agent named is the one start_task gave the task to: as much as the connection
+    # proves (any caller may call start_task with that agent_id and so hold it).
+    if agent_id is not None and agent_id == task.agent_id:
+        return
+    if held is not None and held.get(task.task_id) == task.generation:
+        return
+    how = (
+        "this request came without an MCP session (sessionless HTTP), so it holds no task by its connection"
+        if held is None
+        else "this connection does not hold it (no start_task for it on this connection)"
+    )
+    raise Forbidden(
+        f"escalation_id: escalation {escalation.escalation_id} is a question of task "
+        f"{task.task_id!r}, and {how}: an agent withdraws only questions of a task it started, "
+        "resumed or took over with start_task, on the same connection or naming the same "
+        f"agent_id. If it is your task, call resolve_escalation again with agent_id set to the "
+        f"agent_id you gave start_task, or call start_task(task_id={task.task_id!r}) first; "
+        "otherwise a human operator answers it ('mcp-server-escalation escalations respond')."
+    )
 
 
 def _recorded_responder(role: Role, responder: str | None) -> str:

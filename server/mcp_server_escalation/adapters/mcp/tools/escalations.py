@@ -92,6 +92,7 @@ async def resolve_escalation(
     new_file_limit: Annotated[int, Field(ge=1, le=1_000_000)] | None = None,
     add_scope: GlobList = [],  # noqa: B006
     responder: Name | None = None,
+    agent_id: Name | None = None,
 ) -> ResolveResult:
     """Answer an escalation (operator role); an agent may only withdraw its own question."""
     return await escalations.resolve_escalation(
@@ -104,6 +105,7 @@ async def resolve_escalation(
         responder=call.responder(responder),
         role=call.role(),
         held=call.holders.held(call.connection()),
+        agent_id=agent_id,
     )
 
 
