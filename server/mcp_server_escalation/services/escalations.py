@@ -9,7 +9,7 @@ limit and scope applied to the task at once; withdraw (the agent's own question 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import anyio
 
@@ -47,6 +47,9 @@ from .tasks import load_task
 # process (the CLI, another server): well inside the 2 s in which an answer must reach the
 # waiting agent (benchmarks/README.md); a local answer wakes it at once.
 POLL_SECONDS = 0.2
+PROGRESS_SECONDS = 1.0
+# (seconds waited, the whole wait): told during a wait (adapters/mcp/waits.py)
+WaitListener = Callable[[float, float], Awaitable[None]]
 
 _STATUS_BY_RESPONSE = {
     "guidance": "resolved",
@@ -176,19 +179,27 @@ def _raised(rt: Runtime, conn: Conn, task_id: str, escalation_id: int) -> RaiseE
     return RaiseEscalationResult(escalation=escalation, **directed.model_dump())
 
 
-async def _wait_for_change(rt: Runtime, escalation_id: int, wait_seconds: float) -> None:
-    """Return when the escalation is no longer pending or the wait is over."""
+async def _wait_for_change(
+    rt: Runtime, escalation_id: int, wait_seconds: float, on_wait: WaitListener | None = None
+) -> None:
+    """Return when the escalation is no longer pending or the wait is over; ``on_wait``
+    hears (seconds waited, the whole wait) about every ``PROGRESS_SECONDS``."""
     # The tool refuses a wait outside 0-60 s by name; other doors (the demo) are clamped.
-    deadline = anyio.current_time() + min(max(wait_seconds, 0.0), WAIT_MAX_SECONDS)
+    whole = min(max(wait_seconds, 0.0), WAIT_MAX_SECONDS)
+    started = anyio.current_time()
+    deadline, next_progress = started + whole, started + PROGRESS_SECONDS
     while True:
         state = await rt.db.read(lambda conn: escalation_store.response_state(conn, escalation_id))
         if state is None or state[0] != "pending":
             return
-        remaining = deadline - anyio.current_time()
-        if remaining <= 0:
+        now = anyio.current_time()
+        if now >= deadline:
             return
+        if on_wait is not None and now >= next_progress:
+            next_progress = now + PROGRESS_SECONDS
+            await on_wait(now - started, whole)
         changed = rt.changed()
-        with anyio.move_on_after(min(POLL_SECONDS, remaining)):
+        with anyio.move_on_after(min(POLL_SECONDS, deadline - now)):
             await changed.wait()
 
 
@@ -199,8 +210,10 @@ async def get_escalation(
     wait_seconds: float = 0,
     deliver: bool = True,
     known_revision: int | None = None,
+    on_wait: WaitListener | None = None,
 ) -> EscalationResult:
-    """The escalation, waiting up to ``wait_seconds`` (0-60) for an answer; ``deliver`` marks it delivered.
+    """The escalation, waiting up to ``wait_seconds`` (0-60) for an answer; ``deliver`` marks it
+    delivered; ``on_wait`` hears how the wait goes (the client's progress notifications).
 
     ``known_revision``: the revision the caller last received whole. While the escalation is
     still at that revision the answer leaves the record out (a waiting agent polls it every
@@ -216,7 +229,7 @@ async def get_escalation(
             "pass the revision of the last answer that held the record, or leave it out",
         )
     if wait_seconds > 0:
-        await _wait_for_change(rt, escalation_id, wait_seconds)
+        await _wait_for_change(rt, escalation_id, wait_seconds, on_wait)
     now = rt.now()
 
     def work(conn: Conn) -> EscalationResult:
