@@ -180,6 +180,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 # the others' time; left to the middle of the run they came together, and both cores idled
 # for ~10 s. A module missing here costs time, never a result.
 START_FIRST = (
+    "test_clients.py",  # builds the client environments on a run without them (minutes)
     "test_pg_outage.py",
     "test_team.py",
     "test_concurrency.py",

@@ -184,7 +184,7 @@ def test_an_actions_summary_fits_its_bound_whatever_shape_its_detail_has() -> No
 
 
 async def test_pointers_and_blocker_details_are_limited_in_all_and_named(db_path: str) -> None:
-    refs = {f"key_{n}": ["p" * 500] * 2 for n in range(20)}  # 20,000 characters of pointers
+    refs = [{"kind": f"key_{n}", "ref": "p" * 500} for n in range(20) for _ in range(2)]  # 20,000 characters
     async with connect(db_path) as agent:
         await agent.call("start_task", title="refs", task_id="refs")
         pointers = await agent.error("record_failure", task_id="refs", message="boom", context_refs=refs)

@@ -34,7 +34,6 @@ async def test_a_legacy_client_hears_an_answer_given_in_another_process(db_path:
         escalation_id = result.structured_content["escalation"]["escalation_id"]  # type: ignore[index]
         uri = f"escalation://{escalation_id}"
         await client.subscribe_resource(uri)
-        await eventually(lambda: heard.about(escalation_id), 60, "created")
         before = len(heard.updated)
 
         code, _, err = await run_cli(
@@ -49,8 +48,8 @@ async def test_a_legacy_client_hears_an_answer_given_in_another_process(db_path:
 
     assert code == 0, err
     assert heard.updated[before:].count(uri) >= 1
-    created, *_, answered = heard.about(escalation_id)
-    assert created.startswith(f"Escalation {escalation_id} (repeated_error) was raised for task c-legacy")
+    # Its own record_failure created the escalation and said so in its result: no message.
+    (answered,) = heard.about(escalation_id)
     assert answered == (
         f"Escalation {escalation_id} of task c-legacy was answered (guidance) by cli:"
         + answered.split(" by cli:")[1].split(":")[0]
@@ -78,6 +77,33 @@ async def test_a_client_is_not_told_about_escalations_of_tasks_it_never_touched(
     assert f"escalation://{theirs['escalation']['escalation_id']}" not in heard.updated
     assert heard.about(theirs["escalation"]["escalation_id"]) == []
     assert heard.about(mine_id)[0].startswith(f"Escalation {mine_id} (ask_human) was raised for task c-mine")
+
+
+async def test_a_client_is_not_told_what_its_own_calls_caused_and_reported(db_path: str) -> None:
+    # A client that opens a session per call closes it on the result; a message about the
+    # change that result already reports came after it and broke the client's reader.
+    heard = Heard()
+    server = build_server(make_settings(db_path))
+    async with Client(server, mode="legacy", message_handler=heard) as client:
+        await client.call_tool("start_task", {"title": "Fix the adder", "task_id": "c-own"})
+        results = [
+            await client.call_tool("record_failure", {"task_id": "c-own", "message": "TypeError: bad op"})
+            for _ in range(4)  # the third creates the escalation, the fourth adds to it
+        ]
+        asked = await client.call_tool("raise_escalation", {"task_id": "c-own", "reason": "Which type?"})
+        asked_id = asked.structured_content["escalation"]["escalation_id"]  # type: ignore[index]
+        await client.call_tool("resolve_escalation", {"escalation_id": asked_id, "response_type": "withdraw"})
+        async with connect(db_path) as other:  # another connection, the same task
+            theirs = await other.call("raise_escalation", task_id="c-own", reason="Which port?")
+        theirs_id = theirs["escalation"]["escalation_id"]
+        # The feed tells changes in commit order: once this one is heard, every earlier one was.
+        await eventually(lambda: heard.about(theirs_id), 60, "the other connection's question")
+
+    created = results[2].structured_content["escalation"]  # type: ignore[index]
+    assert created is not None
+    assert [str(p.data) for p in heard.logs if f"Escalation {theirs_id} " not in str(p.data)] == []
+    told = heard.about(theirs_id)[0]
+    assert told.startswith(f"Escalation {theirs_id} (ask_human) was raised for task c-own")
 
 
 async def test_a_2026_client_gets_the_update_on_its_listen_stream_and_no_unsolicited_log(

@@ -36,7 +36,7 @@ EVERY_FIELD: dict[str, Any] = {
     "attempted_action": "pip install -r requirements.txt",
     "observed_outcome": "the import still fails",
     "recommended_adjustment": "add express to the lock file",
-    "context_refs": {"artifact_ids": ["a-1"], "query_id": "q-7"},
+    "context_refs": [{"kind": "artifact_ids", "ref": "a-1"}, {"kind": "query_id", "ref": "q-7"}],
     "details": {"dependency": "express", "version": "4.19"},
 }
 # Where the stored record keeps what the occurrence alone holds.
@@ -58,7 +58,9 @@ async def test_every_field_of_record_failure_reaches_the_stored_record(db_path: 
     stored = {name: record[name] for name in EVERY_FIELD if name in record}
     stored |= {name: occurrence[name] for name in OCCURRENCE_FIELDS}
     # The file is kept relative to the task's project; every other field as reported.
-    assert stored == {**EVERY_FIELD, "file": "src/server.py"}
+    # Pointers are kept by kind: kind -> its refs.
+    refs = {"artifact_ids": ["a-1"], "query_id": ["q-7"]}
+    assert stored == {**EVERY_FIELD, "file": "src/server.py", "context_refs": refs}
     assert record["classified_by"] == "caller"
 
 

@@ -53,14 +53,14 @@ SIGNALS = [
 
 @pytest.mark.parametrize("signal_type", SIGNALS)
 async def test_each_signal_type_writes_a_record_with_pointer_refs(db_path: str, signal_type: str) -> None:
-    refs = {"artifact_ids": ["a-1", "a-2"], "query_id": "q-7", "span": "src/a.py:10-20"}
+    refs = {"artifact_ids": ["a-1", "a-2"], "query_id": ["q-7"], "span": ["src/a.py:10-20"]}
     async with connect(db_path) as agent:
         await _start(agent)
         result = await _fail(
             agent,
             f"{signal_type} happened",
             signal_type=signal_type,
-            context_refs=refs,
+            context_refs=[{"kind": kind, "ref": ref} for kind, items in refs.items() for ref in items],
             attempted_action="ran step",
             phase="execute",
             recommended_adjustment="cap output; paginate",
@@ -115,7 +115,7 @@ async def test_a_repeat_counts_on_the_record_and_keeps_what_it_learned(db_path: 
             phase="plan",
             recommended_adjustment="raise the timeout",
             details={"endpoint": "https://api.example.com"},
-            context_refs={"query_id": "q-1"},
+            context_refs=[{"kind": "query_id", "ref": "q-1"}],
         )
         failure_id = first["failure"]["failure_id"]
         # Later repeats: other wording, lower severity, no advice or facts of their own.
@@ -139,7 +139,7 @@ async def test_a_repeat_counts_on_the_record_and_keeps_what_it_learned(db_path: 
     assert (kept["phase"], kept["recommended_adjustment"]) == ("plan", "raise the timeout")
     assert kept["attempted_action"] == "retry"
     assert kept["details"]["endpoint"] == "https://api.example.com"
-    assert kept["context_refs"] == {"query_id": "q-1"}
+    assert kept["context_refs"] == {"query_id": ["q-1"]}
     assert kept["last_seen_at"] >= kept["created_at"]
     # A resolved record that happens again is active again, with the newer advice.
     assert again["failure"]["status"] == "active"
@@ -375,14 +375,16 @@ async def test_revision_errors_name_the_field(db_path: str) -> None:
 @pytest.mark.parametrize(
     "refs",
     [
-        {"artifact": "line one\nline two"},
-        {"blob": "x" * 600},
-        {"Bad-Key": "x"},
-        {"nested": {"a": 1}},
-        {"many": ["a"] * 101},
+        [{"kind": "artifact", "ref": "line one\nline two"}],
+        [{"kind": "blob", "ref": "x" * 600}],
+        [{"kind": "Bad-Key", "ref": "x"}],
+        [{"kind": "nested", "ref": {"a": 1}}],
+        [{"kind": "many", "ref": "a"}] * 101,
+        [{"kind": "extra", "ref": "a", "content": "the whole log"}],
+        {"artifact": "a-1"},  # an object of any keys: the shape is a list of pointers
     ],
 )
-async def test_context_refs_must_be_pointers(db_path: str, refs: dict[str, Any]) -> None:
+async def test_context_refs_must_be_pointers(db_path: str, refs: Any) -> None:
     async with connect(db_path) as agent:
         await _start(agent)
         text = await agent.error("record_failure", task_id="g1", message="m", context_refs=refs)

@@ -407,5 +407,5 @@ async def test_a_read_during_a_pause_is_allowed_and_any_other_tool_denied(
     ]
     for event in denied:
         run = await hook("claude-code", event, db=hooked, tmp=tmp_path)
-        assert "get_escalation(1, wait_seconds=30)" in run.deny_reason, event["tool_name"]
+        assert "get_escalation(1, wait_seconds=4)" in run.deny_reason, event["tool_name"]
     assert snapshot(hooked)["files"] == []  # the denied edit was never counted

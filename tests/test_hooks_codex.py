@@ -216,7 +216,7 @@ async def test_during_a_pause_codex_tools_are_denied_and_reads_let_through(db: s
         ESCALATION_CONFIG=str(config),
     )
     out = denied.json()
-    assert "get_escalation(1, wait_seconds=30)" in out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "get_escalation(1, wait_seconds=4)" in out["hookSpecificOutput"]["permissionDecisionReason"]
     assert "continue" not in out  # Codex would reject the whole answer
     assert "stopReason" not in out
     assert "escalations show 1" in out["systemMessage"]

@@ -55,7 +55,7 @@ async def test_three_identical_failures_pause_the_agent_until_the_operator_answe
     db = str(tmp_path / "loop.db")
     context = await _fail_three_times(db, tmp_path)
     assert "escalation 1 (repeated_error)" in context
-    assert "get_escalation(1, wait_seconds=30)" in context
+    assert "get_escalation(1, wait_seconds=4)" in context
     state = snapshot(db)
     assert [t["task_id"] for t in state["tasks"]] == [TASK]
     assert state["tasks"][0]["status"] == "paused"

@@ -9,7 +9,7 @@ import pytest
 
 from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.errors import ConfigError
-from mcp_server_escalation.prompts import TEMPLATES, PromptBook
+from mcp_server_escalation.prompts import ASKED_WAIT, TEMPLATES, PromptBook
 
 
 @pytest.fixture
@@ -36,8 +36,22 @@ def test_rendering_fills_the_placeholders() -> None:
     text = book.render("directive_pause_pending", task_id="t1", escalation_id=7, type="repeated_error")
     assert text == (
         "Escalation 7 (repeated_error) awaits a human. Stop changing code for task t1 and call "
-        "get_escalation(7, wait_seconds=30) until it is resolved."
+        "get_escalation(7, wait_seconds=4) until it is resolved."
     )
+
+
+def test_the_wait_a_message_asks_for_is_the_operators_or_the_calls() -> None:
+    book = PromptBook.load(data_dir("prompts"), wait_seconds=12)
+    values = {"task_id": "t1", "escalation_id": 7, "type": "ask_human"}
+    configured = book.render("directive_pause_pending", **values)
+    token = ASKED_WAIT.set(3)  # what adapters/mcp/waits.py sets for a call of a connection
+    try:
+        for_the_call = book.render("directive_pause_pending", **values)
+    finally:
+        ASKED_WAIT.reset(token)
+
+    assert "get_escalation(7, wait_seconds=12)" in configured
+    assert "get_escalation(7, wait_seconds=3)" in for_the_call
 
 
 def test_rendering_with_a_missing_value_is_an_error() -> None:

@@ -241,6 +241,34 @@ async def test_an_agent_resuming_its_task_in_a_new_connection_may_withdraw_its_q
     assert withdrawn["escalation"]["status"] == "withdrawn"
 
 
+async def test_an_agent_with_a_session_per_call_withdraws_its_question_by_its_agent_id(db_path: str) -> None:
+    # Clients such as langchain-mcp-adapters open a new session (a new server process on
+    # stdio) for every call: no connection ever holds the task.
+    async with connect(db_path) as asking:
+        escalation = await ask_human(asking)
+    async with connect(db_path) as someone:
+        wrong = await someone.error(
+            "resolve_escalation",
+            escalation_id=escalation["escalation_id"],
+            response_type="withdraw",
+            agent_id="agent-8",
+        )
+    async with connect(db_path) as withdrawing:
+        withdrawn = await withdrawing.call(
+            "resolve_escalation",
+            escalation_id=escalation["escalation_id"],
+            response_type="withdraw",
+            agent_id="agent-7",
+        )
+    async with connect(db_path) as after:
+        task = await after.call("get_task", task_id="t1")
+
+    assert "agent_id" in wrong
+    assert withdrawn["escalation"]["status"] == "withdrawn"
+    assert withdrawn["escalation"]["response"]["responder"] == "agent"
+    assert task["directive"] == "proceed"
+
+
 async def test_an_agent_whose_task_was_taken_over_no_longer_holds_it(db_path: str) -> None:
     async with connect(db_path) as first, connect(db_path) as successor:
         escalation = await ask_human(first)
@@ -258,6 +286,21 @@ async def test_an_agent_whose_task_was_taken_over_no_longer_holds_it(db_path: st
 
     assert "does not hold" in text
     assert withdrawn["escalation"]["status"] == "withdrawn"
+    async with connect(db_path) as returning:
+        # Named by its old agent_id, the first agent holds nothing any more either.
+        await returning.call("start_task", task_id="t2", title="Another", agent_id="agent-7")
+        asked = await returning.call("raise_escalation", task_id="t2", reason="Which cache?")
+        await returning.call("start_task", task_id="t2", title="Another", agent_id="agent-8")
+        refused = await first_agent_elsewhere(db_path, asked["escalation"]["escalation_id"])
+    assert "agent_id" in refused
+
+
+async def first_agent_elsewhere(db_path: str, escalation_id: int) -> str:
+    """agent-7's withdrawal of ``escalation_id`` on a connection of its own: the refusal."""
+    async with connect(db_path) as elsewhere:
+        return await elsewhere.error(
+            "resolve_escalation", escalation_id=escalation_id, response_type="withdraw", agent_id="agent-7"
+        )
 
 
 @pytest.mark.parametrize(

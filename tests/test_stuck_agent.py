@@ -166,7 +166,7 @@ async def test_unanswered_polls_after_the_first_are_compact_and_the_answer_comes
             assert (poll["escalation"], poll["unchanged"], poll["status"]) == (None, True, "pending")
             assert poll["directive"] == "pause"
             known = poll["revision"]
-        assert f"get_escalation({escalation_id}, wait_seconds=30, known_revision={known})" in poll["message"]
+        assert f"get_escalation({escalation_id}, wait_seconds=4, known_revision={known})" in poll["message"]
         async with connect(db_path, role="operator") as operator:
             await operator.call(
                 "resolve_escalation",

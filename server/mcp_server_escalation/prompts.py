@@ -17,6 +17,7 @@ import functools
 import string
 import tomllib
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
 
+# The wait a message asks for (``get_escalation``'s ``wait_seconds``) is not passed by the
+# code that renders it: the book fills it in, with the wait asked of the connection whose call
+# is being served (adapters/mcp/waits.py sets it for the call), else the operator's default.
+WAIT_PLACEHOLDER = "wait_seconds"
+ASKED_WAIT: ContextVar[int | None] = ContextVar("asked_wait", default=None)
+DEFAULT_WAIT_SECONDS = 4  # settings.WaitingConfig.seconds
+
 # name -> the placeholders the code passes when it renders that template
 TEMPLATES: dict[str, frozenset[str]] = {
     name: frozenset(fields)
@@ -32,7 +40,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         # directives: what the model must do next
         "directive_proceed": ["task_id"],
         "directive_proceed_with_approach": ["task_id", "approach"],
-        "directive_pause_pending": ["task_id", "escalation_id", "type"],
+        "directive_pause_pending": ["task_id", "escalation_id", "type", "wait_seconds"],
         "directive_pause_unacknowledged": ["task_id", "escalation_id", "response_type"],
         "directive_stop": ["task_id", "status"],
         # tool-specific messages when the directive is proceed
@@ -47,15 +55,17 @@ TEMPLATES: dict[str, frozenset[str]] = {
         ],
         "message_progress_recorded": ["task_id"],
         "message_edit_allowed": ["task_id", "count"],
-        "message_escalation_raised": ["task_id", "escalation_id"],
+        "message_escalation_raised": ["task_id", "escalation_id", "wait_seconds"],
         "message_escalation_answered": ["task_id", "escalation_id", "response_type", "content"],
-        "message_escalation_waiting": ["task_id", "escalation_id", "type", "revision"],
-        "message_escalation_unchanged": ["task_id", "escalation_id", "type", "revision"],
+        "message_escalation_waiting": ["task_id", "escalation_id", "type", "revision", "wait_seconds"],
+        "message_escalation_unchanged": ["task_id", "escalation_id", "type", "revision", "wait_seconds"],
         "message_acknowledged_guidance": ["task_id", "content"],
         "message_acknowledged_override": ["task_id", "content"],
         "message_acknowledged_approval": ["task_id", "file_limit", "scope"],
         "message_acknowledged_termination": ["task_id", "content"],
         "message_escalation_closed": ["task_id", "escalation_id", "status"],
+        # a wait's progress notifications, for the client (and the person) watching the call
+        "progress_waiting": ["escalation_id"],
         # one line per trigger, for the operator and the model
         "trigger_repeated_error": ["count", "threshold", "message"],
         "trigger_latest_error": ["error", "summary"],
@@ -147,7 +157,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
             "content",
             "directive",
         ],
-        "prompt_resume_no_response": ["escalation_id", "task_id", "status"],
+        "prompt_resume_no_response": ["escalation_id", "task_id", "status", "wait_seconds"],
         # guidance lines: the few past failures that matter now
         "guidance_signature": ["signal_type", "kind", "message"],
         "guidance_line": [
@@ -221,7 +231,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         # host hooks: deny reasons, added context, Stop block reasons, notices (issue 6)
         "hook_task_title": ["host", "session_id"],
         "hook_ack_note": ["host"],
-        "hook_deny_pending": ["task_id", "escalation_id", "type", "tool_name"],
+        "hook_deny_pending": ["task_id", "escalation_id", "type", "tool_name", "wait_seconds"],
         "hook_deny_unacknowledged": ["task_id", "escalation_id", "response_type"],
         "hook_deny_answer": ["task_id", "escalation_id", "response_type", "content", "message"],
         "hook_deny_stopped": ["task_id", "status", "message"],
@@ -237,7 +247,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "hook_notice_pending": ["task_id", "escalation_id", "type"],
         "hook_permission_reason": ["host", "tool_name", "request"],
         "hook_permission_question": ["tool_name", "request"],
-        "hook_permission_pending": ["task_id", "escalation_id", "tool_name"],
+        "hook_permission_pending": ["task_id", "escalation_id", "tool_name", "wait_seconds"],
         # the operator console's pages (adapters/console); values are escaped before filling
         "console_layout": ["title", "nav", "body"],
         "console_nav": ["csrf"],
@@ -467,16 +477,20 @@ class PromptBook:
         tools: dict[str, ToolText],
         prompts: dict[str, ToolText] | None = None,
         resources: dict[str, ToolText] | None = None,
+        *,
+        wait_seconds: int = DEFAULT_WAIT_SECONDS,
     ) -> None:
         self._templates = templates
+        self.wait_seconds = wait_seconds
         self.directory = directory
         self.tools = tools
         self.prompts = prompts or {}
         self.resources = resources or {}
 
     @classmethod
-    def load(cls, directory: Path) -> PromptBook:
-        """Read every ``*.toml`` in ``directory`` and check it against ``TEMPLATES``."""
+    def load(cls, directory: Path, *, wait_seconds: int = DEFAULT_WAIT_SECONDS) -> PromptBook:
+        """Read every ``*.toml`` in ``directory`` and check it against ``TEMPLATES``;
+        ``wait_seconds``: the wait messages ask for unless a call's connection needs another."""
         if not directory.is_dir():
             raise ConfigError(f"prompts directory {directory} does not exist")
         templates: dict[str, Template] = {}
@@ -493,17 +507,24 @@ class PromptBook:
         missing = sorted(set(TEMPLATES) - set(templates))
         if missing:
             raise ConfigError(f"{directory}: missing template(s) {missing}")
-        return cls(templates, directory, tools, mcp_prompts, resources)
+        return cls(templates, directory, tools, mcp_prompts, resources, wait_seconds=wait_seconds)
 
     def render(self, name: str, **values: Any) -> str:
         """The template filled in; every placeholder of the contract must be supplied."""
         template = self._templates[name]
         expected = TEMPLATES[name]
+        if WAIT_PLACEHOLDER in expected and WAIT_PLACEHOLDER not in values:
+            values[WAIT_PLACEHOLDER] = self.asked_wait()
         if set(values) != expected:
             raise ConfigError(
                 f"template {name!r} rendered with {sorted(values)}, expected {sorted(expected)}"
             )
         return template.text.format_map(values)
+
+    def asked_wait(self) -> int:
+        """The wait to ask for in the call being served."""
+        asked = ASKED_WAIT.get()
+        return self.wait_seconds if asked is None else asked
 
     def filler(self, name: str, *placeholders: str) -> Callable[..., str]:
         """``render`` for one template in a loop: the placeholders the caller will supply are

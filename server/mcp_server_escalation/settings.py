@@ -90,6 +90,26 @@ class ElicitationConfig(BaseModel):
     ] = None
 
 
+class WaitingConfig(BaseModel):
+    """The waits the server's messages ask for (the ``[waiting]`` table): the
+    ``wait_seconds`` of each ``get_escalation`` call a pause message spells out.
+
+    ``seconds`` is what most clients are asked for: under the 5 s request timeout of
+    openai-agents' ``MCPServerStdio``, the shortest default of the clients people use, so a
+    client with its defaults can follow every message. ``form_seconds`` is asked of a
+    connection whose client can ask the person at it (it declared elicitation: an
+    interactive host, whose requests wait long), since the form lasts as long as the wait.
+    A connection that cut a wait short is asked for shorter ones (adapters/mcp/waits.py).
+    """
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    seconds: Annotated[int, Field(ge=1, le=60, description="The wait asked of most clients")] = 4
+    form_seconds: Annotated[
+        int, Field(ge=1, le=60, description="The wait asked of clients that declared elicitation")
+    ] = 30
+
+
 class GuidanceConfig(BaseModel):
     """Guidance defaults (the ``[guidance]`` table)."""
 
@@ -115,6 +135,7 @@ class ConfigFile(BaseModel):
     notify: NotifyConfig = Field(default_factory=NotifyConfig.model_construct)
     guidance: GuidanceConfig = Field(default_factory=GuidanceConfig.model_construct)
     elicitation: ElicitationConfig = Field(default_factory=ElicitationConfig.model_construct)
+    waiting: WaitingConfig = Field(default_factory=WaitingConfig.model_construct)
     hooks: HooksConfig = Field(default_factory=HooksConfig.model_construct)
     store: StoreConfig = Field(default_factory=StoreConfig.model_construct)
 
@@ -217,6 +238,7 @@ class Settings:
     notify: NotifyConfig = field(default_factory=NotifyConfig.model_construct)
     guidance: GuidanceConfig = field(default_factory=GuidanceConfig.model_construct)
     elicitation: ElicitationConfig = field(default_factory=ElicitationConfig.model_construct)
+    waiting: WaitingConfig = field(default_factory=WaitingConfig.model_construct)
     hooks: HooksConfig = field(default_factory=HooksConfig.model_construct)
     store: StoreConfig = field(default_factory=StoreConfig.model_construct)
     loaded_config: LoadedConfig | None = None  # the config file read, if any (the relay compares it)
@@ -270,6 +292,7 @@ class Settings:
             notify=loaded.notify,
             guidance=loaded.guidance,
             elicitation=loaded.elicitation,
+            waiting=loaded.waiting,
             hooks=loaded.hooks,
             store=store_config(loaded.store, env),
             loaded_config=config,

@@ -16,6 +16,23 @@ LineNumber = Annotated[int, Field(ge=0, le=100_000_000)]
 ContextRefs = Annotated[dict[str, Any], Field(max_length=LIST_MAX)]
 
 
+# One context reference as record_failure takes it: what kind of thing it points at (file,
+# span, artifact_id), and where. A list of these, rather than an object of any keys, so that
+# every input schema has a shape (OpenAI's strict mode refuses an object open to any key);
+# the store keeps them as kind -> refs (rules/pointers.py). No docstring: it would be
+# published as the schema's description, which prompts/tools.toml words.
+class Pointer(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    # snake_case, one line: rules/pointers.py checks both, naming the field; the bounds alone
+    # are published, as the tool list is what the model reads on every turn.
+    kind: Annotated[str, Field(max_length=64)]
+    ref: Annotated[str, Field(max_length=512)]
+
+
+PointerList = Annotated[list[Pointer], Field(max_length=LIST_MAX)]
+
+
 class FailureReport(BaseModel):
     """One failure as reported, by the agent (``record_failure``) or by a host's hook (a
     failed tool call): what the service classifies, fingerprints and stores.

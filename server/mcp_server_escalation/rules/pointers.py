@@ -8,6 +8,7 @@ fields (message, attempted_action), not in a reference.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -17,6 +18,14 @@ MAX_POINTER_CHARS = 512
 # All pointers of one call together: 32 keys of 100 pointers of 512 characters were 1.6 Mi
 # characters of "pointers", stored and shown with the failure.
 MAX_TOTAL_CHARS = 16 * 1024
+
+
+def pointers_by_kind(pointers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """(kind, ref) pairs as the store keeps them: kind -> its refs, in the order given."""
+    grouped: dict[str, list[str]] = {}
+    for kind, ref in pointers:
+        grouped.setdefault(kind, []).append(ref)
+    return grouped
 
 
 def pointer_problem(refs: dict[str, Any]) -> str | None:

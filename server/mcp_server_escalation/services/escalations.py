@@ -9,7 +9,7 @@ limit and scope applied to the task at once; withdraw (the agent's own question 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import anyio
 
@@ -47,6 +47,9 @@ from .tasks import load_task
 # process (the CLI, another server): well inside the 2 s in which an answer must reach the
 # waiting agent (benchmarks/README.md); a local answer wakes it at once.
 POLL_SECONDS = 0.2
+PROGRESS_SECONDS = 1.0
+# (seconds waited, the whole wait): told during a wait (adapters/mcp/waits.py)
+WaitListener = Callable[[float, float], Awaitable[None]]
 
 _STATUS_BY_RESPONSE = {
     "guidance": "resolved",
@@ -176,19 +179,27 @@ def _raised(rt: Runtime, conn: Conn, task_id: str, escalation_id: int) -> RaiseE
     return RaiseEscalationResult(escalation=escalation, **directed.model_dump())
 
 
-async def _wait_for_change(rt: Runtime, escalation_id: int, wait_seconds: float) -> None:
-    """Return when the escalation is no longer pending or the wait is over."""
+async def _wait_for_change(
+    rt: Runtime, escalation_id: int, wait_seconds: float, on_wait: WaitListener | None = None
+) -> None:
+    """Return when the escalation is no longer pending or the wait is over; ``on_wait``
+    hears (seconds waited, the whole wait) about every ``PROGRESS_SECONDS``."""
     # The tool refuses a wait outside 0-60 s by name; other doors (the demo) are clamped.
-    deadline = anyio.current_time() + min(max(wait_seconds, 0.0), WAIT_MAX_SECONDS)
+    whole = min(max(wait_seconds, 0.0), WAIT_MAX_SECONDS)
+    started = anyio.current_time()
+    deadline, next_progress = started + whole, started + PROGRESS_SECONDS
     while True:
         state = await rt.db.read(lambda conn: escalation_store.response_state(conn, escalation_id))
         if state is None or state[0] != "pending":
             return
-        remaining = deadline - anyio.current_time()
-        if remaining <= 0:
+        now = anyio.current_time()
+        if now >= deadline:
             return
+        if on_wait is not None and now >= next_progress:
+            next_progress = now + PROGRESS_SECONDS
+            await on_wait(now - started, whole)
         changed = rt.changed()
-        with anyio.move_on_after(min(POLL_SECONDS, remaining)):
+        with anyio.move_on_after(min(POLL_SECONDS, deadline - now)):
             await changed.wait()
 
 
@@ -199,8 +210,10 @@ async def get_escalation(
     wait_seconds: float = 0,
     deliver: bool = True,
     known_revision: int | None = None,
+    on_wait: WaitListener | None = None,
 ) -> EscalationResult:
-    """The escalation, waiting up to ``wait_seconds`` (0-60) for an answer; ``deliver`` marks it delivered.
+    """The escalation, waiting up to ``wait_seconds`` (0-60) for an answer; ``deliver`` marks it
+    delivered; ``on_wait`` hears how the wait goes (the client's progress notifications).
 
     ``known_revision``: the revision the caller last received whole. While the escalation is
     still at that revision the answer leaves the record out (a waiting agent polls it every
@@ -216,7 +229,7 @@ async def get_escalation(
             "pass the revision of the last answer that held the record, or leave it out",
         )
     if wait_seconds > 0:
-        await _wait_for_change(rt, escalation_id, wait_seconds)
+        await _wait_for_change(rt, escalation_id, wait_seconds, on_wait)
     now = rt.now()
 
     def work(conn: Conn) -> EscalationResult:
@@ -427,11 +440,14 @@ async def resolve_escalation(
     responder: str | None = None,
     role: Role,
     held: Mapping[str, int] | None = None,
+    agent_id: str | None = None,
     expected_revision: int | None = None,
 ) -> ResolveResult:
     """Answer an escalation; an agent-role caller may only withdraw a question of a task it
     holds (``held``: task id -> the generation it was held at, see adapters/mcp/holders.py;
-    None: the caller comes on no connection the server can tell apart, so it holds none).
+    None: the caller comes on no connection the server can tell apart, so it holds none), or
+    whose current agent it names (``agent_id``, as given to ``start_task``): a client that
+    opens a session per call never calls twice on one connection.
 
     ``expected_revision``: the revision the answer was made on (the console's form). An
     escalation that changed since, new evidence or another answer, is a Conflict: the human
@@ -444,7 +460,7 @@ async def resolve_escalation(
     def work(conn: Conn) -> ResolveResult:
         escalation = load_escalation(conn, escalation_id)
         if role == "agent":
-            _check_agent_may_withdraw(conn, escalation, response_type, held)
+            _check_agent_may_withdraw(conn, escalation, response_type, held, agent_id)
         _check_answerable(escalation, expected_revision)
         _check_answer(escalation, response_type, content, new_file_limit, add_scope)
         task = load_task(conn, escalation.task_id)
@@ -555,7 +571,11 @@ def _check_approval_values(new_file_limit: int | None, add_scope: list[str]) -> 
 
 
 def _check_agent_may_withdraw(
-    conn: Conn, escalation: Escalation, response_type: str, held: Mapping[str, int] | None
+    conn: Conn,
+    escalation: Escalation,
+    response_type: str,
+    held: Mapping[str, int] | None,
+    agent_id: str | None,
 ) -> None:
     if not (response_type == "withdraw" and escalation.type == "ask_human"):
         raise Forbidden(
@@ -565,20 +585,25 @@ def _check_agent_may_withdraw(
             "'mcp-server-escalation escalations respond' or a server started with --role operator)."
         )
     task = load_task(conn, escalation.task_id)
-    if held is None:
-        raise Forbidden(
-            f"escalation_id: this request came without an MCP session (sessionless HTTP), so "
-            f"it holds no task and cannot withdraw the question of task {task.task_id!r}; "
-            "a human operator answers it ('mcp-server-escalation escalations respond')."
-        )
-    if held.get(task.task_id) != task.generation:
-        raise Forbidden(
-            f"escalation_id: escalation {escalation.escalation_id} is a question of task "
-            f"{task.task_id!r}, which this connection does not hold: an agent withdraws only "
-            "questions of a task it started, resumed or took over with start_task on the same "
-            f"connection. If it is your task, call start_task(task_id={task.task_id!r}) first; "
-            "otherwise a human operator answers it ('mcp-server-escalation escalations respond')."
-        )
+    # The agent named is the one start_task gave the task to: as much as the connection
+    # proves (any caller may call start_task with that agent_id and so hold it).
+    if agent_id is not None and agent_id == task.agent_id:
+        return
+    if held is not None and held.get(task.task_id) == task.generation:
+        return
+    how = (
+        "this request came without an MCP session (sessionless HTTP), so it holds no task by its connection"
+        if held is None
+        else "this connection does not hold it (no start_task for it on this connection)"
+    )
+    raise Forbidden(
+        f"escalation_id: escalation {escalation.escalation_id} is a question of task "
+        f"{task.task_id!r}, and {how}: an agent withdraws only questions of a task it started, "
+        "resumed or took over with start_task, on the same connection or naming the same "
+        f"agent_id. If it is your task, call resolve_escalation again with agent_id set to the "
+        f"agent_id you gave start_task, or call start_task(task_id={task.task_id!r}) first; "
+        "otherwise a human operator answers it ('mcp-server-escalation escalations respond')."
+    )
 
 
 def _recorded_responder(role: Role, responder: str | None) -> str:

@@ -73,7 +73,9 @@ async def open_runtime(
 
     ``create=False`` (the operator's commands) opens only a store that exists.
     """
-    prompts = prompts or PromptBook.load(settings.prompts_dir or data_dir("prompts"))
+    prompts = prompts or PromptBook.load(
+        settings.prompts_dir or data_dir("prompts"), wait_seconds=settings.waiting.seconds
+    )
     db = await open_store(settings.db_path, create=create, config=settings.store)
     try:
         yield Runtime(db=db, prompts=prompts, settings=settings, clock=clock)

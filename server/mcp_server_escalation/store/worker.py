@@ -17,6 +17,7 @@ The version range in pyproject.toml admits only releases checked to keep both, a
 
 from __future__ import annotations
 
+import contextvars
 import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -71,8 +72,11 @@ class Worker:
         """``fn(connection)`` in the thread, after everything handed to it before."""
         if self.closed:
             raise closed_error()
+        # In the caller's context, as anyio.to_thread runs PostgreSQL's: what a transaction
+        # renders reads the call's context variables (prompts.ASKED_WAIT).
+        in_context = contextvars.copy_context().run
         with anyio.CancelScope(shield=True):
-            result: Any = await self._proxy._execute(fn, self._conn)  # type: ignore[no-untyped-call]
+            result: Any = await self._proxy._execute(in_context, fn, self._conn)  # type: ignore[no-untyped-call]
         return cast(T, result)
 
     async def close(self) -> None:

@@ -46,10 +46,13 @@ def build_server(
     """
     from ..mcp.surfaces import register_prompts, register_resources  # noqa: PLC0415
     from ..mcp.tools import build_tools  # noqa: PLC0415
+    from ..mcp.waits import WaitFitting  # noqa: PLC0415
     from .operator_side import OperatorSide  # noqa: PLC0415
 
     # Fail at start-up, not at the first call, when the prompt set is broken.
-    prompts = PromptBook.load(settings.prompts_dir or data_dir("prompts"))
+    prompts = PromptBook.load(
+        settings.prompts_dir or data_dir("prompts"), wait_seconds=settings.waiting.seconds
+    )
     live = LiveRuntimes()
     side = OperatorSide(settings, prompts, http=http)
     lifespan = _lifespan(settings, clock, prompts, live, side, hook_relay=hook_relay)
@@ -60,7 +63,8 @@ def build_server(
         lifespan=lifespan,
         log_level="WARNING",
         tools=build_tools(settings, prompts, http=http),
-        middleware=side.middleware,
+        # Outermost: the waits fitted to the connection hold for everything the call runs.
+        middleware=[WaitFitting(settings.waiting, http=http), *side.middleware],
         subscriptions=side.bus,
         **(_bearer_tokens(tokens) if http else {}),
     )

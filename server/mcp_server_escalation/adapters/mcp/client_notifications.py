@@ -21,6 +21,13 @@ declares:
   ``subscriptions/listen`` stream for the URI. No log message is sent in this era, so
   ``logging`` is not declared to it.
 
+A connection is not told about a change its own call caused and reports in its result
+(the escalation and revision in ``escalation``, ``holding`` or the result itself): it knows
+already, and a client that opens a session per call closes it on that result, so a message
+written after it broke the client's reader (``BrokenResourceError`` in the client, although
+the call was recorded). While a connection's call runs, changes for it wait; when the call
+returns, those its result reports are dropped and the rest are written before the result.
+
 The SDK hands a middleware a per-request ``ServerSession``; the connection behind it has no
 public handle in mcp 2.3 (``adapters/sdk_private.py``: ``connection_of``).
 """
@@ -67,6 +74,9 @@ log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 256
 MAX_SUBSCRIPTIONS = 256  # per connection: an escalation id per subscription at most
+# Per connection: the latest revision of each escalation its results reported. Forgetting
+# one costs a redundant message, never a lost one.
+MAX_REPORTED = 256
 LOGGER_NAME = "escalation"
 PENDING_URI = "escalation://pending"
 # RFC 5424 severities in ascending order: the order of the protocol's LoggingLevel literal.
@@ -104,10 +114,25 @@ class Client:
     escalations: set[int] = field(default_factory=set)
     subscriptions: set[str] = field(default_factory=set)
     log_level: LoggingLevel | None = None  # None until logging/setLevel: every level
+    reported: OrderedDict[int, int] = field(default_factory=OrderedDict)  # escalation -> revision
+    calls: int = 0  # tool calls of this connection running now
+    held: list[EscalationChange] = field(default_factory=list)  # changes waiting for them
 
     def wants(self, change: EscalationChange) -> bool:
         """Is this change about a task or escalation this client has worked on?"""
         return change.task_id in self.tasks or change.escalation_id in self.escalations
+
+    def knows(self, change: EscalationChange) -> bool:
+        """Did one of this client's own results already report this change?"""
+        return self.reported.get(change.escalation_id, 0) >= change.revision
+
+    def report(self, revisions: Mapping[int, int]) -> None:
+        """A result of this client's call named these escalations at these revisions."""
+        for escalation_id, revision in revisions.items():
+            known = self.reported.pop(escalation_id, 0)
+            self.reported[escalation_id] = max(known, revision)
+        while len(self.reported) > MAX_REPORTED:
+            self.reported.popitem(last=False)
 
     def hears(self, level: LoggingLevel) -> bool:
         """Is ``level`` at or above the level this client asked for?"""
@@ -190,18 +215,45 @@ class ConnectedClients:
     async def middleware(
         self, ctx: ServerRequestContext[AppContext, Any], call_next: CallNext
     ) -> HandlerResult:
-        """Remember which tasks a handshake-era connection works on (a few dict operations)."""
-        result = await call_next(ctx)
-        if (
-            ctx.method in ("tools/call", "resources/read")
-            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
-        ):
-            tasks, escalation_ids = _interests(ctx.params or {}, result)
-            if tasks or escalation_ids:
-                client = self._client(ctx.lifespan_context.runtime, ctx.session)
-                client.tasks.update(tasks)
-                client.escalations.update(escalation_ids)
+        """Remember which tasks a handshake-era connection works on (a few dict operations),
+        and hold back what its own tool call is about to report (module docstring)."""
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if modern or ctx.method not in ("tools/call", "resources/read"):
+            return await call_next(ctx)
+        rt = ctx.lifespan_context.runtime
+        if ctx.method != "tools/call":
+            result = await call_next(ctx)
+            self._note_interests(rt, ctx.session, ctx.params or {}, result)
+            return result
+        client = self._client(rt, ctx.session)
+        client.calls += 1
+        try:
+            result = await call_next(ctx)
+        finally:
+            client.calls -= 1
+        client = self._note_interests(rt, ctx.session, ctx.params or {}, result) or client
+        await self._release(rt, client)
         return result
+
+    def _note_interests(
+        self, rt: Runtime, session: ServerSession, params: Mapping[str, Any], result: HandlerResult
+    ) -> Client | None:
+        tasks, escalation_ids, reported = _interests(params, result)
+        if not (tasks or escalation_ids or reported):
+            return None
+        client = self._client(rt, session)
+        client.tasks.update(tasks)
+        client.escalations.update(escalation_ids)
+        client.report(reported)
+        return client
+
+    async def _release(self, rt: Runtime, client: Client) -> None:
+        """Tell the changes held back during the client's calls, once none is running, except
+        those its results reported; written before the result that ends the last call."""
+        if client.calls or not client.held:
+            return
+        held, client.held = client.held, []
+        await self._tell(rt, client, [change for change in held if not client.knows(change)], {})
 
     def _client(self, rt: Runtime, session: ServerSession) -> Client:
         connections = self._by_runtime.setdefault(id(rt), OrderedDict())
@@ -226,26 +278,47 @@ class ConnectedClients:
 
     async def notify(self, rt: Runtime, batch: list[EscalationChange]) -> None:
         """Resource-updated notifications and log messages for a batch of changes."""
-        loaded: dict[int, Escalation | None] = {}
         for change in batch:
-            uris = [f"escalation://{change.escalation_id}"]
-            if change.event in _PENDING_LIST_EVENTS:
-                uris.append(PENDING_URI)
-            for uri in uris:
+            for uri in _uris(change):
                 await self.bus.publish(ResourceUpdated(uri=uri))
+        loaded: dict[int, Escalation | None] = {}
+        for client in self.clients(rt):
+            news = [change for change in batch if not client.knows(change)]
+            if client.calls:  # its call may be about to report them: wait for its result
+                client.held.extend(news)
+                continue
+            await self._tell(rt, client, news, loaded)
+
+    async def _tell(
+        self,
+        rt: Runtime,
+        client: Client,
+        changes: list[EscalationChange],
+        loaded: dict[int, Escalation | None],
+    ) -> None:
+        """The notifications ``client`` asked for about ``changes``."""
+        for change in changes:
+            uris = _uris(change)
             level = _LEVELS.get(change.event, "info")
-            for client in self.clients(rt):
-                updated = [uri for uri in uris if uri in client.subscriptions]
-                told = client.wants(change) and client.hears(level)
-                if not (updated or told):
-                    continue
-                message = None
-                if told:
-                    if change.escalation_id not in loaded:
-                        loaded[change.escalation_id] = await _load(rt, change.escalation_id)
-                    escalation = loaded[change.escalation_id]
-                    message = client_message(self.prompts, escalation, change.event) if escalation else None
-                await _send(client.session, updated, level, message)
+            updated = [uri for uri in uris if uri in client.subscriptions]
+            told = client.wants(change) and client.hears(level)
+            if not (updated or told):
+                continue
+            message = None
+            if told:
+                if change.escalation_id not in loaded:
+                    loaded[change.escalation_id] = await _load(rt, change.escalation_id)
+                escalation = loaded[change.escalation_id]
+                message = client_message(self.prompts, escalation, change.event) if escalation else None
+            await _send(client.session, updated, level, message)
+
+
+def _uris(change: EscalationChange) -> list[str]:
+    """The resources a change updates."""
+    uris = [f"escalation://{change.escalation_id}"]
+    if change.event in _PENDING_LIST_EVENTS:
+        uris.append(PENDING_URI)
+    return uris
 
 
 async def _load(rt: Runtime, escalation_id: int) -> Escalation | None:
@@ -273,8 +346,9 @@ async def _send(session: ServerSession, uris: list[str], level: LoggingLevel, me
         log.debug("client notification for %s not sent: %s", uris, exc)
 
 
-def _interests(params: Mapping[str, Any], result: HandlerResult) -> tuple[set[str], set[int]]:
-    """Task ids and escalation ids a request names, in its arguments or its result."""
+def _interests(params: Mapping[str, Any], result: HandlerResult) -> tuple[set[str], set[int], dict[int, int]]:
+    """Task ids and escalation ids a request names, in its arguments or its result, and the
+    revision of each escalation its result reports."""
     tasks: set[str] = set()
     escalation_ids: set[int] = set()
     uri = params.get("uri")
@@ -287,8 +361,20 @@ def _interests(params: Mapping[str, Any], result: HandlerResult) -> tuple[set[st
     if isinstance(arguments, dict) and isinstance(arguments.get("task_id"), str):
         tasks.add(arguments["task_id"])
     structured = result.get("structuredContent") if isinstance(result, dict) else None
-    if isinstance(structured, dict):
-        for holder in (structured, structured.get("escalation"), structured.get("task")):
-            if isinstance(holder, dict) and isinstance(holder.get("task_id"), str):
-                tasks.add(holder["task_id"])
-    return tasks, escalation_ids
+    if not isinstance(structured, dict):
+        return tasks, escalation_ids, {}
+    for holder in (structured, structured.get("escalation"), structured.get("task")):
+        if isinstance(holder, dict) and isinstance(holder.get("task_id"), str):
+            tasks.add(holder["task_id"])
+    return tasks, escalation_ids, _reported(structured)
+
+
+def _reported(structured: Mapping[str, Any]) -> dict[int, int]:
+    """Escalation id -> revision, of each escalation a tool result names with its revision."""
+    reported: dict[int, int] = {}
+    for named in (structured, structured.get("escalation"), structured.get("holding")):
+        if isinstance(named, dict):
+            escalation_id, revision = named.get("escalation_id"), named.get("revision")
+            if isinstance(escalation_id, int) and isinstance(revision, int):
+                reported[escalation_id] = max(revision, reported.get(escalation_id, 0))
+    return reported

@@ -75,6 +75,10 @@ class ToolCall:
             return given
         return f"http:{person}"
 
+    async def report_progress(self, done: float, total: float, message: str) -> None:
+        """``notifications/progress`` to a client that sent a progress token (else nothing)."""
+        await self._context.report_progress(done, total, message)
+
     def connection(self) -> str | None:
         """Which connection the call came on (adapters/mcp/holders.py): the process on stdio,
         the MCP session over HTTP; None for a sessionless HTTP request."""

@@ -24,6 +24,7 @@ from ....models.results import (
     ResolveResult,
 )
 from ....services import escalations
+from ..waits import fitted_wait
 from .call import DESTRUCTIVE, IDEMPOTENT_WRITE, READ, WRITE, Served, ToolCall
 
 
@@ -57,10 +58,17 @@ async def get_escalation(
     known_revision: Revision | None = None,
 ) -> EscalationResult:
     """The escalation (whole unless known_revision is current); waits for an answer and delivers it."""
+    # The wait fits the connection (adapters/mcp/waits.py); the client hears how it goes.
+    waiting = call.runtime.prompts.render("progress_waiting", escalation_id=escalation_id)
+
+    async def progress(waited: float, whole: float) -> None:
+        await call.report_progress(waited, whole, waiting)
+
     return await escalations.get_escalation(
         call.runtime,
         escalation_id=escalation_id,
-        wait_seconds=wait_seconds,
+        wait_seconds=fitted_wait(wait_seconds),
+        on_wait=progress,
         # Only the agent receives an answer; an operator looking at it delivers nothing.
         deliver=call.role() == "agent",
         known_revision=known_revision,
@@ -92,6 +100,7 @@ async def resolve_escalation(
     new_file_limit: Annotated[int, Field(ge=1, le=1_000_000)] | None = None,
     add_scope: GlobList = [],  # noqa: B006
     responder: Name | None = None,
+    agent_id: Name | None = None,
 ) -> ResolveResult:
     """Answer an escalation (operator role); an agent may only withdraw its own question."""
     return await escalations.resolve_escalation(
@@ -104,6 +113,7 @@ async def resolve_escalation(
         responder=call.responder(responder),
         role=call.role(),
         held=call.holders.held(call.connection()),
+        agent_id=agent_id,
     )
 
 

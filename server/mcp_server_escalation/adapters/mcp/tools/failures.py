@@ -6,10 +6,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ....models.failures import ContextRefs, ErrorName, FailureMessage, FailureReport, LineNumber
+from ....models.failures import ErrorName, FailureMessage, FailureReport, LineNumber, PointerList
 from ....models.limits import Path, PathList, Severity, ShortText, SignalType, StepName, TaskId
 from ....models.results import CheckEditResult, ProgressResult, RecordFailureResult
 from ....rules.classify import BlockerDetails
+from ....rules.pointers import pointers_by_kind
 from ....services import failures, progress
 from .call import IDEMPOTENT_WRITE, WRITE, Served, ToolCall
 
@@ -30,7 +31,7 @@ async def record_failure(
     attempted_action: ShortText | None = None,
     observed_outcome: ShortText | None = None,
     recommended_adjustment: ShortText | None = None,
-    context_refs: ContextRefs = {},  # noqa: B006 (pydantic copies defaults)
+    context_refs: PointerList = [],  # noqa: B006 (pydantic copies defaults)
     details: BlockerDetails | None = None,
 ) -> RecordFailureResult:
     """Record an error; repeats, blockers and transients escalate by the thresholds."""
@@ -50,7 +51,7 @@ async def record_failure(
         attempted_action=attempted_action,
         observed_outcome=observed_outcome,
         recommended_adjustment=recommended_adjustment,
-        context_refs=context_refs,
+        context_refs=pointers_by_kind((pointer.kind, pointer.ref) for pointer in context_refs),
         details=details.model_dump(exclude_none=True) if details else {},
     )
     return await failures.record_failure(call.runtime, report)

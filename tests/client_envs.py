@@ -1,0 +1,92 @@
+"""The real client packages people drive this server with, each in an environment of its own.
+
+Their pins conflict with ours (langchain-mcp-adapters requires ``mcp`` 1.x; we run on 2.x), so
+a test does not import them: it builds a virtual environment per client under a cache folder
+(``ESCALATION_TEST_CACHE``, else ``$XDG_CACHE_HOME/mcp-server-escalation-tests``, else
+``~/.cache/mcp-server-escalation-tests``), pip-installs the pinned releases from PyPI into it
+once, and reuses it while the pins are the same (the folder is named by them). A driver script
+of ``tests/clients/`` then runs in that environment, drives our installed console script over
+stdio through the client's own session objects, and prints what it saw as JSON.
+
+A client that cannot be installed fails the test that needs it: it is never skipped.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+# What a user gets today from `pip install <client>`, pinned: the client, and the `mcp`
+# release it resolves to (openai-agents works with both majors and takes 2.x).
+PINS: dict[str, tuple[str, ...]] = {
+    "openai-agents": ("openai-agents==0.24.0", "mcp==2.3.0"),
+    "langchain-mcp-adapters": ("langchain-mcp-adapters==0.3.2", "langchain-core==1.8.3", "mcp==1.30.0"),
+}
+DRIVERS = Path(__file__).parent / "clients"
+INSTALL_TIMEOUT = 900  # a first install on a cold pip cache, two cores shared
+DRIVE_TIMEOUT = 300  # a driver's whole run; each of its waits is bounded on its own
+# Read at import, before conftest points HOME at each test's own folder: the environments and
+# pip's download cache are kept in the real one, between runs.
+_REAL_HOME = Path.home()
+_REAL_CACHE = os.environ.get("XDG_CACHE_HOME")
+
+
+def cache_root() -> Path:
+    """Where the client environments are kept between runs."""
+    chosen = os.environ.get("ESCALATION_TEST_CACHE")
+    if chosen:
+        return Path(chosen)
+    base = _REAL_CACHE or str(_REAL_HOME / ".cache")
+    return Path(base) / "mcp-server-escalation-tests"
+
+
+def client_python(client: str) -> Path:
+    """The Python of ``client``'s environment, built on first use (one builder at a time)."""
+    pins = PINS[client]
+    digest = hashlib.sha256("\n".join((sys.version, *pins)).encode()).hexdigest()[:12]
+    folder = cache_root() / f"{client}-{digest}"
+    python = folder / "bin" / "python"
+    ready = folder / "ready"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with (folder.parent / f"{client}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another test worker may be building it
+        if not ready.exists():
+            _build(folder, pins)
+            ready.write_text("\n".join(pins) + "\n")
+    return python
+
+
+def _build(folder: Path, pins: tuple[str, ...]) -> None:
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(folder)], check=True, timeout=120)
+    installed = subprocess.run(
+        [str(folder / "bin" / "python"), "-m", "pip", "install", "--quiet", *pins],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT,
+        env={**os.environ, "HOME": str(_REAL_HOME)},
+    )
+    if installed.returncode != 0:
+        raise AssertionError(f"cannot install {' '.join(pins)}:\n{installed.stdout}\n{installed.stderr}")
+
+
+def drive(client: str, driver: str, *args: str, env: dict[str, str] | None = None) -> Any:
+    """Run ``tests/clients/<driver>`` in ``client``'s environment; what it printed, as JSON."""
+    python = client_python(client)
+    ran = subprocess.run(
+        [str(python), str(DRIVERS / driver), *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=DRIVE_TIMEOUT,
+        env={**os.environ, **(env or {})},
+    )
+    if ran.returncode != 0:
+        raise AssertionError(f"{driver} in {client} exited {ran.returncode}:\n{ran.stdout}\n{ran.stderr}")
+    return json.loads(ran.stdout.strip().splitlines()[-1])
