@@ -320,6 +320,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "console_title_refused": [],
         "console_refused_session": [],
         "console_refused_csrf": [],
+        "console_refused_streams": ["limit"],
         "console_task": [
             "task_id",
             "title",

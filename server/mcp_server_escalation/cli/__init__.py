@@ -36,6 +36,15 @@ class OperatorParser(argparse.ArgumentParser):
         self.exit(2)  # argparse's exit code for a command line it refuses
 
 
+# Who may say where a request came from (X-Forwarded-For): nobody unless named, or a client
+# could pick the address the console's login limit holds back.
+TRUSTED_PROXY_HELP = (
+    "http: the address of a reverse proxy in front (repeatable; an IP address or network): "
+    "only requests from it have their X-Forwarded-For header believed, so the console's "
+    "login limit holds back the browser's address rather than the proxy's (default: none, "
+    "the header is ignored)"
+)
+
 def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     # Accepted before or after the subcommand; a subcommand's copy must not overwrite a value
     # given before it, hence SUPPRESS there.
@@ -202,6 +211,7 @@ def _add_serve(sub: Subparsers) -> None:
         help="http: mark the console's session cookie Secure, when it is reached over https through "
         "a TLS proxy (default: off)",
     )
+    serve.add_argument("--trusted-proxy", action="append", metavar="ADDRESS", help=TRUSTED_PROXY_HELP)
 
 
 def _add_escalations(sub: Subparsers) -> None:
