@@ -313,6 +313,21 @@ def _add_tasks(sub: Subparsers) -> None:
     task_show.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
+def _add_failures(sub: Subparsers) -> None:
+    failures = sub.add_parser("failures", help="show a recorded failure's whole output")
+    failures_sub = failures.add_subparsers(dest="action", required=True, metavar="ACTION")
+    show = failures_sub.add_parser(
+        "show",
+        help="a failure's latest occurrences with their whole output, the error marked, and what "
+        "changed from one to the next",
+    )
+    _common(show)
+    show.add_argument(
+        "id", metavar="FAILURE_ID", help="the failure's id, e.g. F-12 (escalations show names it)"
+    )
+    show.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
 def _add_demo(sub: Subparsers) -> None:
     demo = sub.add_parser(
         "demo",
@@ -353,6 +368,7 @@ COMMANDS: dict[str, Callable[[Subparsers], None]] = {
     "serve": _add_serve,
     "escalations": _add_escalations,
     "tasks": _add_tasks,
+    "failures": _add_failures,
     "stats": _add_stats,
     "demo": _add_demo,
     "hook": _add_hook,

@@ -75,18 +75,22 @@ def escalation_lines(e: Escalation, prompts: PromptBook, width: int, db_path: st
         fired = f"; fired {t.fired_count} times" if t.fired_count > 1 else ""
         lines += wrap(f"threshold {pairs_line(t.criteria)}", width, INDENT * 2)
         lines += wrap(f"observed {pairs_line(t.observed)}; at {t.at}{fired}", width, INDENT * 2)
-    lines += _evidence(e, width) + _actions(e, width) + _answer(e, prompts, width, db_path)
+    lines += _evidence(e, width, db_path) + _actions(e, width) + _answer(e, prompts, width, db_path)
     return lines
 
 
-def _evidence(e: Escalation, width: int) -> list[str]:
+def _evidence(e: Escalation, width: int, db_path: str | None) -> list[str]:
     evidence = e.context.get("evidence", {})
     lines = ["", "Evidence"] if evidence else []
     errors = {t.key: headline(t.summary) for t in e.triggers}
+    store = f" --db {shlex.quote(db_path)}" if db_path else ""
     for name, facts in sorted(evidence.items()):
         lines += wrap(name, width, INDENT)
         if isinstance(facts, dict):
             lines += facts_lines(facts, width, INDENT * 2, errors.get(name, ""))
+            if isinstance(facts.get("failure_id"), str):
+                command = f"mcp-server-escalation{store} failures show {facts['failure_id']}"
+                lines += wrap(f"the whole error of each occurrence: {command}", width, INDENT * 2, INDENT * 3)
     return lines
 
 

@@ -29,11 +29,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound
-from ...services import escalations, reports, tasks
+from ...services import escalations, guidance, reports, tasks
 from ...services.console import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from . import pages, queue_view
+from .failure_page import failure_body
 from .landing import landing, login_location, login_to
 from .live import STREAMS_PER_SESSION, LiveStreams
 from .refusals import refusal_text
@@ -243,6 +244,19 @@ class Console:
         title = f"{self.book.render('console_title_task')} {view.task.task_id}"
         return HTMLResponse(pages.page(self.book, title, pages.task_body(self.book, view), session.csrf))
 
+    async def failure_page(self, request: Request) -> Response:
+        """A failure's whole error: each occurrence's whole output and what changed between them."""
+        session = self._session(request)
+        if session is None:
+            return RedirectResponse(login_location(request), status_code=303)
+        failure_id = str(request.path_params["failure_id"])
+        try:
+            whole = await guidance.whole_failure(self.rt, failure_id)
+        except NotFound as exc:
+            return self._error(404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
+        title = f"{self.book.render('console_title_failure')} {whole.failure.failure_id}"
+        return HTMLResponse(pages.page(self.book, title, failure_body(self.book, whole), session.csrf))
+
     async def answered_page(self, request: Request) -> Response:
         """The latest answered (or otherwise closed) escalations."""
         session = self._session(request)
@@ -396,6 +410,7 @@ def build_console(
             Route("/escalations/{id:int}", bound("escalation_page"), methods=["GET"]),
             Route("/escalations/{id:int}/answer", bound("answer"), methods=["POST"]),
             Route("/tasks/{task_id}", bound("task_page"), methods=["GET"]),
+            Route("/failures/{failure_id}", bound("failure_page"), methods=["GET"]),
             Route("/answered", bound("answered_page"), methods=["GET"]),
             Route("/stats", bound("stats_page"), methods=["GET"]),
             Mount("/static", app=StaticFiles(directory=STATIC), name="static"),

@@ -273,16 +273,33 @@ def escalation_body(
         revision=e.revision,
         question=_question(book, e),
         triggers=Safe("".join(_trigger(book, t) for t in e.triggers)),
-        evidence=Safe(
-            "".join(
-                fill(book, "console_evidence", heading=k, body=facts(evidence[k])) for k in sorted(evidence)
-            )
-        ),
+        evidence=Safe("".join(_evidence(book, k, evidence[k]) for k in sorted(evidence))),
         actions=facts(actions) if actions else fill(book, "console_no_actions"),
         answer=answer_part(book, e, csrf),
         told=told,
         told_then=told_at_firing(book, told_then),
     )
+
+
+def _evidence(book: PromptBook, heading: str, value: Any) -> Safe:
+    """One trigger's evidence; a failure's links to its whole error, from each occurrence too."""
+    failure_id = value.get("failure_id") if isinstance(value, dict) else None
+    if not isinstance(failure_id, str):
+        return fill(book, "console_evidence", heading=heading, body=facts(value))
+    link = fill(book, "console_whole_output_link", failure_id=failure_id)
+    linked = {key: _linked_run(item, link) for key, item in value.items()}
+    body = Safe(fill(book, "console_whole_error_link", failure_id=failure_id) + facts(linked))
+    return fill(book, "console_evidence", heading=heading, body=body)
+
+
+def _linked_run(value: Any, link: Safe) -> Any:
+    """A run of occurrences with a link to the whole output on each."""
+    if not (isinstance(value, dict) and "at_firing" in value):
+        return value
+    return {
+        key: [{**item, "whole output": link} for item in items] if key in ("at_firing", "latest") else items
+        for key, items in value.items()
+    }
 
 
 def answered_rows(book: PromptBook, summaries: list[EscalationSummary]) -> Safe:
