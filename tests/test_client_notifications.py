@@ -50,7 +50,7 @@ async def test_a_legacy_client_hears_an_answer_given_in_another_process(db_path:
     assert code == 0, err
     assert heard.updated[before:].count(uri) >= 1
     created, *_, answered = heard.about(escalation_id)
-    assert created.startswith(f"Escalation {escalation_id} (repeated_error) was raised for task c-legacy")
+    assert created.startswith(f"Escalation {escalation_id} (repeated error) was raised for task c-legacy")
     assert answered == (
         f"Escalation {escalation_id} of task c-legacy was answered (guidance) by cli:"
         + answered.split(" by cli:")[1].split(":")[0]
@@ -77,7 +77,8 @@ async def test_a_client_is_not_told_about_escalations_of_tasks_it_never_touched(
 
     assert f"escalation://{theirs['escalation']['escalation_id']}" not in heard.updated
     assert heard.about(theirs["escalation"]["escalation_id"]) == []
-    assert heard.about(mine_id)[0].startswith(f"Escalation {mine_id} (ask_human) was raised for task c-mine")
+    raised = f"Escalation {mine_id} (question from the agent) was raised for task c-mine"
+    assert heard.about(mine_id)[0].startswith(raised)
 
 
 async def test_a_2026_client_gets_the_update_on_its_listen_stream_and_no_unsolicited_log(

@@ -402,7 +402,7 @@ async def test_a_repeated_error_shows_each_occurrence_with_file_line_and_attempt
     for place, attempt in (("src/parse.py:40", "added a None check"), ("src/parse.py:57", "rewrote parse()")):
         assert f"<td>{place}</td>" in page
         assert f"<td>{attempt}</td>" in page
-    assert "repeated_error" in page
+    assert "repeated error" in page
     assert "Threshold" in page
 
 
@@ -460,7 +460,7 @@ async def test_the_answered_page_lists_answers_and_the_stats_page_counts_them(
         stats = operator.get("/stats").text
     assert f'<a href="/escalations/{escalation_id}">{escalation_id}</a>' in answered
     assert "resolved_with_termination" in answered
-    assert "<dt>by_status</dt>" in stats
-    assert "resolved_with_termination" in stats
+    assert "<dt>by status</dt>" in stats
+    assert "resolved with termination" in stats
     assert "<h2>Time to answer</h2>" in stats
     assert "<title>≤ 5 min:" in stats  # answered at once: the first bar

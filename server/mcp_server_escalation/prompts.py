@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .rules.words import kind_words
 
 # name -> the placeholders the code passes when it renders that template
 TEMPLATES: dict[str, frozenset[str]] = {
@@ -487,6 +488,21 @@ def _checked_template(
     return Template(name, text, version, str(path))
 
 
+def _spoken(placeholder: str, value: Any) -> Any:
+    """A value as words a person or a model reads: a flag as yes or no, a list as its items
+    separated by commas (never Python's repr: ``['web/auth/**']`` reached the model), and an
+    escalation's ``type`` as words ("repeated error", not ``repeated_error``)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(str(_spoken("", item)) for item in value) or "-"
+    if value is None:
+        return "-"
+    if placeholder == "type" and isinstance(value, str):
+        return kind_words(value)
+    return value
+
+
 class PromptBook:
     """All templates, loaded and checked; ``render`` is strict."""
 
@@ -533,7 +549,7 @@ class PromptBook:
             raise ConfigError(
                 f"template {name!r} rendered with {sorted(values)}, expected {sorted(expected)}"
             )
-        return template.text.format_map(values)
+        return template.text.format_map({key: _spoken(key, value) for key, value in values.items()})
 
     def filler(self, name: str, *placeholders: str) -> Callable[..., str]:
         """``render`` for one template in a loop: the placeholders the caller will supply are
@@ -543,7 +559,8 @@ class PromptBook:
             raise ConfigError(
                 f"template {name!r} bound with {sorted(placeholders)}, expected {sorted(expected)}"
             )
-        return self._templates[name].text.format
+        text = self._templates[name].text
+        return lambda **values: text.format_map({key: _spoken(key, value) for key, value in values.items()})
 
     def versions(self) -> dict[str, int]:
         """Template name -> version of the file it came from."""

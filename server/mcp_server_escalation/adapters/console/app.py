@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound
+from ...rules.words import kind_words
 from ...services import escalations, guidance, reports, tasks
 from ...services.console import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
@@ -229,7 +230,7 @@ class Console:
         except NotFound as exc:
             return self._error(404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
         body = pages.escalation_body(self.book, escalation, session.csrf, told, told_then)
-        title = f"#{escalation.escalation_id} {escalation.type}"
+        title = f"#{escalation.escalation_id} {kind_words(escalation.type)}"
         return HTMLResponse(pages.page(self.book, title, body, session.csrf))
 
     async def task_page(self, request: Request) -> Response:
