@@ -134,9 +134,9 @@ async def test_escalations_list_shows_pending_escalations_as_table_and_json(db_p
     # Each escalation: a row (number, triggers, priority, status, task), then its headline.
     by_id = {int(line.split()[0][1:]): line.split() for line in lines if line.startswith("#")}
     assert set(by_id) == {made["repeated"]["escalation_id"], made["limit"]["escalation_id"]}
-    assert by_id[made["repeated"]["escalation_id"]][1:4] == ["repeated_error", "normal", "pending"]
+    assert by_id[made["repeated"]["escalation_id"]][1:5] == ["repeated", "error", "normal", "pending"]
     assert by_id[made["repeated"]["escalation_id"]][-2:] == ["task", "cli-repeat"]
-    assert by_id[made["limit"]["escalation_id"]][1:4] == ["file_limit", "normal", "pending"]
+    assert by_id[made["limit"]["escalation_id"]][1:5] == ["file", "limit", "normal", "pending"]
     assert "  TypeError: unsupported operand type(s) for +: 'int' and 'str'" in " ".join(lines)
     assert as_json.returncode == 0, as_json.stderr
     listed = as_json.json()
@@ -165,7 +165,8 @@ async def test_escalations_list_status_all_includes_answered_escalations(db_path
     statuses = {e["escalation_id"]: e["status"] for e in everything["escalations"]}
     assert statuses == {answered: "resolved", made["limit"]["escalation_id"]: "pending"}
     assert everything["total"] == 2
-    assert any(line.split()[::3][:2] == [f"#{answered}", "resolved"] for line in table.stdout.splitlines())
+    listed = table.stdout.splitlines()
+    assert any(line.startswith(f"#{answered}  repeated error  normal  resolved") for line in listed)
 
 
 async def test_escalations_show_prints_type_triggers_evidence_and_response_options(
@@ -181,7 +182,7 @@ async def test_escalations_show_prints_type_triggers_evidence_and_response_optio
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     lines = text.splitlines()
-    assert lines[0] == f"Escalation {escalation_id}  repeated_error  pending  priority normal  blocking"
+    assert lines[0] == f"Escalation {escalation_id}  repeated error  pending  priority normal  blocking"
     assert lines[1].startswith("TypeError: unsupported operand type(s) for +: 'int' and 'str'")
     assert "Task      cli-repeat" in lines
     assert "          Fix the adder" in lines
@@ -393,7 +394,7 @@ async def test_tasks_show_prints_counters_failures_and_escalations(db_path: str,
     assert re.search(r"^consecutive_same_error +3 +3 +same_error_repeated$", text, re.MULTILINE)
     assert "Failures: 1 records, 3 occurrences" in text
     assert re.search(
-        rf"^  #{made['repeated']['escalation_id']} +repeated_error +normal +pending", text, re.MULTILINE
+        rf"^  #{made['repeated']['escalation_id']} +repeated error +normal +pending", text, re.MULTILINE
     )
     assert "Directive: pause" in text
     assert "Failures: 1 records, 3 occurrences" in text

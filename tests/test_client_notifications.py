@@ -76,7 +76,8 @@ async def test_a_client_is_not_told_about_escalations_of_tasks_it_never_touched(
 
     assert f"escalation://{theirs['escalation']['escalation_id']}" not in heard.updated
     assert heard.about(theirs["escalation"]["escalation_id"]) == []
-    assert heard.about(mine_id)[0].startswith(f"Escalation {mine_id} (ask_human) was raised for task c-mine")
+    raised = f"Escalation {mine_id} (question from the agent) was raised for task c-mine"
+    assert heard.about(mine_id)[0].startswith(raised)
 
 
 async def test_a_client_is_not_told_what_its_own_calls_caused_and_reported(db_path: str) -> None:

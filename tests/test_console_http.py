@@ -174,6 +174,47 @@ def test_after_five_wrong_tokens_from_one_address_even_the_right_one_gets_429(tm
     assert _has_the_pages_security_headers(held)
 
 
+def test_a_client_set_forwarded_for_neither_escapes_the_login_limit_nor_locks_out_another(
+    tmp_path: Path,
+) -> None:
+    with (
+        console_in_thread(tmp_path) as fresh,
+        httpx2.Client(base_url=fresh.url, headers={"Origin": fresh.url}) as client,
+    ):
+        # a guesser naming a new address each time is still the one peer it connects from
+        wrong = [
+            client.post("/login", data={"token": f"{n}" * 40}, headers={"X-Forwarded-For": f"10.9.0.{n}"})
+            for n in range(6)
+        ]
+        assert [answer.status_code for answer in wrong] == [401] * 5 + [429]
+    with (
+        console_in_thread(tmp_path / "second") as fresh,
+        httpx2.Client(base_url=fresh.url, headers={"Origin": fresh.url}) as client,
+    ):
+        # and naming someone else's address does not lock them out: the peer is held back
+        for n in range(5):
+            client.post("/login", data={"token": f"{n}" * 40}, headers={"X-Forwarded-For": "10.9.9.9"})
+        held = client.post("/login", data={"token": OPERATOR_TOKEN}, headers={"X-Forwarded-For": "10.9.9.9"})
+        assert held.status_code == 429
+
+
+def test_behind_a_trusted_proxy_the_limit_holds_back_the_address_the_proxy_names(tmp_path: Path) -> None:
+    with (
+        console_in_thread(tmp_path, "--trusted-proxy", "127.0.0.1") as fresh,
+        httpx2.Client(base_url=fresh.url, headers={"Origin": fresh.url}) as client,
+    ):
+        for n in range(5):
+            client.post("/login", data={"token": f"{n}" * 40}, headers={"X-Forwarded-For": "10.9.9.9"})
+        guesser = client.post(
+            "/login", data={"token": OPERATOR_TOKEN}, headers={"X-Forwarded-For": "10.9.9.9"}
+        )
+        someone_else = client.post(
+            "/login", data={"token": OPERATOR_TOKEN}, headers={"X-Forwarded-For": "10.8.8.8"}
+        )
+    assert guesser.status_code == 429
+    assert someone_else.status_code == 303
+
+
 def test_a_request_with_a_foreign_origin_or_host_is_refused_on_every_route(console: RunningConsole) -> None:
     with logged_in(console) as operator:
         for path in ("/", "/login", "/static/console.js"):
@@ -361,7 +402,7 @@ async def test_a_repeated_error_shows_each_occurrence_with_file_line_and_attempt
     for place, attempt in (("src/parse.py:40", "added a None check"), ("src/parse.py:57", "rewrote parse()")):
         assert f"<td>{place}</td>" in page
         assert f"<td>{attempt}</td>" in page
-    assert "repeated_error" in page
+    assert "repeated error" in page
     assert "Threshold" in page
 
 
@@ -419,7 +460,7 @@ async def test_the_answered_page_lists_answers_and_the_stats_page_counts_them(
         stats = operator.get("/stats").text
     assert f'<a href="/escalations/{escalation_id}">{escalation_id}</a>' in answered
     assert "resolved_with_termination" in answered
-    assert "<dt>by_status</dt>" in stats
-    assert "resolved_with_termination" in stats
+    assert "<dt>by status</dt>" in stats
+    assert "resolved with termination" in stats
     assert "<h2>Time to answer</h2>" in stats
     assert "<title>≤ 5 min:" in stats  # answered at once: the first bar

@@ -27,7 +27,7 @@ def test_occurrences_render_as_a_table_with_file_and_line_together() -> None:
     assert "<th>file:line</th>" in html
     assert "<td>src/app.py:42</td>" in html
     assert "<td>src/app.py</td>" in html
-    assert "<th>attempted_action</th>" in html
+    assert "<th>attempted action</th>" in html
     assert "<th>line</th>" not in html
 
 

@@ -118,22 +118,22 @@ async def test_demo_plays_the_whole_loop_and_leaves_the_records_it_claims(tmp_pa
     assert run.step(4) == f"TypeError at {IN_SCOPE}:12 (1 in a row; escalates at 3)"
     assert run.step(5) == "tests 8/10 = 80%, not above 80% (1 of 3 runs without improvement)"
     assert run.step(7) == "tests 7/10 = 70%, not above 80% (2 of 3 runs without improvement)"
-    assert run.step(8).endswith("3 in a row -> escalation 1 (repeated_error), task paused")
+    assert run.step(8).endswith("3 in a row -> escalation 1 (repeated error), task paused")
     assert run.step(9).endswith("-> test_stall joins escalation 1 (triggers: repeated_error, test_stall)")
     assert run.step(10) == "$ mcp-server-escalation escalations show 1   (another process)"
     view = [line for line in run.stdout.splitlines() if line.startswith("    | ")]
-    assert any(all(w in line for w in ("Escalation 1", "repeated_error", "pending")) for line in view)
+    assert any(all(w in line for w in ("Escalation 1", "repeated error", "pending")) for line in view)
     assert run.step(11).endswith(f"-> escalation 1 is now resolved; task {task_id} is paused")
     assert re.fullmatch(
         r"waited \d+\.\d s in get_escalation\(1, wait_seconds=30\): guidance from cli\S*", run.step(12)
     )
     assert run.step(13) == "escalation 1 is resolved; task active again"
     assert run.step(14).startswith(f"{OUT_OF_SCOPE}: refused (")
-    assert run.step(14).endswith("-> escalation 2 (scope_deviation), task paused")
+    assert run.step(14).endswith("-> escalation 2 (scope deviation), task paused")
     # Every agent-facing step prints the directive the agent got, verbatim from the server.
     directives = re.findall(r"^    agent <- (proceed|pause|stop): ", run.stdout, flags=re.MULTILINE)
     assert directives == ["proceed"] * 6 + ["pause"] * 3 + ["proceed", "pause"]
-    assert "    | - Escalation 1 (repeated_error): guidance by cli" in run.stdout
+    assert "    | - Escalation 1 (repeated error): guidance by cli" in run.stdout
     assert f"The store is kept at {db}." in flat(run.stdout)
     assert "escalations respond 2 --approve" in flat(run.stdout)
     assert f"claude mcp add escalation -- {SCRIPT}" in flat(run.stdout)

@@ -69,7 +69,7 @@ async def test_an_accepted_answer_is_recorded_as_an_operator_response_and_ends_t
             task = await agent.call("get_task", task_id="e-accept")
 
     (question,) = human.asked
-    assert f"Escalation {escalation_id} (ask_human) on task e-accept" in question.message
+    assert f"Escalation {escalation_id} (question from the agent) on task e-accept" in question.message
     assert "OAuth or API keys?" in question.message
     schema = question.requested_schema
     assert set(schema["properties"]) == {"response_type", "text"}

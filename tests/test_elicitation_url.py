@@ -79,7 +79,7 @@ async def test_a_url_capable_client_is_sent_the_console_page_and_told_when_it_wa
     assert link.mode == "url"
     assert link.url == f"{CONSOLE}/escalations/{escalation_id}"
     assert "token" not in link.url
-    assert f"Escalation {escalation_id} (ask_human) on task u-accept" in link.message
+    assert f"Escalation {escalation_id} (question from the agent) on task u-accept" in link.message
     assert "OAuth or API keys?" in link.message
     assert "operator console" in link.message
     assert heard.ids == [link.elicitation_id]  # completed once, for the link it accepted

@@ -246,7 +246,8 @@ async def test_feedback_lists_human_answers_but_not_withdrawn_questions(db_path:
             )
         feedback = await agent.call("get_feedback", task_id="h1")
     assert feedback["human_responses"] == [answered_id]
-    assert f"- Escalation {answered_id} (ask_human): guidance by alice at " in feedback["rendered"]
+    listed = f"- Escalation {answered_id} (question from the agent): guidance by alice at "
+    assert listed in feedback["rendered"]
     assert "Round half to even." in feedback["rendered"]
     assert "withdraw" not in feedback["rendered"]
 

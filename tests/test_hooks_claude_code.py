@@ -126,7 +126,7 @@ async def test_a_failed_bash_command_is_recorded_like_record_failure(
     # once it repeats: test_scenarios_response.py).
     context = run.json()["hookSpecificOutput"]
     assert context["hookEventName"] == "PostToolUseFailure"
-    assert "escalation 1 (external_blocker)" in context["additionalContext"]
+    assert "escalation 1 (external blocker)" in context["additionalContext"]
     assert recorded["message"] in context["additionalContext"]
 
 

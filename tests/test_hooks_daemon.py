@@ -85,7 +85,7 @@ async def test_a_hook_run_with_no_server_starts_a_daemon_that_answers_the_next_r
     assert len(snapshot(db)["occurrences"]) == 2
     assert daemons_of(db) == [daemon_pid(lock)]
     third = await hook("claude-code", _failure(2), db=db, tmp=tmp_path, **ON)
-    assert "escalation 1 (repeated_error)" in third.json()["hookSpecificOutput"]["additionalContext"]
+    assert "escalation 1 (repeated error)" in third.json()["hookSpecificOutput"]["additionalContext"]
     assert daemons_of(db) == [daemon_pid(lock)]  # a run the daemon answered starts no other
 
 

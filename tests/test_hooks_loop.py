@@ -54,7 +54,7 @@ async def _fail_three_times(db: str, tmp: Path) -> str:
 async def test_three_identical_failures_pause_the_agent_until_the_operator_answers(tmp_path: Path) -> None:
     db = str(tmp_path / "loop.db")
     context = await _fail_three_times(db, tmp_path)
-    assert "escalation 1 (repeated_error)" in context
+    assert "escalation 1 (repeated error)" in context
     assert "get_escalation(1, wait_seconds=4)" in context
     state = snapshot(db)
     assert [t["task_id"] for t in state["tasks"]] == [TASK]
@@ -65,7 +65,7 @@ async def test_three_identical_failures_pause_the_agent_until_the_operator_answe
     # The pause: the next edit is denied, with what to do.
     edit = pre_edit(f"{PROJECT}/src/calc.py", "toolu_edit1")
     denied = await hook_process("claude-code", edit, db=db, tmp=tmp_path)  # as the host runs it
-    assert "escalation 1 (repeated_error)" in denied.deny_reason
+    assert "escalation 1 (repeated error)" in denied.deny_reason
     assert snapshot(db)["files"] == []
 
     # The operator answers from the CLI (in this process: another one than the hooks').

@@ -92,8 +92,8 @@ async def test_a_relayed_loop_answers_and_records_exactly_like_the_hook_alone(tm
         (r.returncode, r.stdout, r.stderr) for r in alone
     ]
     # The answers are the real ones: the escalation's context, the pause, the delivered answer.
-    assert "escalation 1 (repeated_error)" in relayed[2].json()["hookSpecificOutput"]["additionalContext"]
-    assert "escalation 1 (repeated_error)" in relayed[3].deny_reason
+    assert "escalation 1 (repeated error)" in relayed[2].json()["hookSpecificOutput"]["additionalContext"]
+    assert "escalation 1 (repeated error)" in relayed[3].deny_reason
     assert "Fix the carry." in relayed[4].deny_reason
     assert relayed[5].stdout == ""  # allowed after the acknowledgement
     assert "malformed JSON" in relayed[7].stderr
@@ -146,7 +146,7 @@ async def test_a_hook_with_other_thresholds_is_not_answered_by_the_server(tmp_pa
         assert NOT_ANSWERED in declined.stderr
         itself = await hook("claude-code", failure, db=db, tmp=tmp_path, ESCALATION_CONFIG=str(strict))
     # Decided by the hook's own config: one failure is enough to escalate.
-    assert "escalation 1 (repeated_error)" in itself.json()["hookSpecificOutput"]["additionalContext"]
+    assert "escalation 1 (repeated error)" in itself.json()["hookSpecificOutput"]["additionalContext"]
 
 
 async def test_a_relative_store_path_is_the_hooks_not_the_servers(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ async def test_command_and_webhook_each_get_a_new_escalation(db_path: str, tmp_p
     assert by_command["triggers"][0]["type"] == "ask_human"
     # The webhook gets the same fields, with the text summary chat services display.
     assert by_webhook == by_command
-    assert f"Escalation {escalation_id} (ask_human) on task n-both" in by_webhook["text"]
+    assert f"Escalation {escalation_id} (question from the agent) on task n-both" in by_webhook["text"]
     assert "Which auth scheme should the API use?" in by_webhook["text"]
     assert sorted((d.notifier.split(":")[0], d.attempts, d.delivered_at is not None) for d in records) == [
         ("command", 1, True),

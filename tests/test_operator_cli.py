@@ -337,5 +337,5 @@ async def test_tasks_list_and_show_give_counters_limits_tests_and_escalations(
     assert "  src/b.py" in lines
     assert any(line.split()[2:6] == ["3", "2", "60%", "yes"] for line in lines)
     assert any(line.split()[2:6] == ["5", "0", "100%", "yes"] for line in lines)
-    assert any(line.split()[:4] == [f"#{escalation_id}", "ask_human", "normal", "pending"] for line in lines)
+    assert any(f"#{escalation_id}  question from the agent  normal  pending" in line for line in lines)
     assert any(line.startswith("Directive: pause: ") for line in lines)

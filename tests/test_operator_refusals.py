@@ -201,7 +201,7 @@ async def test_an_answer_the_escalation_does_not_take_names_the_ones_it_does(
     _, withdrawn = post_answer(console, escalation_id, response_type="withdraw")
 
     assert (
-        f"escalation {escalation_id} is a repeated_error escalation: --approve is not an answer to it. "
+        f"escalation {escalation_id} is a repeated error escalation: --approve is not an answer to it. "
         "Answer with one of --guidance TEXT, --override TEXT, --terminate [TEXT]." in cli
     )
     assert "approve is not an answer to it. Answer with one of guidance, override, terminate." in page

@@ -148,7 +148,7 @@ async def test_every_operator_command_fits_80_columns_with_the_salient_error_and
     rows = listed.splitlines()
     assert f"  task {TASK}" in rows  # too long for the row: on a line of its own, whole
     assert any(line.startswith(f"  {SALIENT}") for line in rows)
-    assert any("scope_deviation+file_limit" in line for line in rows)  # every trigger
+    assert any("scope deviation + file limit" in line for line in rows)  # every trigger
     code, tasks, _ = await run_cli("--db", db_path, "tasks", "list", home=home, COLUMNS="80")
     assert TASK in tasks.splitlines()
 
@@ -206,7 +206,7 @@ async def test_a_refused_answer_is_explained_in_the_cli_s_words(db_path: str, ho
     err = flat(err)
     assert code == 1
     assert out == ""
-    assert f"escalation {escalation_id} is a repeated_error escalation: --approve is not an answer" in err
+    assert f"escalation {escalation_id} is a repeated error escalation: --approve is not an answer" in err
     assert "response_type" not in err
     code, _, err = await run_cli("--db", db_path, "escalations", "show", "999", home=home)
     err = flat(err)

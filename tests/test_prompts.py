@@ -35,7 +35,7 @@ def test_rendering_fills_the_placeholders() -> None:
     book = PromptBook.load(data_dir("prompts"))
     text = book.render("directive_pause_pending", task_id="t1", escalation_id=7, type="repeated_error")
     assert text == (
-        "Escalation 7 (repeated_error) awaits a human. Stop changing code for task t1 and call "
+        "Escalation 7 (repeated error) awaits a human. Stop changing code for task t1 and call "
         "get_escalation(7, wait_seconds=4) until it is resolved."
     )
 

@@ -91,7 +91,7 @@ async def test_show_prints_each_trigger_by_its_error_line(db_path: str, tmp_path
 
     assert code == 0, err
     triggers = out.split("\nTriggers\n")[1].split("\nEvidence\n")[0].splitlines()
-    assert triggers[0].startswith(f"  - repeated_error: {ERROR} (")
+    assert triggers[0].startswith(f"  - repeated error: {ERROR} (")
 
 
 @pytest.mark.sqlite_only  # writes an old row into the SQLite file itself
@@ -148,7 +148,7 @@ async def test_a_client_log_message_carries_the_error_line(db_path: str) -> None
     async with Client(build_server(make_settings(db_path)), mode="legacy", message_handler=heard) as client:
         agent = Agent(client)
         escalation = await _escalate(agent, "s-client")
-        created = f"Escalation {escalation['escalation_id']} (repeated_error) was raised"
+        created = f"Escalation {escalation['escalation_id']} (repeated error) was raised"
         await eventually(lambda: any(m.startswith(created) for m in logs), 60, "the log message")
 
     message = next(m for m in logs if m.startswith(created))
@@ -168,7 +168,7 @@ async def test_the_hook_context_of_an_escalation_names_the_error_line(tmp_path: 
         if run.stdout:
             context = run.json()["hookSpecificOutput"]["additionalContext"]
 
-    assert "(repeated_error)" in context
+    assert "(repeated error)" in context
     assert f": {ERROR} (the same error 3 times, at most one other error between" in context
     assert BANNER not in context
 

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .rules.words import kind_words
 
 # The wait a message asks for (``get_escalation``'s ``wait_seconds``) is not passed by the
 # code that renders it: the book fills it in, with the wait asked of the connection whose call
@@ -336,6 +337,42 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "console_store_unavailable": ["store", "reason"],
         "console_refused_session": [],
         "console_refused_csrf": [],
+        "console_refused_streams": ["limit"],
+        "console_title_failure": [],
+        "console_failure": [
+            "failure_id",
+            "headline",
+            "task_link",
+            "task_id",
+            "status",
+            "count",
+            "first_seen",
+            "last_seen",
+            "earlier",
+            "occurrences",
+        ],
+        "console_failure_earlier": ["shown", "omitted"],
+        "console_occurrence": [
+            "number",
+            "count",
+            "at",
+            "agent_id",
+            "place",
+            "action",
+            "changes",
+            "characters",
+            "output",
+        ],
+        "console_salient_line": ["line"],
+        "console_unchanged": ["previous"],
+        "console_changes": ["previous", "items"],
+        "console_change_place": ["before", "after"],
+        "console_change_action": ["before", "after"],
+        "console_change_output": ["lines", "more"],
+        "console_change_output_same": [],
+        "console_changes_more": ["count"],
+        "console_whole_error_link": ["failure_id"],
+        "console_whole_output_link": ["failure_id"],
         "console_task": [
             "task_id",
             "title",
@@ -467,6 +504,21 @@ def _checked_template(
     return Template(name, text, version, str(path))
 
 
+def _spoken(placeholder: str, value: Any) -> Any:
+    """A value as words a person or a model reads: a flag as yes or no, a list as its items
+    separated by commas (never Python's repr: ``['web/auth/**']`` reached the model), and an
+    escalation's ``type`` as words ("repeated error", not ``repeated_error``)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(str(_spoken("", item)) for item in value) or "-"
+    if value is None:
+        return "-"
+    if placeholder == "type" and isinstance(value, str):
+        return kind_words(value)
+    return value
+
+
 class PromptBook:
     """All templates, loaded and checked; ``render`` is strict."""
 
@@ -519,7 +571,7 @@ class PromptBook:
             raise ConfigError(
                 f"template {name!r} rendered with {sorted(values)}, expected {sorted(expected)}"
             )
-        return template.text.format_map(values)
+        return template.text.format_map({key: _spoken(key, value) for key, value in values.items()})
 
     def asked_wait(self) -> int:
         """The wait to ask for in the call being served."""
@@ -534,7 +586,8 @@ class PromptBook:
             raise ConfigError(
                 f"template {name!r} bound with {sorted(placeholders)}, expected {sorted(expected)}"
             )
-        return self._templates[name].text.format
+        text = self._templates[name].text
+        return lambda **values: text.format_map({key: _spoken(key, value) for key, value in values.items()})
 
     def versions(self) -> dict[str, int]:
         """Template name -> version of the file it came from."""

@@ -36,6 +36,15 @@ class OperatorParser(argparse.ArgumentParser):
         self.exit(2)  # argparse's exit code for a command line it refuses
 
 
+# Who may say where a request came from (X-Forwarded-For): nobody unless named, or a client
+# could pick the address the console's login limit holds back.
+TRUSTED_PROXY_HELP = (
+    "http: the address of a reverse proxy in front (repeatable; an IP address or network): "
+    "only requests from it have their X-Forwarded-For header believed, so the console's "
+    "login limit holds back the browser's address rather than the proxy's (default: none, "
+    "the header is ignored)"
+)
+
 def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     # Accepted before or after the subcommand; a subcommand's copy must not overwrite a value
     # given before it, hence SUPPRESS there.
@@ -202,6 +211,7 @@ def _add_serve(sub: Subparsers) -> None:
         help="http: mark the console's session cookie Secure, when it is reached over https through "
         "a TLS proxy (default: off)",
     )
+    serve.add_argument("--trusted-proxy", action="append", metavar="ADDRESS", help=TRUSTED_PROXY_HELP)
 
 
 def _add_escalations(sub: Subparsers) -> None:
@@ -303,6 +313,21 @@ def _add_tasks(sub: Subparsers) -> None:
     task_show.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
+def _add_failures(sub: Subparsers) -> None:
+    failures = sub.add_parser("failures", help="show a recorded failure's whole output")
+    failures_sub = failures.add_subparsers(dest="action", required=True, metavar="ACTION")
+    show = failures_sub.add_parser(
+        "show",
+        help="a failure's latest occurrences with their whole output, the error marked, and what "
+        "changed from one to the next",
+    )
+    _common(show)
+    show.add_argument(
+        "id", metavar="FAILURE_ID", help="the failure's id, e.g. F-12 (escalations show names it)"
+    )
+    show.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
 def _add_demo(sub: Subparsers) -> None:
     demo = sub.add_parser(
         "demo",
@@ -343,6 +368,7 @@ COMMANDS: dict[str, Callable[[Subparsers], None]] = {
     "serve": _add_serve,
     "escalations": _add_escalations,
     "tasks": _add_tasks,
+    "failures": _add_failures,
     "stats": _add_stats,
     "demo": _add_demo,
     "hook": _add_hook,

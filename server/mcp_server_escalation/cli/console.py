@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError, StoreError
 from ..process import server_ready
 from ..settings import Settings
-from . import PORT_MAX, bounded
+from . import PORT_MAX, TRUSTED_PROXY_HELP, bounded
 from .operator import missing_store
-from .serve import http_listening, run_until_stopped
+from .serve import forwarded_for, http_listening, run_until_stopped
 
 if TYPE_CHECKING:
     import uvicorn
@@ -31,7 +31,7 @@ SECURE_COOKIE_HELP = (
 
 def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type: ignore[type-arg]
     """``console [--host 127.0.0.1] [--port 8766] [--allowed-host NAME] [--allowed-origin URL]
-    [--secure-cookie]``."""
+    [--secure-cookie] [--trusted-proxy ADDRESS]``."""
     console = sub.add_parser(
         "console",
         help="serve the operator console in a browser (needs an operator token)",
@@ -58,6 +58,7 @@ def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type
         "default: those alone)",
     )
     console.add_argument("--secure-cookie", action="store_true", help=SECURE_COOKIE_HELP)
+    console.add_argument("--trusted-proxy", action="append", metavar="ADDRESS", help=TRUSTED_PROXY_HELP)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,5 +97,6 @@ def console_server(args: argparse.Namespace) -> uvicorn.Server:
         port=listen.port,
         log_level="warning",
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+        **forwarded_for(args.trusted_proxy),
     )
     return uvicorn.Server(config)

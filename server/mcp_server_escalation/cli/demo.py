@@ -64,6 +64,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from ..rules.words import kind_words
 from .readable import INDENT, error_lines, terminal_width, wrap
 
 # -- the script ------------------------------------------------------------------------------
@@ -243,6 +244,8 @@ class Demo:
 
     def _say(self, key: str, **fields: Any) -> None:
         self.done += 1
+        if isinstance(fields.get("type"), str):
+            fields["type"] = kind_words(fields["type"])
         _wrapped(f"{self.done:>2}. {STEPS[key][1].format(**fields)}", rest=" " * TEXT_COLUMN)
 
     @staticmethod
@@ -458,7 +461,7 @@ class Demo:
             _expect(
                 all(
                     word in shown
-                    for word in (f"Escalation {escalation_id}", "pending", "repeated_error", "test_stall")
+                    for word in (f"Escalation {escalation_id}", "pending", "repeated error", "test stall")
                 ),
                 f"the operator's view is not the pending escalation with both triggers:\n{shown}",
             )

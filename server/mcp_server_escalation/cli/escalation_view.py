@@ -16,6 +16,7 @@ from ..models.escalations import Escalation, EscalationSummary
 from ..prompts import PromptBook
 from ..rules.announce import human_answers
 from ..rules.salient import headline
+from ..rules.words import kind_words, trigger_words
 from .readable import INDENT, cut, facts_lines, labelled, pairs_line, wrap
 
 # How each answer is given on the command line, in the order offered.
@@ -37,7 +38,7 @@ def answer_flags(escalation: Escalation) -> list[str]:
 def summary_lines(s: EscalationSummary, width: int) -> list[str]:
     """One escalation of ``escalations list``: a row, the task id whole, the headline."""
     # Every trigger, the escalation's own type first: one escalation can hold several.
-    types = "+".join([s.type, *(t for t in s.trigger_types if t != s.type)])
+    types = " + ".join(kind_words(kind) for kind in [s.type, *(t for t in s.trigger_types if t != s.type)])
     row = f"#{s.escalation_id}  {types}  {s.priority}  {s.status}{'  blocking' if s.blocking else ''}"
     task = f"task {s.task_id}"
     lines = [f"{row}  {task}"] if len(row) + 2 + len(task) <= width else [row, f"{INDENT}{task}"]
@@ -53,7 +54,7 @@ def escalation_lines(e: Escalation, prompts: PromptBook, width: int, db_path: st
     task = e.context.get("task", {})
     first = e.triggers[0].summary if e.triggers else e.reason or ""
     lines = wrap(
-        f"Escalation {e.escalation_id}  {e.type}  {e.status}  priority {e.priority}"
+        f"Escalation {e.escalation_id}  {kind_words(e.type)}  {e.status}  priority {e.priority}"
         f"{'  blocking' if e.blocking else ''}",
         width,
     )
@@ -71,22 +72,26 @@ def escalation_lines(e: Escalation, prompts: PromptBook, width: int, db_path: st
             lines += wrap(option, width, f"{INDENT}option {i}: ")
     lines += ["", "Triggers"]
     for t in e.triggers:
-        lines += wrap(f"{t.type}: {headline(t.summary)}", width, f"{INDENT}- ", INDENT * 2)
+        lines += wrap(f"{kind_words(t.type)}: {headline(t.summary)}", width, f"{INDENT}- ", INDENT * 2)
         fired = f"; fired {t.fired_count} times" if t.fired_count > 1 else ""
         lines += wrap(f"threshold {pairs_line(t.criteria)}", width, INDENT * 2)
         lines += wrap(f"observed {pairs_line(t.observed)}; at {t.at}{fired}", width, INDENT * 2)
-    lines += _evidence(e, width) + _actions(e, width) + _answer(e, prompts, width, db_path)
+    lines += _evidence(e, width, db_path) + _actions(e, width) + _answer(e, prompts, width, db_path)
     return lines
 
 
-def _evidence(e: Escalation, width: int) -> list[str]:
+def _evidence(e: Escalation, width: int, db_path: str | None) -> list[str]:
     evidence = e.context.get("evidence", {})
     lines = ["", "Evidence"] if evidence else []
     errors = {t.key: headline(t.summary) for t in e.triggers}
+    store = f" --db {shlex.quote(db_path)}" if db_path else ""
     for name, facts in sorted(evidence.items()):
-        lines += wrap(name, width, INDENT)
+        lines += wrap(trigger_words(name), width, INDENT)
         if isinstance(facts, dict):
             lines += facts_lines(facts, width, INDENT * 2, errors.get(name, ""))
+            if isinstance(facts.get("failure_id"), str):
+                command = f"mcp-server-escalation{store} failures show {facts['failure_id']}"
+                lines += wrap(f"the whole error of each occurrence: {command}", width, INDENT * 2, INDENT * 3)
     return lines
 
 

@@ -1,4 +1,4 @@
-"""Operator commands: escalations, tasks, db. Same services, same store as the tools.
+"""Operator commands: escalations, tasks, failures, db. Same services, same store as the tools.
 
 They open only a store that exists. A mistyped ``--db`` or ``ESCALATION_DB`` used to create
 an empty store (folders included) and answer "no pending escalations" while the agents
@@ -26,7 +26,7 @@ from ..rules.refusals import Door, worded
 from ..services import copying, escalations, reports
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, default_db_path, resolve_db_path
-from . import monitor, report_error, task_views
+from . import failure_view, monitor, report_error, task_views
 from .escalation_view import ANSWER_FLAGS, escalation_lines, summary_lines
 from .readable import terminal_width
 
@@ -163,6 +163,8 @@ async def _dispatch(rt: Runtime, args: argparse.Namespace) -> int:
         return await _escalations(rt, args)
     if args.command == "tasks":
         return await task_views.run(rt, args)
+    if args.command == "failures":
+        return await failure_view.run(rt, args)
     if args.action == "migrate":
         version = await rt.db.schema_version()
         _out(f"{rt.db.path}: schema version {version}")

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..rules.evidence import is_clipped
 from ..rules.salient import headline, one_line
+from ..rules.words import field_words, name_words, yes_no
 
 # Every control character (newlines, tabs, ESC of a colour code) becomes a space.
 _CONTROLS = dict.fromkeys((*range(32), 127, *range(128, 160)), " ")
@@ -154,14 +155,16 @@ def _scalar(value: object) -> str:
     if value is None or value == "":
         return "-"
     if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, list):
-        return ", ".join(_scalar(v) for v in value) or "-"
-    if isinstance(value, dict):
-        return f"({pairs_line(value)})"
-    return headline(value) if isinstance(value, str) and "\n" in value else str(value)
+        return yes_no(value)
+    if isinstance(value, list | dict):
+        return (
+            (", ".join(_scalar(v) for v in value) or "-")
+            if isinstance(value, list)
+            else f"({pairs_line(value)})"
+        )
+    if isinstance(value, str):
+        return headline(value) if "\n" in value else name_words(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _is_run(value: object) -> bool:
@@ -180,7 +183,7 @@ def facts_lines(facts: dict[str, Any], width: int, prefix: str = INDENT, error: 
             "proposed_files" in facts or "modified_files" in facts
         ):
             continue
-        name = key.replace("_", " ")
+        name = field_words(key)
         if _is_run(value):
             lines += _run(name, value, width, prefix, error)
         elif _is_test_runs(value):
@@ -202,4 +205,4 @@ def facts_lines(facts: dict[str, Any], width: int, prefix: str = INDENT, error: 
 
 def pairs_line(value: dict[str, Any]) -> str:
     """``key value, key value`` of a flat record (criteria, observed, an action's detail)."""
-    return ", ".join(f"{k.replace('_', ' ')} {_scalar(v)}" for k, v in sorted(value.items()))
+    return ", ".join(f"{field_words(k)} {_scalar(v)}" for k, v in sorted(value.items()))

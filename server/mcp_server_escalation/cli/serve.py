@@ -8,7 +8,7 @@ import dataclasses
 import errno
 import logging
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -41,6 +41,14 @@ def console_beside_mcp(
         log.info("no console next to /mcp: no operator token (shared or in the tokens file)")
         return None
     return build_console(settings, Sessions(tokens), security, secure_cookie=secure_cookie)
+
+
+def forwarded_for(trusted_proxies: list[str] | None) -> dict[str, Any]:
+    """uvicorn's options for X-Forwarded-For: believed from ``trusted_proxies`` alone. uvicorn
+    believes it from 127.0.0.1 by default, so any local client could name the address the
+    console's login limit counts (a guesser a new one at each try, or a victim's)."""
+    trusted = list(trusted_proxies or ())
+    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": trusted or None}
 
 
 def http_listening(args: argparse.Namespace) -> tuple[Listen, TransportSecuritySettings]:
@@ -162,5 +170,6 @@ def http_server(args: argparse.Namespace, settings: Settings) -> uvicorn.Server:
         port=listen.port,
         log_level=server.settings.log_level.lower(),
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+        **forwarded_for(args.trusted_proxy),
     )
     return uvicorn.Server(config)

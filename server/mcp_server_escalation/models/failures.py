@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -102,3 +102,44 @@ class FailureRecord(Record):
     helpful_count: int
     harmful_count: int
     created_at: str
+
+
+class OutputLine(Record):
+    """One line of an occurrence's output; ``salient``: a line that names the error."""
+
+    text: str
+    salient: bool = False
+
+
+class OutputChange(Record):
+    """A line of output removed (``-``) since the occurrence before, or added (``+``)."""
+
+    sign: Literal["-", "+"]
+    text: str
+
+
+class ShownOccurrence(Record):
+    """One occurrence with its whole output, and what changed since the one before it."""
+
+    number: int = Field(description="1 for the failure's first occurrence")
+    at: str
+    agent_id: str
+    step: str
+    place: str | None = Field(description="file:line, or None when no file was named")
+    attempted_action: str | None
+    characters: int = Field(description="Length of the whole stored output")
+    output: list[OutputLine]
+    compared: bool = Field(description="False for the first occurrence shown (nothing before it)")
+    previous_place: str | None
+    previous_action: str | None
+    output_changes: list[OutputChange]
+    changes_omitted: int = Field(description="Changed lines beyond those listed")
+
+
+class WholeFailure(Record):
+    """A failure record with the whole output of its latest occurrences, oldest first."""
+
+    failure: FailureRecord
+    headline: str
+    occurrences: list[ShownOccurrence]
+    earlier_omitted: int = Field(description="Older occurrences not shown")

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from ..clock import parse_iso
 from ..errors import InvalidInput, NotFound
-from ..models.failures import FailureRecord
+from ..models.failures import FailureRecord, WholeFailure
 from ..models.guidance import FailureView, GuidanceItem, GuidanceResult
 from ..rules import ranking
 from ..rules.fingerprint import message_key
 from ..rules.salient import headline
+from ..rules.whole_error import shown_occurrences
 from ..store import failures as failure_store
 from ..store import guidance as guidance_store
 from ..store import search_tokens
@@ -237,6 +238,27 @@ def failure_view(conn: Conn, failure_id: str, shown: int = RECENT_OCCURRENCES) -
 async def show_failure(rt: Runtime, failure_id: str) -> FailureView:
     """The full record behind a guidance line."""
     return await rt.db.read(lambda conn: failure_view(conn, failure_id))
+
+
+async def whole_failure(rt: Runtime, failure_id: str, shown: int = RECENT_OCCURRENCES) -> WholeFailure:
+    """A record with the whole output of its latest ``shown`` occurrences, the salient lines
+    marked, and what changed from each to the next (what the operator's views show)."""
+
+    def read(conn: Conn) -> WholeFailure:
+        record = _load(conn, "failure_id", failure_id)
+        # One more than shown: the first one shown is compared with the one before it.
+        latest = failure_store.recent_occurrences(conn, record.failure_id, shown + 1)
+        before = latest[0] if len(latest) > shown else None
+        kept = latest[1:] if before is not None else latest
+        first_number = record.occurrence_count - len(kept) + 1
+        return WholeFailure(
+            failure=record,
+            headline=headline(kept[-1].message if kept else record.message),
+            occurrences=shown_occurrences(kept, first_number, before),
+            earlier_omitted=first_number - 1,
+        )
+
+    return await rt.db.read(read)
 
 
 async def update_failure(

@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
@@ -29,13 +30,15 @@ from starlette.types import Receive, Scope, Send
 
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound, StoreUnavailable
 from ...prompts import PromptBook
-from ...services import escalations, reports, tasks
-from ...services.changes import ChangeFeed
+from ...rules.words import kind_words
+from ...services import escalations, guidance, reports, tasks
 from ...services.console import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from . import pages, queue_view
+from .failure_page import failure_body
 from .landing import landing, login_location, login_to
+from .live import STREAMS_PER_SESSION, LiveStreams
 from .refusals import refusal_text
 from .sessions import COOKIE, Session, Sessions, csrf_matches
 from .throttle import LoginThrottle
@@ -110,6 +113,7 @@ class Console:
     def __init__(self, rt: Runtime, sessions: Sessions, secure_cookie: bool) -> None:
         self.rt = rt
         self.sessions = sessions
+        self.live = LiveStreams(lambda session_id: sessions.find(session_id) is not None)
         self.book = rt.prompts
         # Behind a TLS proxy the browser sees https: the cookie then never travels in plain text.
         self.secure_cookie = secure_cookie
@@ -118,12 +122,12 @@ class Console:
     def _session(self, request: Request) -> Session | None:
         return self.sessions.find(request.cookies.get(COOKIE))
 
-    def _refused(self, status: int, message_template: str, back: str = "/") -> HTMLResponse:
+    def _refused(self, status: int, message_template: str, back: str = "/", **values: object) -> HTMLResponse:
         body = pages.fill(
             self.book,
             "console_error",
             title=pages.fill(self.book, "console_title_refused"),
-            message=pages.fill(self.book, message_template),
+            message=pages.fill(self.book, message_template, **values),
             back=back,
         )
         title = self.book.render("console_title_refused")
@@ -181,6 +185,7 @@ class Console:
         if session is None or not csrf_matches(session, str((await request.form()).get("csrf") or "")):
             return self._refused(403, "console_refused_csrf")
         self.sessions.logout(session.session_id)
+        self.live.end_session(session.session_id)
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(COOKIE, path="/", secure=self.secure_cookie, httponly=True, samesite="strict")
         return response
@@ -226,7 +231,7 @@ class Console:
         except NotFound as exc:
             return self._error(404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
         body = pages.escalation_body(self.book, escalation, session.csrf, told, told_then)
-        title = f"#{escalation.escalation_id} {escalation.type}"
+        title = f"#{escalation.escalation_id} {kind_words(escalation.type)}"
         return HTMLResponse(pages.page(self.book, title, body, session.csrf))
 
     async def task_page(self, request: Request) -> Response:
@@ -240,6 +245,19 @@ class Console:
             return self._error(404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
         title = f"{self.book.render('console_title_task')} {view.task.task_id}"
         return HTMLResponse(pages.page(self.book, title, pages.task_body(self.book, view), session.csrf))
+
+    async def failure_page(self, request: Request) -> Response:
+        """A failure's whole error: each occurrence's whole output and what changed between them."""
+        session = self._session(request)
+        if session is None:
+            return RedirectResponse(login_location(request), status_code=303)
+        failure_id = str(request.path_params["failure_id"])
+        try:
+            whole = await guidance.whole_failure(self.rt, failure_id)
+        except NotFound as exc:
+            return self._error(404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
+        title = f"{self.book.render('console_title_failure')} {whole.failure.failure_id}"
+        return HTMLResponse(pages.page(self.book, title, failure_body(self.book, whole), session.csrf))
 
     async def answered_page(self, request: Request) -> Response:
         """The latest answered (or otherwise closed) escalations."""
@@ -323,18 +341,23 @@ class Console:
         return Answer(response_type, content, _int_field(get("file_limit"), "file_limit"), scope)
 
     async def events(self, request: Request) -> Response:
-        """Server-sent events: one ``change`` per batch of the change feed."""
-        if self._session(request) is None:
+        """Server-sent events: one ``change`` per batch of the change feed, from the process's
+        one reader of it (``live.py``), a keep-alive comment between them, until the session ends."""
+        session = self._session(request)
+        if session is None:
             return self._refused(401, "console_refused_session", "/login")
-        feed = ChangeFeed(self.rt)
-        await feed.start()
+        session_id = session.session_id
+        if self.live.count(session_id) >= STREAMS_PER_SESSION:
+            return self._refused(429, "console_refused_streams", limit=STREAMS_PER_SESSION)
 
         async def stream() -> AsyncIterator[str]:
+            # Opened here, not before the response: a stream is closed by the code that iterates it.
+            receive = self.live.open(session_id)
+            if receive is None:  # another request of the session took the last place meanwhile
+                return
             yield "retry: 2000\n\n"
-            while True:
-                batch = await feed.next_changes()
-                ids = sorted({change.escalation_id for change in batch})
-                yield f"event: change\ndata: {json.dumps(ids)}\n\n"
+            async for ids in self.live.messages(session_id, receive):
+                yield f"event: change\ndata: {json.dumps(ids)}\n\n" if ids else ": keep-alive\n\n"
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -382,9 +405,11 @@ def build_console(
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         # The standalone console refuses a missing store before it gets here; next to /mcp
         # the store is the server's, which creates it.
-        async with open_runtime(settings) as rt:
-            holder["console"] = Console(rt, sessions, secure_cookie)
+        async with open_runtime(settings) as rt, anyio.create_task_group() as group:
+            console = holder["console"] = Console(rt, sessions, secure_cookie)
+            group.start_soon(console.live.follow, rt)
             yield
+            group.cancel_scope.cancel()
 
     def bound(name: str) -> Handler:
         async def handle(request: Request) -> Response:
@@ -406,6 +431,7 @@ def build_console(
             Route("/escalations/{id:int}", bound("escalation_page"), methods=["GET"]),
             Route("/escalations/{id:int}/answer", bound("answer"), methods=["POST"]),
             Route("/tasks/{task_id}", bound("task_page"), methods=["GET"]),
+            Route("/failures/{failure_id}", bound("failure_page"), methods=["GET"]),
             Route("/answered", bound("answered_page"), methods=["GET"]),
             Route("/stats", bound("stats_page"), methods=["GET"]),
             Mount("/static", app=StaticFiles(directory=STATIC), name="static"),

@@ -7,7 +7,7 @@ the SDK's app (or the hook routes), which keeps its own bearer-token checks on `
 from __future__ import annotations
 
 CONSOLE_PATHS = frozenset({"/", "/login", "/logout", "/events", "/answered", "/stats"})
-CONSOLE_PREFIXES = ("/escalations/", "/tasks/", "/static/")
+CONSOLE_PREFIXES = ("/escalations/", "/tasks/", "/failures/", "/static/")
 
 
 def is_console_path(path: str) -> bool:

@@ -10,7 +10,6 @@ structural tags (tables, lists) are built here; every word comes from the templa
 from __future__ import annotations
 
 import html
-import json
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -20,6 +19,7 @@ from ...models.results import TaskView
 from ...prompts import PromptBook
 from ...rules.announce import HEADLINE_CHARS
 from ...rules.salient import headline
+from ...rules.words import field_words, kind_words, name_words, trigger_words, yes_no
 
 # How deep nested evidence is drawn as tables and lists before the rest is shown as JSON.
 NESTING_SHOWN = 3
@@ -37,6 +37,8 @@ ANSWER_LABELS = (
 ROW_HEIGHT = 18
 LABEL_WIDTH = 70
 BAR_WIDTH = 220
+# An empty value (no paths, no detail) as the page says it.
+NOTHING = "(none)"
 
 
 class Safe(str):
@@ -81,23 +83,37 @@ def salient_line(e: Escalation) -> str:
 
 
 def facts(value: Any, depth: int = 0) -> Safe:
-    """Evidence for a human: a list of records as a table, a record as a definition list."""
-    if depth >= NESTING_SHOWN and isinstance(value, dict | list):
-        return Safe(f"<code>{escape(json.dumps(value, sort_keys=True))}</code>")
+    """Evidence for a human: a list of records as a table, a record as a definition list,
+    in words (field names, flags and the store's names; never JSON or a Python repr)."""
+    if isinstance(value, Safe):
+        return value
+    if value is None or value in ({}, []) or (depth >= NESTING_SHOWN and isinstance(value, dict | list)):
+        return escape(_said(value))
     if isinstance(value, dict):
         return _definitions(value, depth)
     if isinstance(value, list):
         return _items(value, depth)
-    if value is None:
-        return Safe("")
-    return escape(value)
+    return escape(_said(value))
+
+
+def _said(value: Any) -> str:
+    """Nested facts on one line: ``field value, field value``; items separated by commas."""
+    if isinstance(value, dict):
+        return ", ".join(f"{field_words(str(k))} {_said(v)}" for k, v in value.items()) or NOTHING
+    if isinstance(value, list):
+        return ", ".join(_said(v) for v in value) or NOTHING
+    if isinstance(value, bool):
+        return yes_no(value)
+    return NOTHING if value is None else name_words(value) if isinstance(value, str) else str(value)
 
 
 def _definitions(record: dict[str, Any], depth: int) -> Safe:
     """A record as a definition list (nothing for an empty one)."""
     if not record:
         return Safe("")
-    items = "".join(f"<dt>{escape(k)}</dt><dd>{facts(record[k], depth + 1)}</dd>" for k in record)
+    items = "".join(
+        f"<dt>{escape(field_words(str(k)))}</dt><dd>{facts(record[k], depth + 1)}</dd>" for k in record
+    )
     return Safe(f"<dl>{items}</dl>")
 
 
@@ -169,7 +185,7 @@ def _table(records: list[dict[str, Any]], depth: int) -> Safe:
     columns: list[str] = []
     for record in records:
         columns.extend(key for key in record if key not in columns)
-    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    head = "".join(f"<th>{escape(field_words(c))}</th>" for c in columns)
     rows = "".join(
         "<tr>" + "".join(f"<td>{facts(r.get(c), depth + 1)}</td>" for c in columns) + "</tr>" for r in records
     )
@@ -180,7 +196,7 @@ def _trigger(book: PromptBook, trigger: Trigger) -> Safe:
     return fill(
         book,
         "console_trigger",
-        type=trigger.type,
+        type=kind_words(trigger.type),
         summary=trigger.summary,
         criteria=facts(trigger.criteria),
         observed=facts(trigger.observed),
@@ -259,7 +275,7 @@ def escalation_body(
         book,
         "console_escalation",
         escalation_id=e.escalation_id,
-        type=e.type,
+        type=kind_words(e.type),
         headline=salient_line(e),
         status=e.status,
         priority=e.priority,
@@ -273,16 +289,33 @@ def escalation_body(
         revision=e.revision,
         question=_question(book, e),
         triggers=Safe("".join(_trigger(book, t) for t in e.triggers)),
-        evidence=Safe(
-            "".join(
-                fill(book, "console_evidence", heading=k, body=facts(evidence[k])) for k in sorted(evidence)
-            )
-        ),
+        evidence=Safe("".join(_evidence(book, k, evidence[k]) for k in sorted(evidence))),
         actions=facts(actions) if actions else fill(book, "console_no_actions"),
         answer=answer_part(book, e, csrf),
         told=told,
         told_then=told_at_firing(book, told_then),
     )
+
+
+def _evidence(book: PromptBook, heading: str, value: Any) -> Safe:
+    """One trigger's evidence; a failure's links to its whole error, from each occurrence too."""
+    failure_id = value.get("failure_id") if isinstance(value, dict) else None
+    if not isinstance(failure_id, str):
+        return fill(book, "console_evidence", heading=trigger_words(heading), body=facts(value))
+    link = fill(book, "console_whole_output_link", failure_id=failure_id)
+    linked = {key: _linked_run(item, link) for key, item in value.items()}
+    body = Safe(fill(book, "console_whole_error_link", failure_id=failure_id) + facts(linked))
+    return fill(book, "console_evidence", heading=trigger_words(heading), body=body)
+
+
+def _linked_run(value: Any, link: Safe) -> Any:
+    """A run of occurrences with a link to the whole output on each."""
+    if not (isinstance(value, dict) and "at_firing" in value):
+        return value
+    return {
+        key: [{**item, "whole output": link} for item in items] if key in ("at_firing", "latest") else items
+        for key, items in value.items()
+    }
 
 
 def answered_rows(book: PromptBook, summaries: list[EscalationSummary]) -> Safe:
@@ -293,7 +326,7 @@ def answered_rows(book: PromptBook, summaries: list[EscalationSummary]) -> Safe:
                 book,
                 "console_answered_row",
                 escalation_id=s.escalation_id,
-                type=s.type,
+                type=kind_words(s.type),
                 headline=s.headline,
                 task_link=task_link(s.task_id),
                 task_id=s.task_id,

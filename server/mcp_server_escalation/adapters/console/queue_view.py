@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from ...models.escalations import Escalation, QueuePage
 from ...prompts import PromptBook
+from ...rules.words import kind_words
 from ...services.console import QueueFilter, awaits_acknowledgement, place_after
 from .pages import Safe, age, fill, salient_line, task_link
 
@@ -38,8 +39,8 @@ def queue_rows(book: PromptBook, escalations: list[Escalation], now: str) -> Saf
                 escalation_id=e.escalation_id,
                 priority=e.priority,
                 age=age(e.created_at, now),
-                type=e.type,
-                triggers=", ".join(t.type for t in e.triggers),
+                type=kind_words(e.type),
+                triggers=", ".join(kind_words(t.type) for t in e.triggers),
                 headline=salient_line(e),
                 task_link=task_link(e.task_id),
                 task_id=e.task_id,

@@ -1,0 +1,73 @@
+"""Words for the names the store uses, wherever a person reads them (pure, no I/O).
+
+The store names things as code does: ``repeated_error``, ``count_at_firing``, ``True``.
+A person reads "repeated error", "count when it fired", "yes". The CLI and the console
+turn every kind, trigger, field name and flag they show into words here, so the two say
+the same; ids, paths and what an agent wrote are shown as they are.
+"""
+
+from __future__ import annotations
+
+import re
+
+KIND_WORDS = {
+    "repeated_error": "repeated error",
+    "verification_limit": "verification limit",
+    "no_file_progress": "no file progress",
+    "test_stall": "test stall",
+    "file_limit": "file limit",
+    "scope_deviation": "scope deviation",
+    "external_blocker": "external blocker",
+    "stagnation": "stagnation",
+    "budget": "budget",
+    "ask_human": "question from the agent",
+    "system_error": "system error",
+}
+# Field names whose plain rewording would mislead or read badly.
+FIELD_WORDS = {
+    "count_at_firing": "count when it fired",
+    "at_firing": "when it fired",
+    "latest": "since then",
+    "all_occurrences": "all occurrences",
+    "out_of_scope_paths": "paths outside the scope",
+    "spec_deviation_detected": "checks its scope",
+    "first_seen_at": "first seen",
+    "last_seen_at": "last seen",
+    "agent_id": "agent",
+    "task_id": "task",
+    "failure_id": "failure",
+    "raised_by": "raised by",
+    "attempted_action": "attempted action",
+}
+# A value that is itself one of the store's names (a budget, a threshold, a signal type).
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+
+
+def kind_words(kind: str) -> str:
+    """An escalation's or trigger's kind in words."""
+    return KIND_WORDS.get(kind) or kind.replace("_", " ")
+
+
+def trigger_words(key: str) -> str:
+    """A trigger's key (``budget:tool_calls``, ``repeated_error:fp-1``) in words: its kind,
+    and what it counts when that is a name (a fingerprint is not for reading)."""
+    kind, _, what = key.partition(":")
+    said = kind_words(kind)
+    return f"{said} ({name_words(what)})" if what and not what.startswith("fp-") else said
+
+
+def field_words(key: str) -> str:
+    """A field's name in words."""
+    return FIELD_WORDS.get(key) or key.replace("_", " ")
+
+
+def name_words(value: str) -> str:
+    """A value that is one of the store's names in words; any other text as it is."""
+    if _NAME.fullmatch(value):
+        return KIND_WORDS.get(value) or value.replace("_", " ")
+    return value
+
+
+def yes_no(value: bool) -> str:
+    """A flag as a person says it."""
+    return "yes" if value else "no"
