@@ -45,6 +45,7 @@ TRUSTED_PROXY_HELP = (
     "the header is ignored)"
 )
 
+
 def _common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     # Accepted before or after the subcommand; a subcommand's copy must not overwrite a value
     # given before it, hence SUPPRESS there.
