@@ -160,7 +160,7 @@ async def every_call_at_its_limits(agent: Client, operator: Client, reviews: int
     failure = {
         "message": wide(TEXT, "E"), "file": "src/" + "f" * 4000, "attempted_action": wide(TEXT),
         "observed_outcome": wide(TEXT), "error_code": wide(NAME), "error_type": wide(NAME),
-        "phase": wide(NAME), "context_refs": {f"r{n:02d}": "x" * 500 for n in range(32)},
+        "phase": wide(NAME), "context_refs": [{"kind": f"r{n:02d}", "ref": "x" * 500} for n in range(32)],
     }  # fmt: skip
     for i in range(4):  # the third opens a repeated_error escalation
         await sizes.call(agent, "record_failure", {"task_id": task, "line": i, **failure})

@@ -57,7 +57,7 @@ async def _progress_kinds(agent: Agent, raised: Raised) -> None:
         result = await agent.call("report_progress", task_id="kinds-idle", note=f"read the logs again ({n})")
     raised.keep("no_file_progress", result)
     await _start(agent, "kinds-stall", baseline_pass_rate=0.6)
-    for _ in range(3):
+    for _ in range(5):  # no_test_improvement_after
         result = await agent.call("report_progress", task_id="kinds-stall", tests_passed=6, tests_failed=4)
     raised.keep("test_stall", result)
     await _start(agent, "kinds-verify")

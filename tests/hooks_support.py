@@ -171,6 +171,15 @@ ENVELOPE = {
 }
 
 
+def no_grace(folder: Path) -> str:
+    """A config file without the hooks' grace for repeated errors, for tests of the pause
+    loop from a task's first calls (the grace has tests of its own: test_hooks_grace.py)."""
+    config = folder / "no-grace.toml"
+    if not config.exists():  # written once: a relay answers only for the config it loaded, unchanged
+        config.write_text("[hooks]\nrepeat_grace_calls = 0\n", encoding="utf-8")
+    return str(config)
+
+
 def claude(event: str, **fields: Any) -> dict[str, Any]:
     """A Claude Code payload: the common envelope, the event name and ``fields``."""
     return {**ENVELOPE, "hook_event_name": event, **fields}
@@ -545,7 +554,9 @@ def count(db_path: str, table: str) -> int:
 
 
 async def escalation_loop(db: str, tmp: Path, **env: str) -> list[Run]:
-    """Three identical failing test runs, an edit (denied), the operator's answer, two edits."""
+    """Three identical failing test runs, an edit (denied), the operator's answer, two edits
+    (without the grace for repeated errors, unless ``env`` names a config: ``no_grace``)."""
+    env = {"ESCALATION_CONFIG": no_grace(tmp), **env}
     runs = [
         await hook(
             "claude-code",

@@ -60,6 +60,25 @@ from mcp_server_escalation.rules.literals import fold, parse_tree, required_text
         ("AssertionError: expected 3 but got 4", "test_failure", {}),
         ("SyntaxError: invalid syntax", "build_error", {}),
         ("TypeError: undefined is not a function", "runtime_error", {}),
+        # Read on real runs of agents: none of these is a blocker or a network error.
+        ("C0114: Missing module docstring (missing-module-docstring)", "runtime_error", {}),
+        (
+            '  File "/lib/python3.6/site-packages/asgiref/timeout.py", line 66, in __aexit__',
+            "runtime_error",
+            {},
+        ),
+        (
+            "python3: No module named pkg.__main__; 'pkg' is a package and cannot be directly executed",
+            "runtime_error",
+            {},
+        ),
+        ("ERROR:\nInvalid `path` parameter: /w/a.py. File already exists at: /w/a.py.", "tool_refusal", {}),
+        ("String to replace not found in file.", "tool_refusal", {}),
+        (
+            "ERROR:\nNo replacement was performed, old_str `timeout = 3` did not appear verbatim",
+            "tool_refusal",
+            {},
+        ),
     ],
 )
 def test_messages_are_classified_by_documented_patterns(

@@ -23,6 +23,7 @@ from hooks_support import (
     cursor,
     hook,
     hook_process,
+    no_grace,
     snapshot,
 )
 from mcp_server_escalation.rules.test_output import digest
@@ -159,7 +160,8 @@ async def test_the_pause_denies_shell_commands_and_stop_follows_up_once(
     hooked, _ = stores
     await start(hooked)
     for n in (1, 2, 3):
-        await hook("cursor", shell_post("pytest -q", PYTEST_FAIL, 1, f"call_p{n}"), db=hooked, tmp=tmp_path)
+        failed = shell_post("pytest -q", PYTEST_FAIL, 1, f"call_p{n}")
+        await hook("cursor", failed, db=hooked, tmp=tmp_path, ESCALATION_CONFIG=no_grace(tmp_path))
     before = cursor("beforeShellExecution", command="pip install requests", cwd=PROJECT, sandbox=False)
     denied = (await hook("cursor", before, db=hooked, tmp=tmp_path)).json()
     assert denied["permission"] == "deny"

@@ -17,6 +17,7 @@ from hooks_support import (
     bash_failure,
     hook,
     hook_process,
+    no_grace,
     pre_edit,
     pre_tool,
     run_cli,
@@ -38,8 +39,9 @@ async def _fail_three_times(db: str, tmp: Path) -> str:
     context = ""
     for n in (1, 2, 3):
         run = await hook(
-            "claude-code", bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_run{n}"), db=db, tmp=tmp
-        )
+            "claude-code", bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_run{n}"), db=db, tmp=tmp,
+            ESCALATION_CONFIG=no_grace(tmp),
+        )  # fmt: skip
         assert run.returncode == 0
         context = run.json()["hookSpecificOutput"]["additionalContext"] if run.stdout else ""
         # The second one warns the model (no human yet), the third pauses.

@@ -30,6 +30,7 @@ from hooks_support import (
     environment,
     escalation_loop,
     hook,
+    no_grace,
     snapshot,
 )
 from mcp_server_escalation.adapters.composition import server as composition_server
@@ -86,7 +87,7 @@ def serving(db: str, tmp: Path, command: tuple[str, ...] = ("serve",), **env: st
 async def test_a_relayed_loop_answers_and_records_exactly_like_the_hook_alone(tmp_path: Path) -> None:
     alone_db, relayed_db = str(tmp_path / "alone.db"), str(tmp_path / "relayed.db")
     alone = await escalation_loop(alone_db, tmp_path, ESCALATION_HOOK_RELAY="off")
-    with serving(relayed_db, tmp_path):
+    with serving(relayed_db, tmp_path, ESCALATION_CONFIG=no_grace(tmp_path)):  # the loop's config
         relayed = await escalation_loop(relayed_db, tmp_path, **REQUIRE)
     assert [(r.returncode, r.stdout, r.stderr) for r in relayed] == [
         (r.returncode, r.stdout, r.stderr) for r in alone
@@ -137,7 +138,9 @@ async def test_a_socket_left_by_a_killed_server_is_ignored_and_then_replaced(tmp
 async def test_a_hook_with_other_thresholds_is_not_answered_by_the_server(tmp_path: Path) -> None:
     db = str(tmp_path / "config.db")
     strict = tmp_path / "strict.toml"
-    strict.write_text("[thresholds]\nsame_error_repeated = 1\n", encoding="utf-8")
+    strict.write_text(
+        "[thresholds]\nsame_error_repeated = 1\n[hooks]\nrepeat_grace_calls = 0\n", encoding="utf-8"
+    )
     failure = bash_failure("python -m pytest -q", PYTEST_FAIL, "toolu_c1")
     with serving(db, tmp_path):  # the server runs with the default thresholds
         declined = await hook(

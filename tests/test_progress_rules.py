@@ -16,7 +16,9 @@ from mcp_server_escalation.rules.progress import ProgressDecision, Report, decid
 from rule_support import a_task
 
 NOW = "2026-01-01T10:00:00.000Z"
-DEFAULTS = Thresholds()  # 5 attempts without a file, 3 runs without improvement, 20 files, warn 1 before
+# 5 attempts without a file, 3 runs without improvement (the seed's stall limit, which these
+# tests measure; the default is 5), 20 files, warn 1 before
+DEFAULTS = Thresholds(no_test_improvement_after=3)
 
 
 def task(
@@ -221,7 +223,9 @@ def test_triggers_fire_in_one_order_progress_then_scope_then_files_then_budgets(
     counters = Counters(
         test_runs_without_improvement=2, verification_attempts=9, files_modified=20, tool_calls=4
     )
-    everything = task(counters, thresholds=Thresholds(max_tool_calls=5), best_pass_rate=0.9)
+    everything = task(
+        counters, thresholds=Thresholds(max_tool_calls=5, no_test_improvement_after=3), best_pass_rate=0.9
+    )
     decision = report(everything, files=["docs/x.md"], tests_passed=1, tests_failed=1)
     assert fired(decision) == ["test_stall", "verification_limit", "scope_deviation", "file_limit", "budget"]
 

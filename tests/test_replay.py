@@ -145,7 +145,10 @@ def test_a_refusal_worked_around_never_pauses_and_one_repeated_pages_only_after_
             _step("python /workspace/repro.py", "1"),
         ]
     repeated = [_step(EDIT, TWICE, 1) for _ in range(4)] + [_step("python /workspace/repro.py", "1")]
-    [run] = asyncio.run(replay.replay(_editor_run(tmp_path, worked_around + repeated), tmp_path, None, None))
+    config = tmp_path / "config.toml"  # refusals from the task's first calls: no grace
+    config.write_text("[hooks]\nrepeat_grace_calls = 0\n", encoding="utf-8")
+    runs = replay.replay(_editor_run(tmp_path, worked_around + repeated), tmp_path, str(config), None)
+    [run] = asyncio.run(runs)
     assert run.pause is not None
     assert run.pause.step == len(worked_around) + 4  # the fourth refusal paged, not the third
     assert run.pause.types == ("repeated_error",)

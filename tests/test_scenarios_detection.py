@@ -231,7 +231,13 @@ async def test_file_modification_resets_the_no_progress_counter(db_path: str) ->
 
 async def test_agent_escalates_after_third_test_run_without_improvement(db_path: str) -> None:
     async with connect(db_path) as agent:
-        task_id = await start(agent, title="Fix the failing tests", baseline_pass_rate=0.6)
+        # The seed's stall limit (the default is 5: docs/triggers.md), set for the task.
+        task_id = await start(
+            agent,
+            title="Fix the failing tests",
+            baseline_pass_rate=0.6,
+            thresholds={"no_test_improvement_after": 3},
+        )
         for _ in range(2):
             run = await run_tests(agent, task_id, passed=6, failed=4)
             assert run["test_run"]["pass_rate"] == 0.6
@@ -418,7 +424,7 @@ async def test_out_of_scope_file_over_the_limit_gives_one_escalation_with_both_t
 
 async def test_fifth_idle_attempt_that_is_third_stalled_test_run_gives_one_escalation(db_path: str) -> None:
     async with connect(db_path) as agent:
-        task_id = await start(agent, baseline_pass_rate=0.5)
+        task_id = await start(agent, baseline_pass_rate=0.5, thresholds={"no_test_improvement_after": 3})
         for _ in range(2):
             await progress(agent, task_id, note="read the stack trace")
         for _ in range(2):
@@ -539,7 +545,7 @@ async def test_a_test_stall_headline_leads_with_the_latest_error(db_path: str) -
             agent,
             title="Fix the failing tests",
             baseline_pass_rate=0.75,
-            thresholds={"same_error_repeated": 10},  # only the stall may fire
+            thresholds={"same_error_repeated": 10, "no_test_improvement_after": 3},  # only the stall may fire
         )
         for _ in range(3):
             await fail(agent, task_id, PYTEST_OUTPUT, attempted_action="pytest tests/test_parse.py")

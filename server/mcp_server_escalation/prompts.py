@@ -81,6 +81,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "trigger_budget_failing_test_runs": ["used", "limit", "since"],
         # the warning a step before a threshold (Thresholds.warn_before)
         "warning_repeated_error": ["count", "threshold", "error", "tries", "guidance"],
+        "warning_repeated_error_grace": ["count", "grace", "error", "tries", "guidance"],
         "warning_no_file_progress": ["count", "threshold"],
         "warning_test_stall": ["count", "threshold", "best_pass_rate", "latest_pass_rate"],
         "warning_verification_limit": ["count", "threshold"],

@@ -15,7 +15,8 @@ paused task's ``check_edit`` refuses every path for that reason alone, so the ou
 refusal comes *after* the first answer is acknowledged, where it is refused for its scope
 and opens a second escalation of its own:
 
-1. ``start_task`` with a scope and a baseline pass rate; ``check_edit`` of an in-scope file.
+1. ``start_task`` with a scope, a baseline pass rate and a test stall at 3 runs (the default
+   is 5); ``check_edit`` of an in-scope file.
 2. Three attempts, each reported the way the README tells an agent to (``record_failure``
    after the error, then ``report_progress`` with the test counts): the same ``TypeError``
    at three lines, and test runs that never beat the baseline. The third error fires
@@ -334,6 +335,8 @@ class Demo:
                 task_id=f"demo-{os.urandom(3).hex()}",  # a reused --db store gets a new task
                 agent_id=AGENT,
                 baseline_pass_rate=BASELINE,
+                # Stalled tests page at the default's 5; this short story shows it at 3.
+                thresholds={"no_test_improvement_after": THRESHOLD},
             )
             _expect(
                 started["status"] == "active" and started["directive"] == "proceed",

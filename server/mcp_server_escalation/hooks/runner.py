@@ -260,7 +260,7 @@ def _failure_recording(
     if failure is None:
         return None
     report = observed_failure(task_id=task.task_id, step=call.cfg.step, **failure._asdict())
-    return failures.failure_recording(call.rt, report)
+    return failures.failure_recording(call.rt, report, grace_calls=call.cfg.repeat_grace_calls)
 
 
 def _progress_recording(

@@ -89,6 +89,12 @@ class HooksConfig(BaseModel):
         "that answers the next hook runs and exits after this many minutes without one; 0: never "
         "start one",
     )
+    repeat_grace_calls: Annotated[int, Field(ge=0, le=100000)] = Field(
+        20,
+        description="Among a task's first this many recorded tool calls, an error the hooks see "
+        "repeated to same_error_repeated warns the model instead of pausing; its next repeat "
+        "after them pauses (0: no grace)",
+    )
     api_error_minutes: Annotated[float, Field(gt=0, le=10080)] = Field(
         30,
         description="A host API error that passes by itself (rate limit, overload, server error) "

@@ -75,6 +75,7 @@ class Warned:
 
     count: int
     allowance: int
+    grace: int = 0  # the grace that held back a page (``decide``); 0: none did
 
 
 @dataclass(frozen=True)
@@ -131,11 +132,20 @@ def decide(
     occurrences: int,
     counters: Counters,
     thresholds: Thresholds,
+    grace_calls: int = 0,
 ) -> FailureDecision:
     """The consequences of a failure the store just counted as its record's ``occurrences``-th.
 
     ``counters`` are the task's before it. A failure goes on (or starts) a run of its
     fingerprint, and every failure recorded is a tool call.
+
+    ``grace_calls`` (the host hooks', ``[hooks] repeat_grace_calls``): among a task's first
+    that many recorded tool calls, an error repeated to its threshold warns instead of
+    paging; the run keeps counting, and its next occurrence after the grace pages. The hooks
+    record every call an agent makes, its first explorations too, and on real runs of two
+    agents an error repeated early was mostly an agent finding its footing, one repeated
+    later mostly a loop (docs/triggers.md). A caller of ``record_failure`` reports on
+    purpose, and has no grace.
     """
     action = report.attempted_action
     after = triggers.after_failure(counters, failure.fingerprint, operation_key(action) if action else None)
@@ -146,8 +156,11 @@ def decide(
     )
     blocker = _blocker(report, failure, count) if failure.blocker and count >= allowance else None
     repeated = _repeated(report, failure, after, thresholds)
+    graced = repeated is not None and after.tool_calls < grace_calls
+    if graced:
+        repeated = None
     quiet = blocker is None and repeated is None
-    warned = quiet and triggers.warning_due(count, allowance, thresholds)
+    warned = quiet and (graced or triggers.warning_due(count, allowance, thresholds))
     message = Wording(
         "message_failure_recorded",
         {
@@ -158,7 +171,8 @@ def decide(
             "occurrences": occurrences,
         },
     )
-    return FailureDecision(after, blocker, repeated, Warned(count, allowance) if warned else None, message)
+    warning = Warned(count, allowance, grace_calls if graced else 0) if warned else None
+    return FailureDecision(after, blocker, repeated, warning, message)
 
 
 def _blocker_wording(report: FailureReport, failure: Classified) -> Wording:

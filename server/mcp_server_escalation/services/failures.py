@@ -42,10 +42,13 @@ from .runtime import Runtime
 from .tasks import load_task
 
 
-def failure_recording(rt: Runtime, report: FailureReport) -> Recording[RecordFailureResult]:
+def failure_recording(
+    rt: Runtime, report: FailureReport, *, grace_calls: int = 0
+) -> Recording[RecordFailureResult]:
     """Store one failure occurrence and fire whatever trigger it completes.
 
-    The recording, to run in a transaction (``record_failure`` runs it in its own)."""
+    The recording, to run in a transaction (``record_failure`` runs it in its own).
+    ``grace_calls``: the host hooks' grace for repeated errors (``rules.failures.decide``)."""
     problem = pointer_problem(report.context_refs)
     if problem is not None:
         raise InvalidInput("context_refs", problem)
@@ -53,7 +56,7 @@ def failure_recording(rt: Runtime, report: FailureReport) -> Recording[RecordFai
     now = rt.now()
 
     def work(conn: Conn) -> tuple[RecordFailureResult, Fired | None]:
-        return _record(rt, conn, report, failure, now)
+        return _record(rt, conn, report, failure, now, grace_calls)
 
     return work
 
@@ -62,7 +65,7 @@ record_failure = committed(failure_recording)
 
 
 def _record(
-    rt: Runtime, conn: Conn, report: FailureReport, failure: Classified, now: str
+    rt: Runtime, conn: Conn, report: FailureReport, failure: Classified, now: str, grace_calls: int
 ) -> tuple[RecordFailureResult, Fired | None]:
     """Read, store, decide, write, fire, direct: the whole of one failure, inside its transaction."""
     task = load_task(conn, report.task_id)
@@ -77,6 +80,7 @@ def _record(
         occurrences=record.occurrence_count,
         counters=task.counters,
         thresholds=task.thresholds,
+        grace_calls=grace_calls,
     )
     task_store.save_counters(conn, task.task_id, decision.counters, now)
     action = {
@@ -223,14 +227,10 @@ def _repeat_warning(
         )
         for i in fixes
     ) or rt.prompts.render("warning_no_guidance")
-    return rt.prompts.render(
-        "warning_repeated_error",
-        count=warned.count,
-        threshold=warned.allowance,
-        error=headline(message),
-        tries=tries or "-",
-        guidance=guidance,
-    )
+    said = {"count": warned.count, "error": headline(message), "tries": tries or "-", "guidance": guidance}
+    if warned.grace:
+        return rt.prompts.render("warning_repeated_error_grace", grace=warned.grace, **said)
+    return rt.prompts.render("warning_repeated_error", threshold=warned.allowance, **said)
 
 
 def _repeat_evidence(
