@@ -35,3 +35,63 @@ def test_every_input_schema_converts_to_openai_strict_mode(tmp_path: Path) -> No
         # No object open to any key: each says which keys it takes, and only those.
         assert all(node.get("additionalProperties") is False for node in objects), name
         assert all(node.get("properties") for node in objects), name
+
+
+def _loop_steps(seen: dict[str, Any]) -> list[dict[str, Any]]:
+    """The loop's steps, after checking that none raised and none stopped it."""
+    steps: list[dict[str, Any]] = seen["steps"]
+    assert [step for step in steps if "raised" in step or "stopped" in step] == []
+    return steps
+
+
+def _check_the_loop(steps: list[dict[str, Any]], tasks: int) -> None:
+    """Each task went through the whole loop and every result said what it should."""
+    calls = [step for step in steps if "tool" in step]
+    starts = [n for n, step in enumerate(calls) if step["tool"] == "start_task"]
+    assert len(starts) == tasks
+    for begin, end in zip(starts, [*starts[1:], len(calls)], strict=True):
+        one = calls[begin:end]
+        tools = [step["tool"] for step in one]
+        polls = [step["result"] for step in one if step["tool"] == "get_escalation"]
+        assert tools[:4] == ["start_task", "record_failure", "record_failure", "record_failure"]
+        assert tools[4 + len(polls) : 4 + len(polls) + 4] == [
+            "acknowledge_response", "report_progress", "raise_escalation", "resolve_escalation"
+        ]  # fmt: skip
+        assert one[3]["result"]["directive"] == "pause"
+        assert [poll["status"] for poll in polls][-1] == "resolved"
+        assert all(poll["status"] == "pending" for poll in polls[:-1])
+        assert polls[-1]["escalation"]["response"]["content"] == "Cast the input with int() first"
+        acknowledged, progressed = one[4 + len(polls)], one[5 + len(polls)]
+        assert acknowledged["result"]["directive"] == "proceed"  # the task resumes
+        assert progressed["result"]["directive"] == "proceed"
+        assert one[-1]["tool"] == "resolve_escalation"
+        assert one[-1]["result"]["escalation"]["status"] == "withdrawn"
+    assert [step["operator"] for step in steps if "operator" in step] == [0] * tasks
+
+
+def test_openai_agents_with_its_defaults_follows_every_message_of_the_loop(tmp_path: Path) -> None:
+    # MCPServerStdio's default request timeout is 5 s: a wait the messages asked for beyond
+    # it ended the call with "Request 'tools/call' timed out", and the agent learned nothing.
+    seen = drive("openai-agents", "agents_loop.py", str(SCRIPT), str(tmp_path / "agents.db"), "1")
+
+    assert seen["timeout"] == 5  # the library's default, untouched
+    steps = _loop_steps(seen)
+    _check_the_loop(steps, tasks=1)
+    # One connection throughout: it holds its task, and the plain withdrawal is accepted.
+    assert [step for step in steps if "refused" in step] == []
+
+
+def test_langchain_mcp_adapters_with_a_session_per_call_runs_the_whole_loop(tmp_path: Path) -> None:
+    # Its default mode opens a session, a new server process, per tool call, and closes it on
+    # the result: a notification written after that result broke its reader
+    # (BrokenResourceError) on most calls that opened or answered an escalation, and no
+    # connection ever held the task, so the agent could not withdraw its own question.
+    seen = drive("langchain-mcp-adapters", "langchain_loop.py", str(SCRIPT), str(tmp_path / "lc.db"), "1")
+
+    steps = _loop_steps(seen)
+    _check_the_loop(steps, tasks=1)
+    # No connection holds the task: the plain withdrawal is refused, and the refusal's advice
+    # (name the agent_id given to start_task) is what works.
+    (refused,) = [step["refused"] for step in steps if "refused" in step]
+    assert "agent_id" in refused
+    assert steps[-1]["arguments"]["agent_id"] == "agent-7"

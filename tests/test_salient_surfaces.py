@@ -146,8 +146,10 @@ async def test_a_client_log_message_carries_the_error_line(db_path: str) -> None
             logs.append(str(message.params.data))
 
     async with Client(build_server(make_settings(db_path)), mode="legacy", message_handler=heard) as client:
-        agent = Agent(client)
-        escalation = await _escalate(agent, "s-client")
+        await Agent(client).call("start_task", title="Price the cart", task_id="s-client")
+        # Another connection's failures: a client is not told what its own call reported.
+        async with connect(db_path) as other:
+            escalation = await _escalate(other, "s-client")
         created = f"Escalation {escalation['escalation_id']} (repeated error) was raised"
         await eventually(lambda: any(m.startswith(created) for m in logs), 60, "the log message")
 

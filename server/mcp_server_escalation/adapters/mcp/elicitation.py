@@ -14,11 +14,12 @@ escalation pending and are remembered for the connection (the human said no: the
 not shown again for that escalation); a timeout is not (the next wait asks again). An
 answer from another channel (the CLI) ends the wait and withdraws the open form.
 
-Where: only on handshake-era connections that declared the ``elicitation`` capability (form
-mode). On 2026-07-28 a server cannot push a request mid-call (the SDK would need the
-``Resolve``/``InputRequiredResult`` round trip, which cannot also watch the store for an
-answer from the CLI), and a client without the capability is never asked: nothing here
-can turn into a protocol error for the agent's call. ``[elicitation] mode``: ``auto`` (the
+Where: on connections whose client declared the ``elicitation`` capability (form mode). On
+2026-07-28 a server cannot push a request mid-call: there the question is an
+``InputRequiredResult`` and the client's retry brings the answer (adapters/mcp/
+elicitation_modern.py, which cannot also watch the store while the form is open). A client
+without the capability is never asked: nothing here can turn into a protocol error for the
+agent's call. ``[elicitation] mode``: ``auto`` (the
 default) asks on stdio only; over HTTP the caller's role comes from its bearer token, and
 an agent-token client answering a form would be answering as an operator, so HTTP needs
 ``mode = "on"``; ``off`` never asks.
@@ -61,6 +62,7 @@ from ...services import escalations
 from ...services.runtime import Runtime
 from .client_notifications import connection_key
 from .context import AppContext
+from .elicitation_modern import AskOnRetry
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +111,7 @@ class AskInClient:
         self._refused: OrderedDict[tuple[int, int], None] = OrderedDict()
         # (connection, escalation id) -> elicitation id of an accepted link, until completed.
         self._opened: OrderedDict[tuple[int, int], str] = OrderedDict()
+        self._on_retry = AskOnRetry(self)
 
     async def __call__(
         self, ctx: ServerRequestContext[AppContext, Any], call_next: CallNext
@@ -118,6 +121,8 @@ class AskInClient:
         if waiting is None:
             return await call_next(ctx)
         escalation_id, how = waiting
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return await self._on_retry(ctx, call_next, escalation_id, how)
         rt = ctx.lifespan_context.runtime
         try:
             escalation = await escalations.show_escalation(rt, escalation_id)
@@ -168,8 +173,6 @@ class AskInClient:
         how to ask about it."""
         params = ctx.params or {}
         if ctx.method != "tools/call" or params.get("name") != "get_escalation":
-            return None
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return None
         how = self._how(ctx)
         escalation_id = _waited_on(params.get("arguments"))
@@ -262,6 +265,9 @@ class AskInClient:
                 answer.action,
             )
             return
+        self._remember_link(asked, elicitation_id)
+
+    def _remember_link(self, asked: tuple[int, int], elicitation_id: str) -> None:
         self._opened[asked] = elicitation_id
         while len(self._opened) > MAX_REMEMBERED:
             self._opened.popitem(last=False)

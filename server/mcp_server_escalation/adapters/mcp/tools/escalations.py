@@ -59,9 +59,8 @@ async def get_escalation(
 ) -> EscalationResult:
     """The escalation (whole unless known_revision is current); waits for an answer and delivers it."""
     # The wait fits the connection (adapters/mcp/waits.py); the client hears how it goes.
-    waiting = call.runtime.prompts.render("progress_waiting", escalation_id=escalation_id)
-
     async def progress(waited: float, whole: float) -> None:
+        waiting = call.runtime.prompts.render("progress_waiting", escalation_id=escalation_id)
         await call.report_progress(waited, whole, waiting)
 
     return await escalations.get_escalation(
