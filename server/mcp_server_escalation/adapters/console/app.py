@@ -85,6 +85,7 @@ class Answer:
     content: str
     new_file_limit: int | None
     add_scope: list[str]
+    verdict: str | None
 
 
 class Guard:
@@ -255,6 +256,7 @@ class Console:
             escalation = await escalations.show_escalation(self.rt, escalation_id)
             told = await escalations.agent_message(self.rt, escalation_id)
             told_then = await told_when_fired(self.rt, escalation_id)
+            verdict = await escalations.verdict_of(self.rt, escalation_id)
         except NotFound as exc:
             return self._error(request, 404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
         title = f"#{escalation.escalation_id} {kind_words(escalation.type)}"
@@ -267,6 +269,7 @@ class Console:
             headline=queue_view.salient_line(escalation),
             told=told,
             told_then=told_then,
+            verdict=verdict,
         )
 
     async def task_page(self, request: Request) -> Response:
@@ -334,6 +337,7 @@ class Console:
                 content=answer.content,
                 new_file_limit=answer.new_file_limit,
                 add_scope=answer.add_scope,
+                verdict=answer.verdict,
             )
         except EscalationError as exc:
             status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 400)
@@ -363,7 +367,8 @@ class Console:
                 "content", f"{len(content)} characters, more than {CONTENT_MAX_CHARS}"
             ).because("too_long", field="content", length=len(content), limit=CONTENT_MAX_CHARS)
         scope = [line.strip() for line in str(get("add_scope") or "").splitlines() if line.strip()]
-        return Answer(response_type, content, _int_field(get("file_limit"), "file_limit"), scope)
+        verdict = str(get("verdict") or "") or None
+        return Answer(response_type, content, _int_field(get("file_limit"), "file_limit"), scope, verdict)
 
     async def events(self, request: Request) -> Response:
         """Server-sent events: one ``change`` per batch of the change feed, from the process's
