@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
-from .rules.words import kind_words
+from .rules.words import kind_words, name_words
 
 # name -> the placeholders the code passes when it renders that template
 TEMPLATES: dict[str, frozenset[str]] = {
@@ -336,7 +336,8 @@ def _checked_template(
 def _spoken(placeholder: str, value: Any) -> Any:
     """A value as words a person or a model reads: a flag as yes or no, a list as its items
     separated by commas (never Python's repr: ``['web/auth/**']`` reached the model), and an
-    escalation's ``type`` as words ("repeated error", not ``repeated_error``)."""
+    escalation's ``type`` and a failure's ``signal_type`` as words ("repeated error", "missing
+    dependency", not ``repeated_error``)."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list | tuple | set | frozenset):
@@ -345,6 +346,8 @@ def _spoken(placeholder: str, value: Any) -> Any:
         return "-"
     if placeholder == "type" and isinstance(value, str):
         return kind_words(value)
+    if placeholder == "signal_type" and isinstance(value, str):
+        return name_words(value)
     return value
 
 
