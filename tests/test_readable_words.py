@@ -178,3 +178,10 @@ def test_the_escalation_briefing_the_model_reads_has_no_json_or_python_reprs(
     told = "\n".join(run_async(briefings))
     assert "Evidence:" in told
     assert [p for p in problems(told, set()) if not p.startswith("key")] == []
+
+
+def test_a_budgets_summary_says_since_when_as_a_person_writes_a_time(
+    records: dict[str, dict[str, Any]],
+) -> None:
+    summary = records["budget"]["triggers"][0]["summary"]
+    assert re.search(r"since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC reached the budget of 2", summary), summary
