@@ -185,6 +185,7 @@ START_FIRST = (
     "test_team.py",
     "test_concurrency.py",
     "test_console_browser.py",
+    "test_console_accessibility.py",
     "test_notify.py",
     "test_demo.py",
     "test_replay.py",

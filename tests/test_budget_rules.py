@@ -71,7 +71,8 @@ def test_a_used_up_budget_is_worded_and_evidenced_with_its_use_its_limit_and_its
         Counters(tool_calls=6), Thresholds(max_tool_calls=5), created_at=STARTED, now=AN_HOUR_LATER
     )
     assert fires.firing.type == "budget"
-    assert fires.summary == Wording("trigger_budget_tool_calls", {"used": 6, "limit": 5, "since": STARTED})
+    said = "2026-01-01 09:00:00 UTC"  # the summary is read: the time as a person writes it
+    assert fires.summary == Wording("trigger_budget_tool_calls", {"used": 6, "limit": 5, "since": said})
     assert fires.facts == {
         "budget": "tool_calls",
         "threshold": "max_tool_calls",

@@ -132,7 +132,7 @@ def test_an_agents_question_appears_live_is_answered_in_the_page_and_reaches_the
     assert page.evaluate("window.sameDocument") is True  # it came without a reload
     assert "Showing 1-" in page.inner_text("#queue .count")  # the count came with it
     assert "waiting for you" in row.inner_text()
-    assert "ask_human" in row.inner_text()
+    assert "question from the agent" in row.inner_text()
     assert "web" in row.inner_text()
     page.screenshot(path=str(screenshot_path(tmp_path, "console-queue.png")), full_page=True)
 

@@ -398,12 +398,13 @@ async def test_a_repeated_error_shows_each_occurrence_with_file_line_and_attempt
     escalation_id = result["escalation"]["escalation_id"]
     with logged_in(console) as operator:
         page = operator.get(f"/escalations/{escalation_id}").text
-    assert "<th>file:line</th>" in page
+    assert "<th>Place</th><th>Attempted action</th>" in page
     for place, attempt in (("src/parse.py:40", "added a None check"), ("src/parse.py:57", "rewrote parse()")):
-        assert f"<td>{place}</td>" in page
-        assert f"<td>{attempt}</td>" in page
+        assert f"<td><code>{place}</code></td><td>{attempt}</td>" in page
+    # the error once: the headline, not once more per occurrence
+    assert page.count("unsupported operand type(s) for +: &#39;int&#39; and &#39;str&#39;") == 1
     assert "repeated error" in page
-    assert "Threshold" in page
+    assert "Threshold: same error repeated 3" in page
 
 
 async def test_approving_from_the_page_sets_the_file_limit_and_widens_the_scope(
@@ -459,8 +460,8 @@ async def test_the_answered_page_lists_answers_and_the_stats_page_counts_them(
         answered = operator.get("/answered").text
         stats = operator.get("/stats").text
     assert f'<a href="/escalations/{escalation_id}">{escalation_id}</a>' in answered
-    assert "resolved_with_termination" in answered
-    assert "<dt>by status</dt>" in stats
-    assert "resolved with termination" in stats
+    assert "<td>resolved with termination</td>" in answered
+    assert "<th>resolved with termination</th>" in stats
+    assert "<td>question from the agent</td>" in stats
     assert "<h2>Time to answer</h2>" in stats
     assert "<title>≤ 5 min:" in stats  # answered at once: the first bar

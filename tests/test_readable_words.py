@@ -158,3 +158,30 @@ def test_the_models_messages_have_no_python_reprs(raised: Raised) -> None:
     told = "\n".join(raised.told)
     assert "web/auth/**" in told  # the scope is named
     assert [p for p in problems(told, set()) if not p.startswith("key")] == []
+
+
+def test_the_escalation_briefing_the_model_reads_has_no_json_or_python_reprs(
+    console: RunningConsole, raised: Raised
+) -> None:
+    from conftest import connect
+
+    async def briefings() -> list[str]:
+        texts = []
+        async with connect(console.db_path) as agent:
+            for escalation_id in raised.ids.values():
+                prompt = await agent.client.get_prompt(
+                    "escalation_briefing", {"escalation_id": str(escalation_id)}
+                )
+                texts.append(prompt.messages[0].content.text)  # type: ignore[union-attr]
+        return texts
+
+    told = "\n".join(run_async(briefings))
+    assert "Evidence:" in told
+    assert [p for p in problems(told, set()) if not p.startswith("key")] == []
+
+
+def test_a_budgets_summary_says_since_when_as_a_person_writes_a_time(
+    records: dict[str, dict[str, Any]],
+) -> None:
+    summary = records["budget"]["triggers"][0]["summary"]
+    assert re.search(r"since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC reached the budget of 2", summary), summary

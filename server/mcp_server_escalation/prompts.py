@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
-from .rules.words import kind_words
+from .rules.words import kind_words, name_words
 
 # The wait a message asks for (``get_escalation``'s ``wait_seconds``) is not passed by the
 # code that renders it: the book fills it in, with the wait asked of the connection whose call
@@ -250,163 +250,9 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "hook_permission_reason": ["host", "tool_name", "request"],
         "hook_permission_question": ["tool_name", "request"],
         "hook_permission_pending": ["task_id", "escalation_id", "tool_name", "wait_seconds"],
-        # the operator console's pages (adapters/console); values are escaped before filling
-        "console_layout": ["title", "nav", "body"],
-        "console_nav": ["csrf"],
-        "console_login": ["error", "next"],
-        "console_login_refused_agent": [],
-        "console_login_refused": [],
-        "console_login_refused_throttled": ["seconds"],
-        "console_queue": ["project", "agent", "type", "count", "rows", "pages"],
-        "console_queue_count": ["first", "last", "total"],
-        "console_queue_count_empty": [],
-        "console_queue_count_past_end": ["total"],
-        "console_queue_pages": ["links"],
-        "console_queue_first_page": ["href"],
-        "console_queue_next_page": ["href", "count"],
-        "console_queue_row": [
-            "state_class",
-            "escalation_id",
-            "priority",
-            "age",
-            "type",
-            "triggers",
-            "headline",
-            "task_link",
-            "task_id",
-            "project",
-            "agent_id",
-            "state",
-        ],
-        "console_queue_empty": [],
-        "console_state_pending": [],
-        "console_state_answered": ["response_type"],
-        "console_escalation": [
-            "escalation_id",
-            "type",
-            "headline",
-            "status",
-            "priority",
-            "task_id",
-            "task_link",
-            "title",
-            "project",
-            "agent_id",
-            "scope",
-            "created_at",
-            "revision",
-            "question",
-            "triggers",
-            "evidence",
-            "actions",
-            "answer",
-            "told",
-            "told_then",
-        ],
-        "console_told_at_firing": ["directive", "message", "told_at"],
-        "console_told_not_recorded": [],
-        "console_question": ["question", "options"],
-        "console_trigger": ["type", "summary", "criteria", "observed", "at", "fired_count"],
-        "console_evidence": ["heading", "body"],
-        "console_no_actions": [],
-        "console_answer_form": ["escalation_id", "csrf", "revision", "options", "choices", "approve"],
-        "console_choice": ["value", "meaning"],
-        "console_meaning_guidance": [],
-        "console_meaning_override": [],
-        "console_meaning_terminate": [],
-        "console_meaning_approve": [],
-        "console_approve_fields": [],
-        "console_options": ["choices"],
-        "console_option": ["index", "option"],
-        "console_answered": [
-            "response_type",
-            "responder",
-            "responded_at",
-            "content",
-            "delivered_at",
-            "acknowledged_at",
-        ],
-        "console_closed": ["status"],
-        "console_not_yet": [],
-        "console_nothing": [],
-        "console_any_path": [],
-        "console_error": ["title", "message", "back"],
-        "console_title_queue": [],
-        "console_title_login": [],
-        "console_title_refused": [],
+        # the console's page while the store does not answer (adapters/console/app.py)
         "console_title_unavailable": [],
         "console_store_unavailable": ["store", "reason"],
-        "console_refused_session": [],
-        "console_refused_csrf": [],
-        "console_refused_streams": ["limit"],
-        "console_title_failure": [],
-        "console_failure": [
-            "failure_id",
-            "headline",
-            "task_link",
-            "task_id",
-            "status",
-            "count",
-            "first_seen",
-            "last_seen",
-            "earlier",
-            "occurrences",
-        ],
-        "console_failure_earlier": ["shown", "omitted"],
-        "console_occurrence": [
-            "number",
-            "count",
-            "at",
-            "agent_id",
-            "place",
-            "action",
-            "changes",
-            "characters",
-            "output",
-        ],
-        "console_salient_line": ["line"],
-        "console_unchanged": ["previous"],
-        "console_changes": ["previous", "items"],
-        "console_change_place": ["before", "after"],
-        "console_change_action": ["before", "after"],
-        "console_change_output": ["lines", "more"],
-        "console_change_output_same": [],
-        "console_changes_more": ["count"],
-        "console_whole_error_link": ["failure_id"],
-        "console_whole_output_link": ["failure_id"],
-        "console_task": [
-            "task_id",
-            "title",
-            "status",
-            "project",
-            "agent_id",
-            "approach",
-            "directive",
-            "message",
-            "escalations",
-            "details",
-        ],
-        "console_answered_list": ["count", "rows"],
-        "console_answered_row": [
-            "escalation_id",
-            "type",
-            "headline",
-            "task_link",
-            "task_id",
-            "agent_id",
-            "status",
-            "created_at",
-        ],
-        "console_stats": ["details", "answer_times"],
-        "console_answer_times": ["answered", "chart"],
-        "console_answer_within_5m": [],
-        "console_answer_within_15m": [],
-        "console_answer_within_1h": [],
-        "console_answer_within_4h": [],
-        "console_answer_longer": [],
-        "console_title_task": [],
-        "console_title_answered": [],
-        "console_title_stats": [],
     }.items()
 }
 
@@ -508,7 +354,8 @@ def _checked_template(
 def _spoken(placeholder: str, value: Any) -> Any:
     """A value as words a person or a model reads: a flag as yes or no, a list as its items
     separated by commas (never Python's repr: ``['web/auth/**']`` reached the model), and an
-    escalation's ``type`` as words ("repeated error", not ``repeated_error``)."""
+    escalation's ``type`` and a failure's ``signal_type`` as words ("repeated error", "missing
+    dependency", not ``repeated_error``)."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list | tuple | set | frozenset):
@@ -517,6 +364,8 @@ def _spoken(placeholder: str, value: Any) -> Any:
         return "-"
     if placeholder == "type" and isinstance(value, str):
         return kind_words(value)
+    if placeholder == "signal_type" and isinstance(value, str):
+        return name_words(value)
     return value
 
 

@@ -259,7 +259,8 @@ def _add_respond(esc_sub: Subparsers) -> None:
         # argparse prints a required group on one line, whatever the width: spelled out here.
         usage="%(prog)s ID\n"
         "       (--guidance TEXT | --override TEXT | --terminate [TEXT] | --approve)\n"
-        "       [--file-limit N] [--add-scope GLOB] [--responder RESPONDER] [--json]\n"
+        "       [--file-limit N] [--add-scope GLOB] [--verdict useful|false-alarm]\n"
+        "       [--responder RESPONDER] [--json]\n"
         "       [--db DB] [--config CONFIG] [--prompts PROMPTS] [-h]",
     )
     _common(respond)
@@ -287,6 +288,12 @@ def _add_respond(esc_sub: Subparsers) -> None:
         default=[],
         metavar="GLOB",
         help="with --approve: widen the task's scope (repeatable; default: unchanged)",
+    )
+    respond.add_argument(
+        "--verdict",
+        choices=["useful", "false-alarm"],
+        help="was this escalation useful or a false alarm? kept with the answer and counted by stats "
+        "per type and project (default: no verdict)",
     )
     respond.add_argument("--responder", help="who answers, as recorded (default: cli:$USER)")
     respond.add_argument("--json", action="store_true", help=JSON_HELP)

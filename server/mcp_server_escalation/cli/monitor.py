@@ -17,6 +17,7 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
+from ..rules.words import kind_words
 from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
@@ -177,6 +178,42 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds:.1f}s"
 
 
+def _verdict_lines(report: StatsReport, width: int) -> list[str]:
+    """Operators' verdicts per type and project, and the thresholds false alarms say to raise."""
+    if not report.verdicts:
+        return [
+            "",
+            *wrap("Verdicts: none yet (escalations respond ID ... --verdict useful|false-alarm)", width),
+        ]
+    rows = [
+        [
+            kind_words(v.type),
+            v.project,
+            str(v.useful),
+            str(v.false_alarm),
+            f"{v.useful / (v.useful + v.false_alarm):.0%}",
+        ]
+        for v in report.verdicts
+    ]
+    lines = [
+        "",
+        "Verdicts",
+        *table(
+            ["TYPE", "PROJECT", "USEFUL", "FALSE ALARM", "USEFUL SHARE"],
+            rows,
+            right=frozenset({2, 3, 4}),
+            width=width,
+        ),
+    ]
+    for advice in report.raise_thresholds:
+        lines += wrap(
+            f"{kind_words(advice.type)} in {advice.project}: {advice.false_alarm} false alarm(s) against "
+            f"{advice.useful} useful; raise {advice.threshold} there",
+            width,
+        )
+    return lines
+
+
 def stats_lines(report: StatsReport, width: int) -> list[str]:
     """The stats report as a terminal of ``width`` columns reads it."""
     lines = [f"Escalations: {report.total}   (as of {report.generated_at})"]
@@ -211,6 +248,7 @@ def stats_lines(report: StatsReport, width: int) -> list[str]:
             f"({r.within_hour_share:.1%}): {verdict}",
             width,
         )
+    lines += _verdict_lines(report, width)
     if report.notifications:
         rows = [
             [n.notifier, str(n.delivered), str(n.waiting), str(n.failed_attempts), n.last_error or "-"]

@@ -116,6 +116,7 @@ async def _respond(rt: Runtime, args: argparse.Namespace) -> int:
         add_scope=args.add_scope,
         responder=_responder(args),
         role="operator",
+        verdict=args.verdict.replace("-", "_") if args.verdict else None,
     )
     if args.json:
         _json(result)

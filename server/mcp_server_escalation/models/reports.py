@@ -51,6 +51,25 @@ class ResolutionStats(Record):
     sc010_met: bool | None
 
 
+class VerdictCount(Record):
+    """Operators' verdicts on one escalation type in one project."""
+
+    type: str
+    project: str
+    useful: int
+    false_alarm: int
+
+
+class ThresholdAdvice(Record):
+    """A type whose false alarms outnumber its useful escalations in a project: raise it."""
+
+    type: str
+    project: str
+    threshold: str = Field(description="The threshold that decides when the type fires")
+    useful: int
+    false_alarm: int
+
+
 class StatsReport(Record):
     """``mcp-server-escalation stats``."""
 
@@ -60,6 +79,12 @@ class StatsReport(Record):
     by_type_and_status: dict[str, dict[str, int]]
     resolution: ResolutionStats
     notifications: list[NotifierStats]
+    verdicts: list[VerdictCount] = Field(
+        default_factory=list, description="Operators' verdicts (useful, false alarm) per type and project"
+    )
+    raise_thresholds: list[ThresholdAdvice] = Field(
+        default_factory=list, description="Where false alarms outnumber useful escalations"
+    )
     generated_at: str
 
 

@@ -43,6 +43,9 @@ def _budget(firing: Firing, since: str) -> Fires:
     name = firing.observed["budget"]
     threshold = triggers.BUDGET_THRESHOLDS[name]
     limit, used = firing.criteria[threshold], firing.observed["used"]
-    summary = Wording(f"trigger_budget_{name}", {"used": used, "limit": limit, "since": since})
+    # The summary is read (headline, notification, the model's message): the time as a person
+    # writes it; the facts keep the stored timestamp.
+    said = parse_iso(since).strftime("%Y-%m-%d %H:%M:%S UTC")
+    summary = Wording(f"trigger_budget_{name}", {"used": used, "limit": limit, "since": said})
     facts = {"budget": name, "threshold": threshold, "limit": limit, "used": used, "since": since}
     return Fires(firing, summary, key=triggers.BUDGET_KEY_PREFIX + name, facts=facts)

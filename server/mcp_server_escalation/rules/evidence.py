@@ -101,11 +101,6 @@ def json_bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode())
 
 
-def facts_text(value: Any, indent: int | None = None) -> str:
-    """Facts (a trigger's criteria, an escalation's evidence) as a briefing shows them: JSON, keys sorted."""
-    return json.dumps(value, indent=indent, sort_keys=True)
-
-
 def action_summary(action: dict[str, Any]) -> dict[str, Any]:
     """One action as an escalation shows it, in at most ``ACTION_MAX_BYTES``: shortened a
     step further each time it is still over, down to one short line of its detail."""

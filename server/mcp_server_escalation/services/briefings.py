@@ -3,9 +3,12 @@ briefing for the operator, and the resume instructions after a human answer."""
 
 from __future__ import annotations
 
+from ..models.escalations import Escalation
 from ..rules.directives import decide
-from ..rules.evidence import facts_text
+from ..rules.fact_lines import facts_lines, pairs_line
 from ..rules.feedback import finding_values
+from ..rules.salient import headline
+from ..rules.words import trigger_words
 from ..store import escalations as escalation_store
 from ..store import feedback as feedback_store
 from ..store.sql import Conn
@@ -43,6 +46,21 @@ async def fix_review_findings(rt: Runtime, task_id: str) -> str:
     return await rt.db.read(work)
 
 
+# The briefing's evidence lines: wide enough that a path and its error share a line.
+BRIEFING_WIDTH = 120
+
+
+def _evidence_lines(e: Escalation) -> str:
+    """The escalation's evidence as labelled lines under each trigger (never JSON)."""
+    errors = {t.key: headline(t.summary) for t in e.triggers}
+    lines: list[str] = []
+    for key, facts in sorted(e.context.get("evidence", {}).items()):
+        lines.append(trigger_words(key))
+        if isinstance(facts, dict):
+            lines += facts_lines(facts, BRIEFING_WIDTH, "  ", errors.get(key, ""))
+    return "\n".join(lines) or "-"
+
+
 async def escalation_briefing(rt: Runtime, escalation_id: int) -> str:
     """What an operator needs to answer the escalation, in one text."""
 
@@ -54,8 +72,8 @@ async def escalation_briefing(rt: Runtime, escalation_id: int) -> str:
                 "prompt_briefing_trigger",
                 type=t.type,
                 summary=t.summary,
-                criteria=facts_text(t.criteria),
-                observed=facts_text(t.observed),
+                criteria=pairs_line(t.criteria),
+                observed=pairs_line(t.observed),
             )
             for t in e.triggers
         )
@@ -71,7 +89,7 @@ async def escalation_briefing(rt: Runtime, escalation_id: int) -> str:
             scope=", ".join(task.get("scope") or []) or "(any path)",
             agent_id=e.agent_id,
             triggers=triggers,
-            evidence=facts_text(e.context.get("evidence", {}), indent=2),
+            evidence=_evidence_lines(e),
             response_options=", ".join(e.response_options),
         )
 

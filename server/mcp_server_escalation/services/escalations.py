@@ -35,9 +35,11 @@ from ..models.tasks import Task
 from ..rules.announce import HEADLINE_CHARS
 from ..rules.salient import headline, one_line
 from ..rules.triggers import COUNTER_RESET_ON_ACK, budget_resets, response_options
+from ..rules.verdicts import VERDICTS
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
+from ..store import verdicts as verdict_store
 from ..store.sql import Conn
 from .firing import direct, escalation_context, keep_told, stop_if_ended, sync_pause
 from .runtime import Runtime
@@ -442,6 +444,7 @@ async def resolve_escalation(
     held: Mapping[str, int] | None = None,
     agent_id: str | None = None,
     expected_revision: int | None = None,
+    verdict: str | None = None,
 ) -> ResolveResult:
     """Answer an escalation; an agent-role caller may only withdraw a question of a task it
     holds (``held``: task id -> the generation it was held at, see adapters/mcp/holders.py;
@@ -451,7 +454,11 @@ async def resolve_escalation(
 
     ``expected_revision``: the revision the answer was made on (the console's form). An
     escalation that changed since, new evidence or another answer, is a Conflict: the human
-    answered something they did not see."""
+    answered something they did not see.
+
+    ``verdict``: the operator's judgement of the escalation, useful or a false alarm, kept with
+    the answer and who gave it; an agent may not give one (nor ever read one)."""
+    _check_verdict(verdict, role)
     add_scope = sorted(set(add_scope or []))
     _check_approval_values(new_file_limit, add_scope)
     now = rt.now()
@@ -477,11 +484,28 @@ async def resolve_escalation(
             responder=recorded_responder,
             responded_at=now,
         )
+        if verdict is not None:
+            verdict_store.record_verdict(conn, escalation_id, verdict, recorded_responder or role, now)
         return _record_answer(rt, conn, task, escalation_id, response)
 
     result = await rt.db.write(work)
     await rt.publish(result.escalation, "resolved")
     return result
+
+
+async def verdict_of(rt: Runtime, escalation_id: int) -> tuple[str, str, str] | None:
+    """The operator's verdict on the escalation (verdict, who, when), for operators' views only."""
+    return await rt.db.read(lambda conn: verdict_store.verdict_of(conn, escalation_id))
+
+
+def _check_verdict(verdict: str | None, role: Role) -> None:
+    """A verdict is an operator's, and one of the two."""
+    if verdict is None:
+        return
+    if role != "operator":
+        raise Forbidden("verdict: only an operator judges an escalation; an agent gives no verdict.")
+    if verdict not in VERDICTS:
+        raise InvalidInput("verdict", f"{verdict[:40]!r} is not one of {', '.join(VERDICTS)}")
 
 
 def _check_answerable(escalation: Escalation, expected_revision: int | None) -> None:

@@ -11,9 +11,11 @@ from ..errors import Conflict, InvalidInput
 from ..locations import is_database_url
 from ..models.reports import BackupReport, Delivery, StatsReport, StoreCheck
 from ..rules import stats as stats_rules
+from ..rules import verdicts as verdict_rules
 from ..store import outbox as outbox_store
 from ..store import reports as report_store
 from ..store import search_index
+from ..store import verdicts as verdict_store
 from ..store.files import ITSELF, part_of_store
 from ..store.sql import Conn, is_sqlite
 from .runtime import Runtime
@@ -26,6 +28,7 @@ async def stats(rt: Runtime) -> StatsReport:
     def read(conn: Conn) -> StatsReport:
         timings = report_store.escalation_times(conn)
         by_type, by_status, matrix = stats_rules.counts(timings)
+        verdicts = verdict_store.verdict_counts(conn)
         return StatsReport(
             total=len(timings),
             by_type=by_type,
@@ -33,6 +36,8 @@ async def stats(rt: Runtime) -> StatsReport:
             by_type_and_status=matrix,
             resolution=stats_rules.resolution(timings, now),
             notifications=outbox_store.notifier_stats(conn),
+            verdicts=verdicts,
+            raise_thresholds=verdict_rules.advice(verdicts),
             generated_at=rt.now(),
         )
 

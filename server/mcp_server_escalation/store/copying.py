@@ -35,6 +35,7 @@ TABLES = (
     ("progress_reports", "report_id"),
     ("escalations", "escalation_id"),
     ("told_at_firing", "escalation_id"),
+    ("verdicts", "escalation_id"),
     ("escalation_changes", "change_id"),
     ("notification_outbox", "outbox_id"),
     ("notification_deliveries", "outbox_id, notifier"),

@@ -576,4 +576,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             WHERE {AWAITING_ACKNOWLEDGEMENT}""",
         ),
     ),
+    Migration(
+        15,
+        "operators' verdicts on escalations",
+        (
+            # Was the escalation useful or a false alarm, in the words of the operator who
+            # answered it: counted per type and project, the triggers' precision on the
+            # team's own runs. A table of its own, read by no agent-facing call.
+            """CREATE TABLE verdicts (
+                escalation_id INTEGER PRIMARY KEY REFERENCES escalations (escalation_id),
+                verdict TEXT NOT NULL CHECK (verdict IN ('useful', 'false_alarm')),
+                judged_by TEXT NOT NULL,
+                judged_at TEXT NOT NULL
+            )""",
+        ),
+    ),
 )

@@ -23,23 +23,22 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound, StoreUnavailable
-from ...prompts import PromptBook
 from ...rules.words import kind_words
 from ...services import escalations, guidance, reports, tasks
 from ...services.console import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
-from . import pages, queue_view
-from .failure_page import failure_body
+from . import queue_view
 from .landing import landing, login_location, login_to
 from .live import STREAMS_PER_SESSION, LiveStreams
 from .refusals import refusal_text
+from .rendering import Pages
 from .sessions import COOKIE, Session, Sessions, csrf_matches
 from .throttle import LoginThrottle
 
@@ -66,6 +65,16 @@ ANSWERED_SHOWN = 50
 CONTENT_MAX_CHARS = 65536
 
 Handler = Callable[[Request], Awaitable[Response]]
+# Each counter of a task and the threshold it is compared with (as ``tasks show`` lists them).
+COUNTER_LIMITS = (
+    ("consecutive_same_error", "same_error_repeated"),
+    ("verification_attempts", "total_verification_attempts"),
+    ("attempts_without_file_change", "no_file_changes_after_attempts"),
+    ("test_runs_without_improvement", "no_test_improvement_after"),
+    ("files_modified", "files_modified_exceeds"),
+    ("tool_calls", "max_tool_calls"),
+    ("failing_test_runs", "max_failing_test_runs"),
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,7 @@ class Answer:
     content: str
     new_file_limit: int | None
     add_scope: list[str]
+    verdict: str | None
 
 
 class Guard:
@@ -118,34 +128,63 @@ class Console:
         # Behind a TLS proxy the browser sees https: the cookie then never travels in plain text.
         self.secure_cookie = secure_cookie
         self.throttle = LoginThrottle()
+        self.pages = Pages()
 
     def _session(self, request: Request) -> Session | None:
         return self.sessions.find(request.cookies.get(COOKIE))
 
-    def _refused(self, status: int, message_template: str, back: str = "/", **values: object) -> HTMLResponse:
-        body = pages.fill(
-            self.book,
-            "console_error",
-            title=pages.fill(self.book, "console_title_refused"),
-            message=pages.fill(self.book, message_template, **values),
-            back=back,
-        )
-        title = self.book.render("console_title_refused")
-        return HTMLResponse(pages.page(self.book, title, body, None), status_code=status)
+    def _page(
+        self, request: Request, name: str, title: str, session: Session | None, **context: object
+    ) -> Response:
+        status = int(str(context.pop("status", 200)))
+        csrf = session.csrf if session else None
+        return self.pages.render(request, name, status, title=title, csrf=csrf, now=self.rt.now(), **context)
 
-    def _error(self, status: int, message: str, session: Session, back: str) -> HTMLResponse:
-        title = self.book.render("console_title_refused")
-        body = pages.fill(self.book, "console_error", title=title, message=message, back=back)
-        return HTMLResponse(pages.page(self.book, title, body, session.csrf), status_code=status)
+    def _refused(self, request: Request, status: int, reason: str, back: str = "/") -> Response:
+        """The console's own refusal (``reason``: which of error.html's texts), outside a session."""
+        return self._page(
+            request,
+            "error.html",
+            "Not done",
+            None,
+            status=status,
+            reason=reason,
+            message="",
+            back=back,
+            limit=STREAMS_PER_SESSION,
+        )
+
+    def _error(self, request: Request, status: int, message: str, session: Session, back: str) -> Response:
+        """A refusal of the service, in the words ``refusals.py`` gives it."""
+        return self._page(
+            request,
+            "error.html",
+            "Not done",
+            session,
+            status=status,
+            reason="",
+            message=message,
+            back=back,
+            limit=STREAMS_PER_SESSION,
+        )
 
     async def login_page(self, request: Request) -> Response:
         """The login form, carrying the page to land on after it (``next``, when it is ours)."""
-        return self._login(pages.Safe(""), 200, landing(request.query_params.get("next", "")))
+        return self._login(request, None, 200, landing(request.query_params.get("next", "")))
 
-    def _login(self, error: pages.Safe, status: int, next_path: str) -> HTMLResponse:
-        body = pages.fill(self.book, "console_login", error=error, next=next_path)
-        title = self.book.render("console_title_login")
-        return HTMLResponse(pages.page(self.book, title, body, None), status_code=status)
+    def _login(
+        self, request: Request, refused: str | None, status: int, next_path: str, seconds: int = 0
+    ) -> Response:
+        return self._page(
+            request,
+            "login.html",
+            "Log in",
+            None,
+            status=status,
+            refused=refused,
+            next=next_path,
+            seconds=seconds,
+        )
 
     async def login(self, request: Request) -> Response:
         """Check the operator token (unless the address tried too often); set the session cookie and
@@ -155,17 +194,16 @@ class Console:
         next_path = landing(str(form.get("next") or ""))
         wait = self.throttle.retry_after(address)
         if wait is not None:
-            throttled = pages.fill(self.book, "console_login_refused_throttled", seconds=wait)
-            refused = self._login(throttled, 429, next_path)
-            refused.headers["Retry-After"] = str(wait)
-            return refused
+            throttled = self._login(request, "throttled", 429, next_path, wait)
+            throttled.headers["Retry-After"] = str(wait)
+            return throttled
         holder = self.sessions.holder(str(form.get("token") or ""))
         if holder is None:
             self.throttle.failed(address)
-            return self._login(pages.fill(self.book, "console_login_refused"), 401, next_path)
+            return self._login(request, "token", 401, next_path)
         if holder.role != "operator":
             self.throttle.failed(address)
-            return self._login(pages.fill(self.book, "console_login_refused_agent"), 403, next_path)
+            return self._login(request, "agent", 403, next_path)
         session = self.sessions.login(holder)
         self.throttle.succeeded(address)
         response = RedirectResponse(next_path, status_code=303)
@@ -180,10 +218,10 @@ class Console:
         return response
 
     async def logout(self, request: Request) -> Response:
-        """End the session."""
+        """End the session and its live streams."""
         session = self._session(request)
         if session is None or not csrf_matches(session, str((await request.form()).get("csrf") or "")):
-            return self._refused(403, "console_refused_csrf")
+            return self._refused(request, 403, "csrf")
         self.sessions.logout(session.session_id)
         self.live.end_session(session.session_id)
         response = RedirectResponse("/login", status_code=303)
@@ -204,22 +242,12 @@ class Console:
         try:
             found = await queue(self.rt, wanted, read_place(request.query_params.get("after", "")))
         except InvalidInput as exc:
-            return self._error(400, str(exc), session, "/")
-        body = pages.fill(
-            self.book,
-            "console_queue",
-            project=wanted.project,
-            agent=wanted.agent,
-            type=wanted.type,
-            count=queue_view.queue_count(self.book, found),
-            rows=queue_view.queue_rows(self.book, found.escalations, self.rt.now()),
-            pages=queue_view.queue_pages(self.book, found, wanted),
-        )
-        title = self.book.render("console_title_queue")
-        return HTMLResponse(pages.page(self.book, title, body, session.csrf))
+            return self._error(request, 400, str(exc), session, "/")
+        rows, place = queue_view.queue_rows(found.escalations), queue_view.queue_place(found, wanted)
+        return self._page(request, "queue.html", "Queue", session, wanted=wanted, rows=rows, place=place)
 
     async def escalation_page(self, request: Request) -> Response:
-        """One escalation: triggers, evidence, question, and the answer form or the answer."""
+        """One escalation: what fired and its evidence, the question, and the answer form or the answer."""
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
@@ -228,11 +256,21 @@ class Console:
             escalation = await escalations.show_escalation(self.rt, escalation_id)
             told = await escalations.agent_message(self.rt, escalation_id)
             told_then = await told_when_fired(self.rt, escalation_id)
+            verdict = await escalations.verdict_of(self.rt, escalation_id)
         except NotFound as exc:
-            return self._error(404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
-        body = pages.escalation_body(self.book, escalation, session.csrf, told, told_then)
+            return self._error(request, 404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
         title = f"#{escalation.escalation_id} {kind_words(escalation.type)}"
-        return HTMLResponse(pages.page(self.book, title, body, session.csrf))
+        return self._page(
+            request,
+            "escalation.html",
+            title,
+            session,
+            e=escalation,
+            headline=queue_view.salient_line(escalation),
+            told=told,
+            told_then=told_then,
+            verdict=verdict,
+        )
 
     async def task_page(self, request: Request) -> Response:
         """One task: its state, what its agent is told now, its escalations, counters and tests."""
@@ -242,22 +280,22 @@ class Console:
         try:
             view = await tasks.get_task(self.rt, str(request.path_params["task_id"]))
         except NotFound as exc:
-            return self._error(404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
-        title = f"{self.book.render('console_title_task')} {view.task.task_id}"
-        return HTMLResponse(pages.page(self.book, title, pages.task_body(self.book, view), session.csrf))
+            return self._error(request, 404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
+        title = f"Task {view.task.task_id}"
+        return self._page(request, "task.html", title, session, view=view, limits=COUNTER_LIMITS)
 
     async def failure_page(self, request: Request) -> Response:
         """A failure's whole error: each occurrence's whole output and what changed between them."""
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
-        failure_id = str(request.path_params["failure_id"])
         try:
-            whole = await guidance.whole_failure(self.rt, failure_id)
+            whole = await guidance.whole_failure(self.rt, str(request.path_params["failure_id"]))
         except NotFound as exc:
-            return self._error(404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
-        title = f"{self.book.render('console_title_failure')} {whole.failure.failure_id}"
-        return HTMLResponse(pages.page(self.book, title, failure_body(self.book, whole), session.csrf))
+            return self._error(request, 404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
+        return self._page(
+            request, "failure.html", f"Failure {whole.failure.failure_id}", session, whole=whole
+        )
 
     async def answered_page(self, request: Request) -> Response:
         """The latest answered (or otherwise closed) escalations."""
@@ -265,26 +303,16 @@ class Console:
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
         found = await escalations.list_escalations(self.rt, status="resolved", limit=ANSWERED_SHOWN)
-        body = pages.fill(
-            self.book,
-            "console_answered_list",
-            count=len(found.escalations),
-            rows=pages.answered_rows(self.book, found.escalations),
-        )
-        title = self.book.render("console_title_answered")
-        return HTMLResponse(pages.page(self.book, title, body, session.csrf))
+        return self._page(request, "answered.html", "Answered", session, rows=found.escalations)
 
     async def stats_page(self, request: Request) -> Response:
-        """The ``stats`` figures: counts by type and status, time to answer, notifier health."""
+        """The ``stats`` figures: time to answer, counts by kind and status, notifier health."""
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
         report = await reports.stats(self.rt)
-        chart = pages.answer_time_chart(self.book, await reports.answer_time_buckets(self.rt))
-        details = pages.facts(report.model_dump(mode="json"))
-        body = pages.fill(self.book, "console_stats", details=details, answer_times=chart)
-        title = self.book.render("console_title_stats")
-        return HTMLResponse(pages.page(self.book, title, body, session.csrf))
+        buckets = await reports.answer_time_buckets(self.rt)
+        return self._page(request, "stats.html", "Stats", session, report=report, buckets=buckets)
 
     async def answer(self, request: Request) -> Response:
         """Answer through the CLI's service, as the logged-in operator, on the revision shown."""
@@ -293,10 +321,10 @@ class Console:
         session = self._session(request)
         if session is None:
             # The answer is lost with the session: back to the escalation through the login.
-            return self._refused(401, "console_refused_session", login_to(back))
+            return self._refused(request, 401, "session", login_to(back))
         form = await request.form()
         if not csrf_matches(session, str(form.get("csrf") or "")):
-            return self._refused(403, "console_refused_csrf")
+            return self._refused(request, 403, "csrf")
         try:
             answer = await self._answer_fields(escalation_id, form)
             await escalations.resolve_escalation(
@@ -309,10 +337,11 @@ class Console:
                 content=answer.content,
                 new_file_limit=answer.new_file_limit,
                 add_scope=answer.add_scope,
+                verdict=answer.verdict,
             )
         except EscalationError as exc:
             status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 400)
-            return self._error(status, refusal_text(self.book, exc, self.rt.db.path), session, back)
+            return self._error(request, status, refusal_text(self.book, exc, self.rt.db.path), session, back)
         return RedirectResponse(back, status_code=303)
 
     async def _answer_fields(self, escalation_id: int, form: FormData) -> Answer:
@@ -338,17 +367,18 @@ class Console:
                 "content", f"{len(content)} characters, more than {CONTENT_MAX_CHARS}"
             ).because("too_long", field="content", length=len(content), limit=CONTENT_MAX_CHARS)
         scope = [line.strip() for line in str(get("add_scope") or "").splitlines() if line.strip()]
-        return Answer(response_type, content, _int_field(get("file_limit"), "file_limit"), scope)
+        verdict = str(get("verdict") or "") or None
+        return Answer(response_type, content, _int_field(get("file_limit"), "file_limit"), scope, verdict)
 
     async def events(self, request: Request) -> Response:
         """Server-sent events: one ``change`` per batch of the change feed, from the process's
         one reader of it (``live.py``), a keep-alive comment between them, until the session ends."""
         session = self._session(request)
         if session is None:
-            return self._refused(401, "console_refused_session", "/login")
+            return self._refused(request, 401, "session", "/login")
         session_id = session.session_id
         if self.live.count(session_id) >= STREAMS_PER_SESSION:
-            return self._refused(429, "console_refused_streams", limit=STREAMS_PER_SESSION)
+            return self._refused(request, 429, "streams")
 
         async def stream() -> AsyncIterator[str]:
             # Opened here, not before the response: a stream is closed by the code that iterates it.
@@ -378,16 +408,23 @@ def _int_field(value: object, field: str) -> int | None:
 RETRY_AFTER_SECONDS = 30
 
 
-def unavailable_page(book: PromptBook, exc: StoreUnavailable) -> HTMLResponse:
+def unavailable_page(console: Console, request: Request, exc: StoreUnavailable) -> Response:
     """The page every route answers while the store does not: which store, why, what to do."""
-    title = book.render("console_title_unavailable")
-    message = pages.fill(book, "console_store_unavailable", store=exc.location, reason=exc.reason)
-    body = pages.fill(book, "console_error", title=title, message=message, back="/")
-    return HTMLResponse(
-        pages.page(book, title, body, None),
-        status_code=503,
-        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    book = console.book
+    message = book.render("console_store_unavailable", store=exc.location, reason=exc.reason)
+    response = console._page(
+        request,
+        "error.html",
+        book.render("console_title_unavailable"),
+        None,
+        status=503,
+        reason="",
+        message=message,
+        back="/",
+        limit=STREAMS_PER_SESSION,
     )
+    response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 def build_console(
@@ -417,7 +454,7 @@ def build_console(
             try:
                 return await handler(request)
             except StoreUnavailable as exc:
-                return unavailable_page(holder["console"].book, exc)
+                return unavailable_page(holder["console"], request, exc)
 
         return handle
 

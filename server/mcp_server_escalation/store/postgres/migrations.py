@@ -376,7 +376,18 @@ _SEARCH = (
     "INSERT INTO failure_search_totals (id, records, tokens) SELECT 1, count(*), 0 FROM failures",
 )
 
+# Operators' verdicts on escalations (useful, false alarm), as on SQLite (its migration 15).
+_VERDICTS = (
+    """CREATE TABLE verdicts (
+        escalation_id BIGINT PRIMARY KEY REFERENCES escalations (escalation_id),
+        verdict TEXT NOT NULL CHECK (verdict IN ('useful', 'false_alarm')),
+        judged_by TEXT NOT NULL,
+        judged_at TEXT NOT NULL
+    )""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "schema", _TABLES + _TRIGGERS),
     Migration(2, "guidance search: failures' words as a tsvector under GIN, bm25's counts", _SEARCH),
+    Migration(3, "operators' verdicts on escalations", _VERDICTS),
 )

@@ -1,0 +1,125 @@
+"""The console's pages: Jinja2 templates (``templates/``) with autoescape and strict undefined.
+
+Every value reaches a page escaped unless a template says otherwise (none does): what an
+agent wrote (errors, questions, paths, options) is text, never markup, by default rather
+than by discipline. A name a template does not get is an error at render, not an empty
+string. The filters say the store's names in words (``rules/words.py``, as the CLI does)
+and dates as a person reads them: "4 min ago", the exact time on hover.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.templating import Jinja2Templates
+
+from ...rules.words import field_words, kind_words, name_words, trigger_words, yes_no
+
+TEMPLATES = Path(__file__).parent / "templates"
+# An empty value (no paths, no detail) as the pages say it.
+NOTHING = "(none)"
+
+
+def ago(at: str, now: str) -> str:
+    """How long ago ``at`` was, in its largest whole unit: "45 s ago", "12 min ago", "3 h ago"."""
+    seconds = int((datetime.fromisoformat(now) - datetime.fromisoformat(at)).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{max(seconds, 0)} s ago"
+
+
+def exact(at: str) -> str:
+    """The exact time, in UTC, as a person reads it: 2026-11-28 11:13:28 UTC."""
+    return datetime.fromisoformat(at).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def words(value: Any) -> str:
+    """Any stored value as words: a flag as yes/no, a list as its items, a name in words."""
+    if value is None or value in ("", [], {}):
+        return NOTHING
+    if isinstance(value, bool):
+        return yes_no(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{field_words(str(k))} {words(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(words(item) for item in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return name_words(value) if isinstance(value, str) else str(value)
+
+
+def duration(seconds: float | None) -> str:
+    """A span of time as a person says it: 45 s, 12 min, 2.5 h."""
+    if seconds is None:
+        return NOTHING
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
+def percent(value: Any) -> str:
+    """A rate as a whole percentage; anything else in words."""
+    return f"{value:.0%}" if isinstance(value, int | float) and not isinstance(value, bool) else words(value)
+
+
+def without(record: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """The record without ``keys`` (a fingerprint is for matching, not for reading)."""
+    return {key: value for key, value in record.items() if key not in keys}
+
+
+def place(item: dict[str, Any]) -> str:
+    """``file:line`` of an occurrence or action (the file alone without a line)."""
+    file = item.get("file")
+    if not file:
+        return NOTHING
+    return f"{file}:{item['line']}" if item.get("line") is not None else str(file)
+
+
+def path_segment(value: str) -> str:
+    """A value as one path segment of a link (``/tasks/...``), escaped again when placed."""
+    return quote(value, safe="")
+
+
+def environment() -> jinja2.Environment:
+    """The console's template environment."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["nothing"] = NOTHING
+    env.filters.update(
+        kind=kind_words,
+        trigger=trigger_words,
+        field=field_words,
+        words=words,
+        ago=ago,
+        exact=exact,
+        percent=percent,
+        duration=duration,
+        place=place,
+        without=without,
+        segment=path_segment,
+    )
+    return env
+
+
+class Pages:
+    """Renders a page of the console (with the session's CSRF token for its log-out form)."""
+
+    def __init__(self) -> None:
+        self.templates = Jinja2Templates(env=environment())
+
+    def render(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        """The template ``name`` filled with ``context`` (``title`` and ``csrf`` included)."""
+        context.setdefault("csrf", None)
+        return self.templates.TemplateResponse(request, name, context, status_code=status)
