@@ -104,7 +104,7 @@ async def test_a_client_is_not_told_what_its_own_calls_caused_and_reported(db_pa
     assert created is not None
     assert [str(p.data) for p in heard.logs if f"Escalation {theirs_id} " not in str(p.data)] == []
     told = heard.about(theirs_id)[0]
-    assert told.startswith(f"Escalation {theirs_id} (ask_human) was raised for task c-own")
+    assert told.startswith(f"Escalation {theirs_id} (question from the agent) was raised for task c-own")
 
 
 async def test_a_2026_client_gets_the_update_on_its_listen_stream_and_no_unsolicited_log(

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, types
 
 from conftest import Agent, connect, make_settings
-from hooks_support import bash_failure, hook
+from hooks_support import bash_failure, hook, no_grace
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.settings import NotifyConfig
 from operator_support import eventually, run_cli
@@ -164,8 +164,9 @@ async def test_the_hook_context_of_an_escalation_names_the_error_line(tmp_path: 
     context = ""
     for n in (1, 2, 3):
         run = await hook(
-            "claude-code", bash_failure("python reproduce.py", TRACEBACK, f"toolu_tb{n}"), db=db, tmp=tmp_path
-        )
+            "claude-code", bash_failure("python reproduce.py", TRACEBACK, f"toolu_tb{n}"), db=db, tmp=tmp_path,
+            ESCALATION_CONFIG=no_grace(tmp_path),  # the pause from the task's first calls
+        )  # fmt: skip
         assert run.returncode == 0, run.stderr
         if run.stdout:
             context = run.json()["hookSpecificOutput"]["additionalContext"]
