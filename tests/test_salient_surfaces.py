@@ -163,10 +163,9 @@ async def test_the_hook_context_of_an_escalation_names_the_error_line(tmp_path: 
     db = str(tmp_path / "hooks.db")
     context = ""
     for n in (1, 2, 3):
-        run = await hook(
-            "claude-code", bash_failure("python reproduce.py", TRACEBACK, f"toolu_tb{n}"), db=db, tmp=tmp_path,
-            ESCALATION_CONFIG=no_grace(tmp_path),  # the pause from the task's first calls
-        )  # fmt: skip
+        failed = bash_failure("python reproduce.py", TRACEBACK, f"toolu_tb{n}")
+        # the pause from the task's first calls: no grace
+        run = await hook("claude-code", failed, db=db, tmp=tmp_path, ESCALATION_CONFIG=no_grace(tmp_path))
         assert run.returncode == 0, run.stderr
         if run.stdout:
             context = run.json()["hookSpecificOutput"]["additionalContext"]
