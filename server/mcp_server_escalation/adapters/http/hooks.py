@@ -30,7 +30,7 @@ from contextlib import asynccontextmanager
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
@@ -89,6 +89,10 @@ def _task(request: Request) -> str | None:
     return named
 
 
+class _TooLarge(Exception):
+    """The event's body is over ``HOOK_BODY_BYTES`` (declared or sent)."""
+
+
 class HookRoutes:
     """The hook routes of one server: its settings, its tokens, its Host/Origin checks."""
 
@@ -122,11 +126,10 @@ class HookRoutes:
         refused = await self._refused(request, host)
         if refused is not None:
             return refused
-        raw = await _body(request, HOOK_BODY_BYTES)
-        if raw is None:
-            return _refusal(413, f"a hook event of at most {HOOK_BODY_BYTES} bytes; not recorded")
         try:
-            out = await self._answer(host, raw, request)
+            out = await self._answer(host, request)
+        except _TooLarge:
+            return _refusal(413, f"a hook event of at most {HOOK_BODY_BYTES} bytes; not recorded")
         except HookInputError as exc:
             return _refusal(400, str(exc))
         except Exception as exc:  # as in the hook process: never an answer the host misreads
@@ -136,8 +139,14 @@ class HookRoutes:
             return _refusal(503, "the store is not open yet; no decision")
         return Response(out, status_code=200, media_type="application/json" if out else None)
 
-    async def _answer(self, host: str, raw: bytes, request: Request) -> str | None:
+    async def _answer(self, host: str, request: Request) -> str | None:
         """The host's JSON for the event ("" for no decision); None while the store is closed."""
+        try:
+            raw = await _body(request, HOOK_BODY_BYTES)
+        except ClientDisconnect as exc:  # gone, or closed for sending too slowly
+            raise HookInputError("the event ended before its body did; not recorded") from exc
+        if raw is None:
+            raise _TooLarge
         triaged = prepare_remote(raw, self.settings, _task(request), entry=host)
         if triaged is None:
             return ""
