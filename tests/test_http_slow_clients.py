@@ -135,3 +135,32 @@ async def test_when_every_connection_is_mid_request_a_new_one_is_refused_with_50
         while lines(caplog, OVER_LINE) == 0:
             await anyio.sleep(0.05)
     assert lines(caplog, CAP_LINE) == 1
+
+
+class _Waiting:
+    """A connection between requests, as ``Guard`` sees it, that closes when told to (and
+    leaves, as a transport does, only later)."""
+
+    def __init__(self) -> None:
+        self.closing = False
+
+    def between_requests(self) -> bool:
+        return not self.closing
+
+    def close_for_room(self) -> None:
+        self.closing = True
+
+
+def test_connections_accepted_in_one_batch_each_make_room_of_their_own() -> None:
+    # asyncio accepts a batch of connections before any of them is admitted, and a closed
+    # one leaves a turn of the loop later: each admission made room by closing the same
+    # oldest connection, and the descriptors ran out.
+    guard = connections.Guard(ConnectionLimits(connections=CAP))
+    held = [_Waiting() for _ in range(CAP)]
+    for connection in held:
+        assert guard.admit(connection)  # type: ignore[arg-type]
+    batch = [_Waiting() for _ in range(CAP // 2)]
+    for connection in batch:
+        assert guard.admit(connection)  # type: ignore[arg-type]
+    assert len(guard.open) == CAP
+    assert [c.closing for c in held] == [True] * (CAP // 2) + [False] * (CAP - CAP // 2)

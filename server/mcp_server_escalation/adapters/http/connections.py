@@ -12,12 +12,13 @@ this package runs (``serve --transport http``, ``console``):
   within ``request_seconds``; otherwise it is answered ``408`` and closed. An idle
   keep-alive connection is closed by uvicorn (5 s).
 - **At most ``ConnectionLimits.connections`` connections at once**, well under the
-  descriptors the process may open. A connection beyond the cap takes the place of the
-  oldest one that is not in the middle of a request (a slow client still sending its
-  headers, or an idle keep-alive connection), which is closed: a client that sends its
-  request at once, as every real one does, is still served while slow clients hold the
-  cap. When every connection is in the middle of a request, the new one is refused with
-  ``503`` (``Retry-After``) and closed.
+  descriptors the process may open (with room for the connections asyncio accepts in one
+  go, ``ACCEPT_BATCH``). A connection beyond the cap takes the place of the oldest one that
+  is not in the middle of a request (a slow client still sending its headers, or an idle
+  keep-alive connection), which is closed: a client that sends its request at once, as
+  every real one does, is still served while slow clients hold the cap. When every
+  connection is in the middle of a request, the new one is refused with ``503``
+  (``Retry-After``) and closed.
 - **One log line per episode**: a warning when the cap is first reached, and one line when
   the connections are back under nine tenths of it, saying how many were closed or refused
   meanwhile; nothing per connection.
@@ -40,13 +41,19 @@ log = logging.getLogger(__name__)
 
 # Descriptors kept back from the cap for everything else the process opens: the store and
 # its WAL, the relay's socket and its connections, notifier pipes, log files.
-DESCRIPTORS_KEPT = 128
+DESCRIPTORS_KEPT = 256
 CONNECTIONS_MAX = 1000
+# The listening socket's backlog, which is also how many connections asyncio accepts in one
+# go before any of them reaches ``Guard.admit`` (uvicorn's default, 2,048, opened more
+# descriptors at once than a 1,024 limit allows: every failed accept was logged with its
+# traceback, 150,000 lines in seconds). A connection closed to make room frees its
+# descriptor one turn of the loop later, so two batches are kept free above the cap.
+ACCEPT_BATCH = 128
 
 
 def default_cap() -> int:
-    """The connection cap: ``CONNECTIONS_MAX``, or half the descriptors the process may
-    open beyond those kept back, whichever is smaller (at least 16)."""
+    """The connection cap: ``CONNECTIONS_MAX``, or the descriptors the process may open
+    beyond those kept back and two accept batches, whichever is smaller (at least 16)."""
     try:
         import resource  # noqa: PLC0415 (POSIX only)
     except ImportError:
@@ -54,7 +61,7 @@ def default_cap() -> int:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return CONNECTIONS_MAX
-    return max(16, min(CONNECTIONS_MAX, (soft - DESCRIPTORS_KEPT) // 2))
+    return max(16, min(CONNECTIONS_MAX, soft - DESCRIPTORS_KEPT - 2 * ACCEPT_BATCH))
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,9 @@ class Guard:
             if idle is None:
                 self.refused += 1
                 return False
+            # Out of the count at once: it frees its descriptor a turn of the loop later,
+            # and the accepts of this turn must each make room of their own.
+            self.open.pop(idle)
             self.closed += 1
             idle.close_for_room()
         self.open[connection] = None
@@ -162,6 +172,8 @@ class GuardedProtocol(H11Protocol):
     def between_requests(self) -> bool:
         """No request under way: none begun yet (or its headers still coming), or the last one
         answered (an idle keep-alive connection)."""
+        if self.transport.is_closing():
+            return False
         return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
 
     def close_for_room(self) -> None:
@@ -211,3 +223,9 @@ def guarded(limits: ConnectionLimits | None = None) -> type[GuardedProtocol]:
     """The protocol class for one server's ``uvicorn.Config(http=...)``: its own guard."""
     guard = Guard(limits or LIMITS or ConnectionLimits())
     return type("GuardedConnection", (GuardedProtocol,), {"guard": guard})
+
+
+def guarded_options() -> dict[str, Any]:
+    """What every HTTP server of ours passes ``uvicorn.Config``: the guarded protocol and
+    the accept batch its cap leaves room for."""
+    return {"http": guarded(), "backlog": ACCEPT_BATCH}
