@@ -17,6 +17,7 @@ import httpx2
 import pytest
 
 from console_support import form_values
+from hooks_support import PYTEST_FAIL, bash_failure
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, http_in_thread
 from in_process import run_main
 from mcp_server_escalation.adapters.http.auth import Holder, load_tokens
@@ -185,6 +186,16 @@ async def _serve_once(env: dict[str, str], tmp_path: Path, command: str = "serve
 
 BAD_FILES = (
     (
+        f'[[tokens]]\nname = "ci"\nrole = "agent"\ntoken = "{RUNNER}"\nprojects = ["srv/shop"]\n',
+        "[[tokens]] entry 1 ('ci'), projects.0: a list of 1 to 100 absolute folders",
+        RUNNER,
+    ),
+    (
+        f'[[tokens]]\nname = "ci"\nrole = "agent"\ntoken = "{RUNNER}"\ntask_prefixes = ["ci prefix"]\n',
+        "[[tokens]] entry 1 ('ci'), task_prefixes.0: a list of 1 to 100 starts of task ids",
+        RUNNER,
+    ),
+    (
         f'[[tokens]]\nname = "alice"\nrole = "operator"\ntoken = "{ALICE}"\n\n'
         '[[tokens]]\nname = "bob"\nrole = "operator"\ntoken = "short-secret-9"\n',
         "[[tokens]] entry 2 ('bob'), token: String should have at least 32 characters",
@@ -300,3 +311,56 @@ def test_one_person_may_hold_two_tokens_of_one_role_while_changing_over(tmp_path
     assert book.holder(old) == book.holder(new) == Holder("alice", "operator", personal=True)
     assert book.holder(new[:-1]) is None
     assert book.holder(sha256(old)) is None, "the digest itself is no token"
+
+
+SCOPED = "scoped-" + "4" * 40
+
+
+async def test_a_scoped_token_posts_hook_events_only_for_its_projects_and_tasks(tmp_path: Path) -> None:
+    """Any token holder could post an event naming another agent's task and pause it; a
+    person's token with a scope is refused (403, nothing recorded) outside it."""
+    team = (
+        TEAM
+        + f"""
+[[tokens]]
+name = "ci-shop"
+role = "agent"
+sha256 = "{sha256(SCOPED)}"
+projects = ["/srv/ci/shop"]
+task_prefixes = ["ci-shop-"]
+"""
+    )
+
+    def post(token: str, task: str | None, cwd: str, n: int) -> httpx2.Response:
+        event = {**bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_scope_{n}"), "cwd": cwd}
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        if task is not None:
+            headers["X-Escalation-Task"] = task
+        with httpx2.Client(timeout=30) as client:
+            return client.post(f"{url}/hooks/claude-code", json=event, headers=headers)
+
+    with http_in_thread(tmp_path, env=team_env(tmp_path, team)) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with http_client(f"{url}/mcp", RUNNER) as agent:
+            await agent.call("start_task", title="someone else's", task_id="victim", project="/srv/other")
+        refused = [
+            await anyio.to_thread.run_sync(post, SCOPED, "victim", "/srv/ci/shop", 1),
+            await anyio.to_thread.run_sync(post, SCOPED, None, "/srv/ci/shop", 2),
+            await anyio.to_thread.run_sync(post, SCOPED, "ci-shop-1", "/srv/other", 3),
+            await anyio.to_thread.run_sync(post, SCOPED, "ci-shop-1", "/srv/ci/shop/../../other", 4),
+            await anyio.to_thread.run_sync(post, SCOPED, "ci-shop-1", "/srv/ci/shopping", 5),
+        ]
+        inside = await anyio.to_thread.run_sync(post, SCOPED, "ci-shop-1", "/srv/ci/shop/backend", 6)
+        unscoped = await anyio.to_thread.run_sync(post, RUNNER, "victim", "/srv/other", 7)
+        async with http_client(f"{url}/mcp", RUNNER) as agent:
+            victim = await agent.call("get_task", task_id="victim")
+            listed = await agent.call("list_escalations", status="all")
+    assert [r.status_code for r in refused] == [403] * 5
+    assert "task 'victim' is outside this token's scope: tasks starting with 'ci-shop-'" in refused[0].text
+    assert "name one in X-Escalation-Task" in refused[1].text
+    assert "project '/srv/other' is outside this token's scope: folders /srv/ci/shop" in refused[2].text
+    assert all(r.text.rstrip().endswith("not recorded") for r in refused)
+    assert (inside.status_code, unscoped.status_code) == (200, 200)
+    # only the unscoped token's event reached the victim: one failure, no more
+    assert victim["failure_records"] == 1
+    assert listed["escalations"] == []

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from conftest import Agent, connect
+from mcp_server_escalation.rules.evidence import clip
 
 pytestmark = pytest.mark.both_backends
 
@@ -134,3 +135,18 @@ async def test_the_fix_review_findings_prompt_lists_every_outstanding_finding(db
     assert "rename x" in text
     assert "lint failed" in text
     assert text.index("### ci") < text.index("### review_code")
+
+
+async def test_a_report_shows_the_latest_ten_findings_clipped_and_counts_them_all(db_path: str) -> None:
+    # Every outstanding finding's whole response came back with each report: +1 MB per review.
+    responses = [f"review {n}: " + "\U0001f600" * 3000 + f" the end of {n}" for n in range(12)]
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="reviewed", task_id="r1")
+        for n, response in enumerate(responses):
+            last = await _review(agent, f"stage_{n % 2}", "fail", failure_reason="short", response=response)
+    assert last["outstanding_count"] == 12
+    shown = [(f["stage"], f["finding_id"]) for f in last["outstanding"]]
+    assert shown == sorted((f"stage_{n % 2}", n + 1) for n in range(2, 12))
+    assert [f["response"] for f in last["outstanding"]] == [clip(responses[i - 1], 300) for _, i in shown]
+    assert last["finding"]["response"] == clip(responses[-1], 300)
+    assert all(f["failure_reason"] == "short" for f in last["outstanding"])

@@ -360,7 +360,7 @@ async def test_every_tool_at_its_input_limits_after_many_reviews_answers_under_t
     its limit in 4-byte characters, after failing reviews of 1 Mi characters each (a review
     returned every earlier one's response whole: 8 MB in one result)."""
     async with connect(db_path) as agent, connect(db_path, "operator") as operator:
-        sizes = await every_call_at_its_limits(agent.client, operator.client, reviews=8)
+        sizes = await every_call_at_its_limits(agent.client, operator.client, reviews=5)
     assert sizes.refused == []
     assert set(sizes.largest) == {*TOOLS, *RESOURCES}
     over = {tool: sizes.largest[tool] for tool in TOOLS if sizes.largest[tool] >= RESULT_MAX_BYTES}
@@ -369,5 +369,5 @@ async def test_every_tool_at_its_input_limits_after_many_reviews_answers_under_t
         reviewed = await agent.call(
             "report_review", task_id="limits", stage="ci", status="fail", response="x"
         )
-    assert reviewed["outstanding_count"] == 8
+    assert reviewed["outstanding_count"] == 5
     assert all(len(f["response"]) < 400 for f in reviewed["outstanding"])

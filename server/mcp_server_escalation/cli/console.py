@@ -76,6 +76,7 @@ def console_server(args: argparse.Namespace) -> uvicorn.Server:
     from ..adapters.console.app import build_console  # noqa: PLC0415
     from ..adapters.console.sessions import Sessions  # noqa: PLC0415
     from ..adapters.http.auth import OPERATOR_TOKEN_ENV, load_tokens  # noqa: PLC0415
+    from ..adapters.http.connections import guarded_options  # noqa: PLC0415
     from ..adapters.http.token_file import TOKENS_FILE_ENV  # noqa: PLC0415
 
     tokens = load_tokens()  # the same checks as HTTP: long enough, none held twice
@@ -98,5 +99,6 @@ def console_server(args: argparse.Namespace) -> uvicorn.Server:
         log_level="warning",
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
         **forwarded_for(args.trusted_proxy),
+        **guarded_options(),  # connections capped, requests timed (adapters/http/connections.py)
     )
     return uvicorn.Server(config)

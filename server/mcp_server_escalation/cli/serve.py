@@ -146,6 +146,7 @@ def http_server(args: argparse.Namespace, settings: Settings) -> uvicorn.Server:
     from ..adapters.composition.one_port import one_port  # noqa: PLC0415
     from ..adapters.composition.server import build_server  # noqa: PLC0415
     from ..adapters.http.auth import StaticTokenVerifier, load_tokens  # noqa: PLC0415
+    from ..adapters.http.connections import guarded_options  # noqa: PLC0415
     from ..adapters.http.hooks import build_hook_app  # noqa: PLC0415
     from ..adapters.http.serving import request_body_limit  # noqa: PLC0415
 
@@ -171,5 +172,6 @@ def http_server(args: argparse.Namespace, settings: Settings) -> uvicorn.Server:
         log_level=server.settings.log_level.lower(),
         timeout_graceful_shutdown=SHUTDOWN_SECONDS,
         **forwarded_for(args.trusted_proxy),
+        **guarded_options(),  # connections capped, requests timed (adapters/http/connections.py)
     )
     return uvicorn.Server(config)

@@ -58,9 +58,19 @@ def clip(text: str, limit: int = TEXT_SHOWN) -> str:
     """``text`` in at most about ``limit`` characters: head and tail, and how much is left out."""
     if len(text) <= limit:
         return text
-    head = limit // 3
-    tail = limit - head
-    return text[:head] + _CLIP_MARK.format(omitted=len(text) - head - tail) + text[-tail:]
+    head, tail = clip_sides(limit)
+    return clipped(text[:head], text[-tail:], len(text))
+
+
+def clip_sides(limit: int) -> tuple[int, int]:
+    """The characters ``clip`` keeps of a longer text's head and of its tail."""
+    return limit // 3, limit - limit // 3
+
+
+def clipped(head: str, tail: str, length: int) -> str:
+    """What ``clip`` shows of a text of ``length`` characters, from its ``head`` and ``tail``
+    (the store reads only those of a long text)."""
+    return head + _CLIP_MARK.format(omitted=length - len(head) - len(tail)) + tail
 
 
 def is_clipped(text: str) -> bool:

@@ -27,10 +27,9 @@ def _summary(finding: ReviewFinding) -> ReviewFinding:
     )
 
 
-def _outstanding(findings: list[ReviewFinding]) -> dict[str, object]:
-    latest = {f.finding_id for f in sorted(findings, key=lambda f: f.finding_id)[-FINDINGS_SHOWN:]}
-    shown = [_summary(f) for f in findings if f.finding_id in latest]
-    return {"outstanding": shown, "outstanding_count": len(findings)}
+def _outstanding(conn: Conn, task_id: str) -> dict[str, object]:
+    shown, count = feedback_store.latest_outstanding(conn, task_id, FINDINGS_SHOWN, FINDING_TEXT_SHOWN)
+    return {"outstanding": shown, "outstanding_count": count}
 
 
 async def report_review(
@@ -50,8 +49,7 @@ async def report_review(
         task = load_task(conn, task_id)
         stop = stop_if_ended(rt, conn, task)
         if stop is not None:
-            outstanding = feedback_store.outstanding_findings(conn, task_id)
-            return ReviewResult(finding=None, cleared=0, **_outstanding(outstanding), **stop.model_dump())
+            return ReviewResult(finding=None, cleared=0, **_outstanding(conn, task_id), **stop.model_dump())
         finding: ReviewFinding | None = None
         cleared = 0
         if status == "success":
@@ -77,7 +75,7 @@ async def report_review(
         return ReviewResult(
             finding=_summary(finding) if finding else None,
             cleared=cleared,
-            **_outstanding(feedback_store.outstanding_findings(conn, task_id)),
+            **_outstanding(conn, task_id),
             **direct(rt, conn, task).model_dump(),
         )
 

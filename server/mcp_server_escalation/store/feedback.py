@@ -13,6 +13,7 @@ from ..models.feedback import (
     ReviewFinding,
 )
 from ..models.tasks import Task
+from ..rules.evidence import clip_sides, clipped
 from .sql import Conn, Row
 
 
@@ -235,6 +236,49 @@ def outstanding_findings(conn: Conn, task_id: str) -> list[ReviewFinding]:
     """The task's unresolved findings, by stage then oldest first."""
     rows = conn.execute(f"SELECT * {_OUTSTANDING}", (task_id,)).fetchall()
     return [_finding(row) for row in rows]
+
+
+def latest_outstanding(
+    conn: Conn, task_id: str, shown: int, text_chars: int
+) -> tuple[list[ReviewFinding], int]:
+    """The latest ``shown`` unresolved findings (by stage, then oldest first) with their texts
+    clipped to ``text_chars`` (``rules.evidence.clip``), and how many are unresolved. Only the
+    head and tail of a long text are read: a review's response may hold 1 Mi characters, and
+    every outstanding one was read whole with each report."""
+    counted = conn.execute(
+        "SELECT COUNT(*) FROM review_findings WHERE task_id = ? AND resolved_at IS NULL", (task_id,)
+    ).fetchone()
+    head, tail = clip_sides(text_chars)
+    rows = conn.execute(
+        "SELECT finding_id, stage, kind, iteration, status, created_at, resolved_at,"
+        " length(failure_reason), substr(failure_reason, 1, ?), CASE WHEN length(failure_reason) > ?"
+        " THEN substr(failure_reason, length(failure_reason) - ? + 1) ELSE '' END,"
+        " length(response), substr(response, 1, ?), CASE WHEN length(response) > ?"
+        " THEN substr(response, length(response) - ? + 1) ELSE '' END"
+        " FROM review_findings WHERE task_id = ? AND resolved_at IS NULL ORDER BY finding_id DESC LIMIT ?",
+        (text_chars, text_chars, tail, text_chars, text_chars, tail, task_id, shown),
+    ).fetchall()
+    findings = [
+        ReviewFinding(
+            finding_id=row[0],
+            stage=row[1],
+            kind=row[2],
+            iteration=row[3],
+            status=row[4],
+            at=row[5],
+            resolved_at=row[6],
+            failure_reason=_shown(row[7], row[8], row[9], head),
+            response=_shown(row[10], row[11], row[12], head),
+        )
+        for row in rows
+    ]
+    findings.sort(key=lambda f: (f.stage, f.finding_id))
+    return findings, int(counted[0]) if counted else 0
+
+
+def _shown(length: int, start: str, end: str, head: int) -> str:
+    """A text from its ``length``, its first characters and (when longer than them) its last."""
+    return clipped(start[:head], end, length) if end else start
 
 
 def outstanding_entries(conn: Conn, task_id: str) -> list[FindingEntry]:

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import hmac
 import os
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -40,13 +41,45 @@ SHARED_TOKEN_ROLES: dict[str, Role] = {AGENT_TOKEN_ENV: "agent", OPERATOR_TOKEN_
 
 
 @dataclass(frozen=True)
+class Scope:
+    """What a person's token may report on over the hook route: events from inside one of
+    ``projects`` (absolute folders) and for a task named with one of ``task_prefixes``; an
+    empty tuple leaves that side open."""
+
+    projects: tuple[str, ...] = ()
+    task_prefixes: tuple[str, ...] = ()
+
+    def task_refusal(self, task: str | None) -> str | None:
+        """Why an event naming ``task`` (None: none named) is outside the scope, or None."""
+        if not self.task_prefixes:
+            return None
+        allowed = ", ".join(repr(p) for p in self.task_prefixes)
+        if task is None:
+            return f"this token reports only on tasks starting with {allowed}: name one in X-Escalation-Task"
+        if not task.startswith(self.task_prefixes):
+            return f"task {task!r} is outside this token's scope: tasks starting with {allowed}"
+        return None
+
+    def project_refusal(self, root: str) -> str | None:
+        """Why an event from the project ``root`` is outside the scope, or None."""
+        if not self.projects:
+            return None
+        inside = PurePosixPath(posixpath.normpath(root))  # "/allowed/../other" is /other
+        if any(inside == PurePosixPath(p) or PurePosixPath(p) in inside.parents for p in self.projects):
+            return None
+        allowed = ", ".join(self.projects[:5]) + (" ..." if len(self.projects) > 5 else "")
+        return f"project {root[:200]!r} is outside this token's scope: folders {allowed}"
+
+
+@dataclass(frozen=True)
 class Holder:
     """Who presented a token: a person (``personal``, from the tokens file) or a shared
-    token, which holds the name of its role."""
+    token, which holds the name of its role; a person's token may carry a ``scope``."""
 
     name: str
     role: Role
     personal: bool
+    scope: Scope | None = None
 
 
 class TokenBook:
@@ -81,6 +114,10 @@ class StaticTokenVerifier:
     def __init__(self, book: TokenBook) -> None:
         self._book = book
 
+    def holder(self, token: str) -> Holder | None:
+        """Who holds ``token`` (with its scope), or None."""
+        return self._book.holder(token)
+
     async def verify_token(self, token: str) -> AccessToken | None:
         """The access token with the role as its only scope, or None."""
         holder = self._book.holder(token)
@@ -108,7 +145,10 @@ def load_tokens(env: Mapping[str, str] | None = None) -> TokenBook:
         path = Path(file_name).expanduser()
         for number, entry in enumerate(read_tokens_file(path), start=1):
             _refuse_a_shared_token(path, number, entry.name, entry.digest, shared)
-            entries.append((entry.digest, Holder(entry.name, entry.role, personal=True)))
+            scope = None
+            if entry.projects or entry.task_prefixes:
+                scope = Scope(tuple(entry.projects or ()), tuple(entry.task_prefixes or ()))
+            entries.append((entry.digest, Holder(entry.name, entry.role, personal=True, scope=scope)))
     if not entries:
         raise ConfigError(
             f"serving over HTTP needs a bearer token: set {AGENT_TOKEN_ENV} (agents) and/or "

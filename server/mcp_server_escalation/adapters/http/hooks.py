@@ -18,7 +18,10 @@ a command hook's exit 0 with nothing on stdout; the status says what went wrong:
 - an ``X-Escalation-Task`` header that is not a task id (400): the host fills it from the
   agent's ``ESCALATION_TASK`` (``allowedEnvVars``); empty means none;
 - an event the hooks cannot use, or one without an absolute ``cwd`` (400): the remote
-  agent's project is its event's ``cwd``, never this server's working directory.
+  agent's project is its event's ``cwd``, never this server's working directory;
+- an event outside the scope of a person's token (``projects``, ``task_prefixes`` in the
+  tokens file; 403, nothing recorded): a task not named, or named without one of the
+  prefixes (before the body is read), or a ``cwd`` outside every folder.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from contextlib import asynccontextmanager
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
@@ -42,7 +45,7 @@ from ...hooks.spool import Spool, Spooled, answer_or_keep, spool_folder
 from ...models.limits import TASK_ID_PATTERN
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
-from .auth import StaticTokenVerifier
+from .auth import Holder, Scope, StaticTokenVerifier
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +95,24 @@ def _task(request: Request) -> str | None:
     return named
 
 
+class Refused(Exception):
+    """An event refused before it is recorded, with the status that says why."""
+
+    status = 400
+
+
+class OutOfScope(Refused):
+    """The event is outside what the token's holder may report (their tokens file scope)."""
+
+    status = 403
+
+
+class TooLarge(Refused):
+    """The event's body is over ``HOOK_BODY_BYTES`` (declared or sent)."""
+
+    status = 413
+
+
 class HookRoutes:
     """The hook routes of one server: its settings, its tokens, its Host/Origin checks."""
 
@@ -103,37 +124,38 @@ class HookRoutes:
         self.check = TransportSecurityMiddleware(security)
         self.rt: Runtime | None = None  # open while the app runs
 
-    async def _refused(self, request: Request, host: str) -> Response | None:
-        """The host, Host/Origin, content-type and token checks, before any byte of the body is read."""
+    async def _refused(self, request: Request, host: str) -> Response | Holder:
+        """The host, Host/Origin, content-type and token checks, before any byte of the body
+        is read: the refusal, or who holds the token."""
         if host not in HTTP_HOSTS:
             return _refusal(404, f"no hooks over HTTP for {host[:64]!r}; hosts: {', '.join(HTTP_HOSTS)}")
         refused = await self.check.validate_request(request, is_post=True)
         if refused is not None:
             return refused
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or await self.verifier.verify_token(token.strip()) is None:
+        holder = self.verifier.holder(token.strip()) if scheme.lower() == "bearer" else None
+        if holder is None:
             return _refusal(
                 401,
                 "a hook needs Authorization: Bearer <token> (ESCALATION_AGENT_TOKEN)",
                 **{"WWW-Authenticate": 'Bearer error="invalid_token"'},
             )
-        return None
+        return holder
 
     async def post(self, request: Request) -> Response:
         """One hook event in, the host's JSON out (an empty body: no decision)."""
         host = str(request.path_params["host"])
-        refused = await self._refused(request, host)
-        if refused is not None:
-            return refused
-        raw = await _body(request, HOOK_BODY_BYTES)
-        if raw is None:
-            return _refusal(413, f"a hook event of at most {HOOK_BODY_BYTES} bytes; not recorded")
-        return await self._decided(host, raw, request)
+        holder = await self._refused(request, host)
+        if isinstance(holder, Response):
+            return holder
+        return await self._decided(host, request, holder)
 
-    async def _decided(self, host: str, raw: bytes, request: Request) -> Response:
+    async def _decided(self, host: str, request: Request, holder: Holder) -> Response:
         """The answer to a checked event: its JSON, or a status that says why there is none."""
         try:
-            out = await self._answer(host, raw, request)
+            out = await self._answer(host, request, holder.scope)
+        except Refused as exc:
+            return _refusal(exc.status, f"{exc}; not recorded")
         except HookInputError as exc:
             return _refusal(400, str(exc))
         except StoreUnavailable as exc:
@@ -146,11 +168,25 @@ class HookRoutes:
             return _refusal(503, "the store is not open yet; no decision")
         return Response(out, status_code=200, media_type="application/json" if out else None)
 
-    async def _answer(self, host: str, raw: bytes, request: Request) -> str | None:
-        """The host's JSON for the event ("" for no decision); None while the store is closed."""
-        triaged = prepare_remote(raw, self.settings, _task(request), entry=host)
+    async def _answer(self, host: str, request: Request, scope: Scope | None) -> str | None:
+        """The host's JSON for the event ("" for no decision); None while the store is closed.
+        Raises ``OutOfScope`` for an event the token may not report."""
+        task = _task(request)
+        refusal = scope.task_refusal(task) if scope else None
+        if refusal:
+            raise OutOfScope(refusal)  # before the body is read
+        try:
+            raw = await _body(request, HOOK_BODY_BYTES)
+        except ClientDisconnect as exc:  # gone, or closed for sending too slowly
+            raise HookInputError("the event ended before its body did; not recorded") from exc
+        if raw is None:
+            raise TooLarge(f"a hook event of at most {HOOK_BODY_BYTES} bytes")
+        triaged = prepare_remote(raw, self.settings, task, entry=host)
         if triaged is None:
             return ""
+        refusal = scope.project_refusal(triaged.root) if scope else None
+        if refusal:
+            raise OutOfScope(refusal)
         if self.rt is None:
             return None
         # A remote agent has no spool of its own: its reports wait in this server's.

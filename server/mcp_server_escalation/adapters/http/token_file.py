@@ -12,6 +12,8 @@ file is TOML, one ``[[tokens]]`` entry per token::
     name = "ci-runners"
     role = "agent"
     token = "..."                  # the token itself (then the file is a secret)
+    projects = ["/srv/ci/shop"]    # optional: hook events only from these folders
+    task_prefixes = ["ci-"]        # optional: hook events only for tasks named so
 
 Each entry holds ``sha256`` (the hex digest of the token: the file then holds nothing that
 opens the server, and can be read, copied and reviewed like any config) or ``token`` (the
@@ -24,6 +26,12 @@ Not a table of the config file: every process reads the config, including hooks 
 agents' own servers, and it lives in the user's config folder, which the user's agents can
 write; an agent that could add itself an operator token would answer its own escalations.
 A file only the serving account reads, named in that account's environment, keeps it apart.
+
+An entry may carry a scope: ``projects`` (absolute folders) and ``task_prefixes`` (the
+starts of task ids). A hook event posted with that token must come from a project inside
+one of the folders (its ``cwd``) and name, in ``X-Escalation-Task``, a task that starts
+with one of the prefixes; each that is given must hold (``auth.Scope``). Without either
+the token may report on any task, as agents are not kept apart otherwise.
 
 A bad file stops the server at start, naming the entry, the field and the problem, and
 never the token itself.
@@ -52,6 +60,11 @@ TOKEN_MAX_CHARS = 4096
 # address, nothing that could pass for markup or another field.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$"
 TOKENS_MAX = 1000
+# A scope's lists: a few folders or prefixes per person, each an absolute path or the start
+# of a task id (models/limits.py: TASK_ID_PATTERN).
+SCOPE_ITEMS_MAX = 100
+PROJECT_PATTERN = r"^/.{0,4095}$"
+TASK_PREFIX_PATTERN = r"^[A-Za-z0-9._:/@-]{1,128}$"
 
 
 class TokenEntry(BaseModel):
@@ -63,6 +76,14 @@ class TokenEntry(BaseModel):
     role: Literal["agent", "operator"]
     token: Annotated[str | None, Field(min_length=TOKEN_MIN_CHARS, max_length=TOKEN_MAX_CHARS)] = None
     sha256: Annotated[str | None, Field(pattern=r"^[0-9a-fA-F]{64}$")] = None
+    projects: Annotated[
+        list[Annotated[str, Field(pattern=PROJECT_PATTERN)]] | None,
+        Field(min_length=1, max_length=SCOPE_ITEMS_MAX),
+    ] = None
+    task_prefixes: Annotated[
+        list[Annotated[str, Field(pattern=TASK_PREFIX_PATTERN)]] | None,
+        Field(min_length=1, max_length=SCOPE_ITEMS_MAX),
+    ] = None
 
     @model_validator(mode="after")
     def _token_or_digest(self) -> TokenEntry:
@@ -122,16 +143,23 @@ def _first_problem(exc: ValidationError, data: object) -> str:
     return f"[[tokens]] entry {index + 1}{named}, {field}: {_said(error['msg'], error['type'], field)}"
 
 
+# What a field must hold, in the file's words, where pydantic's leave out the limit or the fix.
+FIELD_WORDS = {
+    "role": "must be 'agent' or 'operator'",
+    "name": "1 to 128 letters, digits and . _ @ + - (starting with a letter or digit)",
+    "sha256": '64 hex digits: the SHA-256 of the token (printf %s "$TOKEN" | sha256sum)',
+    "projects": f"a list of 1 to {SCOPE_ITEMS_MAX} absolute folders (each starting with /)",
+    "task_prefixes": f"a list of 1 to {SCOPE_ITEMS_MAX} starts of task ids (1-128 of A-Za-z0-9._:/@-)",
+}
+
+
 def _said(message: str, kind: str, field: str) -> str:
     """Pydantic's words, with the limit or the fix where they leave it out."""
     if kind in ("missing", "extra_forbidden"):
         return message
-    if field == "role":
-        return "must be 'agent' or 'operator'"
-    if field == "name":
-        return "1 to 128 letters, digits and . _ @ + - (starting with a letter or digit)"
-    if field == "sha256":
-        return '64 hex digits: the SHA-256 of the token (printf %s "$TOKEN" | sha256sum)'
+    words = FIELD_WORDS.get(field.split(".", maxsplit=1)[0])
+    if words is not None:
+        return words
     if field == "token" and "at least" in message:
         return f"{message}: a token needs {TOKEN_MIN_CHARS} (make one with: openssl rand -hex 16)"
     return message.removeprefix("Value error, ")

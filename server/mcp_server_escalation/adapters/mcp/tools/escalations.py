@@ -58,6 +58,7 @@ async def get_escalation(
     known_revision: Revision | None = None,
 ) -> EscalationResult:
     """The escalation (whole unless known_revision is current); waits for an answer and delivers it."""
+
     # The wait fits the connection (adapters/mcp/waits.py); the client hears how it goes.
     async def progress(waited: float, whole: float) -> None:
         waiting = call.runtime.prompts.render("progress_waiting", escalation_id=escalation_id)
