@@ -27,8 +27,9 @@ import pytest
 
 import pg_local as pg
 from conftest import ToolCallError
-from hooks_support import Run, bash_failure, hook_process
+from hooks_support import Run, bash_failure, hook_process, run_script
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, TEST_TOKENS, http_client, start_http, stop_http
+from mcp_server_escalation.store.backends import open_store
 
 SERVERS = 3
 # A server serves again this soon after the database is back (the bound the issue sets is
@@ -54,14 +55,25 @@ def crash_pg() -> Iterator[pg.PgServer]:
     if bindir is None:
         pytest.fail(pg.missing_message(), pytrace=False)
     with pg.running(bindir, settings=pg.COMMITS_SURVIVE_A_KILL) as server:
+        # Migrated once: servers started together on a new database would each wait for
+        # the first one's migration, seconds on a busy machine.
+        server.make_template("outage_template", _migrate)
         yield server
+
+
+def _migrate(url: str) -> None:
+    async def open_and_close() -> None:
+        store = await open_store(url)
+        await store.close()
+
+    anyio.run(open_and_close)
 
 
 @pytest.fixture
 def crash_url(crash_pg: pg.PgServer) -> Iterator[str]:
     if crash_pg.postmaster_pid() is None:  # a failed test left it down
         pg.start_again(crash_pg)
-    name = crash_pg.create_database(template="template0")
+    name = crash_pg.create_database()
     try:
         yield crash_pg.url(name)
     finally:
@@ -391,3 +403,63 @@ async def test_hook_events_met_by_an_outage_are_spooled_and_recorded_once_in_ord
     keys, said = _hook_rows(crash_url)
     assert keys == [f"post:toolu_spool_{n}" for n in range(5)]
     assert [m for m in said if "AssertionError" in m] == [f"E   AssertionError: case{n}" for n in range(5)]
+
+
+@pytest.fixture
+def full_pg() -> Iterator[pg.PgServer]:
+    """A PostgreSQL server that takes 12 connections at most (the superuser's included)."""
+    bindir = pg.find_bindir()
+    if bindir is None:
+        pytest.fail(pg.missing_message(), pytrace=False)
+    with pg.running(bindir, settings=(*pg.SPEED_OVER_SAFETY, "-c max_connections=12")) as server:
+        server.make_template("outage_template", _migrate)
+        yield server
+
+
+async def test_at_max_connections_servers_keep_serving_and_new_processes_fail_fast_and_spool(
+    tmp_path: Path, full_pg: pg.PgServer
+) -> None:
+    import psycopg
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    # The hook runs itself (not through the server's relay, which has its connections).
+    state = {"XDG_STATE_HOME": str(tmp_path / "state"), "ESCALATION_HOOK_RELAY": "off"}
+    url = full_pg.url(full_pg.create_database())
+    process, port, _ = start_http(tmp_path, "--db", url, env=env)
+    hogs: list[psycopg.Connection[tuple[object, ...]]] = []
+    try:
+        async with http_client(f"http://127.0.0.1:{port}/mcp", AGENT_TOKEN) as agent:
+            await agent.call("start_task", title="Full house", task_id="full", agent_id="full")
+            refused = ""
+            while not refused:  # every connection left, taken
+                try:
+                    hogs.append(psycopg.connect(url, connect_timeout=2))
+                except psycopg.OperationalError as exc:
+                    refused = str(exc)
+            served = await agent.call("record_failure", task_id="full", message="RuntimeError: at the limit")
+            started = time.monotonic()
+            cli = await run_script("--db", url, "escalations", "list", tmp=tmp_path)
+            event = bash_failure("pytest -k full", "E   AssertionError: full", "toolu_full_1")
+            hooked = await hook_process("claude-code", event, db=url, tmp=tmp_path, **state)
+            took = time.monotonic() - started
+            for hog in hogs:
+                hog.close()
+            later = bash_failure("pytest -k full", "E   AssertionError: fuller", "toolu_full_2")
+            after = await hook_process("claude-code", later, db=url, tmp=tmp_path, **state)
+    finally:
+        for hog in hogs:
+            hog.close()
+        stop_http(process)
+    keys, _ = _hook_rows(url)
+
+    assert "too many clients" in refused
+    assert served["failure"] is not None  # a running server keeps its connections and serves
+    assert cli.returncode == 1
+    assert "is unavailable (" in cli.stderr
+    assert "too many clients" in cli.stderr
+    assert hooked.returncode == 0
+    assert "the event was kept in" in hooked.stderr
+    assert took < 10.0  # both refused at once, not after a timeout
+    assert after.returncode == 0
+    assert keys == ["post:toolu_full_1", "post:toolu_full_2"]
