@@ -11,6 +11,7 @@ be either, never twice).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -42,6 +43,9 @@ STALL_BOUNDS = {
     "ESCALATION_STORE_STATEMENT_TIMEOUT_SECONDS": "1",
     "ESCALATION_STORE_CONNECT_TIMEOUT_SECONDS": "2",
 }
+# Servers started side by side on a busy machine (CI's two cores, a parallel suite) took
+# over 20 s to listen.
+START_SECONDS = 60
 UNAVAILABLE = "The escalation store is unavailable right now"
 NOTHING_RECORDED = "Nothing of this call was recorded"
 MAYBE_RECORDED = "it may or may not have been recorded"
@@ -132,7 +136,10 @@ def team(tmp_path: Path, crash_url: str, request: pytest.FixtureRequest) -> Iter
     # Started side by side: each takes a second or two to listen.
     with ThreadPoolExecutor(SERVERS) as starting:
         started = list(
-            starting.map(lambda _: start_http(tmp_path, "--db", crash_url, env=env), range(SERVERS))
+            starting.map(
+                lambda _: start_http(tmp_path, "--db", crash_url, env=env, wait_seconds=START_SECONDS),
+                range(SERVERS),
+            )
         )
     try:
         yield Team(
@@ -290,7 +297,7 @@ async def test_a_stalled_database_fails_calls_within_the_bound_and_they_serve_ag
 def one_server(tmp_path: Path, crash_url: str) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
     env.update(TEST_TOKENS)
-    process, port, _ = start_http(tmp_path, "--db", crash_url, env=env)
+    process, port, _ = start_http(tmp_path, "--db", crash_url, env=env, wait_seconds=START_SECONDS)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -426,7 +433,7 @@ async def test_at_max_connections_servers_keep_serving_and_new_processes_fail_fa
     # The hook runs itself (not through the server's relay, which has its connections).
     state = {"XDG_STATE_HOME": str(tmp_path / "state"), "ESCALATION_HOOK_RELAY": "off"}
     url = full_pg.url(full_pg.create_database())
-    process, port, _ = start_http(tmp_path, "--db", url, env=env)
+    process, port, _ = start_http(tmp_path, "--db", url, env=env, wait_seconds=START_SECONDS)
     hogs: list[psycopg.Connection[tuple[object, ...]]] = []
     try:
         async with http_client(f"http://127.0.0.1:{port}/mcp", AGENT_TOKEN) as agent:
@@ -463,3 +470,35 @@ async def test_at_max_connections_servers_keep_serving_and_new_processes_fail_fa
     assert took < 10.0  # both refused at once, not after a timeout
     assert after.returncode == 0
     assert keys == ["post:toolu_full_1", "post:toolu_full_2"]
+
+
+def test_hook_events_posted_over_http_wait_in_the_servers_spool(
+    tmp_path: Path, crash_pg: pg.PgServer, crash_url: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    process, port, log = start_http(tmp_path, "--db", crash_url, env=env, wait_seconds=START_SECONDS)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {AGENT_TOKEN}"}
+    events = [
+        bash_failure("pytest -k remote", f"E   AssertionError: remote{n}", f"toolu_remote_{n}")
+        for n in range(2)
+    ]
+    try:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as host:
+            pg.stop_fast(crash_pg)
+            try:
+                down = host.post("/hooks/claude-code", content=json.dumps(events[0]))
+                waiting = list((tmp_path / "state").glob("mcp-server-escalation/spool/*/*.json"))
+            finally:
+                pg.start_again(crash_pg)
+            back = host.post("/hooks/claude-code", content=json.dumps(events[1]))
+    finally:
+        stop_http(process)
+
+    assert down.status_code == 200
+    assert down.text == ""  # no decision: the host's tool call goes on
+    assert len(waiting) == 1
+    assert back.status_code == 200
+    assert _hook_rows(crash_url)[0] == ["post:toolu_remote_0", "post:toolu_remote_1"]
+    assert "Traceback" not in log.read_text(encoding="utf-8")
