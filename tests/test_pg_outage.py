@@ -447,9 +447,11 @@ async def test_at_max_connections_servers_keep_serving_and_new_processes_fail_fa
             served = await agent.call("record_failure", task_id="full", message="RuntimeError: at the limit")
             started = time.monotonic()
             cli = await run_script("--db", url, "escalations", "list", tmp=tmp_path)
+            cli_took = time.monotonic() - started
             event = bash_failure("pytest -k full", "E   AssertionError: full", "toolu_full_1")
+            started = time.monotonic()
             hooked = await hook_process("claude-code", event, db=url, tmp=tmp_path, **state)
-            took = time.monotonic() - started
+            hook_took = time.monotonic() - started
             for hog in hogs:
                 hog.close()
             later = bash_failure("pytest -k full", "E   AssertionError: fuller", "toolu_full_2")
@@ -467,7 +469,10 @@ async def test_at_max_connections_servers_keep_serving_and_new_processes_fail_fa
     assert "too many clients" in cli.stderr
     assert hooked.returncode == 0
     assert "the event was kept in" in hooked.stderr
-    assert took < 10.0  # both refused at once, not after a timeout
+    # Refused at once (the database's own "too many clients"), not after a timeout: what time
+    # there is, is the processes' start (seconds on a busy machine), within a host's patience.
+    assert cli_took < 15.0
+    assert hook_took < 15.0
     assert after.returncode == 0
     assert keys == ["post:toolu_full_1", "post:toolu_full_2"]
 
