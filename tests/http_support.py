@@ -43,9 +43,10 @@ def serve_http_command(tmp_path: Path, port: int, options: tuple[str, ...]) -> l
 
 
 def start_http(
-    tmp_path: Path, *options: str, env: dict[str, str] | None = None
+    tmp_path: Path, *options: str, env: dict[str, str] | None = None, wait_seconds: float = 20
 ) -> tuple[subprocess.Popen[bytes], int, Path]:
-    """A real HTTP server on a free port, its stderr kept in a file; once it listens."""
+    """A real HTTP server on a free port, its stderr kept in a file; once it listens (within
+    ``wait_seconds``)."""
     port = free_port()
     env = env or {**os.environ, **TEST_TOKENS}
     log = tmp_path / f"serve-{port}.log"
@@ -56,7 +57,7 @@ def start_http(
             stdout=subprocess.DEVNULL,
             stderr=stderr,
         )
-    if not wait_until_listening(port, process):
+    if not wait_until_listening(port, process, wait_seconds):
         process.kill()
         pytest.fail(f"HTTP server did not start: {log.read_text()}")
     return process, port, log

@@ -11,6 +11,7 @@ be either, never twice).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -18,6 +19,7 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,8 +29,9 @@ import pytest
 
 import pg_local as pg
 from conftest import ToolCallError
-from hooks_support import Run, bash_failure, hook_process
+from hooks_support import Run, bash_failure, hook_process, run_script
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, TEST_TOKENS, http_client, start_http, stop_http
+from mcp_server_escalation.store.backends import open_store
 
 SERVERS = 3
 # A server serves again this soon after the database is back (the bound the issue sets is
@@ -41,6 +44,9 @@ STALL_BOUNDS = {
     "ESCALATION_STORE_STATEMENT_TIMEOUT_SECONDS": "1",
     "ESCALATION_STORE_CONNECT_TIMEOUT_SECONDS": "2",
 }
+# Servers started side by side on a busy machine (CI's two cores, a parallel suite) took
+# over 20 s to listen.
+START_SECONDS = 60
 UNAVAILABLE = "The escalation store is unavailable right now"
 NOTHING_RECORDED = "Nothing of this call was recorded"
 MAYBE_RECORDED = "it may or may not have been recorded"
@@ -54,14 +60,25 @@ def crash_pg() -> Iterator[pg.PgServer]:
     if bindir is None:
         pytest.fail(pg.missing_message(), pytrace=False)
     with pg.running(bindir, settings=pg.COMMITS_SURVIVE_A_KILL) as server:
+        # Migrated once: servers started together on a new database would each wait for
+        # the first one's migration, seconds on a busy machine.
+        server.make_template("outage_template", _migrate)
         yield server
+
+
+def _migrate(url: str) -> None:
+    async def open_and_close() -> None:
+        store = await open_store(url)
+        await store.close()
+
+    anyio.run(open_and_close)
 
 
 @pytest.fixture
 def crash_url(crash_pg: pg.PgServer) -> Iterator[str]:
     if crash_pg.postmaster_pid() is None:  # a failed test left it down
         pg.start_again(crash_pg)
-    name = crash_pg.create_database(template="template0")
+    name = crash_pg.create_database()
     try:
         yield crash_pg.url(name)
     finally:
@@ -105,25 +122,43 @@ async def _writer(base: str, name: str, calls: Calls, until: Callable[[], bool])
 
 @dataclass
 class Team:
+    """Server processes on one database, and where each one's log stood when a test began."""
+
+    url: str
     bases: list[str]
-    processes: list[object]
+    processes: list[subprocess.Popen[bytes]]
     logs: list[Path]
+    marks: list[int] = field(default_factory=list)
+
+    def mark(self) -> None:
+        """From now on: what the logs say is this test's."""
+        self.marks = [log.stat().st_size for log in self.logs]
+
+    def log_texts(self) -> list[str]:
+        texts = []
+        for log, mark in zip(self.logs, self.marks or [0] * len(self.logs), strict=True):
+            with log.open("rb") as file:
+                file.seek(mark)
+                texts.append(file.read().decode("utf-8", errors="replace"))
+        return texts
 
 
-@pytest.fixture
-def team(tmp_path: Path, crash_url: str, request: pytest.FixtureRequest) -> Iterator[Team]:
-    """``SERVERS`` HTTP servers on one database (the test's bounds from ``store_env``)."""
-    extra: dict[str, str] = getattr(request, "param", {})
+@contextmanager
+def _serving(folder: Path, url: str, extra: dict[str, str]) -> Iterator[Team]:
+    """``SERVERS`` HTTP servers on ``url``, with ``extra`` variables (bounds)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
     env.update(TEST_TOKENS)
     env.update(extra)
     # Started side by side: each takes a second or two to listen.
     with ThreadPoolExecutor(SERVERS) as starting:
         started = list(
-            starting.map(lambda _: start_http(tmp_path, "--db", crash_url, env=env), range(SERVERS))
+            starting.map(
+                lambda _: start_http(folder, "--db", url, env=env, wait_seconds=START_SECONDS), range(SERVERS)
+            )
         )
     try:
         yield Team(
+            url=url,
             bases=[f"http://127.0.0.1:{port}" for _, port, _ in started],
             processes=[process for process, _, _ in started],
             logs=[log for _, _, log in started],
@@ -133,12 +168,42 @@ def team(tmp_path: Path, crash_url: str, request: pytest.FixtureRequest) -> Iter
             stop_http(process)
 
 
+@pytest.fixture
+def team(tmp_path: Path, crash_url: str, request: pytest.FixtureRequest) -> Iterator[Team]:
+    """Servers of one test's own, with the bounds it gives as its parameter."""
+    with _serving(tmp_path, crash_url, getattr(request, "param", {})) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def shared_team(crash_pg: pg.PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
+    """Servers with the default bounds, through every restart of this module: each test
+    writes tasks of its own and reads the logs from where they stood when it began."""
+    name = crash_pg.create_database()
+    try:
+        with _serving(tmp_path_factory.mktemp("shared"), crash_pg.url(name), {}) as started:
+            yield started
+    finally:
+        if crash_pg.postmaster_pid() is None:
+            pg.start_again(crash_pg)
+        crash_pg.drop_database(name)
+
+
+@pytest.fixture
+def ready_team(shared_team: Team, crash_pg: pg.PgServer) -> Team:
+    if crash_pg.postmaster_pid() is None:  # a failed test left it down
+        pg.start_again(crash_pg)
+    shared_team.mark()
+    return shared_team
+
+
 async def _under_writes(
-    team: Team, outage: Callable[[], Awaitable[float]], settle: float = 1.5
+    team: Team, outage: Callable[[], Awaitable[float]], prefix: str, settle: float = 1.5
 ) -> tuple[dict[str, Calls], float]:
-    """Agents write on every server while ``outage`` runs (it returns when the database is
-    back); they go on ``settle`` seconds after. Returns what each saw and when it was back."""
-    calls = {f"agent{i}": Calls() for i in range(len(team.bases))}
+    """Agents (tasks ``<prefix><n>``) write on every server while ``outage`` runs (it returns
+    when the database is back); they go on ``settle`` seconds after. Returns what each saw and
+    when it was back."""
+    calls = {f"{prefix}{i}": Calls() for i in range(len(team.bases))}
     back: list[float] = []
 
     def done() -> bool:
@@ -156,15 +221,18 @@ async def _under_writes(
     return calls, back[0]
 
 
-def _recorded(url: str) -> list[str]:
+def _recorded(url: str, tasks: list[str]) -> list[str]:
     import psycopg
 
     with psycopg.connect(url) as conn:
-        return [str(row[0]) for row in conn.execute("SELECT message FROM failure_occurrences")]
+        rows = conn.execute(
+            "SELECT message FROM failure_occurrences WHERE task_id = ANY(%s)", (tasks,)
+        ).fetchall()
+    return [str(row[0]) for row in rows]
 
 
 def _assert_exactly_the_acknowledged(url: str, calls: dict[str, Calls]) -> None:
-    recorded = _recorded(url)
+    recorded = _recorded(url, list(calls))
     assert len(recorded) == len(set(recorded)), "a write was applied twice"
     acknowledged = {m for seen in calls.values() for m in seen.acknowledged}
     unknown = {m for seen in calls.values() for m in seen.unknown}
@@ -196,8 +264,8 @@ def _assert_the_words(calls: dict[str, Calls]) -> None:
 def _assert_one_log_line_per_outage(team: Team) -> None:
     """One warning when the store stops answering (and one when it is back), none per call;
     no error, no traceback. (The SDK's own info line for each failed tool call stays.)"""
-    for log in team.logs:
-        text = " ".join(log.read_text(encoding="utf-8", errors="replace").split())
+    for logged in team.log_texts():
+        text = " ".join(logged.split())
         assert len(re.findall(r"WARNING [\w.]+: store \S+ is unavailable", text)) == 1, text
         assert len(re.findall(r"WARNING [\w.]+: store \S+ answers again", text)) == 1, text
         assert " ERROR " not in text, text
@@ -206,8 +274,10 @@ def _assert_one_log_line_per_outage(team: Team) -> None:
 
 @pytest.mark.parametrize("kind", ["kill -9", "fast stop"])
 async def test_every_server_serves_again_after_the_database_restarts(
-    kind: str, team: Team, crash_pg: pg.PgServer, crash_url: str
+    kind: str, ready_team: Team, crash_pg: pg.PgServer
 ) -> None:
+    team = ready_team
+
     async def outage() -> float:
         down = pg.kill_postmaster if kind == "kill -9" else pg.stop_fast
         await anyio.to_thread.run_sync(down, crash_pg)
@@ -215,19 +285,20 @@ async def test_every_server_serves_again_after_the_database_restarts(
         await anyio.to_thread.run_sync(pg.start_again, crash_pg)
         return time.monotonic()
 
-    calls, back = await _under_writes(team, outage)
+    calls, back = await _under_writes(team, outage, "kill" if kind == "kill -9" else "fast")
 
     _assert_processes_alive(team)
     _assert_back_within_bound(calls, back)
-    _assert_exactly_the_acknowledged(crash_url, calls)
+    _assert_exactly_the_acknowledged(team.url, calls)
     _assert_the_words(calls)
     assert max(seen.longest for seen in calls.values()) < 8.0 + 1.0
     _assert_one_log_line_per_outage(team)
 
 
 async def test_sessions_terminated_by_the_database_are_replaced_without_a_failed_call(
-    team: Team, crash_pg: pg.PgServer, crash_url: str
+    ready_team: Team, crash_pg: pg.PgServer
 ) -> None:
+    team = ready_team
     terminated: list[int] = []
 
     async def outage() -> float:
@@ -242,18 +313,18 @@ async def test_sessions_terminated_by_the_database_are_replaced_without_a_failed
         await anyio.to_thread.run_sync(terminate)
         return time.monotonic()
 
-    calls, back = await _under_writes(team, outage)
+    calls, back = await _under_writes(team, outage, "term")
 
     assert terminated[0] >= SERVERS  # every server's connections (writers, readers, listeners)
     _assert_processes_alive(team)
     _assert_back_within_bound(calls, back)
-    _assert_exactly_the_acknowledged(crash_url, calls)
+    _assert_exactly_the_acknowledged(team.url, calls)
     assert [text for seen in calls.values() for text in seen.errors] == []
 
 
 @pytest.mark.parametrize("team", [STALL_BOUNDS], indirect=True)
 async def test_a_stalled_database_fails_calls_within_the_bound_and_they_serve_again(
-    team: Team, crash_pg: pg.PgServer, crash_url: str
+    team: Team, crash_pg: pg.PgServer
 ) -> None:
     async def outage() -> float:
         pg.signal_all(crash_pg, signal.SIGSTOP)
@@ -263,32 +334,22 @@ async def test_a_stalled_database_fails_calls_within_the_bound_and_they_serve_ag
             pg.signal_all(crash_pg, signal.SIGCONT)
         return time.monotonic()
 
-    calls, back = await _under_writes(team, outage)
+    calls, back = await _under_writes(team, outage, "stall")
 
     _assert_processes_alive(team)
     # The bound the servers run with (2 s), and the time it takes to answer once cut.
     assert max(seen.longest for seen in calls.values()) < 2.0 + 1.0
     _assert_the_words(calls)
     _assert_back_within_bound(calls, back)
-    _assert_exactly_the_acknowledged(crash_url, calls)
+    _assert_exactly_the_acknowledged(team.url, calls)
     _assert_one_log_line_per_outage(team)
 
 
-@pytest.fixture
-def one_server(tmp_path: Path, crash_url: str) -> Iterator[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
-    env.update(TEST_TOKENS)
-    process, port, _ = start_http(tmp_path, "--db", crash_url, env=env)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_http(process)
-
-
 def test_the_console_says_the_store_is_unavailable_and_comes_back(
-    one_server: str, crash_pg: pg.PgServer
+    ready_team: Team, crash_pg: pg.PgServer
 ) -> None:
-    with httpx2.Client(base_url=one_server, headers={"Origin": one_server}) as operator:
+    console = ready_team.bases[0]
+    with httpx2.Client(base_url=console, headers={"Origin": console}) as operator:
         assert operator.post("/login", data={"token": OPERATOR_TOKEN}).status_code == 303
         assert operator.get("/").status_code == 200
         pg.stop_fast(crash_pg)
@@ -391,3 +452,100 @@ async def test_hook_events_met_by_an_outage_are_spooled_and_recorded_once_in_ord
     keys, said = _hook_rows(crash_url)
     assert keys == [f"post:toolu_spool_{n}" for n in range(5)]
     assert [m for m in said if "AssertionError" in m] == [f"E   AssertionError: case{n}" for n in range(5)]
+
+
+@pytest.fixture
+def full_pg() -> Iterator[pg.PgServer]:
+    """A PostgreSQL server that takes 12 connections at most (the superuser's included)."""
+    bindir = pg.find_bindir()
+    if bindir is None:
+        pytest.fail(pg.missing_message(), pytrace=False)
+    with pg.running(bindir, settings=(*pg.SPEED_OVER_SAFETY, "-c max_connections=12")) as server:
+        server.make_template("outage_template", _migrate)
+        yield server
+
+
+async def test_at_max_connections_servers_keep_serving_and_new_processes_fail_fast_and_spool(
+    tmp_path: Path, full_pg: pg.PgServer
+) -> None:
+    import psycopg
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    # The hook runs itself (not through the server's relay, which has its connections).
+    state = {"XDG_STATE_HOME": str(tmp_path / "state"), "ESCALATION_HOOK_RELAY": "off"}
+    url = full_pg.url(full_pg.create_database())
+    process, port, _ = start_http(tmp_path, "--db", url, env=env, wait_seconds=START_SECONDS)
+    hogs: list[psycopg.Connection[tuple[object, ...]]] = []
+    try:
+        async with http_client(f"http://127.0.0.1:{port}/mcp", AGENT_TOKEN) as agent:
+            await agent.call("start_task", title="Full house", task_id="full", agent_id="full")
+            refused = ""
+            while not refused:  # every connection left, taken
+                try:
+                    hogs.append(psycopg.connect(url, connect_timeout=2))
+                except psycopg.OperationalError as exc:
+                    refused = str(exc)
+            served = await agent.call("record_failure", task_id="full", message="RuntimeError: at the limit")
+            started = time.monotonic()
+            cli = await run_script("--db", url, "escalations", "list", tmp=tmp_path)
+            cli_took = time.monotonic() - started
+            event = bash_failure("pytest -k full", "E   AssertionError: full", "toolu_full_1")
+            started = time.monotonic()
+            hooked = await hook_process("claude-code", event, db=url, tmp=tmp_path, **state)
+            hook_took = time.monotonic() - started
+            for hog in hogs:
+                hog.close()
+            later = bash_failure("pytest -k full", "E   AssertionError: fuller", "toolu_full_2")
+            after = await hook_process("claude-code", later, db=url, tmp=tmp_path, **state)
+    finally:
+        for hog in hogs:
+            hog.close()
+        stop_http(process)
+    keys, _ = _hook_rows(url)
+
+    assert "too many clients" in refused
+    assert served["failure"] is not None  # a running server keeps its connections and serves
+    assert cli.returncode == 1
+    assert "is unavailable (" in cli.stderr
+    assert "too many clients" in cli.stderr
+    assert hooked.returncode == 0
+    assert "the event was kept in" in hooked.stderr
+    # Refused at once (the database's own "too many clients"), not after a timeout: what time
+    # there is, is the processes' start (seconds on a busy machine), within a host's patience.
+    assert cli_took < 15.0
+    assert hook_took < 15.0
+    assert after.returncode == 0
+    assert keys == ["post:toolu_full_1", "post:toolu_full_2"]
+
+
+def test_hook_events_posted_over_http_wait_in_the_servers_spool(
+    tmp_path: Path, crash_pg: pg.PgServer, crash_url: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    process, port, log = start_http(tmp_path, "--db", crash_url, env=env, wait_seconds=START_SECONDS)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {AGENT_TOKEN}"}
+    events = [
+        bash_failure("pytest -k remote", f"E   AssertionError: remote{n}", f"toolu_remote_{n}")
+        for n in range(2)
+    ]
+    try:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as host:
+            pg.stop_fast(crash_pg)
+            try:
+                down = host.post("/hooks/claude-code", content=json.dumps(events[0]))
+                waiting = list((tmp_path / "state").glob("mcp-server-escalation/spool/*/*.json"))
+            finally:
+                pg.start_again(crash_pg)
+            back = host.post("/hooks/claude-code", content=json.dumps(events[1]))
+    finally:
+        stop_http(process)
+
+    assert down.status_code == 200
+    assert down.text == ""  # no decision: the host's tool call goes on
+    assert len(waiting) == 1
+    assert back.status_code == 200
+    assert _hook_rows(crash_url)[0] == ["post:toolu_remote_0", "post:toolu_remote_1"]
+    assert "Traceback" not in log.read_text(encoding="utf-8")

@@ -133,7 +133,7 @@ async def _answer(settings: Settings, entry: str, triaged: Triaged, raw: bytes) 
     event = Spooled(entry, raw.decode("utf-8"), kept_env(os.environ), str(Path.cwd()))
     spool = Spool(spool_folder(settings.db_path, os.environ))
     try:
-        async with open_runtime(settings) as rt:
+        async with open_runtime(settings, bounded=True) as rt:
             return await answer_or_keep(rt, settings, triaged, event, spool)
     except StoreUnavailable as exc:  # the store did not open: the event waits in the spool
         return "", kept_or_raise(exc, triaged, event, spool)

@@ -67,16 +67,22 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings, clock: Clock = utc_now, prompts: PromptBook | None = None, *, create: bool = True
+    settings: Settings,
+    clock: Clock = utc_now,
+    prompts: PromptBook | None = None,
+    *,
+    create: bool = True,
+    bounded: bool = False,
 ) -> AsyncIterator[Runtime]:
     """Store, prompts and patterns for one process; closes the store on exit.
 
-    ``create=False`` (the operator's commands) opens only a store that exists.
+    ``create=False`` (the operator's commands) opens only a store that exists; ``bounded``
+    (a hook run) bounds a SQLite store's waits for a lock as well (``open_store``).
     """
     prompts = prompts or PromptBook.load(
         settings.prompts_dir or data_dir("prompts"), wait_seconds=settings.waiting.seconds
     )
-    db = await open_store(settings.db_path, create=create, config=settings.store)
+    db = await open_store(settings.db_path, create=create, config=settings.store, bounded=bounded)
     try:
         yield Runtime(db=db, prompts=prompts, settings=settings, clock=clock)
     finally:

@@ -31,11 +31,19 @@ class Store(Protocol):
     async def close(self) -> None: ...
 
 
-async def open_store(location: str, *, create: bool = True, config: StoreConfig | None = None) -> Store:
+async def open_store(
+    location: str, *, create: bool = True, config: StoreConfig | None = None, bounded: bool = False
+) -> Store:
     """The store at ``location``, migrated; ``create`` false refuses one nobody has set up.
-    ``config`` bounds its waits and sizes its pools (PostgreSQL; the defaults without one)."""
+
+    ``config`` bounds its waits and sizes its pools (the defaults without one). PostgreSQL's
+    bounds always hold; a SQLite store waits for another process's lock up to
+    ``operation_timeout_seconds`` only when ``bounded`` (a hook run, whose host waits 15 s at
+    most), else up to its busy timeout, retried."""
+    config = config or StoreConfig.model_construct()
     if not is_database_url(location):
-        return await Database.open(location, create=create)
+        wait = config.operation_timeout_seconds if bounded else None
+        return await Database.open(location, create=create, wait_seconds=wait)
     try:
         from .postgres.database import PgDatabase  # noqa: PLC0415 (psycopg only when asked for)
     except ImportError as exc:
@@ -43,4 +51,4 @@ async def open_store(location: str, *, create: bool = True, config: StoreConfig 
             f"a PostgreSQL store needs the PostgreSQL driver ({exc.name} is not installed):"
             " pip install 'mcp-server-escalation[postgresql]'"
         ) from exc
-    return await PgDatabase.open(location, create=create, config=config or StoreConfig.model_construct())
+    return await PgDatabase.open(location, create=create, config=config)

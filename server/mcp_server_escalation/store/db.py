@@ -39,7 +39,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 
-from ..errors import StoreError, StoreUnwritable
+from ..errors import StoreError, StoreUnavailable, StoreUnwritable
 from ..rules.fingerprint import message_key
 from . import search_index
 from .files import companion_of
@@ -125,11 +125,11 @@ def _connect(path: str, *, create: bool) -> sqlite3.Connection:
     return conn
 
 
-def _open(path: str, *, create: bool) -> sqlite3.Connection:
+def _open(path: str, *, create: bool, busy_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
     """A configured connection to the store (run in the thread that will use it)."""
     conn = _connect(path, create=create)
     try:
-        _configure(conn, path)
+        _configure(conn, path, busy_ms)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(f"store {path}: {exc}") from exc
@@ -139,9 +139,9 @@ def _open(path: str, *, create: bool) -> sqlite3.Connection:
     return conn
 
 
-def _configure(conn: sqlite3.Connection, path: str) -> None:
+def _configure(conn: sqlite3.Connection, path: str, busy_ms: int) -> None:
     # The store thread waits for another process's lock itself, up to the busy timeout.
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
     conn.execute("PRAGMA foreign_keys = ON")
     if path != ":memory:":
         _enable_wal(conn)
@@ -174,20 +174,31 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
 
 
 class Database:
-    """The process's store (a file, or ``:memory:``): one writer, readers as reads need them."""
+    """The process's store (a file, or ``:memory:``): one writer, readers as reads need them.
 
-    def __init__(self, writer: Worker, path: str) -> None:
+    ``wait_seconds`` bounds how long a transaction waits for another process's lock, for a
+    process whose caller has a timeout of its own (a hook run: the host's 15 s): past it the
+    transaction fails as ``StoreUnavailable`` instead of being tried again. Without it a
+    transaction waits up to the busy timeout, tried again ``_BUSY_RETRIES`` times.
+    """
+
+    def __init__(self, writer: Worker, path: str, wait_seconds: float | None = None) -> None:
         self._writer = writer
+        self._wait_seconds = wait_seconds
+        self._busy_retries = _BUSY_RETRIES if wait_seconds is None else 1
+        busy_ms = _busy_ms(wait_seconds)
         # Two connections to ":memory:" would be two databases: there, reads take the writer.
-        connect = functools.partial(_open, path, create=False)
+        connect = functools.partial(_open, path, create=False, busy_ms=busy_ms)
         self._readers = None if path == ":memory:" else Readers(READERS, lambda: Worker.open(connect))
         self.path = path
 
     @classmethod
-    async def open(cls, path: str, *, create: bool = True) -> Database:
+    async def open(cls, path: str, *, create: bool = True, wait_seconds: float | None = None) -> Database:
         """Open and migrate the store at ``path``; create it (and its folders) only if ``create``."""
-        writer = await Worker.open(functools.partial(_open, path, create=create))
-        db = cls(writer, path)
+        writer = await Worker.open(
+            functools.partial(_open, path, create=create, busy_ms=_busy_ms(wait_seconds))
+        )
+        db = cls(writer, path, wait_seconds)
         try:
             await db.migrate()
         except sqlite3.DatabaseError as exc:
@@ -221,7 +232,20 @@ class Database:
     def _transaction(
         self, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool
     ) -> Callable[[sqlite3.Connection], T]:
-        return lambda conn: transact(conn, self.path, begin, fn, commit=commit)
+        return lambda conn: self._bounded(conn, begin, fn, commit=commit)
+
+    def _bounded(
+        self, conn: sqlite3.Connection, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool
+    ) -> T:
+        try:
+            return transact(conn, self.path, begin, fn, commit=commit, busy_retries=self._busy_retries)
+        except sqlite3.OperationalError as exc:
+            if self._wait_seconds is None or not _is_busy(exc):
+                raise
+            # Nothing of it was kept: the lock was never had, or the transaction rolled back.
+            raise StoreUnavailable(
+                self.path, f"another process held the store's lock longer than {self._wait_seconds:g} s"
+            ) from exc
 
     async def schema_version(self) -> int:
         """The highest migration applied to this store."""
@@ -286,14 +310,24 @@ class Readers(Generic[W]):
             await reader.close()
 
 
+def _busy_ms(wait_seconds: float | None) -> int:
+    return BUSY_TIMEOUT_MS if wait_seconds is None else max(1, round(wait_seconds * 1000))
+
+
 def transact(
-    conn: sqlite3.Connection, path: str, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool
+    conn: sqlite3.Connection,
+    path: str,
+    begin: str,
+    fn: Callable[[sqlite3.Connection], T],
+    *,
+    commit: bool,
+    busy_retries: int = _BUSY_RETRIES,
 ) -> T:
     """One whole transaction, in a store thread: ``fn`` between BEGIN and COMMIT (or
     ROLLBACK), waiting for another process's lock, the search index repaired if damaged, a
     refused write raised as ``StoreUnwritable``."""
     try:
-        return _repairing(conn, path, begin, fn, commit=commit)
+        return _repairing(conn, path, begin, fn, commit=commit, busy_retries=busy_retries)
     except sqlite3.DatabaseError as exc:
         refused = _unwritable(exc, path)
         if refused is None:
@@ -303,28 +337,39 @@ def transact(
 
 
 def _repairing(
-    conn: sqlite3.Connection, path: str, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool
+    conn: sqlite3.Connection,
+    path: str,
+    begin: str,
+    fn: Callable[[sqlite3.Connection], T],
+    *,
+    commit: bool,
+    busy_retries: int,
 ) -> T:
     try:
-        return _waiting(conn, begin, fn, commit=commit)
+        return _waiting(conn, begin, fn, commit=commit, busy_retries=busy_retries)
     except sqlite3.DatabaseError as exc:
         # A damaged index shows itself as "malformed", "vtable constructor failed", or
         # even a failed constraint of its own tables: any store error is checked for it.
         if _is_busy_error(exc) or _unwritable(exc, path) or not _repair_search_index(conn, path, exc):
             raise
     # The damage was the search index's, and it is rebuilt: the same work again.
-    return _waiting(conn, begin, fn, commit=commit)
+    return _waiting(conn, begin, fn, commit=commit, busy_retries=busy_retries)
 
 
 def _waiting(
-    conn: sqlite3.Connection, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool
+    conn: sqlite3.Connection,
+    begin: str,
+    fn: Callable[[sqlite3.Connection], T],
+    *,
+    commit: bool,
+    busy_retries: int = _BUSY_RETRIES,
 ) -> T:
     """The transaction, started again when the busy timeout ran out before the lock was free."""
-    for attempt in range(_BUSY_RETRIES):
+    for attempt in range(busy_retries):
         try:
             return _run(conn, begin, fn, commit=commit)
         except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1 or conn.in_transaction:
+            if not _is_busy(exc) or attempt == busy_retries - 1 or conn.in_transaction:
                 raise
             log.warning("store busy after %d ms, retrying", BUSY_TIMEOUT_MS)
     raise AssertionError("unreachable")  # pragma: no cover

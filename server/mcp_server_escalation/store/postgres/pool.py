@@ -141,6 +141,17 @@ def connection_class(health: Health) -> type[psycopg.Connection[Any]]:
     return StoreConnection
 
 
+class Watch:
+    """One operation's connection under watch: cut at ``deadline``, and whether it was."""
+
+    __slots__ = ("conn", "cut", "deadline")
+
+    def __init__(self, conn: psycopg.Connection[Any], deadline: float) -> None:
+        self.conn = conn
+        self.deadline = deadline
+        self.cut = False
+
+
 class Watchdog:
     """Cuts the connection of an operation that outlived its deadline.
 
@@ -152,23 +163,22 @@ class Watchdog:
     """
 
     def __init__(self) -> None:
-        self._due: dict[int, tuple[float, psycopg.Connection[Any]]] = {}
-        self.cut: set[int] = set()
+        self._due: dict[int, Watch] = {}
         self._wake = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
     @contextlib.contextmanager
-    def watching(self, conn: psycopg.Connection[Any], deadline: float) -> Iterator[int]:
-        """While inside, ``conn`` is cut at ``deadline``; yields the key ``cut`` then holds."""
-        key = id(conn)
-        self.cut.discard(key)
-        self._due[key] = (deadline, conn)
+    def watching(self, conn: psycopg.Connection[Any], deadline: float) -> Iterator[Watch]:
+        """While inside, ``conn`` is cut at ``deadline``; the ``Watch`` says whether it was."""
+        watch = Watch(conn, deadline)
+        key = id(watch)
+        self._due[key] = watch
         self._ensure_thread()
         self._wake.set()
         try:
-            yield key
+            yield watch
         finally:
             self._due.pop(key, None)
 
@@ -187,10 +197,10 @@ class Watchdog:
                 self._wake.clear()
                 continue
             now = time.monotonic()
-            for key, (deadline, conn) in list(self._due.items()):
-                if now >= deadline and self._due.pop(key, None) is not None:
-                    self.cut.add(key)
-                    _shut_down(conn)
+            for key, watch in list(self._due.items()):
+                if now >= watch.deadline and self._due.pop(key, None) is not None:
+                    watch.cut = True
+                    _shut_down(watch.conn)
             time.sleep(_WATCH_SECONDS)
 
     def close(self) -> None:
@@ -238,22 +248,22 @@ class StorePool:
 
     def _check(self, conn: psycopg.Connection[Any]) -> None:
         """The pool's check before it hands a connection out, cut off as the operation is."""
-        try:
-            deadline = getattr(self._waiting, "deadline", time.monotonic() + _WAIT_SLICE_SECONDS)
-            with self._watchdog.watching(conn, deadline):
+        deadline = getattr(self._waiting, "deadline", time.monotonic() + _WAIT_SLICE_SECONDS)
+        with self._watchdog.watching(conn, deadline) as watch:
+            try:
                 ConnectionPool.check_connection(conn)
-        except psycopg.Error:
-            self._waiting.stalled = id(conn) in self._watchdog.cut
-            # It went down with the server, and so did the idle ones beside it.
-            self._pool.drain()
-            raise
+            except psycopg.Error:
+                self._waiting.stalled = watch.cut
+                # It went down with the server, and so did the idle ones beside it.
+                self._pool.drain()
+                raise
 
     def run(self, fn: Callable[[PgConn], T], deadline: float) -> T:
         """``fn`` on a checked connection, in this (worker) thread, cut off at ``deadline``."""
         began = time.monotonic()
         conn = self._connection(deadline)
         try:
-            with self._watchdog.watching(conn, deadline) as key:
+            with self._watchdog.watching(conn, deadline) as watch:
                 try:
                     result = fn(PgConn(conn, self._location))
                 except Exception as exc:
@@ -263,7 +273,7 @@ class StorePool:
                     self._pool.drain()
                     if isinstance(exc, CommitUnknown):
                         raise
-                    if key in self._watchdog.cut:
+                    if watch.cut:
                         raise Stalled(_reason(exc)) from exc
                     if isinstance(exc, psycopg.OperationalError):
                         raise Broken(_reason(exc)) from exc

@@ -1,0 +1,53 @@
+"""A hook run that meets a SQLite store locked by another process past its bound keeps the
+event in the spool instead of holding the host (15 s) or losing the event; the next run
+records it, once and in order (``hooks/spool.py``; PostgreSQL's outages:
+``test_pg_outage.py``)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+from hooks_support import bash_failure, hook_process
+
+BOUND = {
+    "ESCALATION_STORE_OPERATION_TIMEOUT_SECONDS": "2",
+    "ESCALATION_STORE_STATEMENT_TIMEOUT_SECONDS": "1",
+    "ESCALATION_HOOK_RELAY": "off",
+}
+
+
+async def test_a_hook_run_on_a_store_locked_past_the_bound_spools_and_the_next_records_it(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    store = tmp_path / "escalations.db"
+    shutil.copyfile(sqlite_template, store)
+    state = {"XDG_STATE_HOME": str(tmp_path / "state"), **BOUND}
+    events = [
+        bash_failure("pytest -k lock", f"E   AssertionError: lock{n}", f"toolu_lock_{n}") for n in range(2)
+    ]
+
+    holder = sqlite3.connect(store, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's write, never finished
+    try:
+        started = time.monotonic()
+        locked = await hook_process("claude-code", events[0], db=str(store), tmp=tmp_path, **state)
+        took = time.monotonic() - started
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    after = await hook_process("claude-code", events[1], db=str(store), tmp=tmp_path, **state)
+
+    assert locked.returncode == 0
+    assert locked.stdout == ""
+    assert "another process held the store's lock longer than 2 s" in locked.stderr
+    assert "the event was kept in" in locked.stderr
+    assert took < 10.0  # the bound (2 s) and the process's start, well within a host's 15 s
+    assert after.returncode == 0
+    assert "kept" not in after.stderr
+    with sqlite3.connect(store) as conn:
+        keys = [row[0] for row in conn.execute("SELECT delivery_key FROM hook_events ORDER BY event_id")]
+    assert keys == ["post:toolu_lock_0", "post:toolu_lock_1"]
+    assert list((tmp_path / "state").glob("mcp-server-escalation/spool/*/*.json")) == []
