@@ -64,7 +64,7 @@ async def test_the_question_is_asked_through_input_required_and_the_answer_recor
 
     assert era == "2026-07-28"
     (question,) = human.asked  # answered: not asked again
-    assert f"Escalation {escalation_id} (ask_human) on task m-accept" in question.message
+    assert f"Escalation {escalation_id} (question from the agent) on task m-accept" in question.message
     assert set(question.requested_schema["properties"]) == {"response_type", "text"}
     escalation = waited["escalation"]
     assert escalation["status"] == "resolved"
