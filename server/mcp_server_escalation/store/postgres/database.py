@@ -41,7 +41,7 @@ from ...models.store_config import StoreConfig
 from ..migrations import Migration
 from .connection import PgConn
 from .migrations import CHANGE_CHANNEL, MIGRATIONS
-from .pool import Broken, CommitUnknown, Health, Stalled, StorePool, Watchdog, conninfo
+from .pool import Broken, CommitUnknown, Stalled, StorePool, Watchdog, conninfo, health_of
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -123,7 +123,7 @@ class PgDatabase:
         self._url = url
         self._config = config
         self._info = conninfo(url, config)
-        self._health = Health(self.path)
+        self._health = health_of(self.path)
         self._watchdog = Watchdog()
         self._writers = StorePool(
             "writers", self._info, config.writers, self._health, self._watchdog, self.path

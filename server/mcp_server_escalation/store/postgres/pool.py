@@ -115,6 +115,18 @@ class Health:
         log.warning("store %s answers again, after %.1f s", self.location, time.monotonic() - since)
 
 
+# One ``Health`` per store location and process: a process may open one store several times
+# (the HTTP server's MCP side, its console and its hook routes), and an outage is still one.
+_HEALTHS: dict[str, Health] = {}
+_HEALTHS_LOCK = threading.Lock()
+
+
+def health_of(location: str) -> Health:
+    """The process's ``Health`` of the store at ``location``."""
+    with _HEALTHS_LOCK:
+        return _HEALTHS.setdefault(location, Health(location))
+
+
 def _reason(exc: BaseException) -> str:
     """The database's (or libpq's) words for what went wrong, on one line."""
     text = " ".join(str(exc).split())
