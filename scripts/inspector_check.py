@@ -181,7 +181,7 @@ def run_checks(inspector: Inspector) -> None:
         f"escalation_id={escalation_id}",
     )["messages"]
     text = briefing[0]["content"]["text"]
-    _check("external_blocker" in text, f"escalation_briefing: {text[:300]}")
+    _check("external blocker" in text, f"escalation_briefing: {text[:300]}")  # the kind in words
     retry = inspector(
         "prompts/get", "--prompt-name", "retry_with_feedback", "--prompt-args", f"task_id={TASK}", "step=main"
     )["messages"]
