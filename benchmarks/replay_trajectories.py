@@ -287,7 +287,9 @@ def installed(settings: Settings, env: dict[str, str], home: Path, runtime: Path
     read; the store and the config are the replay's. ``runtime`` is where the hook finds its
     relay daemon (by default a folder in ``home``, which may be too long a path for a socket,
     so each hook run then opens the store itself)."""
-    exe = shutil.which("mcp-server-escalation")
+    # The script beside the interpreter running the replay (an unactivated venv's too), else PATH's.
+    beside = Path(sys.executable).parent / "mcp-server-escalation"
+    exe = str(beside) if beside.exists() else shutil.which("mcp-server-escalation")
     assert exe is not None, "the console script is not installed"
     config = ["--config", settings.config_path] if settings.config_path else []
     argv = [exe, "--db", settings.db_path, *config, "hook", ENTRY]
