@@ -11,22 +11,13 @@ import json
 
 from ..models.escalations import EscalationSummary
 from ..models.results import TaskView
+from ..rules.triggers import COUNTER_LIMITS
 from ..services import escalations, tasks
 from ..services.runtime import Runtime
 from .escalation_view import summary_lines
 from .monitor import out, table
 from .readable import INDENT, labelled, terminal_width, wrap
 
-# Each counter and the threshold it is compared with (docs/triggers.md).
-_COUNTER_LIMITS = (
-    ("consecutive_same_error", "same_error_repeated"),
-    ("verification_attempts", "total_verification_attempts"),
-    ("attempts_without_file_change", "no_file_changes_after_attempts"),
-    ("test_runs_without_improvement", "no_test_improvement_after"),
-    ("files_modified", "files_modified_exceeds"),
-    ("tool_calls", "max_tool_calls"),
-    ("failing_test_runs", "max_failing_test_runs"),
-)
 LIST_LIMIT = 200
 
 
@@ -113,12 +104,12 @@ def _counter_lines(view: TaskView, width: int) -> list[str]:
     t = view.task
     counters = view.counters.model_dump()
     limits = view.thresholds.model_dump()
-    rows = [[name, str(counters[name]), _limit(limits[limit]), limit] for name, limit in _COUNTER_LIMITS]
+    rows = [[name, str(counters[name]), _limit(limits[limit]), limit] for name, limit in COUNTER_LIMITS]
     lines = [
         "",
         *table(["COUNTER", "VALUE", "LIMIT", "THRESHOLD"], rows, right=frozenset({1, 2}), width=width),
     ]
-    shown = {limit for _, limit in _COUNTER_LIMITS}
+    shown = {limit for _, limit in COUNTER_LIMITS}
     others = ", ".join(f"{k} {_limit(v)}" for k, v in sorted(limits.items()) if k not in shown)
     lines += wrap(f"Other thresholds: {others}", width, "", INDENT)
     if t.counters.last_fingerprint:

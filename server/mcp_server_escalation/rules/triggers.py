@@ -43,6 +43,18 @@ _OPTION_ORDER: tuple[ResponseType, ...] = (
     "withdraw",
 )
 
+# Each counter of a task and the threshold it is compared with, as the operator's views list
+# them (``tasks show``, the console's task page).
+COUNTER_LIMITS: tuple[tuple[str, str], ...] = (
+    ("consecutive_same_error", "same_error_repeated"),
+    ("verification_attempts", "total_verification_attempts"),
+    ("attempts_without_file_change", "no_file_changes_after_attempts"),
+    ("test_runs_without_improvement", "no_test_improvement_after"),
+    ("files_modified", "files_modified_exceeds"),
+    ("tool_calls", "max_tool_calls"),
+    ("failing_test_runs", "max_failing_test_runs"),
+)
+
 # The counter each trigger type measures; an acknowledged human answer starts it afresh,
 # so one answer buys the agent a full new allowance rather than an instant re-escalation.
 COUNTER_RESET_ON_ACK: dict[str, tuple[str, ...]] = {

@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound, StoreUnavailable
+from ...rules.triggers import COUNTER_LIMITS
 from ...rules.words import kind_words
 from ...services import escalations, guidance, reports, tasks
 from ...services.console import QueueFilter, queue, read_place, told_when_fired
@@ -65,16 +66,6 @@ ANSWERED_SHOWN = 50
 CONTENT_MAX_CHARS = 65536
 
 Handler = Callable[[Request], Awaitable[Response]]
-# Each counter of a task and the threshold it is compared with (as ``tasks show`` lists them).
-COUNTER_LIMITS = (
-    ("consecutive_same_error", "same_error_repeated"),
-    ("verification_attempts", "total_verification_attempts"),
-    ("attempts_without_file_change", "no_file_changes_after_attempts"),
-    ("test_runs_without_improvement", "no_test_improvement_after"),
-    ("files_modified", "files_modified_exceeds"),
-    ("tool_calls", "max_tool_calls"),
-    ("failing_test_runs", "max_failing_test_runs"),
-)
 
 
 @dataclass(frozen=True)

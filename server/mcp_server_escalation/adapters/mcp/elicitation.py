@@ -225,7 +225,14 @@ class AskInClient:
                 "escalation %d: %s's human chose %s; it stays pending", escalation_id, client, answer.action
             )
             return
-        data = answer.data
+        await self.record(rt, escalation_id, answer.data, client)
+
+    async def record(
+        self, rt: Runtime, escalation_id: int, data: BaseModel, client: str, *, revision: int | None = None
+    ) -> None:
+        """A human's accepted form (``_form``) as the operator's answer; ``revision``: the one the
+        form showed, so that an answer given elsewhere first wins. Not recorded (logged) when
+        the escalation was answered meanwhile or the answer is not allowed."""
         try:
             await escalations.resolve_escalation(
                 rt,
@@ -234,6 +241,7 @@ class AskInClient:
                 content=data.text,  # type: ignore[attr-defined]
                 responder=f"elicitation:{client}",
                 role="operator",
+                expected_revision=revision,
             )
         except EscalationError as exc:  # answered elsewhere meanwhile, or not allowed
             log.warning("escalation %d: the answer from %s was not recorded: %s", escalation_id, client, exc)

@@ -139,24 +139,17 @@ class AskOnRetry:
     async def _record(
         self, ctx: ServerRequestContext[AppContext, Any], escalation_id: int, revision: Any, content: Any
     ) -> None:
-        """An accepted form, answered on the revision it showed."""
+        """An accepted form, answered on the revision it showed (none shown: a stale answer)."""
         rt = ctx.lifespan_context.runtime
         try:
-            escalation = await escalations.show_escalation(rt, escalation_id)
-            data = self.asker._form(escalation).model_validate(content)
-            await escalations.resolve_escalation(
-                rt,
-                escalation_id=escalation_id,
-                response_type=data.response_type,  # type: ignore[attr-defined]
-                content=data.text,  # type: ignore[attr-defined]
-                responder=f"elicitation:{_client_name(ctx)}",
-                role="operator",
-                expected_revision=revision if isinstance(revision, int) else -1,
+            data = self.asker._form(await escalations.show_escalation(rt, escalation_id)).model_validate(
+                content
             )
-        except (EscalationError, ValidationError) as exc:  # answered or changed meanwhile, or unfit
+        except (EscalationError, ValidationError) as exc:  # gone meanwhile, or a form that does not fit
             log.warning("escalation %d: the answer from the client was not recorded: %s", escalation_id, exc)
             return
-        log.info("escalation %d answered in the client", escalation_id)
+        shown = revision if isinstance(revision, int) else -1
+        await self.asker.record(rt, escalation_id, data, _client_name(ctx), revision=shown)
 
 
 def _client_name(ctx: ServerRequestContext[AppContext, Any]) -> str:
