@@ -67,6 +67,11 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "message_escalation_closed": ["task_id", "escalation_id", "status"],
         # a wait's progress notifications, for the client (and the person) watching the call
         "progress_waiting": ["escalation_id"],
+        # a wait run as an MCP task: its status message, for the client (and the person) watching it
+        "task_wait_working": ["escalation_id"],
+        "task_wait_asking": ["escalation_id"],
+        "task_wait_completed": ["escalation_id"],
+        "task_wait_cancelled": ["escalation_id"],
         # one line per trigger, for the operator and the model
         "trigger_repeated_error": ["count", "threshold", "message"],
         "trigger_latest_error": ["error", "summary"],

@@ -36,6 +36,7 @@ TABLES = (
     ("escalations", "escalation_id"),
     ("told_at_firing", "escalation_id"),
     ("verdicts", "escalation_id"),
+    ("escalation_waits", "wait_id"),
     ("escalation_changes", "change_id"),
     ("notification_outbox", "outbox_id"),
     ("notification_deliveries", "outbox_id, notifier"),

@@ -591,4 +591,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        16,
+        "waits for a human's answer run as MCP tasks",
+        (
+            # A client that takes a wait as a task polls it later, maybe from a server started
+            # since: the task is a row, and its state is read from its escalation at each poll
+            # (adapters/mcp/task_waits.py). The result is kept once complete, so every later
+            # poll returns the same. Rows older than the task's lifetime are deleted, by age.
+            """CREATE TABLE escalation_waits (
+                wait_id TEXT PRIMARY KEY,
+                escalation_id INTEGER NOT NULL REFERENCES escalations (escalation_id),
+                owner TEXT NOT NULL,
+                asking TEXT NOT NULL CHECK (asking IN ('form', 'url', 'no')),
+                status TEXT NOT NULL CHECK (status IN ('working', 'completed', 'cancelled')),
+                result_json TEXT,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX escalation_waits_by_age ON escalation_waits (created_at)",
+        ),
+    ),
 )

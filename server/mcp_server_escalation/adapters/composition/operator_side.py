@@ -31,12 +31,10 @@ class OperatorSide:
         # outside any request, can reach 2026-07-28 clients' subscriptions/listen streams.
         self.bus = InMemorySubscriptionBus()
         self.clients = ConnectedClients(prompts, self.bus)
-        self.middleware: list[ServerMiddleware[Any]] = [
-            self.clients.middleware,
-            AskInClient(
-                prompts, settings.elicitation.mode, http=http, console_url=settings.elicitation.console_url
-            ),
-        ]
+        self.asker = AskInClient(
+            prompts, settings.elicitation.mode, http=http, console_url=settings.elicitation.console_url
+        )
+        self.middleware: list[ServerMiddleware[Any]] = [self.clients.middleware, self.asker]
 
     @asynccontextmanager
     async def running(self, runtime: Runtime) -> AsyncIterator[Background]:

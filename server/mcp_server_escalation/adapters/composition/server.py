@@ -45,6 +45,7 @@ def build_server(
     the process also answers the store's host hooks (``hooks/relay_server.py``).
     """
     from ..mcp.surfaces import register_prompts, register_resources  # noqa: PLC0415
+    from ..mcp.task_waits import WaitAsTask  # noqa: PLC0415
     from ..mcp.tools import build_tools  # noqa: PLC0415
     from ..mcp.waits import WaitFitting  # noqa: PLC0415
     from .operator_side import OperatorSide  # noqa: PLC0415
@@ -56,6 +57,8 @@ def build_server(
     live = LiveRuntimes()
     side = OperatorSide(settings, prompts, http=http)
     lifespan = _lifespan(settings, clock, prompts, live, side, hook_relay=hook_relay)
+    # The wait for a human as an MCP task, for clients that declare the tasks extension.
+    tasks = WaitAsTask(side.asker, http=http, role=settings.role)
     server: MCPServer[AppContext] = MCPServer(
         "mcp-server-escalation",
         version=__version__,
@@ -66,8 +69,10 @@ def build_server(
         # Outermost: the waits fitted to the connection hold for everything the call runs.
         middleware=[WaitFitting(settings.waiting, http=http), *side.middleware],
         subscriptions=side.bus,
+        extensions=[tasks],
         **(_bearer_tokens(tokens) if http else {}),
     )
+    tasks.server = server
     side.clients.install(server)
     register_resources(server, prompts, live)
     register_prompts(server, prompts)

@@ -50,12 +50,12 @@ import anyio
 from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.elicitation import AcceptedElicitation, elicit_url, elicit_with_validation
+from mcp.types import ElicitRequest
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, create_model
 
 from ...errors import EscalationError
 from ...models.escalations import Escalation
-from ...models.limits import WAIT_MAX_SECONDS
 from ...prompts import PromptBook
 from ...rules.announce import elicitation_question, human_answers
 from ...services import escalations
@@ -63,34 +63,13 @@ from ...services.runtime import Runtime
 from .client_notifications import connection_key
 from .context import AppContext
 from .elicitation_modern import AskOnRetry
+from .task_waits import declares_tasks
+from .waits import waited_on
 
 log = logging.getLogger(__name__)
 
 MAX_REMEMBERED = 1024
 TEXT_MAX = 64 * 1024
-
-
-def _waited_on(arguments: Any) -> int | None:
-    """The escalation id of ``get_escalation`` arguments that wait for it, or None."""
-    if not isinstance(arguments, dict):
-        return None
-    escalation_id, wait = _number(arguments.get("escalation_id")), _number(arguments.get("wait_seconds"))
-    # Only a wait the tool accepts: NaN, infinite or out-of-range ones fail validation.
-    if escalation_id is None or not escalation_id.is_integer() or wait is None:
-        return None
-    if not 0 < wait <= WAIT_MAX_SECONDS:
-        return None
-    return int(escalation_id)
-
-
-def _number(value: object) -> float | None:
-    # Raw arguments, before validation: the Inspector sends numbers as strings.
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return None
 
 
 class AskInClient:
@@ -174,11 +153,35 @@ class AskInClient:
         params = ctx.params or {}
         if ctx.method != "tools/call" or params.get("name") != "get_escalation":
             return None
+        if declares_tasks(ctx):
+            return None  # the wait becomes a task, which asks the question (adapters/mcp/task_waits.py)
         how = self._how(ctx)
-        escalation_id = _waited_on(params.get("arguments"))
+        escalation_id = waited_on(params.get("arguments"))
         if how is None or escalation_id is None:
             return None
         return escalation_id, how
+
+    def how_to_ask(
+        self, ctx: ServerRequestContext[AppContext, Any], asked: tuple[int, int], escalation: Escalation
+    ) -> Literal["form", "url"] | None:
+        """How to ask about ``escalation`` on this 2026-07-28 request, if at all: a pending
+        blocking escalation, a client that can be asked, not declined or opened already
+        (``asked``: the session's key and the escalation id)."""
+        how = self._how(ctx)
+        if (
+            how is None
+            or escalation.status != "pending"
+            or not escalation.blocking
+            or asked in self._refused
+            or asked in self._opened
+        ):
+            return None
+        return how
+
+    def question(self, escalation: Escalation, how: Literal["form", "url"]) -> ElicitRequest:
+        """The question as an elicitation request, as 2026-07-28 carries it (a retried call's
+        ``InputRequiredResult``, a task's ``inputRequests``)."""
+        return self._on_retry.request(escalation, how)
 
     def _form(self, escalation: Escalation) -> type[BaseModel]:
         options = tuple(human_answers(escalation))

@@ -79,19 +79,14 @@ class AskOnRetry:
             escalation = await escalations.show_escalation(rt, escalation_id)
         except EscalationError:
             return await call_next(ctx)  # the tool reports the unknown id itself
-        if (
-            escalation.status != "pending"
-            or not escalation.blocking
-            or asked in self.asker._refused
-            or asked in self.asker._opened
-        ):
+        if self.asker.how_to_ask(ctx, asked, escalation) is None:
             return await call_next(ctx)
         state = json.dumps({"escalation_id": escalation_id, "revision": escalation.revision})
         return InputRequiredResult(
-            input_requests={ANSWER: self._request(escalation, how)}, request_state=state
+            input_requests={ANSWER: self.request(escalation, how)}, request_state=state
         )
 
-    def _request(self, escalation: Escalation, how: Literal["form", "url"]) -> ElicitRequest:
+    def request(self, escalation: Escalation, how: Literal["form", "url"]) -> ElicitRequest:
         prompts = self.asker.prompts
         if how == "url":
             escalation_id = escalation.escalation_id
@@ -149,9 +144,9 @@ class AskOnRetry:
             log.warning("escalation %d: the answer from the client was not recorded: %s", escalation_id, exc)
             return
         shown = revision if isinstance(revision, int) else -1
-        await self.asker.record(rt, escalation_id, data, _client_name(ctx), revision=shown)
+        await self.asker.record(rt, escalation_id, data, client_name(ctx), revision=shown)
 
 
-def _client_name(ctx: ServerRequestContext[AppContext, Any]) -> str:
+def client_name(ctx: ServerRequestContext[AppContext, Any]) -> str:
     params = ctx.session.client_params
     return params.client_info.name if params else "client"

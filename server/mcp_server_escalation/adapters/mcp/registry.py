@@ -217,6 +217,11 @@ def tool_result(
     return call
 
 
+def shown_text(structured: dict[str, Any]) -> str:
+    """What the model reads of a result that names no text field: the result as compact JSON."""
+    return _shown(structured, None)
+
+
 def _shown(structured: dict[str, Any], text: str | None) -> str:
     """What the model reads of a result: its ``text`` field, else the result as compact JSON."""
     return str(structured[text]) if text else json.dumps(structured, ensure_ascii=False, separators=COMPACT)

@@ -36,6 +36,7 @@ import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ...models.limits import WAIT_MAX_SECONDS
 from ...prompts import ASKED_WAIT
 from ...settings import WaitingConfig
 from .client_notifications import connection_key
@@ -126,9 +127,27 @@ def _waits(params: Any) -> bool:
     """Is this ``tools/call`` a ``get_escalation`` that waits?"""
     if not isinstance(params, dict) or params.get("name") != "get_escalation":
         return False
-    arguments = params.get("arguments")
-    wait = arguments.get("wait_seconds") if isinstance(arguments, dict) else None
+    return waited_on(params.get("arguments")) is not None
+
+
+def waited_on(arguments: Any) -> int | None:
+    """The escalation id of ``get_escalation`` arguments that wait for it, or None."""
+    if not isinstance(arguments, dict):
+        return None
+    escalation_id, wait = _number(arguments.get("escalation_id")), _number(arguments.get("wait_seconds"))
+    # Only a wait the tool accepts: NaN, infinite or out-of-range ones fail validation.
+    if escalation_id is None or not escalation_id.is_integer() or wait is None:
+        return None
+    if not 0 < wait <= WAIT_MAX_SECONDS:
+        return None
+    return int(escalation_id)
+
+
+def _number(value: object) -> float | None:
+    # Raw arguments, before validation: the Inspector sends numbers as strings.
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
     try:
-        return float(wait) > 0  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
+        return float(value)
+    except ValueError:
+        return None

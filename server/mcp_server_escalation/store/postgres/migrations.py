@@ -386,8 +386,24 @@ _VERDICTS = (
     )""",
 )
 
+# Waits for a human's answer run as MCP tasks, as on SQLite (its migration 16).
+_WAITS = (
+    """CREATE TABLE escalation_waits (
+        wait_id TEXT PRIMARY KEY,
+        escalation_id BIGINT NOT NULL REFERENCES escalations (escalation_id),
+        owner TEXT NOT NULL,
+        asking TEXT NOT NULL CHECK (asking IN ('form', 'url', 'no')),
+        status TEXT NOT NULL CHECK (status IN ('working', 'completed', 'cancelled')),
+        result_json TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX escalation_waits_by_age ON escalation_waits (created_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "schema", _TABLES + _TRIGGERS),
     Migration(2, "guidance search: failures' words as a tsvector under GIN, bm25's counts", _SEARCH),
     Migration(3, "operators' verdicts on escalations", _VERDICTS),
+    Migration(4, "waits for a human's answer run as MCP tasks", _WAITS),
 )

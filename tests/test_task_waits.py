@@ -1,0 +1,228 @@
+"""The wait for a human's answer as an MCP task (adapters/mcp/task_waits.py), through the
+SDK's own client in memory with the tasks extension declared (tests/task_client.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.types import CallToolResult
+
+from conftest import Agent, make_settings
+from mcp_server_escalation.adapters.composition.server import build_server
+from operator_support import SCRIPT, run_cli
+from task_client import CreatedTask, TasksClient, call_as_task, cancel_task, get_task, update_task
+from test_elicitation_modern import GUIDANCE, Human
+
+
+def _client(db_path: str, human: Human | None = None, *, tasks: bool = True) -> Client:
+    return Client(
+        build_server(make_settings(db_path)),
+        elicitation_callback=human,  # type: ignore[arg-type]
+        extensions=[TasksClient()] if tasks else None,
+    )
+
+
+async def _question(agent: Agent, task_id: str) -> int:
+    await agent.call("start_task", title="Wire the API", task_id=task_id)
+    raised = await agent.call(
+        "raise_escalation", task_id=task_id, reason="Which auth scheme?", question="OAuth or API keys?"
+    )
+    return int(raised["escalation"]["escalation_id"])
+
+
+async def _wait_as_task(client: Client, escalation_id: int) -> CreatedTask:
+    created = await call_as_task(client, "get_escalation", escalation_id=escalation_id, wait_seconds=30)
+    assert isinstance(created, CreatedTask), created
+    return created
+
+
+async def test_a_wait_becomes_a_task_that_completes_with_the_cli_answer(db_path: str, tmp_path: Any) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with anyio.fail_after(60):
+        async with _client(db_path) as client:
+            agent = Agent(client)
+            escalation_id = await _question(agent, "t-cli")
+            created = await _wait_as_task(client, escalation_id)
+            working = await get_task(client, created.task_id)
+            code, _, err = await run_cli(
+                "--db", db_path, "escalations", "respond", str(escalation_id), "--guidance", "API keys",
+                home=home,
+            )  # fmt: skip
+            assert code == 0, err
+            done = await get_task(client, created.task_id)
+            again = await get_task(client, created.task_id)
+
+    assert created.status == "working"
+    assert created.poll_interval_ms == 1000
+    assert working.status == "working"  # no elicitation declared: the task asks nothing
+    assert working.input_requests is None
+    assert done.status == "completed"
+    assert done.result is not None
+    assert done.result == again.result  # kept: every later poll returns the same
+    structured = done.result["structuredContent"]
+    assert structured["status"] == "resolved"
+    assert structured["escalation"]["response"]["content"] == "API keys"
+    assert structured["escalation"]["delivered_at"] is not None  # delivered to the agent
+    assert len(json.dumps(done.model_dump(by_alias=True))) < 16 * 1024
+
+
+async def test_a_client_without_the_extension_waits_inside_the_call(db_path: str) -> None:
+    with anyio.fail_after(60):
+        async with _client(db_path, tasks=False) as client:
+            agent = Agent(client)
+            escalation_id = await _question(agent, "t-plain")
+            waited = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=0.5)
+            with pytest.raises(MCPError) as refused:
+                await get_task(client, "whatever")
+
+    assert waited["status"] == "pending"
+    assert refused.value.error.code == -32021  # the extension is the client's to declare
+
+
+async def test_no_task_for_an_answered_escalation_or_a_call_without_a_wait(db_path: str) -> None:
+    with anyio.fail_after(60):
+        async with _client(db_path) as client:
+            agent = Agent(client)
+            escalation_id = await _question(agent, "t-none")
+            quick = await call_as_task(client, "get_escalation", escalation_id=escalation_id)
+            await agent.call("resolve_escalation", escalation_id=escalation_id, response_type="withdraw")
+            closed = await call_as_task(client, "get_escalation", escalation_id=escalation_id, wait_seconds=5)
+
+    assert isinstance(quick, CallToolResult)
+    assert isinstance(closed, CallToolResult)
+    assert closed.structured_content is not None
+    assert closed.structured_content["status"] == "withdrawn"
+
+
+async def test_the_person_at_the_client_answers_through_tasks_update(db_path: str) -> None:
+    with anyio.fail_after(60):
+        async with _client(db_path, Human()) as client:
+            agent = Agent(client)
+            escalation_id = await _question(agent, "t-update")
+            created = await _wait_as_task(client, escalation_id)
+            asking = await get_task(client, created.task_id)
+            assert asking.input_requests is not None
+            (key,) = asking.input_requests
+            await update_task(client, created.task_id, {key: {"action": "accept", "content": GUIDANCE}})
+            done = await get_task(client, created.task_id)
+
+    assert asking.status == "input_required"
+    question = asking.input_requests[key]
+    assert question["method"] == "elicitation/create"
+    assert f"Escalation {escalation_id} (question from the agent)" in question["params"]["message"]
+    assert set(question["params"]["requestedSchema"]["properties"]) == {"response_type", "text"}
+    assert done.status == "completed"
+    assert done.result is not None
+    response = done.result["structuredContent"]["escalation"]["response"]
+    assert response["content"] == "Use OAuth with PKCE."
+    assert response["responder"].startswith("elicitation:")
+
+
+async def test_the_cli_answering_first_wins_over_a_task_answer(db_path: str, tmp_path: Any) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with anyio.fail_after(60):
+        async with _client(db_path, Human()) as client:
+            agent = Agent(client)
+            escalation_id = await _question(agent, "t-first")
+            created = await _wait_as_task(client, escalation_id)
+            asking = await get_task(client, created.task_id)
+            assert asking.input_requests is not None
+            code, _, err = await run_cli(
+                "--db", db_path, "escalations", "respond", str(escalation_id), "--guidance", "API keys",
+                home=home,
+            )  # fmt: skip
+            assert code == 0, err
+            (key,) = asking.input_requests
+            await update_task(client, created.task_id, {key: {"action": "accept", "content": GUIDANCE}})
+            done = await get_task(client, created.task_id)
+
+    assert done.result is not None
+    response = done.result["structuredContent"]["escalation"]["response"]
+    assert response["content"] == "API keys"
+    assert response["responder"].startswith("cli:")
+
+
+async def test_an_answer_to_a_revision_that_changed_is_refused(db_path: str) -> None:
+    failure = {"task_id": "t-stale", "message": "TypeError: bad operand", "file": "a.py", "line": 3}
+    with anyio.fail_after(60):
+        async with _client(db_path, Human()) as client:
+            agent = Agent(client)
+            await agent.call("start_task", title="Fix the adder", task_id="t-stale")
+            fired = [await agent.call("record_failure", **failure) for _ in range(3)][-1]
+            escalation_id = fired["escalation"]["escalation_id"]
+            created = await _wait_as_task(client, escalation_id)
+            asking = await get_task(client, created.task_id)
+            assert asking.input_requests is not None
+            await agent.call("record_failure", **failure)  # new evidence: a new revision
+            (stale,) = asking.input_requests
+            await update_task(client, created.task_id, {stale: {"action": "accept", "content": GUIDANCE}})
+            after = await get_task(client, created.task_id)
+            shown = await agent.call("get_escalation", escalation_id=escalation_id)
+
+    assert shown["status"] == "pending"  # the stale answer was not recorded
+    assert after.status == "input_required"
+    assert after.input_requests is not None
+    assert set(after.input_requests) != {stale}  # asked again, under a key of its own
+
+
+async def test_a_decline_is_remembered_and_cancel_leaves_the_escalation_pending(db_path: str) -> None:
+    with anyio.fail_after(60):
+        async with _client(db_path, Human()) as client:
+            agent = Agent(client)
+            escalation_id = await _question(agent, "t-decline")
+            created = await _wait_as_task(client, escalation_id)
+            asking = await get_task(client, created.task_id)
+            assert asking.input_requests is not None
+            (key,) = asking.input_requests
+            await update_task(client, created.task_id, {key: {"action": "decline"}})
+            declined = await get_task(client, created.task_id)
+            second = await _wait_as_task(client, escalation_id)
+            not_asked = await get_task(client, second.task_id)
+            await cancel_task(client, second.task_id)
+            cancelled = await get_task(client, second.task_id)
+            shown = await agent.call("get_escalation", escalation_id=escalation_id)
+            with pytest.raises(MCPError) as unknown:
+                await get_task(client, created.task_id + "x")
+
+    assert declined.status == "working"
+    assert declined.input_requests is None
+    assert not_asked.status == "working"  # the decline holds for later waits too
+    assert cancelled.status == "cancelled"
+    assert shown["status"] == "pending"
+    assert unknown.value.error.code == -32602
+
+
+def _stdio(db_path: str) -> Client:
+    params = StdioServerParameters(command=str(SCRIPT), args=["--db", db_path])
+    return Client(params, extensions=[TasksClient()])
+
+
+async def test_a_restarted_server_serves_a_task_started_before(db_path: str, tmp_path: Any) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with anyio.fail_after(120):
+        async with _stdio(db_path) as first:
+            agent = Agent(first)
+            escalation_id = await _question(agent, "t-restart")
+            created = await _wait_as_task(first, escalation_id)
+        # The first server process has exited; another one is started on the same store.
+        async with _stdio(db_path) as second:
+            working = await get_task(second, created.task_id)
+            code, _, err = await run_cli(
+                "--db", db_path, "escalations", "respond", str(escalation_id), "--guidance", "API keys",
+                home=home,
+            )  # fmt: skip
+            assert code == 0, err
+            done = await get_task(second, created.task_id)
+
+    assert working.status == "working"
+    assert working.created_at == created.created_at
+    assert done.status == "completed"
+    assert done.result is not None
+    assert done.result["structuredContent"]["escalation"]["response"]["content"] == "API keys"
