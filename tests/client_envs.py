@@ -27,6 +27,9 @@ from typing import Any
 PINS: dict[str, tuple[str, ...]] = {
     "openai-agents": ("openai-agents==0.24.0", "mcp==2.3.0"),
     "langchain-mcp-adapters": ("langchain-mcp-adapters==0.3.2", "langchain-core==1.8.3", "mcp==1.30.0"),
+    "fastmcp": ("fastmcp==4.2.3", "mcp==2.3.0"),
+    # The client's side of the MCP tasks extension; it pins its fastmcp (slim) release exactly.
+    "fastmcp-tasks": ("fastmcp-tasks==4.1.4", "fastmcp-slim==4.1.4", "mcp==2.3.0"),
 }
 DRIVERS = Path(__file__).parent / "clients"
 INSTALL_TIMEOUT = 900  # a first install on a cold pip cache, two cores shared

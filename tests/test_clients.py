@@ -95,3 +95,27 @@ def test_langchain_mcp_adapters_with_a_session_per_call_runs_the_whole_loop(tmp_
     (refused,) = [step["refused"] for step in steps if "refused" in step]
     assert "agent_id" in refused
     assert steps[-1]["arguments"]["agent_id"] == "agent-7"
+
+
+def test_fastmcp_with_its_defaults_runs_the_whole_loop(tmp_path: Path) -> None:
+    seen = drive("fastmcp", "fastmcp_loop.py", str(SCRIPT), str(tmp_path / "fastmcp.db"), "1")
+
+    assert seen["protocol"] == "2026-07-28"  # its default: the modern protocol
+    steps = _loop_steps(seen)
+    _check_the_loop(steps, tasks=1)
+    # Without fastmcp-tasks the client declares no tasks extension: the wait runs in the call.
+    assert [step for step in steps if "task" in step] == []
+
+
+def test_fastmcp_with_tasks_takes_the_wait_for_the_human_as_a_task(tmp_path: Path) -> None:
+    # Its call_tool_task refused our waits ("did not run as a task"): the server declared no
+    # tasks extension. Now the wait is a task, and the operator's CLI answer completes it.
+    db = str(tmp_path / "fastmcp-tasks.db")
+    seen = drive("fastmcp-tasks", "fastmcp_loop.py", str(SCRIPT), db, "1", "--tasks")
+
+    steps = _loop_steps(seen)
+    _check_the_loop(steps, tasks=1)
+    (waited,) = [step for step in steps if step.get("tool") == "get_escalation"]
+    assert waited["task"]["first"] == "working"  # returned at once, before the answer
+    assert waited["task"]["last"] == "completed"
+    assert waited["result"]["escalation"]["response"]["responder"].startswith("cli:")
