@@ -31,7 +31,7 @@ class TaskLoop(Loop):
         self.client = client
 
     async def follow(self, message: str, escalation_id: int | None) -> None:
-        from fastmcp_tasks import call_tool_task  # noqa: PLC0415 (only in this environment)
+        from fastmcp_tasks import call_tool_task
 
         asked = NEXT_WAIT.search(message)
         if asked is None or escalation_id is None:
@@ -56,7 +56,7 @@ class TaskLoop(Loop):
 
 async def main(script: str, db_path: str, tasks: int, as_tasks: bool) -> None:
     if as_tasks:
-        import fastmcp_tasks  # noqa: F401, PLC0415 (registers the client's tasks extension)
+        import fastmcp_tasks  # noqa: F401 (registers the client's tasks extension)
     client: Client[Any] = Client(StdioTransport(command=script, args=["--db", db_path]))
     async with client:
 
