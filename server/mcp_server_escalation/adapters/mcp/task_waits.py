@@ -38,9 +38,8 @@ from typing import TYPE_CHECKING, Any
 from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, MCPServer, require_client_extension
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.server import require_client_extension
 from mcp.types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, ElicitResult, TextContent
 from mcp_types import RequestParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
