@@ -4,14 +4,19 @@ SDK's own client in memory with the tasks extension declared (tests/task_client.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from conftest import Agent, make_settings
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, http_in_thread
 from mcp_server_escalation.adapters.composition.server import build_server
 from operator_support import SCRIPT, run_cli
 from task_client import CreatedTask, TasksClient, call_as_task, cancel_task, get_task, update_task
@@ -226,3 +231,33 @@ async def test_a_restarted_server_serves_a_task_started_before(db_path: str, tmp
     assert done.status == "completed"
     assert done.result is not None
     assert done.result["structuredContent"]["escalation"]["response"]["content"] == "API keys"
+
+
+@asynccontextmanager
+async def _http(url: str, token: str) -> AsyncIterator[Client]:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(streamable_http_client(url, http_client=http), extensions=[TasksClient()]) as client,
+    ):
+        yield client
+
+
+async def test_over_http_a_task_is_read_only_by_the_caller_that_started_it(tmp_path: Any) -> None:
+    with http_in_thread(tmp_path) as port, anyio.fail_after(60):
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with _http(url, AGENT_TOKEN) as agent_client:
+            escalation_id = await _question(Agent(agent_client), "t-http")
+            created = await _wait_as_task(agent_client, escalation_id)
+            mine = await get_task(agent_client, created.task_id)
+        async with _http(url, OPERATOR_TOKEN) as operator_client:
+            with pytest.raises(MCPError) as refused:
+                await get_task(operator_client, created.task_id)
+            with pytest.raises(MCPError) as not_cancelled:
+                await cancel_task(operator_client, created.task_id)
+        async with _http(url, AGENT_TOKEN) as agent_again:
+            still = await get_task(agent_again, created.task_id)
+
+    assert mine.status == "working"
+    assert refused.value.error.code == -32602
+    assert not_cancelled.value.error.code == -32602
+    assert still.status == "working"
