@@ -261,3 +261,22 @@ async def test_over_http_a_task_is_read_only_by_the_caller_that_started_it(tmp_p
     assert refused.value.error.code == -32602
     assert not_cancelled.value.error.code == -32602
     assert still.status == "working"
+
+
+async def test_a_task_completed_with_an_escalation_at_its_input_limits_stays_bounded(db_path: str) -> None:
+    long = "é" * (64 * 1024)  # every text at its limit, two bytes a character
+    with anyio.fail_after(60):
+        async with _client(db_path) as client:
+            agent = Agent(client)
+            await agent.call("start_task", title="Wire the API", task_id="t-big")
+            raised = await agent.call("raise_escalation", task_id="t-big", reason=long, question=long)
+            escalation_id = raised["escalation"]["escalation_id"]
+            created = await _wait_as_task(client, escalation_id)
+            await agent.call("resolve_escalation", escalation_id=escalation_id, response_type="withdraw")
+            done = await get_task(client, created.task_id)
+
+    assert done.status == "completed"
+    assert done.result is not None
+    assert done.result["structuredContent"]["status"] == "withdrawn"
+    on_the_wire = json.dumps(done.model_dump(by_alias=True), ensure_ascii=False, separators=(",", ":"))
+    assert len(on_the_wire.encode()) < 16 * 1024
