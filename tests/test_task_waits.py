@@ -1,5 +1,6 @@
 """The wait for a human's answer as an MCP task (adapters/mcp/task_waits.py), through the
-SDK's own client in memory with the tasks extension declared (tests/task_client.py)."""
+SDK's own client in memory with the tasks extension declared (tests/task_client.py); the
+task's store on both backends where it is what is tested."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ async def _wait_as_task(client: Client, escalation_id: int) -> CreatedTask:
     return created
 
 
+@pytest.mark.both_backends
 async def test_a_wait_becomes_a_task_that_completes_with_the_cli_answer(db_path: str, tmp_path: Any) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -208,6 +210,7 @@ def _stdio(db_path: str) -> Client:
     return Client(params, extensions=[TasksClient()])
 
 
+@pytest.mark.both_backends
 async def test_a_restarted_server_serves_a_task_started_before(db_path: str, tmp_path: Any) -> None:
     home = tmp_path / "home"
     home.mkdir()
