@@ -17,7 +17,9 @@ answer from another channel (the CLI) ends the wait and withdraws the open form.
 Where: on connections whose client declared the ``elicitation`` capability (form mode). On
 2026-07-28 a server cannot push a request mid-call: there the question is an
 ``InputRequiredResult`` and the client's retry brings the answer (adapters/mcp/
-elicitation_modern.py, which cannot also watch the store while the form is open). A client
+elicitation_modern.py, which cannot also watch the store while the form is open), and a
+client that declares the MCP tasks extension is asked by the task its wait becomes
+(adapters/mcp/task_waits.py). A client
 without the capability is never asked: nothing here can turn into a protocol error for the
 agent's call. ``[elicitation] mode``: ``auto`` (the
 default) asks on stdio only; over HTTP the caller's role comes from its bearer token, and
