@@ -283,3 +283,11 @@ async def test_a_task_completed_with_an_escalation_at_its_input_limits_stays_bou
     assert done.result["structuredContent"]["status"] == "withdrawn"
     on_the_wire = json.dumps(done.model_dump(by_alias=True), ensure_ascii=False, separators=(",", ":"))
     assert len(on_the_wire.encode()) < 16 * 1024
+
+
+async def test_the_server_declares_the_tasks_extension(db_path: str) -> None:
+    async with _client(db_path, tasks=False) as client:
+        capabilities = client.server_capabilities
+
+    assert capabilities is not None
+    assert capabilities.extensions == {"io.modelcontextprotocol/tasks": {}}
