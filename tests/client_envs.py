@@ -39,6 +39,8 @@ NPM_PINS: dict[str, tuple[str, ...]] = {
     "typescript-sdk": ("@modelcontextprotocol/sdk@1.32.2",),
     "claude-code": ("@anthropic-ai/claude-code@2.1.332",),
     "mcpb": ("@anthropic-ai/mcpb@2.1.2",),
+    "gemini-cli": ("@google/gemini-cli@0.61.0",),
+    "codex": ("@openai/codex@0.171.0",),
 }
 DRIVERS = Path(__file__).parent / "clients"
 INSTALL_TIMEOUT = 900  # a first install on a cold pip cache, two cores shared

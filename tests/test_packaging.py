@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -40,26 +41,8 @@ VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["
 
 
 def _claude(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """The pinned ``claude`` CLI with ``home`` as its home, nothing sent anywhere, and the
-    installed script on ``PATH`` (as a user who installed the package has it)."""
-    binary = npm_modules("claude-code") / ".bin" / "claude"
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "PATH": f"{Path(SCRIPT).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "XDG_DATA_HOME": str(home / "data"),
-    }
-    return subprocess.run(
-        [str(binary), *args],
-        cwd=cwd or home,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    """The pinned ``claude`` CLI, nothing sent anywhere (``_host``)."""
+    return _host("claude-code", "claude", home, *args, cwd=cwd or home)
 
 
 def _json(path: Path) -> Any:
@@ -182,3 +165,101 @@ def test_server_json_is_valid_against_the_registry_schema_and_names_this_release
     # The schema is the one that refuses what the registry refuses.
     too_long = {**entry, "description": "x" * 101}
     assert [error.validator for error in validator.iter_errors(too_long)] == ["maxLength"]
+
+
+def _install_page_entries() -> dict[str, list[Any]]:
+    """The config entries of docs/install.md (its json and toml blocks), by section."""
+    page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    entries: dict[str, list[Any]] = {}
+    for section in re.split(r"^## ", page, flags=re.MULTILINE)[1:]:
+        blocks = re.findall(r"^ *```(json|toml)\n(.*?)^ *```", section, re.DOTALL | re.MULTILINE)
+        title = section.splitlines()[0]
+        entries[title] = [
+            json.loads(text) if kind == "json" else tomllib.loads(text) for kind, text in blocks
+        ]
+    return entries
+
+
+def test_every_host_entry_in_the_install_page_parses_and_starts_the_installed_script() -> None:
+    entries = _install_page_entries()
+    commands = {}
+    for title, blocks in entries.items():
+        for entry in blocks:
+            servers = entry.get("mcpServers") or entry.get("servers") or entry.get("mcp_servers")
+            commands[title] = Path(servers["escalation"]["command"]).name
+    assert sorted(commands) == [
+        "Claude Code",
+        "Claude Desktop",
+        "Codex CLI",
+        "Cursor",
+        "Gemini CLI",
+        "VS Code",
+    ]
+    assert set(commands.values()) == {"mcp-server-escalation"}
+
+
+def _host(package: str, binary: str, home: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A host's pinned CLI with ``home`` as its home and the installed script on ``PATH``."""
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PATH": f"{Path(SCRIPT).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "XDG_DATA_HOME": str(home / "data"),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+    }
+    command = [str(npm_modules(package) / ".bin" / binary), *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=180, check=False)
+
+
+def _line(output: str, server: str) -> str:
+    (line,) = [line for line in output.splitlines() if server in line and "mcp-server-escalation" in line]
+    return line
+
+
+def test_claude_code_runs_the_added_server_and_holds_the_projects_until_approved(tmp_path: Path) -> None:
+    (entry,) = _install_page_entries()["Claude Code"]
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".mcp.json").write_text(json.dumps(entry), encoding="utf-8")
+
+    listed = _claude(tmp_path, "mcp", "list", cwd=project)
+    assert "Pending approval" in _line(listed.stdout, "escalation:")
+    # The other route, as the README gives it, works at once.
+    added = _host(
+        "claude-code", "claude", tmp_path, "mcp", "add", "mine", "--", "mcp-server-escalation", cwd=project
+    )
+    assert added.returncode == 0, added.stdout + added.stderr
+    listed = _claude(tmp_path, "mcp", "list", cwd=project)
+    assert "Connected" in _line(listed.stdout, "mine:")
+
+
+def test_gemini_cli_connects_the_documented_entry_once_the_folder_is_trusted(tmp_path: Path) -> None:
+    (entry,) = _install_page_entries()["Gemini CLI"]
+    project = tmp_path / "project"
+    (project / ".gemini").mkdir(parents=True)
+    (project / ".gemini" / "settings.json").write_text(json.dumps(entry), encoding="utf-8")
+    (tmp_path / ".gemini").mkdir()
+    quiet = {"general": {"disableAutoUpdate": True}, "privacy": {"usageStatisticsEnabled": False}}
+    (tmp_path / ".gemini" / "settings.json").write_text(json.dumps(quiet), encoding="utf-8")
+
+    untrusted = _host("gemini-cli", "gemini", tmp_path, "mcp", "list", cwd=project)
+    assert "Disabled" in _line(untrusted.stdout + untrusted.stderr, "escalation:")
+    # What answering its trust prompt writes.
+    trusted = {str(project): "TRUST_FOLDER"}
+    (tmp_path / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted), encoding="utf-8")
+    listed = _host("gemini-cli", "gemini", tmp_path, "mcp", "list", cwd=project)
+    assert "Connected" in _line(listed.stdout + listed.stderr, "escalation:")  # it lists on stderr
+
+
+def test_codex_reads_the_documented_entry_with_its_tool_timeout(tmp_path: Path) -> None:
+    page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    (toml_text,) = re.findall(r"^```toml\n(.*?)^```", page, re.DOTALL | re.MULTILINE)
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text(toml_text, encoding="utf-8")
+
+    read = _host("codex", "codex", tmp_path, "mcp", "get", "escalation", "--json", cwd=tmp_path)
+    assert read.returncode == 0, read.stdout + read.stderr
+    server = json.loads(read.stdout)
+    assert server["transport"]["command"] == "mcp-server-escalation"
+    assert server["tool_timeout_sec"] == 60
