@@ -33,6 +33,9 @@ from typing import Any
 PINS: dict[str, tuple[str, ...]] = {
     "openai-agents": ("openai-agents==0.24.0", "mcp==2.3.0"),
     "langchain-mcp-adapters": ("langchain-mcp-adapters==0.3.2", "langchain-core==1.8.3", "mcp==1.30.0"),
+    # what runs an MCP bundle of type "uv" (manifest.json): the host installs the bundle's
+    # dependencies with it
+    "uv": ("uv==0.13.9",),
 }
 # The npm packages, pinned the same way: what `npm install <package>` gives a user today.
 NPM_PINS: dict[str, tuple[str, ...]] = {

@@ -22,12 +22,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import anyio
 import jsonschema
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from client_envs import npm_modules
+from client_envs import cache_root, client_python, npm_modules
 from http_support import SCRIPT
 from mcp_server_escalation.hooks.install import merge_claude
 
@@ -105,20 +104,20 @@ def _mcpb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def _tools_served_from(folder: Path) -> set[str]:
-    """The tools the server in an unpacked bundle lists, run from the bundle's own files alone
-    (its source first on the path, its prompts and schemas beside it) on a fresh store."""
-    env = {**os.environ, "PYTHONPATH": str(folder / "server")}
-    imported = await anyio.run_process(
-        [sys.executable, "-c", "import mcp_server_escalation as m; print(m.__file__)"], env=env
-    )
-    assert Path(imported.stdout.decode().strip()).is_relative_to(folder)  # not this checkout's copy
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "mcp_server_escalation", "--db", str(folder / "bundle.db")],
-        env=env,
-        cwd=str(folder),
-    )
+async def _tools_served_from(folder: Path, mcp_config: dict[str, Any]) -> set[str]:
+    """The tools an unpacked bundle serves, started as its ``mcp_config`` says (``uv run`` in
+    the bundle: uv builds the package from the bundle's own files and installs its
+    dependencies, as the host does), on a fresh store."""
+    uv = client_python("uv").parent / "uv"
+    assert mcp_config["command"] == "uv"
+    args = [arg.replace("${__dirname}", str(folder)) for arg in mcp_config["args"]]
+    env = {
+        **os.environ,
+        "UV_CACHE_DIR": str(cache_root() / "uv-cache"),  # kept between runs, as a host keeps it
+        "UV_PYTHON": sys.executable,  # the host brings its own; this one is at hand
+        "ESCALATION_DB": str(folder / "bundle.db"),
+    }
+    params = StdioServerParameters(command=str(uv), args=args, env=env, cwd=str(folder))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         listed = await session.list_tools()
@@ -145,7 +144,7 @@ async def test_the_mcpb_cli_validates_and_packs_a_bundle_serving_every_tool_it_l
     assert manifest["version"] == VERSION
     assert manifest["server"]["type"] == "uv"  # the host installs the dependencies
     listed = {tool["name"] for tool in manifest["tools"]}
-    assert await _tools_served_from(tmp_path / "unpacked") == listed
+    assert await _tools_served_from(tmp_path / "unpacked", manifest["server"]["mcp_config"]) == listed
 
 
 def test_server_json_is_valid_against_the_registry_schema_and_names_this_release() -> None:
