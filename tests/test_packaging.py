@@ -1,13 +1,16 @@
 """The hosts' own packaging, checked by the hosts' own tools (pinned, from npm:
-tests/client_envs.py), offline:
+tests/client_envs.py), each in a throw-away home:
 
 - the Claude Code plugin (``.claude-plugin/``): the MCP server and the hooks in one install,
   validated and installed by the real ``claude`` CLI; its hooks are exactly what ``hook
   install claude-code`` writes for the script on ``PATH``, so the two routes cannot drift;
 - the MCP bundle for Claude Desktop (``manifest.json``, ``.mcpbignore``), validated and packed
-  by the real ``mcpb`` CLI; the packed bundle serves every tool it lists;
+  by the real ``mcpb`` CLI; the packed bundle, started as its manifest says (``uv run``),
+  serves every tool it lists;
 - ``server.json`` for the official MCP registry, valid against the registry's 2025-12-11
-  schema (schemas/external/).
+  schema (schemas/external/);
+- the entries docs/install.md gives each host, read and run by Claude Code, Gemini CLI and
+  Codex themselves.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from mcp.client.stdio import stdio_client
 
 from client_envs import cache_root, client_python, npm_modules
 from http_support import SCRIPT
-from mcp_server_escalation.hooks.install import merge_claude
+from mcp_server_escalation.hooks.install import CLAUDE_EVENTS, merge_claude
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / ".claude-plugin" / "plugin.json"
@@ -89,6 +92,10 @@ def test_claude_plugin_install_sets_up_the_server_and_the_hooks_in_one_go(tmp_pa
     listed = _claude(home, "plugin", "list", "--json")
     plugins = {entry["id"]: entry for entry in json.loads(listed.stdout)}
     assert plugins["escalation@mcp-server-escalation"]["enabled"] is True
+    inventory = _claude(home, "plugin", "details", "escalation@mcp-server-escalation").stdout
+    events = ", ".join(event for event, _ in CLAUDE_EVENTS)
+    assert f"Hooks ({len(CLAUDE_EVENTS)})  {events}" in inventory
+    assert "MCP servers (1)  escalation" in inventory
     # Claude Code starts the plugin's server as it would for a session, and it answers.
     servers = _claude(home, "mcp", "list", cwd=project)
     assert servers.returncode == 0, servers.stdout + servers.stderr
