@@ -8,6 +8,10 @@ once, and reuses it while the pins are the same (the folder is named by them). A
 of ``tests/clients/`` then runs in that environment, drives our installed console script over
 stdio through the client's own session objects, and prints what it saw as JSON.
 
+npm packages (the TypeScript SDK, the hosts' own command-line tools) are kept the same way:
+pinned, installed once with ``npm`` into a folder of that cache named by the pins
+(``npm_modules``).
+
 A client that cannot be installed fails the test that needs it: it is never skipped.
 """
 
@@ -17,8 +21,10 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +36,17 @@ PINS: dict[str, tuple[str, ...]] = {
     "fastmcp": ("fastmcp==4.2.3", "mcp==2.3.0"),
     # The client's side of the MCP tasks extension; it pins its fastmcp (slim) release exactly.
     "fastmcp-tasks": ("fastmcp-tasks==4.1.4", "fastmcp-slim==4.1.4", "mcp==2.3.0"),
+    # what runs an MCP bundle of type "uv" (manifest.json): the host installs the bundle's
+    # dependencies with it
+    "uv": ("uv==0.13.9",),
+}
+# The npm packages, pinned the same way: what `npm install <package>` gives a user today.
+NPM_PINS: dict[str, tuple[str, ...]] = {
+    "typescript-sdk": ("@modelcontextprotocol/sdk@1.32.2",),
+    "claude-code": ("@anthropic-ai/claude-code@2.1.332",),
+    "mcpb": ("@anthropic-ai/mcpb@2.1.2",),
+    "gemini-cli": ("@google/gemini-cli@0.61.0",),
+    "codex": ("@openai/codex@0.171.0",),
 }
 DRIVERS = Path(__file__).parent / "clients"
 INSTALL_TIMEOUT = 900  # a first install on a cold pip cache, two cores shared
@@ -49,20 +66,45 @@ def cache_root() -> Path:
     return Path(base) / "mcp-server-escalation-tests"
 
 
-def client_python(client: str) -> Path:
-    """The Python of ``client``'s environment, built on first use (one builder at a time)."""
-    pins = PINS[client]
+def _built_once(name: str, pins: tuple[str, ...], build: Callable[[Path, tuple[str, ...]], None]) -> Path:
+    """``name``'s folder in the cache, built by ``build`` on first use (one builder at a time)."""
     digest = hashlib.sha256("\n".join((sys.version, *pins)).encode()).hexdigest()[:12]
-    folder = cache_root() / f"{client}-{digest}"
-    python = folder / "bin" / "python"
+    folder = cache_root() / f"{name}-{digest}"
     ready = folder / "ready"
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with (folder.parent / f"{client}.lock").open("w") as lock:
+    with (folder.parent / f"{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another test worker may be building it
         if not ready.exists():
-            _build(folder, pins)
+            build(folder, pins)
             ready.write_text("\n".join(pins) + "\n")
-    return python
+    return folder
+
+
+def client_python(client: str) -> Path:
+    """The Python of ``client``'s environment, built on first use."""
+    return _built_once(client, PINS[client], _build) / "bin" / "python"
+
+
+def npm_modules(package: str) -> Path:
+    """The ``node_modules`` folder holding ``package``'s pinned release, installed on first use."""
+    return _built_once(package, NPM_PINS[package], _npm_install) / "node_modules"
+
+
+def _npm_install(folder: Path, pins: tuple[str, ...]) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise AssertionError(f"npm is not on PATH: cannot install {' '.join(pins)}")
+    folder.mkdir(parents=True, exist_ok=True)
+    installed = subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(folder), *pins],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT,
+        env={**os.environ, "HOME": str(_REAL_HOME)},  # npm's download cache is kept in the real one
+    )
+    if installed.returncode != 0:
+        raise AssertionError(f"cannot install {' '.join(pins)}:\n{installed.stdout}\n{installed.stderr}")
 
 
 def _build(folder: Path, pins: tuple[str, ...]) -> None:
@@ -81,9 +123,23 @@ def _build(folder: Path, pins: tuple[str, ...]) -> None:
 
 def drive(client: str, driver: str, *args: str, env: dict[str, str] | None = None) -> Any:
     """Run ``tests/clients/<driver>`` in ``client``'s environment; what it printed, as JSON."""
-    python = client_python(client)
+    command = [str(client_python(client)), str(DRIVERS / driver), *args]
+    return _run_driver(command, f"{driver} in {client}", env)
+
+
+def drive_node(package: str, driver: str, *args: str) -> Any:
+    """Run ``tests/clients/<driver>`` with node, given the ``node_modules`` holding
+    ``package`` as its first argument; what it printed, as JSON."""
+    node = shutil.which("node")
+    if node is None:
+        raise AssertionError(f"node is not on PATH: cannot run {driver}")
+    command = [node, str(DRIVERS / driver), str(npm_modules(package)), *args]
+    return _run_driver(command, f"{driver} with {' '.join(NPM_PINS[package])}", None)
+
+
+def _run_driver(command: list[str], what: str, env: dict[str, str] | None) -> Any:
     ran = subprocess.run(
-        [str(python), str(DRIVERS / driver), *args],
+        command,
         check=False,
         capture_output=True,
         text=True,
@@ -91,5 +147,5 @@ def drive(client: str, driver: str, *args: str, env: dict[str, str] | None = Non
         env={**os.environ, **(env or {})},
     )
     if ran.returncode != 0:
-        raise AssertionError(f"{driver} in {client} exited {ran.returncode}:\n{ran.stdout}\n{ran.stderr}")
+        raise AssertionError(f"{what} exited {ran.returncode}:\n{ran.stdout}\n{ran.stderr}")
     return json.loads(ran.stdout.strip().splitlines()[-1])

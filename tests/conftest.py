@@ -181,6 +181,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 # for ~10 s. A module missing here costs time, never a result.
 START_FIRST = (
     "test_clients.py",  # builds the client environments on a run without them (minutes)
+    "test_packaging.py",  # installs the hosts' CLIs from npm on a run without them
     "test_team.py",
     "test_concurrency.py",
     "test_console_browser.py",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from client_envs import drive
+from client_envs import drive, drive_node
 from operator_support import SCRIPT
 
 
@@ -119,3 +119,19 @@ def test_fastmcp_with_tasks_takes_the_wait_for_the_human_as_a_task(tmp_path: Pat
     assert waited["task"]["first"] == "working"  # returned at once, before the answer
     assert waited["task"]["last"] == "completed"
     assert waited["result"]["escalation"]["response"]["responder"].startswith("cli:")
+
+
+def test_the_typescript_sdk_with_its_defaults_runs_the_whole_loop(tmp_path: Path) -> None:
+    # @modelcontextprotocol/sdk's Client: a 60 s request timeout, no progress handler, every
+    # structured result validated against the tool's output schema. The waits the messages
+    # ask for ([waiting] seconds, 4 by default) fit well inside its timeout.
+    seen = drive_node("typescript-sdk", "ts_loop.cjs", str(SCRIPT), str(tmp_path / "ts.db"))
+
+    assert seen["timeout_ms"] == 60_000  # the library's default, untouched
+    assert seen["tools"] == seen["with_output_schema"] == 16
+    steps = _loop_steps(seen)
+    _check_the_loop(steps, tasks=1)
+    polls = [step["arguments"]["wait_seconds"] for step in steps if step.get("tool") == "get_escalation"]
+    assert max(polls) * 1000 < seen["timeout_ms"]
+    # One connection throughout: it holds its task, and the plain withdrawal is accepted.
+    assert [step for step in steps if "refused" in step] == []

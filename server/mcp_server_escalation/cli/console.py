@@ -8,6 +8,7 @@ tokens, when set, are known only to refuse them by name at the login.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, StoreError
@@ -18,6 +19,8 @@ from .operator import missing_store
 from .serve import forwarded_for, http_listening, run_until_stopped
 
 if TYPE_CHECKING:
+    import socket
+
     import uvicorn
 
 # uvicorn waits for open responses on shutdown, and an SSE stream never ends by itself.
@@ -61,6 +64,27 @@ def add_parser(sub: argparse._SubParsersAction, common: object) -> None:  # type
     console.add_argument("--trusted-proxy", action="append", metavar="ADDRESS", help=TRUSTED_PROXY_HELP)
 
 
+def say_where(server: uvicorn.Server) -> None:
+    """The address to open, once ``server`` listens (with ``--port 0`` only the bound socket
+    knows the port), on stdout: the line an operator copies into a browser."""
+    host, port = server.servers[0].sockets[0].getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    sys.stdout.write(f"Console: http://{shown}:{port}/ (log in with an operator token; Ctrl-C stops it)\n")
+    sys.stdout.flush()
+
+
+def _announcing(config: uvicorn.Config) -> uvicorn.Server:
+    import uvicorn  # noqa: PLC0415 (the operator's other commands do not load the server)
+
+    class Console(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                say_where(self)
+
+    return Console(config)
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve the console until stopped."""
     server = console_server(args)
@@ -101,4 +125,4 @@ def console_server(args: argparse.Namespace) -> uvicorn.Server:
         **forwarded_for(args.trusted_proxy),
         **guarded_options(),  # connections capped, requests timed (adapters/http/connections.py)
     )
-    return uvicorn.Server(config)
+    return _announcing(config)

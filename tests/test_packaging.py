@@ -1,0 +1,271 @@
+"""The hosts' own packaging, checked by the hosts' own tools (pinned, from npm:
+tests/client_envs.py), each in a throw-away home:
+
+- the Claude Code plugin (``.claude-plugin/``): the MCP server and the hooks in one install,
+  validated and installed by the real ``claude`` CLI; its hooks are exactly what ``hook
+  install claude-code`` writes for the script on ``PATH``, so the two routes cannot drift;
+- the MCP bundle for Claude Desktop (``manifest.json``, ``.mcpbignore``), validated and packed
+  by the real ``mcpb`` CLI; the packed bundle, started as its manifest says (``uv run``),
+  serves every tool it lists;
+- ``server.json`` for the official MCP registry, valid against the registry's 2025-12-11
+  schema (schemas/external/);
+- the entries docs/install.md gives each host, read and run by Claude Code, Gemini CLI and
+  Codex themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from client_envs import cache_root, client_python, npm_modules
+from http_support import SCRIPT
+from mcp_server_escalation.hooks.install import CLAUDE_EVENTS, merge_claude
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN = ROOT / ".claude-plugin" / "plugin.json"
+MARKETPLACE = ROOT / ".claude-plugin" / "marketplace.json"
+BUNDLE_MANIFEST = ROOT / "manifest.json"
+REGISTRY_ENTRY = ROOT / "server.json"
+REGISTRY_SCHEMA = ROOT / "schemas" / "external" / "server.schema.json"
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+
+
+def _claude(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The pinned ``claude`` CLI, nothing sent anywhere (``_host``)."""
+    return _host("claude-code", "claude", home, *args, cwd=cwd or home)
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_the_plugin_runs_the_hooks_hook_install_writes_and_the_server_by_its_registered_name() -> None:
+    plugin = _json(PLUGIN)
+    installed: dict[str, Any] = {}
+    merge_claude(installed, "mcp-server-escalation")
+
+    assert plugin["hooks"] == installed["hooks"]
+    assert plugin["mcpServers"] == {"escalation": {"command": "mcp-server-escalation", "args": []}}
+    assert plugin["version"] == VERSION
+    assert [entry["version"] for entry in _json(MARKETPLACE)["plugins"]] == [VERSION]
+
+
+def test_the_claude_cli_validates_the_plugin_and_its_marketplace_strictly(tmp_path: Path) -> None:
+    for manifest in (PLUGIN, MARKETPLACE):
+        checked = _claude(tmp_path, "plugin", "validate", "--strict", "--json", str(manifest))
+        report = json.loads(checked.stdout)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert report["success"] is True
+        assert (report["manifest"]["errors"], report["manifest"]["warnings"]) == ([], [])
+    plugin_report = json.loads(_claude(tmp_path, "plugin", "validate", "--json", str(PLUGIN)).stdout)
+    provided = {(hook["event"], hook.get("matcher")) for hook in plugin_report["provides"]["hooks"]}
+    assert ("PreToolUse", "*") in provided
+    assert len(provided) == 7
+    # What the plugin catalog would refuse a submission for (a README, a licence): nothing.
+    directory = _claude(tmp_path, "plugin", "validate", "--profile", "directory", str(ROOT))
+    assert directory.returncode == 0, directory.stdout + directory.stderr
+
+
+def test_claude_plugin_install_sets_up_the_server_and_the_hooks_in_one_go(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+
+    added = _claude(home, "plugin", "marketplace", "add", str(ROOT))
+    assert added.returncode == 0, added.stdout + added.stderr
+    installed = _claude(home, "plugin", "install", "escalation@mcp-server-escalation")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    listed = _claude(home, "plugin", "list", "--json")
+    plugins = {entry["id"]: entry for entry in json.loads(listed.stdout)}
+    assert plugins["escalation@mcp-server-escalation"]["enabled"] is True
+    inventory = _claude(home, "plugin", "details", "escalation@mcp-server-escalation").stdout
+    events = ", ".join(event for event, _ in CLAUDE_EVENTS)
+    assert f"Hooks ({len(CLAUDE_EVENTS)})  {events}" in inventory
+    assert "MCP servers (1)  escalation" in inventory
+    # Claude Code starts the plugin's server as it would for a session, and it answers.
+    servers = _claude(home, "mcp", "list", cwd=project)
+    assert servers.returncode == 0, servers.stdout + servers.stderr
+    ours = "plugin:escalation:escalation"  # plugin:<plugin>:<server>
+    (line,) = [line for line in servers.stdout.splitlines() if line.startswith(ours)]
+    assert "Connected" in line
+
+
+def _mcpb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    binary = npm_modules("mcpb") / ".bin" / "mcpb"
+    return subprocess.run(
+        [str(binary), *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+async def _tools_served_from(folder: Path, mcp_config: dict[str, Any]) -> set[str]:
+    """The tools an unpacked bundle serves, started as its ``mcp_config`` says (``uv run`` in
+    the bundle: uv builds the package from the bundle's own files and installs its
+    dependencies, as the host does), on a fresh store."""
+    uv = client_python("uv").parent / "uv"
+    assert mcp_config["command"] == "uv"
+    args = [arg.replace("${__dirname}", str(folder)) for arg in mcp_config["args"]]
+    env = {
+        **os.environ,
+        "UV_CACHE_DIR": str(cache_root() / "uv-cache"),  # kept between runs, as a host keeps it
+        "UV_PYTHON": sys.executable,  # the host brings its own; this one is at hand
+        "ESCALATION_DB": str(folder / "bundle.db"),
+    }
+    params = StdioServerParameters(command=str(uv), args=args, env=env, cwd=str(folder))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = await session.list_tools()
+        where = await session.call_tool("list_escalations", {})
+    assert where.is_error is False
+    return {tool.name for tool in listed.tools}
+
+
+async def test_the_mcpb_cli_validates_and_packs_a_bundle_serving_every_tool_it_lists(tmp_path: Path) -> None:
+    validated = _mcpb("validate", str(BUNDLE_MANIFEST), cwd=tmp_path)
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    bundle = tmp_path / "escalation.mcpb"
+    packed = _mcpb("pack", str(ROOT), str(bundle), cwd=tmp_path)
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+
+    with zipfile.ZipFile(bundle) as archive:
+        names = archive.namelist()
+        archive.extractall(tmp_path / "unpacked")
+    tops = {name.split("/")[0] for name in names}
+    # What installing the package needs, and nothing of the development tree.
+    assert tops == {"manifest.json", "pyproject.toml", "README.md", "server", "prompts", "schemas"}
+    assert not [name for name in names if "__pycache__" in name or name.startswith("schemas/external/")]
+    manifest = _json(BUNDLE_MANIFEST)
+    assert manifest["version"] == VERSION
+    assert manifest["server"]["type"] == "uv"  # the host installs the dependencies
+    listed = {tool["name"] for tool in manifest["tools"]}
+    assert await _tools_served_from(tmp_path / "unpacked", manifest["server"]["mcp_config"]) == listed
+
+
+def test_server_json_is_valid_against_the_registry_schema_and_names_this_release() -> None:
+    schema = _json(REGISTRY_SCHEMA)
+    entry = _json(REGISTRY_ENTRY)
+    validator = jsonschema.Draft7Validator(schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+
+    assert [error.message for error in validator.iter_errors(entry)] == []
+    assert entry["$schema"] == schema["$id"]
+    assert entry["version"] == VERSION
+    (package,) = entry["packages"]
+    assert (package["registryType"], package["identifier"], package["version"]) == (
+        "pypi", "mcp-server-escalation", VERSION
+    )  # fmt: skip
+    # The registry proves the PyPI package is ours by this line in its README (the PyPI page).
+    assert f"mcp-name: {entry['name']}" in (ROOT / "README.md").read_text(encoding="utf-8")
+    # The schema is the one that refuses what the registry refuses.
+    too_long = {**entry, "description": "x" * 101}
+    assert [error.validator for error in validator.iter_errors(too_long)] == ["maxLength"]
+
+
+def _install_page_entries() -> dict[str, list[Any]]:
+    """The config entries of docs/install.md (its json and toml blocks), by section."""
+    page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    entries: dict[str, list[Any]] = {}
+    for section in re.split(r"^## ", page, flags=re.MULTILINE)[1:]:
+        blocks = re.findall(r"^ *```(json|toml)\n(.*?)^ *```", section, re.DOTALL | re.MULTILINE)
+        title = section.splitlines()[0]
+        entries[title] = [
+            json.loads(text) if kind == "json" else tomllib.loads(text) for kind, text in blocks
+        ]
+    return entries
+
+
+def test_every_host_entry_in_the_install_page_parses_and_starts_the_installed_script() -> None:
+    entries = _install_page_entries()
+    commands = {}
+    for title, blocks in entries.items():
+        for entry in blocks:
+            servers = entry.get("mcpServers") or entry.get("servers") or entry.get("mcp_servers")
+            commands[title] = Path(servers["escalation"]["command"]).name
+    assert sorted(commands) == [
+        "Claude Code",
+        "Claude Desktop",
+        "Codex CLI",
+        "Cursor",
+        "Gemini CLI",
+        "VS Code",
+    ]
+    assert set(commands.values()) == {"mcp-server-escalation"}
+
+
+def _host(package: str, binary: str, home: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A host's pinned CLI with ``home`` as its home and the installed script on ``PATH``."""
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PATH": f"{Path(SCRIPT).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "XDG_DATA_HOME": str(home / "data"),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+    }
+    command = [str(npm_modules(package) / ".bin" / binary), *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=180, check=False)
+
+
+def _line(output: str, server: str) -> str:
+    (line,) = [line for line in output.splitlines() if server in line and "mcp-server-escalation" in line]
+    return line
+
+
+def test_claude_code_runs_the_added_server_and_holds_the_projects_until_approved(tmp_path: Path) -> None:
+    (entry,) = _install_page_entries()["Claude Code"]
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".mcp.json").write_text(json.dumps(entry), encoding="utf-8")
+
+    listed = _claude(tmp_path, "mcp", "list", cwd=project)
+    assert "Pending approval" in _line(listed.stdout, "escalation:")
+    # The other route, as the README gives it, works at once.
+    added = _host(
+        "claude-code", "claude", tmp_path, "mcp", "add", "mine", "--", "mcp-server-escalation", cwd=project
+    )
+    assert added.returncode == 0, added.stdout + added.stderr
+    listed = _claude(tmp_path, "mcp", "list", cwd=project)
+    assert "Connected" in _line(listed.stdout, "mine:")
+
+
+def test_gemini_cli_connects_the_documented_entry_once_the_folder_is_trusted(tmp_path: Path) -> None:
+    (entry,) = _install_page_entries()["Gemini CLI"]
+    project = tmp_path / "project"
+    (project / ".gemini").mkdir(parents=True)
+    (project / ".gemini" / "settings.json").write_text(json.dumps(entry), encoding="utf-8")
+    (tmp_path / ".gemini").mkdir()
+    quiet = {"general": {"disableAutoUpdate": True}, "privacy": {"usageStatisticsEnabled": False}}
+    (tmp_path / ".gemini" / "settings.json").write_text(json.dumps(quiet), encoding="utf-8")
+
+    untrusted = _host("gemini-cli", "gemini", tmp_path, "mcp", "list", cwd=project)
+    assert "Disabled" in _line(untrusted.stdout + untrusted.stderr, "escalation:")
+    # What answering its trust prompt writes.
+    trusted = {str(project): "TRUST_FOLDER"}
+    (tmp_path / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted), encoding="utf-8")
+    listed = _host("gemini-cli", "gemini", tmp_path, "mcp", "list", cwd=project)
+    assert "Connected" in _line(listed.stdout + listed.stderr, "escalation:")  # it lists on stderr
+
+
+def test_codex_reads_the_documented_entry_with_its_tool_timeout(tmp_path: Path) -> None:
+    page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    (toml_text,) = re.findall(r"^```toml\n(.*?)^```", page, re.DOTALL | re.MULTILINE)
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text(toml_text, encoding="utf-8")
+
+    read = _host("codex", "codex", tmp_path, "mcp", "get", "escalation", "--json", cwd=tmp_path)
+    assert read.returncode == 0, read.stdout + read.stderr
+    server = json.loads(read.stdout)
+    assert server["transport"]["command"] == "mcp-server-escalation"
+    assert server["tool_timeout_sec"] == 60
