@@ -1,4 +1,5 @@
-"""``tasks list`` and ``tasks show ID``: what an operator needs to judge a task at a glance.
+"""``tasks list``, ``tasks show ID`` and ``tasks timeline ID``: what an operator needs to judge a
+task at a glance, and its story.
 
 ``--json`` prints exactly what the MCP tools return (``get_task``'s view; the task records),
 so scripts and agents read the same fields.
@@ -8,22 +9,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 
 from ..models.escalations import EscalationSummary
 from ..models.results import TaskView
+from ..models.tasks import TimelinePage
 from ..rules.triggers import COUNTER_LIMITS
+from ..rules.words import readable_time
 from ..services import escalations, tasks
 from ..services.runtime import Runtime
 from .escalation_view import summary_lines
 from .monitor import out, table
-from .readable import INDENT, labelled, terminal_width, wrap
+from .readable import INDENT, labelled, store_flag, terminal_width, wrap
 
 LIST_LIMIT = 200
 
 
 async def run(rt: Runtime, args: argparse.Namespace) -> int:
-    """Dispatch ``tasks list`` and ``tasks show``."""
+    """Dispatch ``tasks list``, ``tasks show`` and ``tasks timeline``."""
     width = terminal_width()
+    if args.action == "timeline":
+        return await _timeline(rt, args, width)
     if args.action == "show":
         view = await tasks.get_task(rt, args.id)  # an unknown id: worded in cli/operator.py
         if args.json:
@@ -59,6 +65,16 @@ async def run(rt: Runtime, args: argparse.Namespace) -> int:
     ]
     headers = ["TASK", "STATUS", "AGENT", "FILES", "SAME-ERR", "VERIFY", "PENDING", "TITLE"]
     for line in table(headers, rows, width=width):
+        out(line)
+    return 0
+
+
+async def _timeline(rt: Runtime, args: argparse.Namespace, width: int) -> int:
+    page = await tasks.timeline(rt, args.id, args.after)  # an unknown id: worded in cli/operator.py
+    if args.json:
+        out(json.dumps(page.model_dump(mode="json"), indent=2, sort_keys=True))
+        return 0
+    for line in timeline_lines(page, width, store_flag(rt)):
         out(line)
     return 0
 
@@ -148,3 +164,25 @@ def _history_lines(history: list[EscalationSummary], width: int) -> list[str]:
 
 def _rate(rate: float | None) -> str:
     return "-" if rate is None else f"{rate:.0%}"
+
+
+def timeline_lines(page: TimelinePage, width: int, store: str = "") -> list[str]:
+    """A page of the task's timeline: each entry's number, time and what happened, its details
+    and files under it, then where the page stands and the command for the next one."""
+    if not page.entries:
+        return [f"Task {page.task_id}: nothing in its timeline past this point ({page.total} entries in all)"]
+    first, last = page.before + 1, page.before + len(page.entries)
+    lines = wrap(f"Task {page.task_id}: timeline {first}-{last} of {page.total}, oldest first", width)
+    for item in page.entries:
+        lines += ["", *wrap(f"{item.number}. {readable_time(item.at)}  {item.what}", width)]
+        lines += wrap(item.said, width, INDENT, INDENT)
+        if item.failure_id:
+            command = f"mcp-server-escalation{store} failures show {item.failure_id}"
+            lines += wrap(f"the whole error: {command}", width, INDENT, INDENT * 2)
+        if item.files:
+            lines += wrap(f"files: {', '.join(item.files)}", width, INDENT, INDENT * 2)
+    if page.next_after is not None:
+        task = shlex.quote(page.task_id)
+        command = f"mcp-server-escalation{store} tasks timeline {task} --after {page.next_after}"
+        lines += ["", *wrap(f"next page: {command}", width, "", INDENT)]
+    return lines

@@ -39,7 +39,7 @@ from . import queue_view
 from .landing import landing, login_location, login_to
 from .live import STREAMS_PER_SESSION, LiveStreams
 from .refusals import refusal_text
-from .rendering import Pages
+from .rendering import Pages, path_segment
 from .sessions import COOKIE, Session, Sessions, csrf_matches
 from .throttle import LoginThrottle
 
@@ -268,12 +268,17 @@ class Console:
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
+        task_id = str(request.path_params["task_id"])
         try:
-            view = await tasks.get_task(self.rt, str(request.path_params["task_id"]))
+            after = _int_field(request.query_params.get("after"), "after") or 0
+            view = await tasks.get_task(self.rt, task_id)
+            story = await tasks.timeline(self.rt, task_id, after)
         except NotFound as exc:
             return self._error(request, 404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
+        except InvalidInput as exc:
+            return self._error(request, 400, str(exc), session, f"/tasks/{path_segment(task_id)}")
         title = f"Task {view.task.task_id}"
-        return self._page(request, "task.html", title, session, view=view, limits=COUNTER_LIMITS)
+        return self._page(request, "task.html", title, session, view=view, limits=COUNTER_LIMITS, story=story)
 
     async def failure_page(self, request: Request) -> Response:
         """A failure's whole error: each occurrence's whole output and what changed between them."""
