@@ -331,7 +331,8 @@ def _add_tasks(sub: Subparsers) -> None:
         type=bounded(0, ID_MAX),
         default=0,
         metavar="N",
-        help="start after this action (the previous page prints the command for the next one)",
+        help="start after this action (the previous page prints the command for the next one; "
+        "default: 0, the first page)",
     )
     story.add_argument("--json", action="store_true", help=JSON_HELP)
 

@@ -70,6 +70,17 @@ class ThresholdAdvice(Record):
     false_alarm: int
 
 
+class DayCount(Record):
+    """The escalations raised on one day (UTC), by type, and how many of them a person answered
+    and how many still wait."""
+
+    day: str = Field(description="YYYY-MM-DD, UTC")
+    by_type: dict[str, int]
+    total: int
+    answered: int = Field(description="Answered by a person (withdrawals excluded)")
+    waiting: int = Field(description="Still pending")
+
+
 class StatsReport(Record):
     """``mcp-server-escalation stats``."""
 
@@ -84,6 +95,9 @@ class StatsReport(Record):
     )
     raise_thresholds: list[ThresholdAdvice] = Field(
         default_factory=list, description="Where false alarms outnumber useful escalations"
+    )
+    per_day: list[DayCount] = Field(
+        default_factory=list, description="The last 14 days, oldest first (days without escalations too)"
     )
     generated_at: str
 

@@ -38,6 +38,7 @@ async def stats(rt: Runtime) -> StatsReport:
             notifications=outbox_store.notifier_stats(conn),
             verdicts=verdicts,
             raise_thresholds=verdict_rules.advice(verdicts),
+            per_day=stats_rules.per_day(timings, now),
             generated_at=rt.now(),
         )
 

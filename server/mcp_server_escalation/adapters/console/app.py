@@ -35,7 +35,7 @@ from ...services import escalations, guidance, reports, tasks
 from ...services.console import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
-from . import queue_view
+from . import charts, queue_view
 from .landing import landing, login_location, login_to
 from .live import STREAMS_PER_SESSION, LiveStreams
 from .refusals import refusal_text
@@ -308,7 +308,10 @@ class Console:
             return RedirectResponse(login_location(request), status_code=303)
         report = await reports.stats(self.rt)
         buckets = await reports.answer_time_buckets(self.rt)
-        return self._page(request, "stats.html", "Stats", session, report=report, buckets=buckets)
+        chart = charts.day_chart(report.per_day)
+        return self._page(
+            request, "stats.html", "Stats", session, report=report, buckets=buckets, chart=chart
+        )
 
     async def answer(self, request: Request) -> Response:
         """Answer through the CLI's service, as the logged-in operator, on the revision shown."""
