@@ -178,10 +178,36 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds:.1f}s"
 
 
+def _judged_lines(report: StatsReport, width: int) -> list[str]:
+    """Per trigger type: the operators' verdicts beside the replay's precision on each corpus."""
+    if not report.judged_by_type:
+        return []
+    lines = [
+        "",
+        *wrap(
+            "Per kind: judged useful here, beside the replay of real runs (of the runs the trigger "
+            "paused, the share that were going to fail)",
+            width,
+        ),
+    ]
+    for j in report.judged_by_type:
+        share = "no verdict yet" if j.useful_share is None else f"{j.useful_share:.0%} judged useful"
+        lines += wrap(
+            f"{kind_words(j.type)}: {j.useful} useful, {j.false_alarm} false alarm ({share})", width, INDENT
+        )
+        replayed = [
+            f"{f.precision:.0%} of {f.paused} paused runs on {f.corpus} (base rate {f.base_rate:.0%})"
+            for f in j.replay
+        ]
+        lines += wrap(f"replay: {'; '.join(replayed) or 'not measured'}", width, INDENT * 2, INDENT * 3)
+    return lines
+
+
 def _verdict_lines(report: StatsReport, width: int) -> list[str]:
     """Operators' verdicts per type and project, and the thresholds false alarms say to raise."""
     if not report.verdicts:
         return [
+            *_judged_lines(report, width),
             "",
             *wrap("Verdicts: none yet (escalations respond ID ... --verdict useful|false-alarm)", width),
         ]
@@ -196,10 +222,11 @@ def _verdict_lines(report: StatsReport, width: int) -> list[str]:
         for v in report.verdicts
     ]
     lines = [
+        *_judged_lines(report, width),
         "",
-        "Verdicts",
+        "Verdicts per project",
         *table(
-            ["TYPE", "PROJECT", "USEFUL", "FALSE ALARM", "USEFUL SHARE"],
+            ["KIND", "PROJECT", "USEFUL", "FALSE ALARM", "USEFUL SHARE"],
             rows,
             right=frozenset({2, 3, 4}),
             width=width,

@@ -31,7 +31,7 @@ from starlette.types import Receive, Scope, Send
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound, StoreUnavailable
 from ...rules.triggers import COUNTER_LIMITS
 from ...rules.words import kind_words
-from ...services import escalations, guidance, reports, tasks
+from ...services import escalations, guidance, reports, tasks, verdicts
 from ...services.console import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
@@ -343,6 +343,30 @@ class Console:
             return self._error(request, status, refusal_text(self.book, exc, self.rt.db.path), session, back)
         return RedirectResponse(back, status_code=303)
 
+    async def judge(self, request: Request) -> Response:
+        """A verdict on an escalation answered before (elsewhere, or without one), as the
+        logged-in operator; the answer form asks it of a pending one."""
+        escalation_id = int(request.path_params["id"])
+        back = f"/escalations/{escalation_id}"
+        session = self._session(request)
+        if session is None:
+            return self._refused(request, 401, "session", login_to(back))
+        form = await request.form()
+        if not csrf_matches(session, str(form.get("csrf") or "")):
+            return self._refused(request, 403, "csrf")
+        try:
+            await verdicts.judge_escalation(
+                self.rt,
+                escalation_id=escalation_id,
+                verdict=str(form.get("verdict") or ""),
+                role="operator",
+                judged_by=session.responder,
+            )
+        except EscalationError as exc:
+            status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 400)
+            return self._error(request, status, refusal_text(self.book, exc, self.rt.db.path), session, back)
+        return RedirectResponse(f"{back}#answer-state", status_code=303)
+
     async def _answer_fields(self, escalation_id: int, form: FormData) -> Answer:
         """The answer the form holds; an option picked is its text, sent as guidance."""
         get = form.get
@@ -466,6 +490,7 @@ def build_console(
             Route("/events", bound("events"), methods=["GET"]),
             Route("/escalations/{id:int}", bound("escalation_page"), methods=["GET"]),
             Route("/escalations/{id:int}/answer", bound("answer"), methods=["POST"]),
+            Route("/escalations/{id:int}/verdict", bound("judge"), methods=["POST"]),
             Route("/tasks/{task_id}", bound("task_page"), methods=["GET"]),
             Route("/failures/{failure_id}", bound("failure_page"), methods=["GET"]),
             Route("/answered", bound("answered_page"), methods=["GET"]),
