@@ -86,3 +86,18 @@ def test_the_views_say_what_the_consoles_do(raised: Raised, home: Path) -> None:
         in question
     )
     assert "\nEvidence\n" not in question  # the question is its evidence, said once
+
+
+def test_a_task_is_shown_in_words_with_the_command_for_its_timeline(raised: Raised, home: Path) -> None:
+    code, out, err = run_async(lambda: run_cli("tasks", "show", "kinds-stall", home=home, COLUMNS="100"))
+    assert code == 0, err
+    text = TIME.sub("<time>", out)
+    path = GOLDEN / "cli_tasks_show.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"differs from tests/golden/{path.name}"
+    # The directive is the model's own message: it names the tool call to make, arguments and all.
+    assert KEY_NAME.findall(re.sub(r"get_escalation\([^)]*\)", "", text)) == []
+    for unwanted in ("True", "False", "{", "T13:", "fp-"):
+        assert unwanted not in text, unwanted
+    assert "mcp-server-escalation tasks timeline kinds-stall" in " ".join(text.split())

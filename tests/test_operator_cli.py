@@ -335,10 +335,10 @@ async def test_tasks_list_and_show_give_counters_limits_tests_and_escalations(
     assert by_task["t-quiet"][6] == "-"
     assert show_code == 0, show_err
     lines = shown.splitlines()
-    assert "files_modified                     2     20  files_modified_exceeds" in lines
+    assert "files modified                     2     20  files modified exceeds" in lines
     assert "  src/a.py" in lines
     assert "  src/b.py" in lines
-    assert any(line.split()[2:6] == ["3", "2", "60%", "yes"] for line in lines)
-    assert any(line.split()[2:6] == ["5", "0", "100%", "yes"] for line in lines)
+    assert any(line.split()[4:8] == ["3", "2", "60%", "yes"] for line in lines)
+    assert any(line.split()[4:8] == ["5", "0", "100%", "yes"] for line in lines)
     assert any(f"#{escalation_id}  question from the agent  normal  pending" in line for line in lines)
     assert any(line.startswith("Directive: pause: ") for line in lines)

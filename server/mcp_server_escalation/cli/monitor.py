@@ -17,7 +17,7 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
-from ..rules.words import kind_words, name_words
+from ..rules.words import kind_words, name_words, readable_time
 from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
@@ -269,7 +269,7 @@ def _per_day_lines(report: StatsReport, width: int) -> list[str]:
 
 def stats_lines(report: StatsReport, width: int) -> list[str]:
     """The stats report as a terminal of ``width`` columns reads it."""
-    lines = [f"Escalations: {report.total}   (as of {report.generated_at})"]
+    lines = [f"Escalations: {report.total}   (as of {readable_time(report.generated_at)})"]
     if report.total:
         statuses = list(report.by_status)
         rows = [
