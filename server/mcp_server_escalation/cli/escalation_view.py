@@ -13,7 +13,6 @@ from __future__ import annotations
 import shlex
 
 from ..models.escalations import Escalation, EscalationSummary
-from ..models.tasks import Action
 from ..prompts import PromptBook
 from ..rules import timeline
 from ..rules.announce import human_answers
@@ -118,17 +117,8 @@ def _actions(e: Escalation, width: int) -> list[str]:
     actions = e.context.get("recent_actions", [])[-RECENT_ACTIONS_SHOWN:]
     lines = ["", "Recent actions"] if actions else []
     for a in actions:
-        detail = a.get("detail") if isinstance(a.get("detail"), dict) else {}
-        said = detail.get("summary") if set(detail) == {"summary"} else None  # shortened to a line
-        action = Action(
-            at=str(a.get("at", "")),
-            agent_id=str(a.get("agent_id", "")),
-            kind=str(a.get("kind", "")),
-            detail=detail,
-        )
-        entry = timeline.entry(0, 0, action, {})
-        text = f"{when(action.at)}  {entry.what}  {headline(str(said)) if said else entry.said}"
-        lines += wrap(text, width, INDENT, INDENT * 2)
+        entry = timeline.recent_entry(a)
+        lines += wrap(f"{when(entry.at)}  {entry.what}  {entry.said}", width, INDENT, INDENT * 2)
     return lines
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..models.tasks import Action, TimelineEntry
 from .fact_lines import pairs_line
-from .salient import one_line
+from .salient import headline, one_line
 from .words import kind_words, name_words
 
 # Characters of an agent's note or an operator's name kept on an entry's line.
@@ -169,3 +169,20 @@ def entry(number: int, action_id: int, action: Action, errors: Mapping[str, str]
         failure_id=str(failure_id) if isinstance(failure_id, str) and failure_id else None,
         escalation_id=escalation_id if isinstance(escalation_id, int) else None,
     )
+
+
+def recent_entry(summary: Mapping[str, Any]) -> TimelineEntry:
+    """One of an escalation's recent actions (``rules/evidence.action_summary``) as a timeline
+    entry; a detail shortened to one line of text is said as that line."""
+    detail = summary.get("detail")
+    detail = dict(detail) if isinstance(detail, Mapping) else {}
+    action = Action(
+        at=str(summary.get("at", "")),
+        agent_id=str(summary.get("agent_id", "")),
+        kind=str(summary.get("kind", "")),
+        detail=detail,
+    )
+    found = entry(0, 0, action, {})
+    if set(detail) == {"summary"}:
+        return found.model_copy(update={"said": headline(str(detail["summary"]))})
+    return found

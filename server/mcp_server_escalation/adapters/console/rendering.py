@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
+from ...rules.timeline import recent_entry
 from ...rules.words import field_words, kind_words, name_words, readable_time, trigger_words, yes_no
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -109,6 +110,7 @@ def environment() -> jinja2.Environment:
         place=place,
         without=without,
         segment=path_segment,
+        story=recent_entry,
     )
     return env
 
