@@ -22,7 +22,7 @@ from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.services.verdicts import judge_escalation
 from mcp_server_escalation.settings import ElicitationConfig, NotifyConfig, Settings
 from mcp_server_escalation.store import verdicts as verdict_store
-from operator_support import eventually, receiver, run_cli
+from operator_support import Receiver, eventually, receiver, run_cli
 
 TRACEBACK = "Traceback (most recent call last):\n  File \"cart.py\", line 3\nKeyError: 'EUR'"
 
@@ -33,11 +33,15 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningConsole
         yield running
 
 
-async def repeated_error(db_path: str, task_id: str, **extra: object) -> int:
+async def repeated_error(db_path: str, task_id: str, heard: Receiver | None = None, **extra: object) -> int:
+    """A repeated error raised by an agent's server; with ``heard``, the server stays up until
+    the webhook has the escalation (a server that stops hands an unsent one to the next)."""
     async with connect(db_path, **extra) as agent:  # type: ignore[arg-type]
         await agent.call("start_task", title="Fix the cart", task_id=task_id, project="shop")
         for _ in range(3):
             result = await agent.call("record_failure", task_id=task_id, message=TRACEBACK)
+        if heard is not None:
+            await eventually(lambda: len(heard.delivered()) == 1, 45, "the webhook got the escalation")
     return int(result["escalation"]["escalation_id"])
 
 
@@ -53,18 +57,15 @@ def test_the_notifications_link_leads_through_the_login_to_the_answer_and_its_ve
     console: RunningConsole,
 ) -> None:
     with receiver() as hook:
-
-        async def raise_and_notify() -> int:
-            escalation_id = await repeated_error(
+        escalation_id = run_async(
+            lambda: repeated_error(
                 console.db_path,
                 "link-1",
+                hook,
                 notify=NotifyConfig(webhook_url=hook.url),
                 elicitation=ElicitationConfig(console_url=f"{console.url}/"),
             )
-            await eventually(lambda: len(hook.delivered()) == 1, 60, "the webhook got the escalation")
-            return escalation_id
-
-        escalation_id = run_async(raise_and_notify)
+        )
         sent = hook.delivered()[0].body
     link = f"{console.url}/escalations/{escalation_id}"
     assert sent["link"] == link
