@@ -420,6 +420,8 @@ def summarise(replayed: list[Replayed]) -> dict[str, Any]:
         with_line = [r for r in selected if r.pause and r.pause.error_line]
         return {
             "runs": len(selected),
+            # Of these paused runs, the share that were going to fail: the trigger was right.
+            "precision": _share(sum(1 for r in selected if not r.resolved), len(selected)),
             "unsolved_share": on_unsolved,
             "solved_share": on_solved,
             "lift": _lift(on_unsolved, on_solved),
@@ -510,6 +512,38 @@ def _table(figures: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# The figures the product's ``stats`` shows beside the operators' verdicts (``--figures``).
+FIGURES = (
+    Path(__file__).resolve().parents[1] / "server" / "mcp_server_escalation" / "data" / "replay_figures.toml"
+)
+
+
+def figures_toml(figures: dict[str, dict[str, Any]], measured_on: str) -> str:
+    """Each corpus's precision, overall and per trigger type, as ``data/replay_figures.toml``
+    holds it: the one source ``stats`` reads them from."""
+    lines = [
+        "# Written by benchmarks/replay_trajectories.py --figures; replay again to change it.",
+        "# Of the replayed real runs each trigger type paused, the share that were going to fail",
+        '# (precision), per corpus; type "any" is every pause. `stats` shows them beside the',
+        "# operators' verdicts on the team's own escalations.",
+        f'measured_on = "{measured_on}"',
+    ]
+    for corpus, found in figures.items():
+        rows = [("any", found["paused"]), *sorted(found["by_type"].items())]
+        for type_, row in rows:
+            lines += [
+                "",
+                "[[figure]]",
+                f'corpus = "{corpus.removesuffix(".gz").removesuffix(".jsonl")}"',
+                f'type = "{type_}"',
+                f"runs = {found['runs']}",
+                f"base_rate = {found['overall']['base_rate']}",
+                f"paused = {row['runs']}",
+                f"precision = {row['precision']}",
+            ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -523,6 +557,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=int, default=0, help="skip this many runs first")
     parser.add_argument("--json", type=Path, help="also write the figures and every pause here")
     parser.add_argument("--show", type=int, default=0, help="print this many pauses of solved runs")
+    parser.add_argument(
+        "--figures",
+        type=Path,
+        nargs="?",
+        const=FIGURES,
+        help=f"write each corpus's precision per trigger type here (no value: {FIGURES.name}, "
+        "which stats reads)",
+    )
     parser.add_argument(
         "--process", action="store_true", help="through the installed hook process (slower; same decisions)"
     )
@@ -543,6 +585,10 @@ def main(argv: list[str] | None = None) -> int:
         print(_side_by_side({name: r["figures"] for name, r in results.items()}))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))
+    if args.figures:
+        measured_on = time.strftime("%Y-%m-%d", time.gmtime())
+        found = {name: r["figures"] for name, r in results.items()}
+        args.figures.write_text(figures_toml(found, measured_on), encoding="utf-8")
     return 0
 
 

@@ -398,7 +398,7 @@ async def test_tasks_show_lists_the_budgets_with_counts_and_limits(db_path: str,
 
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
-    assert re.search(r"^tool_calls +2 +2 +max_tool_calls$", text, re.MULTILINE), text
-    assert re.search(r"^failing_test_runs +0 +off +max_failing_test_runs$", text, re.MULTILINE), text
-    assert "Minutes budget counts from 2026-11-21T10:00:00.000Z" in text
+    assert re.search(r"^tool calls +2 +2 +max tool calls$", text, re.MULTILINE), text
+    assert re.search(r"^failing test runs +0 +off +max failing test runs$", text, re.MULTILINE), text
+    assert "Minutes budget counts from 2026-11-21 10:00:00 UTC" in text
     assert re.search(r"^  #1 +budget +\w+ +pending", text, re.MULTILINE), text

@@ -391,7 +391,7 @@ async def test_tasks_show_prints_counters_failures_and_escalations(db_path: str,
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     assert "Task      cli-repeat\n          Fix the adder\nStatus    paused;" in text
-    assert re.search(r"^consecutive_same_error +3 +3 +same_error_repeated$", text, re.MULTILINE)
+    assert re.search(r"^consecutive same error +3 +3 +same error repeated$", text, re.MULTILINE)
     assert "Failures: 1 records, 3 occurrences" in text
     assert re.search(
         rf"^  #{made['repeated']['escalation_id']} +repeated error +normal +pending", text, re.MULTILINE

@@ -1,18 +1,25 @@
 """Every page of the console in a real browser (Debian's Chromium, driven by Playwright), as an
 accessibility engine (axe-core, from npm) and a person at 800 and 1,440 px see it: no serious
 or critical violation, header links readable (contrast at least 4.5:1), no word broken across
-two lines; and the whole error reached from a repeated error, then answered.
+two lines, the queue reflowed into cards at 800 px; and the operator's flow: log in, open a
+repeated error, read its whole error, answer with a verdict, see the waiting agent receive it.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from axe_support import BROKEN_WORDS, axe_source, contrast, violations
+from conftest import connect
 from console_support import RunningConsole, console_in_thread, run_async
 from escalation_kinds import Raised, raise_every_kind
 from http_support import OPERATOR_TOKEN
@@ -101,6 +108,51 @@ def test_no_word_is_broken_across_lines_at_800_px(
         page.context.close()
 
 
+# Where each cell of the queue ends, and whether anything scrolls sideways.
+QUEUE_LAYOUT = """() => ({
+  page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  queue: (s => s.scrollWidth - s.clientWidth)(document.querySelector("#queue .scroll")),
+  rightmost: Math.max(...[...document.querySelectorAll("#queue td")].map(
+    td => td.getBoundingClientRect().right)),
+  header: getComputedStyle(document.querySelector("table.queue thead")).position,
+  cells: document.querySelectorAll("#queue td").length,
+})"""
+
+
+def screenshot(page: Any, folder: Path, name: str, *, whole: bool = True) -> None:
+    """The page as a PNG in ``CONSOLE_SCREENSHOTS`` (docs/images holds the ones the docs show),
+    else in the test's folder."""
+    chosen = Path(os.environ.get("CONSOLE_SCREENSHOTS") or folder)
+    chosen.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(chosen / name), full_page=whole)
+
+
+def test_the_queue_reflows_at_800_px_and_stays_a_table_at_1440_px(
+    browser: Any, console: RunningConsole, raised: Raised, tmp_path: Path
+) -> None:
+    for width in WIDTHS:
+        page = logged_in_page(browser, console, width)
+        try:
+            page.goto(f"{console.url}/")
+            layout = page.evaluate(QUEUE_LAYOUT)
+            if width == 800:
+                screenshot(page, tmp_path, "console-queue-800.png", whole=False)
+            else:
+                page.goto(f"{console.url}/stats")
+                screenshot(page, tmp_path, "console-stats.png")
+                page.goto(f"{console.url}/tasks/kinds-verify#timeline")
+                screenshot(page, tmp_path, "console-task.png")
+        finally:
+            page.context.close()
+        assert layout["cells"] >= 9 * len(raised.ids)
+        assert layout["page"] == 0, (width, layout)
+        assert layout["queue"] == 0, (width, layout)  # nothing to scroll to: every column in view
+        assert layout["rightmost"] <= width, (width, layout)
+        # At 800 px each escalation is a card of labelled lines (the header row is for screen
+        # readers only); at 1,440 px the queue is a table with its header.
+        assert layout["header"] == ("absolute" if width == 800 else "static"), (width, layout)
+
+
 def test_the_header_links_are_readable_on_the_header(browser: Any, console: RunningConsole) -> None:
     page = logged_in_page(browser, console, 1440)
     try:
@@ -112,12 +164,41 @@ def test_the_header_links_are_readable_on_the_header(browser: Any, console: Runn
         page.context.close()
 
 
-def test_an_operator_reads_the_whole_error_from_a_repeated_error_and_answers_it(
+class WaitingAgent(threading.Thread):
+    """The agent of a repeated error, waiting for the operator's answer in get_escalation."""
+
+    def __init__(self, db_path: str, escalation_id: int) -> None:
+        super().__init__(daemon=True)
+        self.db_path = db_path
+        self.escalation_id = escalation_id
+        self.waiting = threading.Event()
+        self.answer: dict[str, Any] | None = None
+        self.failure: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            anyio.run(self._wait)
+        except BaseException as exc:  # noqa: BLE001 (handed to the test thread, which raises it)
+            self.failure = exc
+
+    async def _wait(self) -> None:
+        async with connect(self.db_path) as agent:
+            self.waiting.set()
+            self.answer = await agent.call(
+                "get_escalation", escalation_id=self.escalation_id, wait_seconds=60
+            )
+
+
+def test_an_operator_reads_the_whole_error_answers_with_a_verdict_and_the_agent_receives_it(
     browser: Any, console: RunningConsole, raised: Raised
 ) -> None:
+    escalation_id = raised.ids["repeated_error"]
+    agent = WaitingAgent(console.db_path, escalation_id)
+    agent.start()
+    assert agent.waiting.wait(30)
     page = logged_in_page(browser, console, 1440)
     try:
-        page.goto(f"{console.url}/escalations/{raised.ids['repeated_error']}")
+        page.goto(f"{console.url}/escalations/{escalation_id}")
         page.click("text=The whole error")
         page.wait_for_url(f"{console.url}/failures/F-1")
         marked = page.locator("pre.output mark.salient").first
@@ -126,8 +207,21 @@ def test_an_operator_reads_the_whole_error_from_a_repeated_error_and_answers_it(
         page.go_back()
         page.check("input[name=response_type][value=guidance]")
         page.fill("textarea[name=content]", "Round each line's tax before summing.")
+        page.check("input[name=verdict][value=useful]")
         with page.expect_navigation():
             page.click("form.answer button[type=submit]")
         page.locator("#answer-state", has_text="console:operator").wait_for()
+        assert "useful, by console:operator" in page.inner_text("#answer-state")
+        agent.join(timeout=60)
+        assert agent.failure is None, agent.failure
+        assert agent.answer is not None
+        response = agent.answer["escalation"]["response"]
+        assert response["content"] == "Round each line's tax before summing."
+        assert response["responder"] == "console:operator"
+        assert "verdict" not in json.dumps(agent.answer)  # the agent never reads the verdict
+        # Received: the page says so without a reload.
+        playwright_sync.expect(page.locator("#answer-state dd", has_text="not yet")).to_have_count(
+            1, timeout=WAIT_MS
+        )  # received, not yet acknowledged
     finally:
         page.context.close()

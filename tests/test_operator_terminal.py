@@ -341,7 +341,7 @@ async def test_a_test_stall_shows_its_pass_rate_history_as_one_short_line(db_pat
     )
 
     assert code == 0, err
-    assert "history: pass rate over 5 runs 60% -> 70% -> 70% -> 70% -> 70% (last: 7" in out
+    assert "pass rates over 5 runs, oldest first: 60% -> 70% -> 70% -> 70% -> 70%" in out
     assert "pass_rate" not in out
     assert _narrow(out) == []
 

@@ -12,7 +12,10 @@ import tomllib
 from functools import cache
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from .errors import ConfigError
+from .models.reports import ReplayFigure
 from .rules.classify import Extractor, Pattern, PatternBook
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -46,3 +49,21 @@ def pattern_book() -> PatternBook:
     except (OSError, KeyError, TypeError, re.error, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     return PatternBook(patterns, extractors)
+
+
+@cache
+def replay_figures() -> tuple[ReplayFigure, ...]:
+    """The replay's precision per corpus and trigger type (``data/replay_figures.toml``, which
+    ``benchmarks/replay_trajectories.py --figures`` writes); none when the file is absent."""
+    path = _PACKAGE_DIR / "data" / "replay_figures.toml"
+    if not path.exists():
+        return ()
+    try:
+        return parse_replay_figures(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def parse_replay_figures(text: str) -> tuple[ReplayFigure, ...]:
+    """The figures of a ``replay_figures.toml``'s text (its ``[[figure]]`` tables)."""
+    return tuple(ReplayFigure.model_validate(row) for row in tomllib.loads(text).get("figure", []))

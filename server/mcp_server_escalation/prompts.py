@@ -181,6 +181,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         # the operator side: notifier text, client log messages, elicitation (issue 5)
         "notify_text": ["priority", "escalation_id", "type", "task_id", "title", "headline", "options"],
         "notify_more": ["escalation_id", "bytes"],
+        "notify_link": ["link"],
         # appended to the description of every long text argument (adapters/mcp/registry.py)
         "tool_text_unit": [],
         "store_unavailable": ["reason"],

@@ -319,6 +319,22 @@ def _add_tasks(sub: Subparsers) -> None:
     _common(task_show)
     task_show.add_argument("id", metavar="TASK_ID", help="the task's id, whole (tasks list shows them)")
     task_show.add_argument("--json", action="store_true", help=JSON_HELP)
+    story = task_sub.add_parser(
+        "timeline",
+        help="a task's history, oldest first: every failure, attempt, progress report, edit check, "
+        "escalation and answer, with the files each touched, a page at a time",
+    )
+    _common(story)
+    story.add_argument("id", metavar="TASK_ID", help="the task's id, whole (tasks list shows them)")
+    story.add_argument(
+        "--after",
+        type=bounded(0, ID_MAX),
+        default=0,
+        metavar="N",
+        help="start after this action (the previous page prints the command for the next one; "
+        "default: 0, the first page)",
+    )
+    story.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 def _add_failures(sub: Subparsers) -> None:

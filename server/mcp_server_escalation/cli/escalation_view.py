@@ -14,10 +14,12 @@ import shlex
 
 from ..models.escalations import Escalation, EscalationSummary
 from ..prompts import PromptBook
+from ..rules import timeline
 from ..rules.announce import human_answers
 from ..rules.salient import headline
 from ..rules.words import kind_words, trigger_words
-from .readable import INDENT, cut, facts_lines, labelled, pairs_line, wrap
+from .evidence_view import evidence_lines, when
+from .readable import INDENT, cut, labelled, pairs_line, wrap
 
 # How each answer is given on the command line, in the order offered.
 ANSWER_FLAGS = {
@@ -27,6 +29,8 @@ ANSWER_FLAGS = {
     "terminate": "--terminate [TEXT]",
 }
 RECENT_ACTIONS_SHOWN = 10
+# Kinds the agent raises itself: no threshold, and the question or error is their evidence.
+RAISED_BY_AGENT = ("ask_human", "system_error")
 
 
 def answer_flags(escalation: Escalation) -> list[str]:
@@ -65,60 +69,73 @@ def escalation_lines(e: Escalation, prompts: PromptBook, width: int, db_path: st
     if task.get("specification"):
         lines += labelled("Spec", str(task["specification"]), width)
     lines += labelled("Scope", ", ".join(task.get("scope") or []) or "(any path)", width)
-    lines += labelled("Created", f"{e.created_at}, updated {e.updated_at}", width)
+    lines += labelled("Created", f"{when(e.created_at)}, updated {when(e.updated_at)}", width)
     if e.question or e.reason:
-        lines += labelled("Question", e.question or e.reason or "", width)
+        label = "Error" if e.type == "system_error" else "Question"
+        lines += labelled(label, e.question or e.reason or "", width)
+        if e.question and e.reason and e.reason != e.question:
+            lines += labelled("Why", e.reason, width)
         for i, option in enumerate(e.options, 1):
             lines += wrap(option, width, f"{INDENT}option {i}: ")
     lines += ["", "Triggers"]
     for t in e.triggers:
-        lines += wrap(f"{kind_words(t.type)}: {headline(t.summary)}", width, f"{INDENT}- ", INDENT * 2)
+        # The headline above is the first trigger's summary: said once, not again here.
+        said = headline(t.summary)
+        text = kind_words(t.type) if said == headline(first) else f"{kind_words(t.type)}: {said}"
+        lines += wrap(text, width, f"{INDENT}- ", INDENT * 2)
         fired = f"; fired {t.fired_count} times" if t.fired_count > 1 else ""
+        if t.type in RAISED_BY_AGENT:
+            lines += wrap(f"raised by the agent {when(t.at)}", width, INDENT * 2)
+            continue
+        measured = {key: value for key, value in t.observed.items() if key != "fingerprint"}
         lines += wrap(f"threshold {pairs_line(t.criteria)}", width, INDENT * 2)
-        lines += wrap(f"observed {pairs_line(t.observed)}; at {t.at}{fired}", width, INDENT * 2)
+        lines += wrap(f"measured {pairs_line(measured)}; fired {when(t.at)}{fired}", width, INDENT * 2)
     lines += _evidence(e, width, db_path) + _actions(e, width) + _answer(e, prompts, width, db_path)
     return lines
 
 
 def _evidence(e: Escalation, width: int, db_path: str | None) -> list[str]:
     evidence = e.context.get("evidence", {})
-    lines = ["", "Evidence"] if evidence else []
+    lines: list[str] = []
     errors = {t.key: headline(t.summary) for t in e.triggers}
+    kinds = {t.key: t.type for t in e.triggers}
     store = f" --db {shlex.quote(db_path)}" if db_path else ""
     for name, facts in sorted(evidence.items()):
+        if kinds.get(name) in RAISED_BY_AGENT:
+            continue  # the question, or the error, is printed above
         lines += wrap(trigger_words(name), width, INDENT)
         if isinstance(facts, dict):
-            lines += facts_lines(facts, width, INDENT * 2, errors.get(name, ""))
+            kind = kinds.get(name, name.partition(":")[0])
+            lines += evidence_lines(kind, facts, width, INDENT * 2, errors.get(name, ""))
             if isinstance(facts.get("failure_id"), str):
                 command = f"mcp-server-escalation{store} failures show {facts['failure_id']}"
                 lines += wrap(f"the whole error of each occurrence: {command}", width, INDENT * 2, INDENT * 3)
-    return lines
+    return ["", "Evidence", *lines] if lines else []
 
 
 def _actions(e: Escalation, width: int) -> list[str]:
     actions = e.context.get("recent_actions", [])[-RECENT_ACTIONS_SHOWN:]
     lines = ["", "Recent actions"] if actions else []
     for a in actions:
-        detail = a.get("detail") or {}
-        said = detail.get("summary") if isinstance(detail, dict) and "summary" in detail else None
-        text = (
-            headline(str(said)) if said else pairs_line(detail) if isinstance(detail, dict) else str(detail)
-        )
-        lines += wrap(f"{a.get('at', '')}  {a.get('kind', '')}  {text}", width, INDENT, INDENT * 2)
+        entry = timeline.recent_entry(a)
+        lines += wrap(f"{when(entry.at)}  {entry.what}  {entry.said}", width, INDENT, INDENT * 2)
     return lines
 
 
 def _answer(e: Escalation, prompts: PromptBook, width: int, db_path: str | None) -> list[str]:
     if e.response:
         r = e.response
-        lines = ["", *labelled("Answer", f"{r.response_type} by {r.responder} at {r.responded_at}", width)]
+        lines = [
+            "",
+            *labelled("Answer", f"{r.response_type} by {r.responder}, {when(r.responded_at)}", width),
+        ]
         lines += labelled("", r.content, width) if r.content else []
         if r.new_file_limit or r.add_scope:
             scope = ", ".join(r.add_scope) or "-"
             lines += labelled("", f"file limit {r.new_file_limit or '-'}; scope added {scope}", width)
-        lines += labelled(
-            "Delivered", f"{e.delivered_at or '-'}, acknowledged {e.acknowledged_at or '-'}", width
-        )
+        delivered = when(e.delivered_at) if e.delivered_at else "not yet"
+        acknowledged = when(e.acknowledged_at) if e.acknowledged_at else "not yet"
+        lines += labelled("Received", f"{delivered}; acknowledged {acknowledged}", width)
         return lines
     flags = answer_flags(e)
     if e.status != "pending" or not flags:

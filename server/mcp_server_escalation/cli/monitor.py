@@ -17,7 +17,7 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
-from ..rules.words import kind_words
+from ..rules.words import kind_words, name_words, readable_time
 from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
@@ -178,10 +178,36 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds:.1f}s"
 
 
+def _judged_lines(report: StatsReport, width: int) -> list[str]:
+    """Per trigger type: the operators' verdicts beside the replay's precision on each corpus."""
+    if not report.judged_by_type:
+        return []
+    lines = [
+        "",
+        *wrap(
+            "Per kind: judged useful here, beside the replay of real runs (of the runs the trigger "
+            "paused, the share that were going to fail)",
+            width,
+        ),
+    ]
+    for j in report.judged_by_type:
+        share = "no verdict yet" if j.useful_share is None else f"{j.useful_share:.0%} judged useful"
+        lines += wrap(
+            f"{kind_words(j.type)}: {j.useful} useful, {j.false_alarm} false alarm ({share})", width, INDENT
+        )
+        replayed = [
+            f"{f.precision:.0%} of {f.paused} paused runs on {f.corpus} (base rate {f.base_rate:.0%})"
+            for f in j.replay
+        ]
+        lines += wrap(f"replay: {'; '.join(replayed) or 'not measured'}", width, INDENT * 2, INDENT * 3)
+    return lines
+
+
 def _verdict_lines(report: StatsReport, width: int) -> list[str]:
     """Operators' verdicts per type and project, and the thresholds false alarms say to raise."""
     if not report.verdicts:
         return [
+            *_judged_lines(report, width),
             "",
             *wrap("Verdicts: none yet (escalations respond ID ... --verdict useful|false-alarm)", width),
         ]
@@ -196,10 +222,11 @@ def _verdict_lines(report: StatsReport, width: int) -> list[str]:
         for v in report.verdicts
     ]
     lines = [
+        *_judged_lines(report, width),
         "",
-        "Verdicts",
+        "Verdicts per project",
         *table(
-            ["TYPE", "PROJECT", "USEFUL", "FALSE ALARM", "USEFUL SHARE"],
+            ["KIND", "PROJECT", "USEFUL", "FALSE ALARM", "USEFUL SHARE"],
             rows,
             right=frozenset({2, 3, 4}),
             width=width,
@@ -214,22 +241,49 @@ def _verdict_lines(report: StatsReport, width: int) -> list[str]:
     return lines
 
 
+def _per_day_lines(report: StatsReport, width: int) -> list[str]:
+    """The days of the last ``PER_DAY_DAYS`` with escalations: how many, of which kinds, how
+    many a person answered and how many wait."""
+    days = [day for day in report.per_day if day.total]
+    if not days:
+        return ["", *wrap(f"Per day: none raised in the last {len(report.per_day)} days", width)]
+    rows = [
+        [
+            day.day,
+            str(day.total),
+            str(day.answered),
+            str(day.waiting),
+            ", ".join(f"{count} {kind_words(kind)}" for kind, count in day.by_type.items()),
+        ]
+        for day in reversed(days)
+    ]
+    title = f"Per day (the last {len(report.per_day)} days, UTC, newest first; days without any left out)"
+    return [
+        "",
+        *wrap(title, width),
+        *table(
+            ["DAY", "RAISED", "ANSWERED", "WAITING", "KINDS"], rows, right=frozenset({1, 2, 3}), width=width
+        ),
+    ]
+
+
 def stats_lines(report: StatsReport, width: int) -> list[str]:
     """The stats report as a terminal of ``width`` columns reads it."""
-    lines = [f"Escalations: {report.total}   (as of {report.generated_at})"]
+    lines = [f"Escalations: {report.total}   (as of {readable_time(report.generated_at)})"]
     if report.total:
         statuses = list(report.by_status)
         rows = [
-            [type_, *(str(report.by_type_and_status[type_].get(s, 0)) for s in statuses), str(total)]
+            [
+                kind_words(type_),
+                *(str(report.by_type_and_status[type_].get(s, 0)) for s in statuses),
+                str(total),
+            ]
             for type_, total in report.by_type.items()
         ]
-        rows.append(["total", *(str(report.by_status[s]) for s in statuses), str(report.total)])
-        lines += [
-            "",
-            *table(
-                ["TYPE", *statuses, "total"], rows, right=frozenset(range(1, len(statuses) + 2)), width=width
-            ),
-        ]
+        rows.append(["all", *(str(report.by_status[s]) for s in statuses), str(report.total)])
+        headers = ["KIND", *(name_words(s).upper() for s in statuses), "ALL"]
+        lines += ["", *table(headers, rows, right=frozenset(range(1, len(statuses) + 2)), width=width)]
+        lines += _per_day_lines(report, width)
     r = report.resolution
     lines += [
         "",

@@ -28,7 +28,7 @@ from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, default_db_path, resolve_db_path
 from . import failure_view, monitor, report_error, task_views
 from .escalation_view import ANSWER_FLAGS, escalation_lines, summary_lines
-from .readable import terminal_width
+from .readable import store_flag, terminal_width
 
 # The CLI's names for what an operator gives, in its refusals (rules/refusals.py).
 FLAG_NAMES = {
@@ -57,11 +57,6 @@ def _responder(args: argparse.Namespace) -> str:
         return f"cli:{getpass.getuser()}"
     except (KeyError, OSError):  # no user name in a bare container
         return "cli"
-
-
-def store_flag(rt: Runtime) -> str:
-    """`` --db PATH`` when the store is not the default one (printed commands must answer it)."""
-    return "" if rt.db.path == str(default_db_path()) else f" --db {shlex.quote(rt.db.path)}"
 
 
 async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:

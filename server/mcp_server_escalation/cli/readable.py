@@ -11,10 +11,13 @@ model reads uses too); ``--json`` keeps the records whole for scripts.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 
 from ..rules.fact_lines import INDENT, facts_lines, pairs_line, wrap
 from ..rules.salient import one_line
+from ..services.runtime import Runtime
+from ..settings import default_db_path
 
 FALLBACK_COLUMNS = 80
 # Below this a layout of labels and values no longer reads; a narrower window wraps.
@@ -25,6 +28,11 @@ def terminal_width() -> int:
     """Columns to print in: ``COLUMNS``, else the terminal's, else ``FALLBACK_COLUMNS``."""
     columns = shutil.get_terminal_size((FALLBACK_COLUMNS, 24)).columns
     return max(MIN_COLUMNS, columns)
+
+
+def store_flag(rt: Runtime) -> str:
+    """`` --db PATH`` when the store is not the default one (printed commands must answer it)."""
+    return "" if rt.db.path == str(default_db_path()) else f" --db {shlex.quote(rt.db.path)}"
 
 
 def error_lines(text: str, width: int, lead: str = "error: ") -> list[str]:
@@ -50,4 +58,14 @@ def labelled(label: str, text: str, width: int, column: int = 10, *, whole_words
     return wrap(text, width, label.ljust(column), " " * column, whole_words=whole_words)
 
 
-__all__ = ["INDENT", "cut", "error_lines", "facts_lines", "labelled", "pairs_line", "terminal_width", "wrap"]
+__all__ = [
+    "INDENT",
+    "cut",
+    "error_lines",
+    "facts_lines",
+    "labelled",
+    "pairs_line",
+    "store_flag",
+    "terminal_width",
+    "wrap",
+]

@@ -1,4 +1,5 @@
-"""``tasks list`` and ``tasks show ID``: what an operator needs to judge a task at a glance.
+"""``tasks list``, ``tasks show ID`` and ``tasks timeline ID``: what an operator needs to judge a
+task at a glance, and its story.
 
 ``--json`` prints exactly what the MCP tools return (``get_task``'s view; the task records),
 so scripts and agents read the same fields.
@@ -8,29 +9,34 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 
 from ..models.escalations import EscalationSummary
 from ..models.results import TaskView
+from ..models.tasks import TimelinePage
 from ..rules.triggers import COUNTER_LIMITS
+from ..rules.words import field_words, name_words, readable_time, yes_no
 from ..services import escalations, tasks
 from ..services.runtime import Runtime
 from .escalation_view import summary_lines
 from .monitor import out, table
-from .readable import INDENT, labelled, terminal_width, wrap
+from .readable import INDENT, labelled, store_flag, terminal_width, wrap
 
 LIST_LIMIT = 200
 
 
 async def run(rt: Runtime, args: argparse.Namespace) -> int:
-    """Dispatch ``tasks list`` and ``tasks show``."""
+    """Dispatch ``tasks list``, ``tasks show`` and ``tasks timeline``."""
     width = terminal_width()
+    if args.action == "timeline":
+        return await _timeline(rt, args, width)
     if args.action == "show":
         view = await tasks.get_task(rt, args.id)  # an unknown id: worded in cli/operator.py
         if args.json:
             out(json.dumps(view.model_dump(mode="json"), indent=2, sort_keys=True))
             return 0
         listed = await escalations.list_escalations(rt, status="all", task_id=args.id, limit=LIST_LIMIT)
-        for line in show_lines(view, listed.escalations, width):
+        for line in show_lines(view, listed.escalations, width, store_flag(rt)):
             out(line)
         return 0
     found = await tasks.list_tasks(rt, status=args.status, limit=max(1, args.limit))
@@ -63,12 +69,26 @@ async def run(rt: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _timeline(rt: Runtime, args: argparse.Namespace, width: int) -> int:
+    page = await tasks.timeline(rt, args.id, args.after)  # an unknown id: worded in cli/operator.py
+    if args.json:
+        out(json.dumps(page.model_dump(mode="json"), indent=2, sort_keys=True))
+        return 0
+    for line in timeline_lines(page, width, store_flag(rt)):
+        out(line)
+    return 0
+
+
 def _limit(value: object) -> str:
+    if isinstance(value, bool):
+        return yes_no(value)
     return "off" if value is None else str(value)  # a budget that is not set
 
 
-def show_lines(view: TaskView, history: list[EscalationSummary], width: int) -> list[str]:
-    """A task as an operator reads it on a terminal of ``width`` columns."""
+def show_lines(view: TaskView, history: list[EscalationSummary], width: int, store: str = "") -> list[str]:
+    """A task as an operator reads it on a terminal of ``width`` columns (``store``: the
+    ``--db`` of the printed command, when the store is not the default one)."""
+    timeline = f"mcp-server-escalation{store} tasks timeline {shlex.quote(view.task.task_id)}"
     return [
         *_task_lines(view, width),
         *_counter_lines(view, width),
@@ -78,6 +98,8 @@ def show_lines(view: TaskView, history: list[EscalationSummary], width: int) -> 
         *_history_lines(history, width),
         "",
         *wrap(f"Directive: {view.directive}: {view.message}", width),
+        "",
+        *wrap(f"Its story, every action in order: {timeline}", width, "", INDENT),
     ]
 
 
@@ -86,7 +108,7 @@ def _task_lines(view: TaskView, width: int) -> list[str]:
     lines = [
         *labelled("Task", t.task_id, width, whole_words=True),
         *labelled("", t.title, width),
-        *labelled("Status", f"{t.status}; agent {t.agent_id} (generation {t.generation})", width),
+        *labelled("Status", f"{name_words(t.status)}; agent {t.agent_id} (generation {t.generation})", width),
         *labelled("Project", t.project, width),
         *labelled("Scope", ", ".join(t.scope) or "(any path)", width),
     ]
@@ -94,8 +116,10 @@ def _task_lines(view: TaskView, width: int) -> list[str]:
         lines += labelled("Spec", t.specification, width)
     if t.approach:
         lines += labelled("Approach", f"(operator override) {t.approach}", width)
-    ended = f", ended {t.ended_at}" if t.ended_at else ""
-    lines += labelled("Created", f"{t.created_at}, updated {t.updated_at}{ended}", width)
+    ended = f", ended {readable_time(t.ended_at)}" if t.ended_at else ""
+    lines += labelled(
+        "Created", f"{readable_time(t.created_at)}, updated {readable_time(t.updated_at)}{ended}", width
+    )
     return lines
 
 
@@ -104,18 +128,20 @@ def _counter_lines(view: TaskView, width: int) -> list[str]:
     t = view.task
     counters = view.counters.model_dump()
     limits = view.thresholds.model_dump()
-    rows = [[name, str(counters[name]), _limit(limits[limit]), limit] for name, limit in COUNTER_LIMITS]
+    rows = [
+        [field_words(name), str(counters[name]), _limit(limits[limit]), field_words(limit)]
+        for name, limit in COUNTER_LIMITS
+    ]
     lines = [
         "",
         *table(["COUNTER", "VALUE", "LIMIT", "THRESHOLD"], rows, right=frozenset({1, 2}), width=width),
     ]
     shown = {limit for _, limit in COUNTER_LIMITS}
-    others = ", ".join(f"{k} {_limit(v)}" for k, v in sorted(limits.items()) if k not in shown)
+    others = ", ".join(f"{field_words(k)} {_limit(v)}" for k, v in sorted(limits.items()) if k not in shown)
     lines += wrap(f"Other thresholds: {others}", width, "", INDENT)
-    if t.counters.last_fingerprint:
-        lines += wrap(f"Last error fingerprint: {t.counters.last_fingerprint}", width)
     if view.thresholds.max_minutes is not None:
-        lines += wrap(f"Minutes budget counts from {t.counters.budget_since or t.created_at}", width)
+        since = readable_time(t.counters.budget_since or t.created_at)
+        lines += wrap(f"Minutes budget counts from {since}", width)
     return lines
 
 
@@ -131,10 +157,10 @@ def _test_lines(view: TaskView, width: int) -> list[str]:
     if not view.test_history:
         return ["", title, "  -"]
     rows = [
-        [r.at, r.step, str(r.passed), str(r.failed), _rate(r.pass_rate), "yes" if r.improved else "no"]
+        [readable_time(r.at), r.step, str(r.passed), str(r.failed), _rate(r.pass_rate), yes_no(r.improved)]
         for r in view.test_history
     ]
-    headers = ["AT", "STEP", "PASSED", "FAILED", "RATE", "IMPROVED"]
+    headers = ["WHEN", "STEP", "PASSED", "FAILED", "RATE", "BETTER THAN BEFORE"]
     runs = table(headers, rows, right=frozenset({2, 3, 4}), width=width - len(INDENT))
     return ["", title, *(f"  {line}" for line in runs)]
 
@@ -148,3 +174,25 @@ def _history_lines(history: list[EscalationSummary], width: int) -> list[str]:
 
 def _rate(rate: float | None) -> str:
     return "-" if rate is None else f"{rate:.0%}"
+
+
+def timeline_lines(page: TimelinePage, width: int, store: str = "") -> list[str]:
+    """A page of the task's timeline: each entry's number, time and what happened, its details
+    and files under it, then where the page stands and the command for the next one."""
+    if not page.entries:
+        return [f"Task {page.task_id}: nothing in its timeline past this point ({page.total} entries in all)"]
+    first, last = page.before + 1, page.before + len(page.entries)
+    lines = wrap(f"Task {page.task_id}: timeline {first}-{last} of {page.total}, oldest first", width)
+    for item in page.entries:
+        lines += ["", *wrap(f"{item.number}. {readable_time(item.at)}  {item.what}", width)]
+        lines += wrap(item.said, width, INDENT, INDENT)
+        if item.failure_id:
+            command = f"mcp-server-escalation{store} failures show {item.failure_id}"
+            lines += wrap(f"the whole error: {command}", width, INDENT, INDENT * 2)
+        if item.files:
+            lines += wrap(f"files: {', '.join(item.files)}", width, INDENT, INDENT * 2)
+    if page.next_after is not None:
+        task = shlex.quote(page.task_id)
+        command = f"mcp-server-escalation{store} tasks timeline {task} --after {page.next_after}"
+        lines += ["", *wrap(f"next page: {command}", width, "", INDENT)]
+    return lines

@@ -70,6 +70,39 @@ class ThresholdAdvice(Record):
     false_alarm: int
 
 
+class ReplayFigure(Record):
+    """What the replay of real agent runs measured for one trigger type on one corpus."""
+
+    corpus: str
+    type: str = Field(description="A trigger type, or any for every pause")
+    runs: int = Field(description="Runs replayed")
+    paused: int = Field(description="Runs the type paused")
+    precision: float = Field(description="Of the runs it paused, the share that were going to fail")
+    base_rate: float = Field(description="The share of all runs that were going to fail")
+
+
+class TypeJudgement(Record):
+    """One trigger type: how often operators judged it useful (every project), beside the
+    replay's precision for it on each corpus."""
+
+    type: str
+    useful: int
+    false_alarm: int
+    useful_share: float | None = Field(description="useful / (useful + false_alarm); None without verdicts")
+    replay: list[ReplayFigure]
+
+
+class DayCount(Record):
+    """The escalations raised on one day (UTC), by type, and how many of them a person answered
+    and how many still wait."""
+
+    day: str = Field(description="YYYY-MM-DD, UTC")
+    by_type: dict[str, int]
+    total: int
+    answered: int = Field(description="Answered by a person (withdrawals excluded)")
+    waiting: int = Field(description="Still pending")
+
+
 class StatsReport(Record):
     """``mcp-server-escalation stats``."""
 
@@ -84,6 +117,13 @@ class StatsReport(Record):
     )
     raise_thresholds: list[ThresholdAdvice] = Field(
         default_factory=list, description="Where false alarms outnumber useful escalations"
+    )
+    judged_by_type: list[TypeJudgement] = Field(
+        default_factory=list,
+        description="Per trigger type: operators' verdicts beside the replay's precision",
+    )
+    per_day: list[DayCount] = Field(
+        default_factory=list, description="The last 14 days, oldest first (days without escalations too)"
     )
     generated_at: str
 

@@ -94,3 +94,27 @@ class Action(Record):
     agent_id: str
     kind: str
     detail: dict[str, object]
+
+
+class TimelineEntry(Record):
+    """One entry of a task's timeline, in words: what happened, what it said, the files touched."""
+
+    number: int = Field(description="Its place in the task's history, 1 for the first action")
+    action_id: int
+    at: str
+    agent_id: str
+    what: str = Field(description="What happened, in words: failure, attempt, progress report, ...")
+    said: str = Field(description="Its details on one line, in words")
+    files: list[str]
+    failure_id: str | None = None
+    escalation_id: int | None = None
+
+
+class TimelinePage(Record):
+    """A page of a task's timeline, oldest first, and where it stands in the whole."""
+
+    task_id: str
+    entries: list[TimelineEntry]
+    total: int = Field(description="Entries in the task's whole timeline")
+    before: int = Field(description="Entries before this page")
+    next_after: int | None = Field(description="The action id the next page starts after; None on the last")

@@ -87,15 +87,23 @@ def notification_payload(
     event: str,
     now: datetime,
     limit: int = NOTIFY_PAYLOAD_MAX_BYTES,
+    console_url: str | None = None,
 ) -> dict[str, Any]:
     """What a notifier receives: the escalation's fields, plus ``event`` and ``text``; at
-    most ``limit`` bytes as sent (``payload_body``), shortened when the whole is more."""
+    most ``limit`` bytes as sent (``payload_body``), shortened when the whole is more.
+
+    ``console_url``: the console's public base URL; the notification then carries the
+    escalation's page there (``link``, kept whole when shortened), where the operator reads it
+    whole and answers it, with the verdict the answer form asks."""
     payload = escalation.model_dump(mode="json")
     payload["event"] = event
     payload["text"] = notification_text(prompts, escalation, event, now)
+    if console_url:
+        payload["link"] = f"{console_url.rstrip('/')}/escalations/{escalation.escalation_id}"
+        payload["text"] += " " + prompts.render("notify_link", link=payload["link"])
     if len(payload_body(payload)) <= limit:
         return payload
-    kept = {key: payload[key] for key in _KEPT}
+    kept = {key: payload[key] for key in (*_KEPT, "link") if key in payload}
     more = prompts.render("notify_more", escalation_id=escalation.escalation_id, bytes=f"{limit:,}")
     for text_limit, items in _STEPS:
         shorter = {

@@ -15,6 +15,7 @@ from ..models.thresholds import Thresholds
 from . import triggers
 from .decisions import Fires, Wording
 from .triggers import Firing
+from .words import readable_time
 
 
 def count_call(counters: Counters, *, call: bool = True, failing_test_run: bool = False) -> Counters:
@@ -45,7 +46,7 @@ def _budget(firing: Firing, since: str) -> Fires:
     limit, used = firing.criteria[threshold], firing.observed["used"]
     # The summary is read (headline, notification, the model's message): the time as a person
     # writes it; the facts keep the stored timestamp.
-    said = parse_iso(since).strftime("%Y-%m-%d %H:%M:%S UTC")
+    said = readable_time(since)
     summary = Wording(f"trigger_budget_{name}", {"used": used, "limit": limit, "since": said})
     facts = {"budget": name, "threshold": threshold, "limit": limit, "used": used, "since": since}
     return Fires(firing, summary, key=triggers.BUDGET_KEY_PREFIX + name, facts=facts)

@@ -14,10 +14,10 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from ..clock import parse_iso
-from ..models.reports import ResolutionStats
+from ..models.reports import DayCount, ResolutionStats
 
 HOUR_SECONDS = 3600.0
 SC010_TARGET = 0.95
@@ -25,6 +25,9 @@ SC010_TARGET = 0.95
 # (5 min, 15 min, 1 h, 4 h), the last one the rest. The hour is a bound, so the buckets up
 # to it add up to ``within_hour``.
 ANSWER_TIME_BOUNDS = (300.0, 900.0, HOUR_SECONDS, 4 * HOUR_SECONDS)
+
+# Days the stats show escalations per day for, today included.
+PER_DAY_DAYS = 14
 
 # (type, status, created_at, responded_at, response_type) of one escalation.
 Timing = tuple[str, str, str, str | None, str | None]
@@ -104,6 +107,34 @@ def counts(timings: list[Timing]) -> tuple[dict[str, int], dict[str, int], dict[
         dict(sorted(by_status.items())),
         {k: dict(sorted(v.items())) for k, v in sorted(matrix.items())},
     )
+
+
+def per_day(timings: list[Timing], now: datetime, days: int = PER_DAY_DAYS) -> list[DayCount]:
+    """The escalations raised on each of the last ``days`` days (UTC, today the last), by type
+    (sorted), with how many a person answered and how many wait; a day without any is there
+    with zeros, so a chart's days are evenly spaced."""
+    today = now.astimezone(UTC).date()
+    first = today - timedelta(days=days - 1)
+    found: dict[str, list[Timing]] = {}
+    for timing in timings:
+        raised = parse_iso(timing[2]).astimezone(UTC).date()
+        if first <= raised <= today:
+            found.setdefault(raised.isoformat(), []).append(timing)
+    counted = []
+    for offset in range(days):
+        day = (first + timedelta(days=offset)).isoformat()
+        those = found.get(day, [])
+        by_type, _by_status, _matrix = counts(those)
+        counted.append(
+            DayCount(
+                day=day,
+                by_type=by_type,
+                total=len(those),
+                answered=sum(1 for t in those if resolution_seconds(t) is not None),
+                waiting=sum(1 for t in those if t[1] == "pending"),
+            )
+        )
+    return counted
 
 
 def _round(value: float | None) -> float | None:

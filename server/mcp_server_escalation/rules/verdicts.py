@@ -8,7 +8,7 @@ the threshold to raise is named.
 
 from __future__ import annotations
 
-from ..models.reports import ThresholdAdvice, VerdictCount
+from ..models.reports import ReplayFigure, ThresholdAdvice, TypeJudgement, VerdictCount
 
 VERDICTS = ("useful", "false_alarm")
 # The threshold that decides when each type fires (docs/triggers.md).
@@ -39,3 +39,29 @@ def advice(counts: list[VerdictCount]) -> list[ThresholdAdvice]:
         for count in counts
         if count.false_alarm > count.useful and count.type in THRESHOLD_OF
     ]
+
+
+def beside_replay(counts: list[VerdictCount], figures: list[ReplayFigure]) -> list[TypeJudgement]:
+    """Per trigger type (every project together): the operators' verdicts, and the replay's
+    precision for it on each corpus; a type with neither is left out. The replay measures the
+    triggers on other teams' runs, the verdicts on this team's: side by side, a type whose
+    verdicts fall well under its replayed precision fires too early here."""
+    useful: dict[str, int] = {}
+    false_alarm: dict[str, int] = {}
+    for count in counts:
+        useful[count.type] = useful.get(count.type, 0) + count.useful
+        false_alarm[count.type] = false_alarm.get(count.type, 0) + count.false_alarm
+    types = sorted({*useful, *(f.type for f in figures if f.type != "any")})
+    judged = []
+    for type_ in types:
+        yes, no = useful.get(type_, 0), false_alarm.get(type_, 0)
+        judged.append(
+            TypeJudgement(
+                type=type_,
+                useful=yes,
+                false_alarm=no,
+                useful_share=round(yes / (yes + no), 4) if yes + no else None,
+                replay=sorted((f for f in figures if f.type == type_), key=lambda f: f.corpus),
+            )
+        )
+    return judged

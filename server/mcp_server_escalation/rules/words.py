@@ -9,6 +9,7 @@ the same; ids, paths and what an agent wrote are shown as they are.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 KIND_WORDS = {
     "repeated_error": "repeated error",
@@ -71,3 +72,8 @@ def name_words(value: str) -> str:
 def yes_no(value: bool) -> str:
     """A flag as a person says it."""
     return "yes" if value else "no"
+
+
+def readable_time(at: str) -> str:
+    """A stored timestamp as a person writes it, in UTC: 2026-11-28 11:24:47 UTC."""
+    return datetime.fromisoformat(at).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -458,7 +458,7 @@ async def resolve_escalation(
 
     ``verdict``: the operator's judgement of the escalation, useful or a false alarm, kept with
     the answer and who gave it; an agent may not give one (nor ever read one)."""
-    _check_verdict(verdict, role)
+    check_verdict(verdict, role)
     add_scope = sorted(set(add_scope or []))
     _check_approval_values(new_file_limit, add_scope)
     now = rt.now()
@@ -498,7 +498,7 @@ async def verdict_of(rt: Runtime, escalation_id: int) -> tuple[str, str, str] | 
     return await rt.db.read(lambda conn: verdict_store.verdict_of(conn, escalation_id))
 
 
-def _check_verdict(verdict: str | None, role: Role) -> None:
+def check_verdict(verdict: str | None, role: Role) -> None:
     """A verdict is an operator's, and one of the two."""
     if verdict is None:
         return

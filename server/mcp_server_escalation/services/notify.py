@@ -214,7 +214,13 @@ class Outbox:
         delivery, notifier = claim.delivery, claim.notifier
         started = anyio.current_time()
         try:
-            payload = notification_payload(self.rt.prompts, claim.escalation, delivery.event, self.rt.clock())
+            payload = notification_payload(
+                self.rt.prompts,
+                claim.escalation,
+                delivery.event,
+                self.rt.clock(),
+                console_url=self.rt.settings.elicitation.console_url,
+            )
             await send(notifier, payload, self.config.timeout_seconds)
         except DeliveryFailed as exc:
             return await self._failed(claim, str(exc))

@@ -7,6 +7,7 @@ from typing import Literal
 
 import anyio.to_thread
 
+from ..datafiles import replay_figures
 from ..errors import Conflict, InvalidInput
 from ..locations import is_database_url
 from ..models.reports import BackupReport, Delivery, StatsReport, StoreCheck
@@ -38,6 +39,8 @@ async def stats(rt: Runtime) -> StatsReport:
             notifications=outbox_store.notifier_stats(conn),
             verdicts=verdicts,
             raise_thresholds=verdict_rules.advice(verdicts),
+            judged_by_type=verdict_rules.beside_replay(verdicts, list(replay_figures())),
+            per_day=stats_rules.per_day(timings, now),
             generated_at=rt.now(),
         )
 

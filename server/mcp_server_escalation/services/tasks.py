@@ -6,12 +6,14 @@ import posixpath
 import uuid
 from pathlib import Path
 
-from ..errors import Conflict, NotFound
+from ..errors import Conflict, InvalidInput, NotFound
 from ..models.escalations import Escalation
-from ..models.limits import ENDED_STATUSES
+from ..models.limits import ENDED_STATUSES, SQLITE_INTEGER_MAX
 from ..models.results import EndTaskResult, StartTaskResult, TaskView
-from ..models.tasks import Task
+from ..models.tasks import Task, TimelinePage
 from ..models.thresholds import ThresholdOverrides
+from ..rules import timeline as timeline_rules
+from ..rules.salient import headline
 from ..store import escalations as escalation_store
 from ..store import failures as failure_store
 from ..store import feedback as feedback_store
@@ -27,6 +29,9 @@ TEST_HISTORY = 50
 # 1,000 files). Every path and every escalation stays in the store.
 MODIFIED_FILES_SHOWN = 50
 ESCALATION_IDS_SHOWN = 20
+# Entries on one page of a task's timeline (and the most a page may ask for): however long
+# the task's history, a page reads this many actions after a place in it.
+TIMELINE_PAGE = 50
 
 
 def project_root(rt: Runtime, project: str | None) -> str:
@@ -162,6 +167,45 @@ def task_view(rt: Runtime, conn: Conn, task_id: str) -> TaskView:
 async def get_task(rt: Runtime, task_id: str) -> TaskView:
     """Everything about a task: counters, limits, files, tests, what holds it."""
     return await rt.db.read(lambda conn: task_view(rt, conn, task_id))
+
+
+async def timeline(rt: Runtime, task_id: str, after: int = 0, size: int = TIMELINE_PAGE) -> TimelinePage:
+    """The task's history after the action ``after`` (0: from its start), oldest first: at most
+    ``size`` entries in words, with the files each touched and where the page stands."""
+    if not 1 <= size <= TIMELINE_PAGE:
+        raise InvalidInput("size", f"{size} entries per page; give 1 to {TIMELINE_PAGE}")
+    if not 0 <= after <= SQLITE_INTEGER_MAX:
+        raise InvalidInput(
+            "after", f"{str(after)[:40]} is not a place in the timeline; give 0 to {SQLITE_INTEGER_MAX}"
+        )
+
+    def read(conn: Conn) -> TimelinePage:
+        load_task(conn, task_id)  # an unknown task is refused, not an empty timeline
+        actions = progress_store.actions_after(conn, task_id, after, size + 1)
+        shown, more = actions[:size], len(actions) > size
+        before = progress_store.count_actions(conn, task_id, after) if after else 0
+        seqs = sorted({seq for _, a in shown if (seq := _failure_seq(a.detail)) is not None})
+        errors = {
+            failure_store.failure_id(seq): headline(message)
+            for seq, message in failure_store.messages(conn, seqs).items()
+        }
+        return TimelinePage(
+            task_id=task_id,
+            entries=[
+                timeline_rules.entry(before + n, action_id, action, errors)
+                for n, (action_id, action) in enumerate(shown, 1)
+            ],
+            total=progress_store.count_actions(conn, task_id),
+            before=before,
+            next_after=shown[-1][0] if more else None,
+        )
+
+    return await rt.db.read(read)
+
+
+def _failure_seq(detail: dict[str, object]) -> int | None:
+    value = detail.get("failure_id")
+    return failure_store.parse_failure_id(value) if isinstance(value, str) else None
 
 
 async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None = None) -> EndTaskResult:

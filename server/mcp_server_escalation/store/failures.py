@@ -328,3 +328,12 @@ def first_seen_at(conn: Conn, seq: int) -> str | None:
     """When the record's first occurrence happened."""
     row = conn.execute("SELECT created_at FROM failures WHERE seq = ?", (seq,)).fetchone()
     return row[0] if row else None
+
+
+def messages(conn: Conn, seqs: list[int]) -> dict[int, str]:
+    """The stored message of each record in ``seqs`` (a page's worth), by its row."""
+    if not seqs:
+        return {}
+    marks = ", ".join("?" for _ in seqs)
+    rows = conn.execute(f"SELECT seq, message FROM failures WHERE seq IN ({marks})", tuple(seqs)).fetchall()  # noqa: S608 (only placeholders)
+    return {int(row["seq"]): str(row["message"]) for row in rows}

@@ -123,6 +123,38 @@ def recent_actions(conn: Conn, task_id: str, limit: int) -> list[Action]:
     ]
 
 
+def actions_after(conn: Conn, task_id: str, after: int, limit: int) -> list[tuple[int, Action]]:
+    """At most ``limit`` of the task's actions after the action ``after`` (0: from the first),
+    oldest first, each with its id (the place the next page starts after)."""
+    rows = conn.execute(
+        "SELECT * FROM actions WHERE task_id = ? AND action_id > ? ORDER BY action_id LIMIT ?",
+        (task_id, after, limit),
+    ).fetchall()
+    return [
+        (
+            int(row["action_id"]),
+            Action(
+                at=row["created_at"],
+                agent_id=row["agent_id"],
+                kind=row["kind"],
+                detail=json.loads(row["detail_json"]),
+            ),
+        )
+        for row in rows
+    ]
+
+
+def count_actions(conn: Conn, task_id: str, upto: int | None = None) -> int:
+    """How many actions the task has (``upto``: only those up to that action id)."""
+    if upto is None:
+        row = conn.execute("SELECT COUNT(*) FROM actions WHERE task_id = ?", (task_id,)).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM actions WHERE task_id = ? AND action_id <= ?", (task_id, upto)
+        ).fetchone()
+    return int(row[0])
+
+
 def latest_failure_id(conn: Conn, task_id: str, within: int) -> str | None:
     """The failure the task recorded last among its latest ``within`` actions, or None.
 

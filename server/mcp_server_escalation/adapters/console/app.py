@@ -31,15 +31,15 @@ from starlette.types import Receive, Scope, Send
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound, StoreUnavailable
 from ...rules.triggers import COUNTER_LIMITS
 from ...rules.words import kind_words
-from ...services import escalations, guidance, reports, tasks
+from ...services import escalations, guidance, reports, tasks, verdicts
 from ...services.console import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
-from . import queue_view
+from . import charts, queue_view
 from .landing import landing, login_location, login_to
 from .live import STREAMS_PER_SESSION, LiveStreams
 from .refusals import refusal_text
-from .rendering import Pages
+from .rendering import Pages, path_segment
 from .sessions import COOKIE, Session, Sessions, csrf_matches
 from .throttle import LoginThrottle
 
@@ -268,12 +268,17 @@ class Console:
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
+        task_id = str(request.path_params["task_id"])
         try:
-            view = await tasks.get_task(self.rt, str(request.path_params["task_id"]))
+            after = _int_field(request.query_params.get("after"), "after") or 0
+            view = await tasks.get_task(self.rt, task_id)
+            story = await tasks.timeline(self.rt, task_id, after)
         except NotFound as exc:
             return self._error(request, 404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
+        except InvalidInput as exc:
+            return self._error(request, 400, str(exc), session, f"/tasks/{path_segment(task_id)}")
         title = f"Task {view.task.task_id}"
-        return self._page(request, "task.html", title, session, view=view, limits=COUNTER_LIMITS)
+        return self._page(request, "task.html", title, session, view=view, limits=COUNTER_LIMITS, story=story)
 
     async def failure_page(self, request: Request) -> Response:
         """A failure's whole error: each occurrence's whole output and what changed between them."""
@@ -303,7 +308,10 @@ class Console:
             return RedirectResponse(login_location(request), status_code=303)
         report = await reports.stats(self.rt)
         buckets = await reports.answer_time_buckets(self.rt)
-        return self._page(request, "stats.html", "Stats", session, report=report, buckets=buckets)
+        chart = charts.day_chart(report.per_day)
+        return self._page(
+            request, "stats.html", "Stats", session, report=report, buckets=buckets, chart=chart
+        )
 
     async def answer(self, request: Request) -> Response:
         """Answer through the CLI's service, as the logged-in operator, on the revision shown."""
@@ -334,6 +342,30 @@ class Console:
             status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 400)
             return self._error(request, status, refusal_text(self.book, exc, self.rt.db.path), session, back)
         return RedirectResponse(back, status_code=303)
+
+    async def judge(self, request: Request) -> Response:
+        """A verdict on an escalation answered before (elsewhere, or without one), as the
+        logged-in operator; the answer form asks it of a pending one."""
+        escalation_id = int(request.path_params["id"])
+        back = f"/escalations/{escalation_id}"
+        session = self._session(request)
+        if session is None:
+            return self._refused(request, 401, "session", login_to(back))
+        form = await request.form()
+        if not csrf_matches(session, str(form.get("csrf") or "")):
+            return self._refused(request, 403, "csrf")
+        try:
+            await verdicts.judge_escalation(
+                self.rt,
+                escalation_id=escalation_id,
+                verdict=str(form.get("verdict") or ""),
+                role="operator",
+                judged_by=session.responder,
+            )
+        except EscalationError as exc:
+            status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 400)
+            return self._error(request, status, refusal_text(self.book, exc, self.rt.db.path), session, back)
+        return RedirectResponse(f"{back}#answer-state", status_code=303)
 
     async def _answer_fields(self, escalation_id: int, form: FormData) -> Answer:
         """The answer the form holds; an option picked is its text, sent as guidance."""
@@ -458,6 +490,7 @@ def build_console(
             Route("/events", bound("events"), methods=["GET"]),
             Route("/escalations/{id:int}", bound("escalation_page"), methods=["GET"]),
             Route("/escalations/{id:int}/answer", bound("answer"), methods=["POST"]),
+            Route("/escalations/{id:int}/verdict", bound("judge"), methods=["POST"]),
             Route("/tasks/{task_id}", bound("task_page"), methods=["GET"]),
             Route("/failures/{failure_id}", bound("failure_page"), methods=["GET"]),
             Route("/answered", bound("answered_page"), methods=["GET"]),

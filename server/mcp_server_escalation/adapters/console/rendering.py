@@ -9,7 +9,7 @@ and dates as a person reads them: "4 min ago", the exact time on hover.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -19,7 +19,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
-from ...rules.words import field_words, kind_words, name_words, trigger_words, yes_no
+from ...rules.timeline import recent_entry
+from ...rules.words import field_words, kind_words, name_words, readable_time, trigger_words, yes_no
 
 TEMPLATES = Path(__file__).parent / "templates"
 # An empty value (no paths, no detail) as the pages say it.
@@ -37,7 +38,7 @@ def ago(at: str, now: str) -> str:
 
 def exact(at: str) -> str:
     """The exact time, in UTC, as a person reads it: 2026-11-28 11:13:28 UTC."""
-    return datetime.fromisoformat(at).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return readable_time(at)
 
 
 def words(value: Any) -> str:
@@ -109,6 +110,7 @@ def environment() -> jinja2.Environment:
         place=place,
         without=without,
         segment=path_segment,
+        story=recent_entry,
     )
     return env
 
