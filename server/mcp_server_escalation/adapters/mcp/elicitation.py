@@ -55,7 +55,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ...errors import EscalationError
 from ...models.escalations import Escalation
-from ...models.limits import WAIT_MAX_SECONDS
+from ...models.limits import TEXT_MAX, WAIT_MAX_SECONDS
 from ...prompts import PromptBook
 from ...rules.announce import elicitation_question, human_answers
 from ...services import escalations
@@ -67,7 +67,6 @@ from .elicitation_modern import AskOnRetry
 log = logging.getLogger(__name__)
 
 MAX_REMEMBERED = 1024
-TEXT_MAX = 64 * 1024
 
 
 def _waited_on(arguments: Any) -> int | None:
