@@ -215,33 +215,27 @@ class SqliteConnections:
         reader: bool,
         seconds: float | None,  # noqa: ARG002 (SQLite bounds a wait by its busy timeout)
     ) -> T:
-        job = functools.partial(self._bounded, fn, write)
+        job = functools.partial(self._guarded, fn, write)
         if reader and self._readers is not None:
             return await self._readers.run(job)
         return await self._writer.run(job)
 
-    def _bounded(self, fn: Callable[[sqlite3.Connection], T], write: bool, conn: sqlite3.Connection) -> T:
+    def _guarded(self, fn: Callable[[sqlite3.Connection], T], write: bool, conn: sqlite3.Connection) -> T:
+        """The transaction, the search index repaired if damaged; a write the file refused
+        raised as ``StoreUnwritable``, a lock held past ``wait_seconds`` as ``StoreUnavailable``."""
         try:
-            return self._transact(conn, fn, write=write)
-        except sqlite3.OperationalError as exc:
-            if self._wait_seconds is None or not _is_busy(exc):
+            return self._repairing(conn, fn, write=write)
+        except sqlite3.DatabaseError as exc:
+            refused = _unwritable(exc, self.location)
+            if refused is not None:
+                log.warning("store %s refused a write: %s", self.location, exc)
+                raise refused from exc
+            if self._wait_seconds is None or not _is_busy_error(exc):
                 raise
             # Nothing of it was kept: the lock was never had, or the transaction rolled back.
             raise StoreUnavailable(
                 self.location, f"another process held the store's lock longer than {self._wait_seconds:g} s"
             ) from exc
-
-    def _transact(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
-        """The transaction, the search index repaired if damaged, a refused write raised as
-        ``StoreUnwritable``."""
-        try:
-            return self._repairing(conn, fn, write=write)
-        except sqlite3.DatabaseError as exc:
-            refused = _unwritable(exc, self.location)
-            if refused is None:
-                raise
-            log.warning("store %s refused a write: %s", self.location, exc)
-            raise refused from exc
 
     def _repairing(
         self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], *, write: bool
