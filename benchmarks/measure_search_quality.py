@@ -1,7 +1,8 @@
 """Does guidance find a failure's earlier occurrence? Each backend's ranking, on real runs.
 
-Replays the real runs in ``../shared/data/`` (both corpora, read at run time: the second
-has no licence and is never copied into this repository) through the host hook's own plan
+Replays the real runs of both corpora (``--data``: a folder kept outside this repository,
+by default ``shared/data`` beside the checkout; read at run time, since the second has no
+licence and is never copied into this repository) through the host hook's own plan
 (``hooks/plan.py``): every failure a hook would record is recorded with ``record_failure``,
 run after run, into one SQLite store and one PostgreSQL store (a project per corpus, a task
 per run). The labelled set: a failure *recurs* when its run's same command (whitespace
