@@ -4,7 +4,7 @@ Serves ``mcp-server-escalation`` and the no-op server in this process through th
 in-memory ``Client`` and splits each tool call into:
 
 - the service call (``services.*``), and within it:
-  - the store transactions (``db._run``: ``BEGIN`` .. ``COMMIT``, with the Python of the
+  - the store transactions (``database._once``: ``BEGIN`` .. ``COMMIT``, with the Python of the
     unit of work in between, in the store's thread) and how many there were;
   - the trips to the store's thread and back (``Worker.run`` minus the transactions in it);
   - the time SQLite itself spent in statements (``execute``/``executemany`` and the
@@ -15,7 +15,7 @@ in-memory ``Client`` and splits each tool call into:
   serialisation, dispatch, and the client's validation of the structured result.
 
 It times SQLite with a ``sqlite3.Connection`` subclass given to the store's connection
-factory, and patches ``db._run``, ``Worker.run`` and the service functions the
+factory, and patches ``database._once``, ``Worker.run`` and the service functions the
 adapters call, so it is a diagnostic, not a benchmark of record (the wrappers add a few
 microseconds per statement). ``--cprofile DIR`` also writes one cProfile file per tool
 (``python -m pstats DIR/record_failure.prof``).
@@ -53,6 +53,7 @@ from bench_stdio import ARGS, NO_ESCALATION
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.services import failures, feedback, progress
 from mcp_server_escalation.settings import Settings
+from mcp_server_escalation.store import database as database_module
 from mcp_server_escalation.store import db as db_module
 from mcp_server_escalation.store import worker as worker_module
 
@@ -151,13 +152,13 @@ def instrument() -> None:
     # The store calls ``sqlite3.connect`` through its module: give it the timed factory.
     db_module.sqlite3 = _SqliteProxy(connect)  # type: ignore[assignment]
 
-    original_run = db_module._run
+    original_run = database_module._once
     original_trip = worker_module.Worker.run
 
-    def _run(conn: sqlite3.Connection, begin: str, fn: Callable[..., Any], *, commit: bool) -> Any:
+    def _run(kind: Any, conn: Any, fn: Callable[..., Any], *, write: bool) -> Any:
         t0 = time.perf_counter()
         try:
-            return original_run(conn, begin, fn, commit=commit)
+            return original_run(kind, conn, fn, write=write)
         finally:
             METER.transaction += time.perf_counter() - t0
             METER.transactions += 1
@@ -169,7 +170,7 @@ def instrument() -> None:
         finally:
             METER.trip += time.perf_counter() - t0
 
-    db_module._run = _run
+    database_module._once = _run
     worker_module.Worker.run = trip  # type: ignore[method-assign]
 
     for module, name in SERVICES:
@@ -202,14 +203,14 @@ def check_instrumented(settings: Settings) -> None:
     async def probe() -> None:
         database = await db_module.Database.open(settings.db_path)
         try:
-            if not isinstance(database._writer._conn, TimedConnection):
+            if not isinstance(database.connections._writer._conn, TimedConnection):
                 raise SystemExit(
                     "profile_tools: the store no longer opens via sqlite3.connect; update the script"
                 )
             METER.reset()
             await database.read(lambda conn: conn.execute("SELECT 1").fetchone())
             if METER.transactions != 1 or METER.statements < 2:
-                raise SystemExit("profile_tools: db._run is no longer used; update the script")
+                raise SystemExit("profile_tools: database._once is no longer used; update the script")
         finally:
             await database.close()
 

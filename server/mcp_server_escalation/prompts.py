@@ -215,7 +215,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "refused_task_ended": ["escalation_id", "task_id", "task_status", "next"],
         "refused_changed": ["escalation_id", "seen", "current", "next"],
         "refused_not_an_answer": ["escalation_id", "type", "answer", "answers"],
-        "refused_needs_text": ["answer"],
+        "refused_needs_text": ["answer", "limit"],
         "refused_approve_only": ["answer", "approve", "file_limit", "add_scope"],
         "refused_limit_below_modified": ["limit", "modified", "task_id", "field"],
         "refused_file_limit_range": ["limit", "high", "field"],

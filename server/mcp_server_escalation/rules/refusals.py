@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..errors import EscalationError
-from ..models.limits import OPERATOR_ANSWERS
+from ..models.limits import OPERATOR_ANSWERS, TEXT_MAX
 from ..prompts import PromptBook
 
 # refusal -> the door's next step after it (its ``{door}_next_{kind}`` template)
@@ -119,7 +119,7 @@ _VALUES: dict[str, Callable[[Facts, Door], Facts]] = {
     "task_ended": _as_given,
     "changed": _as_given,
     "not_an_answer": _not_an_answer,
-    "needs_text": lambda facts, door: {"answer": door.called(str(facts["response_type"]))},
+    "needs_text": lambda facts, door: {"answer": door.called(str(facts["response_type"])), "limit": TEXT_MAX},
     "approve_only": _approve_only,
     "limit_below_modified": _field_named("new_file_limit"),
     "file_limit_range": _field_named("new_file_limit"),

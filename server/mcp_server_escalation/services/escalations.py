@@ -20,6 +20,7 @@ from ..models.limits import (
     FILE_LIMIT_MAX,
     LIST_MAX,
     PATH_MAX,
+    TEXT_MAX,
     WAIT_MAX_SECONDS,
     Directive,
     Role,
@@ -550,7 +551,7 @@ def _check_answer(
         )
     if response_type in ("guidance", "override") and not content.strip():
         raise InvalidInput(
-            "content", f"a {response_type} response needs text (1 to 65536 characters)"
+            "content", f"a {response_type} response needs text (1 to {TEXT_MAX} characters)"
         ).because("needs_text", response_type=response_type)
     if response_type != "approve" and (new_file_limit is not None or add_scope):
         raise InvalidInput(

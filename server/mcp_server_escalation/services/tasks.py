@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import Conflict, InvalidInput, NotFound
@@ -211,8 +212,8 @@ def _failure_seq(detail: dict[str, object]) -> int | None:
 async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None = None) -> EndTaskResult:
     """Complete or abandon a task.
 
-    ``completed`` follows the double-entry rule (docs/tools.md): nothing is complete while the
-    latest test run has failures or a blocking escalation holds the task. ``abandoned``
+    ``completed`` follows the double-entry rule (``COMPLETION_REFUSALS``, docs/tools.md).
+    ``abandoned``
     always works and closes the task's pending escalations as ``agent_terminated``.
     """
     now = rt.now()
@@ -255,34 +256,64 @@ async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None 
     return result
 
 
-def _check_double_entry(conn: Conn, task: Task) -> None:
+def _escalation_holds(conn: Conn, task: Task) -> str | None:
     holding = escalation_store.blocking_open(conn, task.task_id)
-    if holding is not None:
-        raise Conflict(
-            f"outcome: task {task.task_id!r} cannot be completed while escalation "
-            f"{holding.escalation_id} holds it; answer or acknowledge it first."
-        )
+    if holding is None:
+        return None
+    return (
+        f"outcome: task {task.task_id!r} cannot be completed while escalation "
+        f"{holding.escalation_id} holds it; answer or acknowledge it first."
+    )
+
+
+def _tests_fail(conn: Conn, task: Task) -> str | None:
     latest = progress_store.latest_test_run(conn, task.task_id)
-    if latest is not None and latest.failed > 0:
-        raise Conflict(
-            f"outcome: task {task.task_id!r} cannot be completed: the latest test run has "
-            f"{latest.failed} failing test(s). Fix them and report a passing run with "
-            "report_progress, or end the task as 'abandoned'."
-        )
+    if latest is None or latest.failed == 0:
+        return None
+    return (
+        f"outcome: task {task.task_id!r} cannot be completed: the latest test run has "
+        f"{latest.failed} failing test(s). Fix them and report a passing run with "
+        "report_progress, or end the task as 'abandoned'."
+    )
+
+
+def _attempt_rejected(conn: Conn, task: Task) -> str | None:
     rejected = feedback_store.steps_with_rejected_latest(conn, task.task_id)
-    if rejected:
-        raise Conflict(
-            f"outcome: task {task.task_id!r} cannot be completed: the latest attempt of step(s) "
-            f"{rejected} was rejected. Record an accepted attempt (record_attempt) first, or end "
-            "the task as 'abandoned'."
-        )
+    if not rejected:
+        return None
+    return (
+        f"outcome: task {task.task_id!r} cannot be completed: the latest attempt of step(s) "
+        f"{rejected} was rejected. Record an accepted attempt (record_attempt) first, or end "
+        "the task as 'abandoned'."
+    )
+
+
+def _findings_outstanding(conn: Conn, task: Task) -> str | None:
     findings = feedback_store.outstanding_findings(conn, task.task_id)
-    if findings:
-        stages = sorted({f.stage for f in findings})
-        raise Conflict(
-            f"outcome: task {task.task_id!r} cannot be completed: review stage(s) {stages} have "
-            "outstanding findings. Fix them and report each stage passing with report_review."
-        )
+    if not findings:
+        return None
+    stages = sorted({f.stage for f in findings})
+    return (
+        f"outcome: task {task.task_id!r} cannot be completed: review stage(s) {stages} have "
+        "outstanding findings. Fix them and report each stage passing with report_review."
+    )
+
+
+# The double-entry rule: each condition that refuses end_task(completed), in the order they
+# are checked. The tool's description and the docs name every one (tests/test_vocabulary.py).
+COMPLETION_REFUSALS: dict[str, Callable[[Conn, Task], str | None]] = {
+    "escalation_holds": _escalation_holds,
+    "tests_fail": _tests_fail,
+    "attempt_rejected": _attempt_rejected,
+    "findings_outstanding": _findings_outstanding,
+}
+
+
+def _check_double_entry(conn: Conn, task: Task) -> None:
+    for refusal in COMPLETION_REFUSALS.values():
+        reason = refusal(conn, task)
+        if reason is not None:
+            raise Conflict(reason)
 
 
 async def list_tasks(rt: Runtime, *, status: str | None = None, limit: int = 50) -> list[Task]:

@@ -1,11 +1,9 @@
-"""The SQLite connections, their PRAGMAs, transactions and migrations.
+"""SQLite's connections, their PRAGMAs, and what SQLite alone adds to a transaction.
 
-Design:
-- A transaction is one synchronous function of a ``sqlite3`` connection (``fn(conn)``),
-  handed whole to the thread that owns the connection (aiosqlite's; ``worker.py``): BEGIN,
-  ``fn``, COMMIT or ROLLBACK, the wait for another process's lock and the search-index
-  repair are one trip to that thread and back. The event loop never runs SQLite, so a
-  slow query, an index rebuild or a lock another process holds stalls no other client.
+Design (the transaction mechanism itself is ``database.py``, shared with PostgreSQL):
+- Each connection has a thread of its own (aiosqlite's; ``worker.py``) and a transaction is
+  handed to it whole: BEGIN, ``fn``, COMMIT or ROLLBACK, the wait for another process's
+  lock and the search-index repair are one trip to that thread and back.
 - Connections are in autocommit mode (``isolation_level=None``) so every transaction is
   explicit: ``BEGIN IMMEDIATE`` for read-modify-write (it takes the write lock up front, so
   two processes never both read a counter and both write it), ``BEGIN`` for reads (one
@@ -23,8 +21,7 @@ Design:
 - A write the file or the disk refuses (a read-only store, a full disk) is rolled back
   whole and raised as ``StoreUnwritable``, which says what is wrong and who can fix it;
   the connection stays usable, so reads go on and writes work again once fixed.
-- A store whose schema is newer than the latest migration here was written by a newer
-  version: it is refused at open, before anything reads or writes it.
+- A damaged full-text index is rebuilt from the records and the transaction run again.
 """
 
 from __future__ import annotations
@@ -35,21 +32,21 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 
 from ..errors import StoreError, StoreUnavailable, StoreUnwritable
 from ..rules.fingerprint import message_key
-from . import search_index
+from . import database, search_index
+from .database import transact
 from .files import companion_of
-from .migrations import MIGRATIONS, Migration
+from .migrations import MIGRATIONS
 from .worker import Worker, closed_error
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-W = TypeVar("W", bound="_Worker")
 
 # The oldest SQLite the store runs on: every write answers with RETURNING (3.35.0). The
 # suite runs on the SQLite of the machine it runs on (3.40.1 on Debian 12).
@@ -173,8 +170,9 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
         raise sqlite3.OperationalError(f"journal_mode stayed {mode[0] if mode else None!r}")
 
 
-class Database:
-    """The process's store (a file, or ``:memory:``): one writer, readers as reads need them.
+class SqliteConnections:
+    """SQLite's connections: the process's one writer, readers as reads need them, each with
+    its aiosqlite thread (``worker.py``).
 
     ``wait_seconds`` bounds how long a transaction waits for another process's lock, for a
     process whose caller has a timeout of its own (a hook run: the host's 15 s): past it the
@@ -182,32 +180,135 @@ class Database:
     transaction waits up to the busy timeout, tried again ``_BUSY_RETRIES`` times.
     """
 
+    schema_name = "schema"
+    migrations = MIGRATIONS
+    migrations_table = (
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    # SQLite's create=False opens only an existing file (mode=rw).
+    empty_is_absent = False
+    open_errors: tuple[type[Exception], ...] = (sqlite3.DatabaseError,)
+
     def __init__(self, writer: Worker, path: str, wait_seconds: float | None = None) -> None:
         self._writer = writer
         self._wait_seconds = wait_seconds
-        self._busy_retries = _BUSY_RETRIES if wait_seconds is None else 1
-        busy_ms = _busy_ms(wait_seconds)
+        self.retries = _BUSY_RETRIES if wait_seconds is None else 1
         # Two connections to ":memory:" would be two databases: there, reads take the writer.
-        connect = functools.partial(_open, path, create=False, busy_ms=busy_ms)
+        connect = functools.partial(_open, path, create=False, busy_ms=_busy_ms(wait_seconds))
         self._readers = None if path == ":memory:" else Readers(READERS, lambda: Worker.open(connect))
-        self.path = path
+        self.location = path
 
     @classmethod
-    async def open(cls, path: str, *, create: bool = True, wait_seconds: float | None = None) -> Database:
-        """Open and migrate the store at ``path``; create it (and its folders) only if ``create``."""
+    async def open(cls, path: str, *, create: bool, wait_seconds: float | None) -> SqliteConnections:
+        """The writer's connection opened (the file and its folders created only if ``create``)."""
         writer = await Worker.open(
             functools.partial(_open, path, create=create, busy_ms=_busy_ms(wait_seconds))
         )
-        db = cls(writer, path, wait_seconds)
+        return cls(writer, path, wait_seconds)
+
+    async def run(
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        write: bool,
+        reader: bool,
+        seconds: float | None,  # noqa: ARG002 (SQLite bounds a wait by its busy timeout)
+    ) -> T:
+        job = functools.partial(self._guarded, fn, write)
+        if reader and self._readers is not None:
+            return await self._readers.run(job)
+        return await self._writer.run(job)
+
+    def _guarded(self, fn: Callable[[sqlite3.Connection], T], write: bool, conn: sqlite3.Connection) -> T:
+        """The transaction, the search index repaired if damaged; a write the file refused
+        raised as ``StoreUnwritable``, a lock held past ``wait_seconds`` as ``StoreUnavailable``."""
         try:
-            await db.migrate()
+            return self._repairing(conn, fn, write=write)
         except sqlite3.DatabaseError as exc:
-            await db.close()
-            raise StoreError(f"store {path}: {exc}") from exc
-        except BaseException:
-            await db.close()
-            raise
-        return db
+            refused = _unwritable(exc, self.location)
+            if refused is not None:
+                log.warning("store %s refused a write: %s", self.location, exc)
+                raise refused from exc
+            if self._wait_seconds is None or not _is_busy_error(exc):
+                raise
+            # Nothing of it was kept: the lock was never had, or the transaction rolled back.
+            raise StoreUnavailable(
+                self.location, f"another process held the store's lock longer than {self._wait_seconds:g} s"
+            ) from exc
+
+    def _repairing(
+        self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], *, write: bool
+    ) -> T:
+        try:
+            return transact(self, conn, fn, write=write)
+        except sqlite3.DatabaseError as exc:
+            # A damaged index shows itself as "malformed", "vtable constructor failed", or
+            # even a failed constraint of its own tables: any store error is checked for it.
+            if _is_busy_error(exc) or _unwritable(exc, self.location):
+                raise
+            if not self._repair_search_index(conn, exc):
+                raise
+        # The damage was the search index's, and it is rebuilt: the same work again.
+        return transact(self, conn, fn, write=write)
+
+    def _repair_search_index(self, conn: sqlite3.Connection, error: sqlite3.DatabaseError) -> bool:
+        """Rebuild the search index if it is what SQLite found damaged; was it?
+
+        The index is derived from the failure records, so a damaged one costs a rebuild (a
+        second or two for 100,000 records, in the store thread), never a failed tool call.
+        Damage anywhere else is not ours to repair: the caller raises it.
+        """
+        path = self.location
+        try:
+            repair = transact(self, conn, search_index.repair_if_damaged, write=True)
+        except sqlite3.Error as check_error:
+            # No index to check (a store still being migrated) or a store too damaged to
+            # check: the original error is the one to report.
+            log.debug("store %s: the search index could not be checked: %s", path, check_error)
+            return False
+        if repair.damage is None:
+            if search_index.is_corruption(error):
+                log.error("store %s is damaged outside the search index: %s", path, error)
+            return False
+        log.warning(
+            "store %s: the search index was damaged (%s); rebuilt from the failure records in %.2f s",
+            path,
+            repair.damage,
+            repair.seconds,
+        )
+        return True
+
+    # The dialect: ``BEGIN IMMEDIATE`` takes the write lock up front, so two processes never
+    # both read a counter and both write it; ``BEGIN`` reads one consistent snapshot.
+    def begin(self, conn: sqlite3.Connection, *, write: bool) -> None:
+        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    def end(self, conn: sqlite3.Connection, *, write: bool) -> None:
+        conn.execute("COMMIT" if write else "ROLLBACK")
+
+    def abandon(self, conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+
+    def may_retry(self, conn: sqlite3.Connection, error: Exception) -> bool:
+        # The busy timeout ran out before the lock was free: nothing began, start again.
+        if isinstance(error, sqlite3.OperationalError) and _is_busy(error) and not conn.in_transaction:
+            log.warning("store busy after %d ms, retrying", BUSY_TIMEOUT_MS)
+            return True
+        return False
+
+    def has_migrations_table(self, conn: sqlite3.Connection) -> bool:
+        found = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        ).fetchone()
+        return found is not None
+
+    def before_migration(self, conn: sqlite3.Connection) -> None:
+        """Nothing: the write transaction already holds the whole store."""
+
+    def run_ddl(self, conn: sqlite3.Connection, statement: str) -> None:
+        conn.execute(statement)
 
     async def listen_for_changes(self, heard: Callable[[], None]) -> None:
         """SQLite announces no changes: its readers poll (returns at once)."""
@@ -218,70 +319,25 @@ class Database:
             await self._readers.close()
         await self._writer.close()
 
-    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in a write transaction (``BEGIN IMMEDIATE``); commit, or roll back on error."""
-        return await self._writer.run(self._transaction("BEGIN IMMEDIATE", fn, commit=True))
 
-    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` on one consistent snapshot; nothing it does is kept."""
-        job = self._transaction("BEGIN", fn, commit=False)
-        if self._readers is None:
-            return await self._writer.run(job)
-        return await self._readers.run(job)
+class Database(database.Database[sqlite3.Connection]):
+    """The process's store in a SQLite file (or ``:memory:``)."""
 
-    def _transaction(
-        self, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool
-    ) -> Callable[[sqlite3.Connection], T]:
-        return lambda conn: self._bounded(conn, begin, fn, commit=commit)
-
-    def _bounded(
-        self, conn: sqlite3.Connection, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool
-    ) -> T:
-        try:
-            return transact(conn, self.path, begin, fn, commit=commit, busy_retries=self._busy_retries)
-        except sqlite3.OperationalError as exc:
-            if self._wait_seconds is None or not _is_busy(exc):
-                raise
-            # Nothing of it was kept: the lock was never had, or the transaction rolled back.
-            raise StoreUnavailable(
-                self.path, f"another process held the store's lock longer than {self._wait_seconds:g} s"
-            ) from exc
-
-    async def schema_version(self) -> int:
-        """The highest migration applied to this store."""
-        return await self.read(_current_version)
-
-    async def migrate(self) -> list[int]:
-        """Apply every pending migration, each in its own transaction with its record."""
-        applied: list[int] = []
-        # On the writer: opening a store opens no reader.
-        current = await self._writer.run(self._transaction("BEGIN", _current_version, commit=False))
-        if current > MIGRATIONS[-1].version:
-            raise StoreError(newer_schema(self.path, current))
-        if current == MIGRATIONS[-1].version:
-            return applied  # the common case: one read, no write lock
-        await self.write(_create_migrations_table)
-        for migration in MIGRATIONS:
-            if await self.write(functools.partial(_apply, migration)):
-                applied.append(migration.version)
-                log.info("applied migration %03d %s", migration.version, migration.name)
-        return applied
+    @classmethod
+    async def open(cls, path: str, *, create: bool = True, wait_seconds: float | None = None) -> Database:
+        """Open and migrate the store at ``path``; create it (and its folders) only if ``create``."""
+        db = cls(await SqliteConnections.open(path, create=create, wait_seconds=wait_seconds))
+        await db.opened(create=create)
+        return db
 
 
-class _Worker(Protocol):
-    """A connection of either backend with its thread (``worker.Worker``, ``postgres.database.PgWorker``)."""
-
-    async def run(self, fn: Callable[[Any], T]) -> T: ...
-    async def close(self) -> None: ...
-
-
-class Readers(Generic[W]):
+class Readers:
     """Connections for reads, opened as concurrent reads need them, at most ``count``."""
 
-    def __init__(self, count: int, open_worker: Callable[[], Awaitable[W]]) -> None:
+    def __init__(self, count: int, open_worker: Callable[[], Awaitable[Worker]]) -> None:
         self._open_worker = open_worker
-        self._idle: list[W] = []
-        self._opened: list[W] = []
+        self._idle: list[Worker] = []
+        self._opened: list[Worker] = []
         self._closed = False
         # Taking a free slot need not yield to the loop (a trip around it per read).
         self._slots = anyio.Semaphore(count, fast_acquire=True)
@@ -294,7 +350,7 @@ class Readers(Generic[W]):
             finally:
                 self._idle.append(reader)
 
-    async def _open(self) -> W:
+    async def _open(self) -> Worker:
         if self._closed:
             raise closed_error()  # a thread opened now would outlive the store
         reader = await self._open_worker()
@@ -312,149 +368,3 @@ class Readers(Generic[W]):
 
 def _busy_ms(wait_seconds: float | None) -> int:
     return BUSY_TIMEOUT_MS if wait_seconds is None else max(1, round(wait_seconds * 1000))
-
-
-def transact(
-    conn: sqlite3.Connection,
-    path: str,
-    begin: str,
-    fn: Callable[[sqlite3.Connection], T],
-    *,
-    commit: bool,
-    busy_retries: int = _BUSY_RETRIES,
-) -> T:
-    """One whole transaction, in a store thread: ``fn`` between BEGIN and COMMIT (or
-    ROLLBACK), waiting for another process's lock, the search index repaired if damaged, a
-    refused write raised as ``StoreUnwritable``."""
-    try:
-        return _repairing(conn, path, begin, fn, commit=commit, busy_retries=busy_retries)
-    except sqlite3.DatabaseError as exc:
-        refused = _unwritable(exc, path)
-        if refused is None:
-            raise
-        log.warning("store %s refused a write: %s", path, exc)
-        raise refused from exc
-
-
-def _repairing(
-    conn: sqlite3.Connection,
-    path: str,
-    begin: str,
-    fn: Callable[[sqlite3.Connection], T],
-    *,
-    commit: bool,
-    busy_retries: int,
-) -> T:
-    try:
-        return _waiting(conn, begin, fn, commit=commit, busy_retries=busy_retries)
-    except sqlite3.DatabaseError as exc:
-        # A damaged index shows itself as "malformed", "vtable constructor failed", or
-        # even a failed constraint of its own tables: any store error is checked for it.
-        if _is_busy_error(exc) or _unwritable(exc, path) or not _repair_search_index(conn, path, exc):
-            raise
-    # The damage was the search index's, and it is rebuilt: the same work again.
-    return _waiting(conn, begin, fn, commit=commit, busy_retries=busy_retries)
-
-
-def _waiting(
-    conn: sqlite3.Connection,
-    begin: str,
-    fn: Callable[[sqlite3.Connection], T],
-    *,
-    commit: bool,
-    busy_retries: int = _BUSY_RETRIES,
-) -> T:
-    """The transaction, started again when the busy timeout ran out before the lock was free."""
-    for attempt in range(busy_retries):
-        try:
-            return _run(conn, begin, fn, commit=commit)
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or attempt == busy_retries - 1 or conn.in_transaction:
-                raise
-            log.warning("store busy after %d ms, retrying", BUSY_TIMEOUT_MS)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _run(conn: sqlite3.Connection, begin: str, fn: Callable[[sqlite3.Connection], T], *, commit: bool) -> T:
-    """BEGIN, ``fn(conn)``, then COMMIT (or ROLLBACK for reads and on any error)."""
-    conn.execute(begin)
-    try:
-        result = fn(conn)
-        conn.execute("COMMIT" if commit else "ROLLBACK")
-    except BaseException:
-        # A full disk may have rolled the transaction back already, and a COMMIT that
-        # failed leaves it open: end it either way, or every later BEGIN of this
-        # connection fails.
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return result
-
-
-def _repair_search_index(conn: sqlite3.Connection, path: str, error: sqlite3.DatabaseError) -> bool:
-    """Rebuild the search index if it is what SQLite found damaged; was it?
-
-    The index is derived from the failure records, so a damaged one costs a rebuild (a
-    second or two for 100,000 records, in the store thread), never a failed tool call.
-    Damage anywhere else is not ours to repair: the caller raises it.
-    """
-    try:
-        repair = _waiting(conn, "BEGIN IMMEDIATE", search_index.repair_if_damaged, commit=True)
-    except sqlite3.Error as check_error:
-        # No index to check (a store still being migrated) or a store too damaged to
-        # check: the original error is the one to report.
-        log.debug("store %s: the search index could not be checked: %s", path, check_error)
-        return False
-    if repair.damage is None:
-        if search_index.is_corruption(error):
-            log.error("store %s is damaged outside the search index: %s", path, error)
-        return False
-    log.warning(
-        "store %s: the search index was damaged (%s); rebuilt from the failure records in %.2f s",
-        path,
-        repair.damage,
-        repair.seconds,
-    )
-    return True
-
-
-def newer_schema(path: str, version: int) -> str:
-    """Why a store of a schema newer than this version's is refused."""
-    # Its tables may mean what this version does not know (a column it never fills, a
-    # status it never sets): reading would mislead and writing would break it.
-    return (
-        f"store {path} has schema version {version}, written by a newer version of"
-        f" mcp-server-escalation; this version knows schema version {MIGRATIONS[-1].version}."
-        " Upgrade mcp-server-escalation (or give another store); the store was left unchanged"
-    )
-
-
-def _create_migrations_table(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
-
-
-def _apply(migration: Migration, conn: sqlite3.Connection) -> bool:
-    if migration.version <= _current_version(conn):
-        return False  # another process applied it first
-    # Statements run one by one: executescript() would COMMIT behind our back.
-    for statement in migration.statements:
-        conn.execute(statement)
-    conn.execute(
-        "INSERT INTO schema_migrations (version, name, applied_at) "
-        "VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-        (migration.version, migration.name),
-    )
-    return True
-
-
-def _current_version(conn: sqlite3.Connection) -> int:
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
-    ).fetchone()
-    if not exists:
-        return 0
-    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
-    return int(row[0]) if row else 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from ..models.escalations import (
     Escalation,
@@ -16,19 +16,12 @@ from ..models.escalations import (
     ToldAtFiring,
     Trigger,
 )
-from ..models.limits import SQLITE_INTEGER_MAX
+from ..models.limits import SQLITE_INTEGER_MAX, EscalationStatus
 from ..rules.announce import headline
 from .migrations import AWAITING_ACKNOWLEDGEMENT
 from .sql import Conn, Row, for_update, is_postgres
 
-RESOLVED_STATUSES = (
-    "resolved",
-    "resolved_with_override",
-    "resolved_with_termination",
-    "resolved_with_approval",
-    "withdrawn",
-    "agent_terminated",
-)
+RESOLVED_STATUSES = tuple(status for status in get_args(EscalationStatus) if status != "pending")
 # An objective trigger may join an open escalation only if that one was itself raised by a
 # trigger: merging it into an agent's own question would let the agent withdraw it.
 _QUESTION_TYPES = ("ask_human", "system_error")

@@ -20,8 +20,11 @@ class Migration:
     statements: tuple[str, ...]
 
 
-_TASK_STATUSES = "'active','paused','terminated_by_human','completed','abandoned'"
-_ESCALATION_STATUSES = (
+# The statuses the schema admits, frozen with the migrations that check them (both
+# backends'): the vocabulary is ``models.limits``, and tests/test_vocabulary.py fails when
+# the two part, since a new status needs a new migration.
+TASK_STATUSES = "'active','paused','terminated_by_human','completed','abandoned'"
+ESCALATION_STATUSES = (
     "'pending','resolved','resolved_with_override','resolved_with_termination',"
     "'resolved_with_approval','withdrawn','agent_terminated'"
 )
@@ -108,7 +111,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 -- bumps on reassignment; counters and the modified-file set belong to one
                 -- generation, history rows keep the generation they were written in
                 generation INTEGER NOT NULL DEFAULT 1,
-                status TEXT NOT NULL CHECK (status IN ({_TASK_STATUSES})),
+                status TEXT NOT NULL CHECK (status IN ({TASK_STATUSES})),
                 thresholds_json TEXT NOT NULL,
                 baseline_pass_rate REAL,
                 best_pass_rate REAL,
@@ -220,7 +223,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 type TEXT NOT NULL,
                 priority TEXT NOT NULL CHECK (priority IN ('normal', 'high')),
                 blocking INTEGER NOT NULL,
-                status TEXT NOT NULL CHECK (status IN ({_ESCALATION_STATUSES})),
+                status TEXT NOT NULL CHECK (status IN ({ESCALATION_STATUSES})),
                 triggers_json TEXT NOT NULL DEFAULT '[]',
                 response_options_json TEXT NOT NULL,
                 context_json TEXT NOT NULL,

@@ -2,8 +2,8 @@
 
 The index holds nothing the ``failures`` table does not: it is kept in step by triggers and
 can always be rebuilt from it. So a damaged index is never a reason to fail a tool call:
-the store (``db.Database``) rebuilds it and runs the call again, and ``db check`` finds and
-repairs it on demand.
+SQLite's connections (``db.SqliteConnections``) rebuild it and run the call again, and
+``db check`` finds and repairs it on demand.
 
 Which merges are safe: FTS5's ``'merge'`` command with a negative page count damaged the
 index of a store growing record by record on SQLite 3.40 (Debian 12's) after ~1,076

@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound, StoreUnavailable
+from ...models.limits import TEXT_MAX
 from ...rules.triggers import COUNTER_LIMITS
 from ...rules.words import kind_words
 from ...services import escalations, guidance, reports, tasks, verdicts
@@ -62,8 +63,6 @@ STATUS_BY_ERROR: tuple[tuple[type[EscalationError], int], ...] = (
 )
 # Rows of the answered list (the CLI's `escalations list --status resolved` shows as many).
 ANSWERED_SHOWN = 50
-# What a text field of the answer form may hold (the service's own limit is the same).
-CONTENT_MAX_CHARS = 65536
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -385,10 +384,10 @@ class Console:
             content = f"{picked}\n\n{content}".strip() if content.strip() else picked
         if not response_type:
             raise InvalidInput("response_type", "choose the kind of answer").because("no_answer_kind")
-        if len(content) > CONTENT_MAX_CHARS:
+        if len(content) > TEXT_MAX:
             raise InvalidInput(
-                "content", f"{len(content)} characters, more than {CONTENT_MAX_CHARS}"
-            ).because("too_long", field="content", length=len(content), limit=CONTENT_MAX_CHARS)
+                "content", f"{len(content)} characters, more than {TEXT_MAX}"
+            ).because("too_long", field="content", length=len(content), limit=TEXT_MAX)
         scope = [line.strip() for line in str(get("add_scope") or "").splitlines() if line.strip()]
         verdict = str(get("verdict") or "") or None
         return Answer(response_type, content, _int_field(get("file_limit"), "file_limit"), scope, verdict)

@@ -58,6 +58,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ...errors import EscalationError
 from ...models.escalations import Escalation
+from ...models.limits import TEXT_MAX
 from ...prompts import PromptBook
 from ...rules.announce import elicitation_question, human_answers
 from ...services import escalations
@@ -71,7 +72,6 @@ from .waits import waited_on
 log = logging.getLogger(__name__)
 
 MAX_REMEMBERED = 1024
-TEXT_MAX = 64 * 1024
 
 
 class AskInClient:

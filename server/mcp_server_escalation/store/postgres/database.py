@@ -1,10 +1,8 @@
-"""The store on PostgreSQL: the same ``write(fn)`` / ``read(fn)`` as on SQLite.
+"""The store on PostgreSQL: its kind of connection for the one transaction mechanism.
 
-Design:
-- A transaction is one synchronous function of a connection (``fn(conn)``), run whole in a
-  thread that alone uses that connection at the time: BEGIN, ``fn``, COMMIT or ROLLBACK, one
-  trip from the event loop and back, as on SQLite. psycopg's synchronous connection keeps
-  every repository one function for both backends.
+Design (the mechanism itself, shared with SQLite, is ``store/database.py``):
+- A transaction runs whole in one of anyio's worker threads on a pool's connection.
+  psycopg's synchronous connection keeps every repository one function for both backends.
 - Writes run at READ COMMITTED on the process's writer connections (one by default), in the
   order they came.
   What SQLite gets from its single writer, PostgreSQL gets from row locks: a write reads the
@@ -18,7 +16,7 @@ Design:
   them; every operation ends within ``[store] operation_timeout_seconds`` (``pool.py``). A
   transaction whose connection broke before COMMIT is run once more; one whose COMMIT got no
   answer is never run again (it may have been applied) and says so.
-- Migrations are PostgreSQL's own (``postgres/migrations.py``), applied under a
+- Migrations are PostgreSQL's own (``postgres/migrations.py``), each applied under a
   transaction-scoped advisory lock, so servers starting together migrate once.
 """
 
@@ -38,7 +36,8 @@ from psycopg import errors
 
 from ...errors import StoreError, StoreUnavailable
 from ...models.store_config import StoreConfig
-from ..migrations import Migration
+from .. import database
+from ..database import MIGRATION_SECONDS, transact
 from .connection import PgConn
 from .migrations import CHANGE_CHANNEL, MIGRATIONS
 from .pool import Broken, CommitUnknown, Stalled, StorePool, Watchdog, conninfo, health_of
@@ -55,8 +54,6 @@ _BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
 _LISTEN_RETRY_SECONDS = 1.0
 # Any fixed number: the lock servers take while one of them migrates.
 _MIGRATION_LOCK = 0x65736361
-# Migrating may rewrite a large table: its own bounds, not a tool call's.
-_MIGRATION_SECONDS = 600.0
 
 
 def shown(url: str) -> str:
@@ -67,35 +64,6 @@ def shown(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-def transact(conn: PgConn, fn: Callable[[PgConn], T], *, write: bool) -> T:
-    """One whole transaction, run again when PostgreSQL aborted it to resolve a conflict
-    (it rolled the transaction back whole: nothing of the first run is kept)."""
-    for attempt in range(_RETRIES):
-        try:
-            return _run(conn, fn, write=write)
-        except _RETRIED as exc:
-            if attempt == _RETRIES - 1:
-                raise
-            log.info("store %s: transaction retried after %s", conn.location, type(exc).__name__)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _run(conn: PgConn, fn: Callable[[PgConn], T], *, write: bool) -> T:
-    raw = conn.raw
-    raw.execute(_BEGIN_WRITE if write else _BEGIN_READ)
-    conn.locks_rows = write
-    try:
-        result = fn(conn)
-        _end(raw, write=write)
-    except BaseException:
-        if not raw.broken and raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            raw.execute("ROLLBACK")
-        raise
-    finally:
-        conn.locks_rows = False
-    return result
 
 
 def _end(raw: psycopg.Connection[Any], *, write: bool) -> None:
@@ -115,21 +83,32 @@ def _end(raw: psycopg.Connection[Any], *, write: bool) -> None:
         raise
 
 
-class PgDatabase:
-    """The process's store in a PostgreSQL database: a pool of writers and one of readers."""
+class PgConnections:
+    """PostgreSQL's connections: a pool of writers and one of readers, used in anyio's worker
+    threads, each operation within its bound."""
+
+    schema_name = "PostgreSQL schema"
+    migrations = MIGRATIONS
+    migrations_table = (
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    retries = _RETRIES
+    # A database is there before any server sets it up: only its schema says it is a store.
+    empty_is_absent = True
+    open_errors: tuple[type[Exception], ...] = (psycopg.Error,)
 
     def __init__(self, url: str, config: StoreConfig) -> None:
-        self.path = shown(url)
-        self._url = url
+        self.location = shown(url)
         self._config = config
         self._info = conninfo(url, config)
-        self._health = health_of(self.path)
+        self._health = health_of(self.location)
         self._watchdog = Watchdog()
         self._writers = StorePool(
-            "writers", self._info, config.writers, self._health, self._watchdog, self.path
+            "writers", self._info, config.writers, self._health, self._watchdog, self.location
         )
         self._readers = StorePool(
-            "readers", self._info, config.readers, self._health, self._watchdog, self.path
+            "readers", self._info, config.readers, self._health, self._watchdog, self.location
         )
         # Callers take turns here, in the order they came, before a pool's connection: a
         # queue that waits without a bound of its own (the operation's deadline is set when
@@ -137,29 +116,9 @@ class PgDatabase:
         self._write_turn = anyio.CapacityLimiter(config.writers)
         self._read_turn = anyio.CapacityLimiter(config.readers)
         self.closed = False
-
-    @classmethod
-    async def open(cls, url: str, *, create: bool = True, config: StoreConfig | None = None) -> PgDatabase:
-        """Migrate the store; ``create`` false refuses a database no server has set up.
-
-        No connection is kept open by this: the pools connect as calls need them."""
-        db = cls(url, config or StoreConfig.model_construct())
-        db._writers.open()
-        db._readers.open()
-        try:
-            await db._migrate_or_refuse(create=create)
-        except psycopg.Error as exc:
-            await db.close()
-            raise StoreError(f"store {db.path}: {exc}") from exc
-        except BaseException:
-            await db.close()
-            raise
-        return db
-
-    async def _migrate_or_refuse(self, *, create: bool) -> None:
-        if not create and await self.schema_version() == 0:
-            raise StoreError(f"store {self.path} holds no escalation store yet: run a server on it first")
-        await self.migrate()
+        # No connection is made by this: the pools connect as calls need them.
+        self._writers.open()
+        self._readers.open()
 
     async def listen_for_changes(self, heard: Callable[[], None]) -> None:
         """Call ``heard`` at every escalation change any server commits, until cancelled.
@@ -178,7 +137,7 @@ class PgDatabase:
                     # Info: the store logs an outage of the database itself once, as a warning.
                     log.info(
                         "store %s: listening for changes failed (%s); polling until it is back",
-                        self.path,
+                        self.location,
                         exc,
                     )
                 lost = True
@@ -208,36 +167,18 @@ class PgDatabase:
         self._writers.close()
         self._watchdog.close()
 
-    async def write(self, fn: Callable[[Any], T]) -> T:
-        """Run ``fn`` in a write transaction; commit, or roll back on error."""
-        return await self._operate(self._writers, self._write_turn, fn, write=True)
-
-    async def read(self, fn: Callable[[Any], T]) -> T:
-        """Run ``fn`` on one consistent snapshot; nothing it does is kept."""
-        return await self._operate(self._readers, self._read_turn, fn, write=False)
-
-    async def schema_version(self) -> int:
-        return await self._operate(self._writers, self._write_turn, _current_version, write=False)
-
-    async def _operate(
-        self,
-        pool: StorePool,
-        turn: anyio.CapacityLimiter,
-        fn: Callable[[Any], T],
-        *,
-        write: bool,
-        bound: float | None = None,
-    ) -> T:
-        """``fn`` in a transaction on a connection of ``pool``, in a worker thread, within
-        ``bound`` (the operation timeout) from when its turn comes."""
+    async def run(self, fn: Callable[[PgConn], T], *, write: bool, reader: bool, seconds: float | None) -> T:
+        """``fn`` in a transaction on a connection of a pool, in a worker thread, within
+        ``seconds`` (the operation timeout when None) from when its turn comes."""
         if self.closed:
             raise StoreError("the store is closed")
-        seconds = self._config.operation_timeout_seconds if bound is None else bound
+        pool, turn = (self._readers, self._read_turn) if reader else (self._writers, self._write_turn)
+        bound = self._config.operation_timeout_seconds if seconds is None else seconds
         # Shielded: a caller cancelled mid-way must not go on while its transaction runs (it
         # ends by its deadline in any case).
         with anyio.CancelScope(shield=True):
             async with turn:
-                job = functools.partial(self._attempts, pool, fn, write, time.monotonic() + seconds, seconds)
+                job = functools.partial(self._attempts, pool, fn, write, time.monotonic() + bound, bound)
                 result = await anyio.to_thread.run_sync(job)
         return result
 
@@ -245,7 +186,7 @@ class PgDatabase:
         self, pool: StorePool, fn: Callable[[Any], T], write: bool, deadline: float, bound: float
     ) -> T:
         """The transaction, run a second time only when that is known to be safe."""
-        job = functools.partial(transact, fn=fn, write=write)
+        job = functools.partial(transact, self, fn=fn, write=write)
         began = deadline - bound
         unavailable = functools.partial(self._unavailable, began=began)
         for attempt in (1, 2):
@@ -274,59 +215,51 @@ class PgDatabase:
 
     def _unavailable(self, reason: str, *, began: float, recorded: bool | None = False) -> StoreUnavailable:
         self._health.failed(reason, began)
-        return StoreUnavailable(self.path, reason, recorded=recorded)
+        return StoreUnavailable(self.location, reason, recorded=recorded)
 
-    async def migrate(self) -> list[int]:
-        """Apply every pending migration, all in one transaction under the migration lock."""
-        current = await self.schema_version()
-        if current > MIGRATIONS[-1].version:
-            raise StoreError(newer_schema(self.path, current))
-        if current == MIGRATIONS[-1].version:
-            return []
-        return await self._operate(
-            self._writers, self._write_turn, _migrate, write=True, bound=_MIGRATION_SECONDS
-        )
+    # The dialect. Writes run at READ COMMITTED and lock the rows they will change; reads
+    # run on one snapshot.
+    def begin(self, conn: PgConn, *, write: bool) -> None:
+        conn.raw.execute(_BEGIN_WRITE if write else _BEGIN_READ)
+        conn.locks_rows = write
 
+    def end(self, conn: PgConn, *, write: bool) -> None:
+        try:
+            _end(conn.raw, write=write)
+        finally:
+            conn.locks_rows = False
 
-def _migrate(conn: PgConn) -> list[int]:
-    # Another server may be migrating (the lock), and a migration may rewrite a large table.
-    conn.raw.execute("SET LOCAL statement_timeout = 0")
-    conn.raw.execute(f"SET LOCAL lock_timeout = {round(_MIGRATION_SECONDS * 1000)}")
-    conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
-    applied = []
-    for migration in MIGRATIONS:
-        if migration.version > _current_version(conn):
-            _apply(conn, migration)
-            applied.append(migration.version)
-            log.info("applied PostgreSQL migration %03d %s", migration.version, migration.name)
-    return applied
+    def abandon(self, conn: PgConn) -> None:
+        conn.locks_rows = False
+        raw = conn.raw
+        if not raw.broken and raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            raw.execute("ROLLBACK")
 
+    def may_retry(self, conn: PgConn, error: Exception) -> bool:  # noqa: ARG002 (SQLite's reads it)
+        # PostgreSQL rolled the transaction back whole: nothing of the first run is kept.
+        return isinstance(error, _RETRIED)
 
-def _apply(conn: PgConn, migration: Migration) -> None:
-    for statement in migration.statements:
+    def has_migrations_table(self, conn: PgConn) -> bool:
+        return conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0] is not None
+
+    def before_migration(self, conn: PgConn) -> None:
+        # Another server may be migrating (the lock), and a migration may rewrite a large table.
+        conn.raw.execute("SET LOCAL statement_timeout = 0")
+        conn.raw.execute(f"SET LOCAL lock_timeout = {round(MIGRATION_SECONDS * 1000)}")
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
+
+    def run_ddl(self, conn: PgConn, statement: str) -> None:
         conn.raw.execute(statement)  # DDL as written: no placeholders to rewrite
-    conn.execute(
-        "INSERT INTO schema_migrations (version, name, applied_at)"
-        " VALUES (?, ?, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))",
-        (migration.version, migration.name),
-    )
 
 
-def _current_version(conn: PgConn) -> int:
-    if conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0] is None:
-        return 0
-    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
-    return int(row[0])
+class PgDatabase(database.Database[PgConn]):
+    """The process's store in a PostgreSQL database."""
 
+    @classmethod
+    async def open(cls, url: str, *, create: bool = True, config: StoreConfig | None = None) -> PgDatabase:
+        """Migrate the store; ``create`` false refuses a database no server has set up.
 
-def newer_schema(location: str, version: int) -> str:
-    """Why a store of a schema newer than this version's is refused."""
-    return (
-        f"store {location} has PostgreSQL schema version {version}, written by a newer version of"
-        f" mcp-server-escalation; this version knows schema version {MIGRATIONS[-1].version}."
-        " Upgrade mcp-server-escalation (or give another store); the store was left unchanged"
-    )
+        No connection is kept open by this: the pools connect as calls need them."""
+        db = cls(PgConnections(url, config or StoreConfig.model_construct()))
+        await db.opened(create=create)
+        return db

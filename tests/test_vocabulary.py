@@ -1,0 +1,113 @@
+"""Each fact of the product's vocabulary is defined once, and the words that name it agree.
+
+Where the model's words (``prompts/``) or the docs name a rule the code defines (the
+conditions that refuse ``end_task(completed)``, the statuses the schema admits, the text
+limit), a change to the code without its words fails here, saying which words are missing.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+from mcp_server_escalation.datafiles import data_dir
+from mcp_server_escalation.models.limits import TEXT_MAX, EscalationStatus, TaskStatus
+from mcp_server_escalation.services.tasks import COMPLETION_REFUSALS
+from mcp_server_escalation.store.db import Database
+from mcp_server_escalation.store.postgres import migrations as pg_migrations
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# How the tool's description and the docs name each condition of the double-entry rule.
+COMPLETION_WORDS = {
+    "escalation_holds": r"escalation\s+hold",
+    "tests_fail": r"tests?\s+(run\s+)?(fail|has\s+failures)|failing\s+tests",
+    "attempt_rejected": r"attempt\s+(of any step\s+)?is\s+rejected|rejected\s+attempt",
+    "findings_outstanding": r"(outstanding|open)\s+findings",
+}
+
+
+def _end_task_description() -> str:
+    tools = tomllib.loads((ROOT / "prompts" / "tools.toml").read_text(encoding="utf-8"))
+    return str(tools["tools"]["end_task"]["description"])
+
+
+def _double_entry_in_docs() -> str:
+    text = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
+    found = re.search(r"- \*\*Double entry\.\*\*(.*?)(?=\n- \*\*|\n\n)", text, re.DOTALL)
+    assert found, "docs/tools.md has no **Double entry.** paragraph"
+    return " ".join(found.group(1).split())
+
+
+def test_every_condition_that_refuses_completion_has_its_words() -> None:
+    assert set(COMPLETION_WORDS) == set(COMPLETION_REFUSALS), (
+        "a condition of end_task(completed) was added or removed: name it in prompts/tools.toml"
+        " (tools.end_task) and docs/tools.md (Double entry), then in COMPLETION_WORDS here"
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "read"),
+    [
+        ("prompts/tools.toml, tools.end_task", _end_task_description),
+        ("docs/tools.md", _double_entry_in_docs),
+    ],
+)
+def test_the_model_and_the_docs_name_every_condition_that_refuses_completion(
+    where: str, read: Callable[[], str]
+) -> None:
+    text = read()
+    missing = [name for name, words in COMPLETION_WORDS.items() if not re.search(words, text)]
+    assert not missing, f"{where} does not name {missing}: {text}"
+
+
+def test_the_readme_names_no_condition_of_its_own_and_points_to_the_rule() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    [step] = [line for line in readme.split("\n\n") if "end_task(task_id" in line]
+    flat = " ".join(step.split())
+    assert "(docs/tools.md)" in flat
+    assert not [name for name, words in COMPLETION_WORDS.items() if re.search(words, flat)], flat
+
+
+def _statuses(check: str) -> set[str]:
+    return set(re.findall(r"'(\w+)'", check))
+
+
+async def test_the_schema_of_both_backends_admits_exactly_the_statuses_the_models_name(
+    tmp_path: Path,
+) -> None:
+    db = await Database.open(str(tmp_path / "schema.db"))
+    try:
+        tables = await db.read(
+            lambda conn: dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
+        )
+    finally:
+        await db.close()
+    checks = {
+        name: re.search(r"status TEXT NOT NULL CHECK \(status IN \(([^)]*)\)\)", tables[name])
+        for name in ("tasks", "escalations")
+    }
+    escalations, tasks = checks["escalations"], checks["tasks"]
+    assert escalations is not None
+    assert tasks is not None
+    assert _statuses(escalations.group(1)) == set(get_args(EscalationStatus))
+    assert _statuses(tasks.group(1)) == set(get_args(TaskStatus))
+    # PostgreSQL's migrations check the same statuses, with the same text.
+    postgres = " ".join(s for m in pg_migrations.MIGRATIONS for s in m.statements)
+    assert escalations.group(1) in postgres
+    assert tasks.group(1) in postgres
+
+
+def test_no_prompt_writes_the_text_limit_as_a_number() -> None:
+    # A template gets the limit as a value (``{limit}``): a number written in would stay
+    # behind when the limit changes.
+    for path in sorted(data_dir("prompts").glob("*.toml")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.lstrip().startswith("#"):
+                continue
+            assert not re.search(rf"\b{TEXT_MAX}\b|\b{TEXT_MAX:,}\b", line), f"{path.name}:{number}: {line}"
