@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -204,12 +205,15 @@ ODD_IDS = ["null", "1.5", "2.0", "1e3", "true", "false", '{"a":1}', "[1]"]
 
 
 @pytest.mark.sqlite_only  # the stdio transport's answers: no line here reaches the store
+@pytest.mark.parametrize("transport", ["loop", "threads"])
 async def test_requests_with_ids_json_rpc_refuses_and_two_messages_on_a_line_are_answered_as_it_says(
-    db_path: str,
+    db_path: str, transport: str
 ) -> None:
     """A request's id is a string or an integer: any other is an Invalid Request answered
     with the id null (the SDK read such a request as a notification and answered nothing).
-    Two messages on one line are one parse error, id null (it was addressed to the second)."""
+    Two messages on one line are one parse error, id null (it was addressed to the second).
+    Both transports alike: the SDK's threaded one (ESCALATION_STDIO=threads, a file or a
+    terminal on stdin) answered none of the odd ids."""
     odd = [f'{{"jsonrpc":"2.0","id":{value},"method":"ping"}}' for value in ODD_IDS]
     lines = [
         json.dumps(INITIALIZE),
@@ -222,7 +226,8 @@ async def test_requests_with_ids_json_rpc_refuses_and_two_messages_on_a_line_are
         '{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":null,"progress":1,"progressToken":1}}',
     ]
     with anyio.fail_after(60):
-        async with await anyio.open_process([str(SCRIPT), "--db", db_path], stderr=None) as process:
+        env = {**os.environ, "ESCALATION_STDIO": transport}
+        async with await anyio.open_process([str(SCRIPT), "--db", db_path], stderr=None, env=env) as process:
             assert process.stdin is not None
             assert process.stdout is not None
             await process.stdin.send("\n".join(lines).encode() + b"\n")
