@@ -90,14 +90,16 @@ DAEMON = (
 async def test_a_notifier_command_that_daemonises_twice_leaves_nothing_running(
     tmp_path: Path, ends: str
 ) -> None:
-    # Killing the process group missed whatever left it: one orphan per attempt.
+    # Killing the process group missed whatever left it: one orphan per attempt. Marking the
+    # attempt's environment missed a daemon started with an emptied one (env -i).
     script = tmp_path / "daemon.py"
     script.write_text(DAEMON)
-    pids = [tmp_path / "daemon.pid", tmp_path / "setsid.pid"]
+    pids = [tmp_path / "daemon.pid", tmp_path / "setsid.pid", tmp_path / "bare.pid"]
     starts = (
         f'"{sys.executable}" "{script}" "{pids[0]}"; '
         f"setsid sh -c 'sleep 120 & echo $! > \"{pids[1]}\"; wait' < /dev/null > /dev/null 2>&1 & "
-        f'while [ ! -s "{pids[0]}" ] || [ ! -s "{pids[1]}" ]; do sleep 0.05; done; '
+        f'env -i "{sys.executable}" "{script}" "{pids[2]}"; '
+        f'while [ ! -s "{pids[0]}" ] || [ ! -s "{pids[1]}" ] || [ ! -s "{pids[2]}" ]; do sleep 0.05; done; '
     )
     command = Notifier(
         "command", starts + {"exits 0": "exit 0", "exits 1": "exit 1", "times out": "sleep 120"}[ends]
