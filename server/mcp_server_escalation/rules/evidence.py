@@ -23,6 +23,7 @@ has the message of the item before it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 FIRING_SHOWN = 5
@@ -123,14 +124,23 @@ def action_summary(action: dict[str, Any]) -> dict[str, Any]:
     return {**clip_texts(action, _LAST_TEXT), "detail": {"summary": clip(line, _LAST_TEXT)}}
 
 
-def recent_summaries(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sized_summary(action: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """``action_summary(action)`` and its bytes as compact JSON."""
+    summary = action_summary(action)
+    return summary, json_bytes(summary)
+
+
+def recent_summaries(
+    actions: Sequence[Any], summarise: Callable[[Any], tuple[dict[str, Any], int]] = sized_summary
+) -> list[dict[str, Any]]:
     """The latest of ``actions`` (oldest first) as summaries, at most
-    ``RECENT_ACTIONS_MAX_BYTES`` in all: the newest are kept."""
+    ``RECENT_ACTIONS_MAX_BYTES`` in all: the newest are kept. ``summarise`` gives an action's
+    summary and its bytes (``sized_summary``, or a cache of it)."""
     shown: list[dict[str, Any]] = []
     total = 0
     for action in reversed(actions):
-        summary = action_summary(action)
-        total += json_bytes(summary)
+        summary, size = summarise(action)
+        total += size
         if total > RECENT_ACTIONS_MAX_BYTES:
             break
         shown.append(summary)

@@ -57,7 +57,9 @@ class LazyArguments(ArgModelBase):
 
     def model_dump_one_level(self) -> dict[str, Any]:
         # The SDK's version looks up each field's alias; ours have none (argument_metadata).
-        return dict(self)
+        # The fields' values as pydantic holds them: dict(self) asked the model for a
+        # ``keys`` attribute first, and pydantic's failed look-up of it cost ~20 us a call.
+        return dict(self.__dict__)
 
 
 class _NotBuiltYet(LazyArguments):
