@@ -6,8 +6,6 @@ escalation it created commit together or not at all.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar
@@ -17,7 +15,7 @@ from ..models.limits import ENDED_STATUSES
 from ..models.results import Directed
 from ..models.tasks import Task
 from ..rules.directives import decide
-from ..rules.evidence import clip, recent_summaries, refreshed_run, scope_shown, sized_summary
+from ..rules.evidence import clip, recent_summaries, refreshed_run, scope_shown, stored_summary
 from ..rules.triggers import Firing, response_options
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
@@ -29,8 +27,6 @@ from .runtime import Runtime
 # task's history keeps them all, whole. Ten is what `escalations show` prints; twenty
 # identical record_failure entries were most of a stuck agent's escalation.
 RECENT_ACTIONS = 10
-# Action summaries kept in memory: the latest actions of many tasks at once.
-SUMMARIES_KEPT = 4096
 # What is kept of the message an escalation's agent was told when it fired: a message is a
 # sentence or two and a headline (500 characters); a longer one is clipped in the middle.
 TOLD_MESSAGE_CHARS = 4000
@@ -128,26 +124,7 @@ def task_context(task: Task) -> dict[str, Any]:
 
 def recent_actions(conn: Conn, task_id: str) -> list[dict[str, Any]]:
     """The task's latest actions as an escalation shows them: summaries, bounded each and in all."""
-    return recent_summaries(progress_store.recent_action_rows(conn, task_id, RECENT_ACTIONS), _summary)
-
-
-def _summary(row: progress_store.ActionRow) -> tuple[dict[str, Any], int]:
-    """An action's summary and its bytes, each a fresh copy (the caller may change it)."""
-    text, size = _summary_text(row)
-    return json.loads(text), size
-
-
-@functools.lru_cache(maxsize=SUMMARIES_KEPT)
-def _summary_text(row: progress_store.ActionRow) -> tuple[str, int]:
-    """An action's summary as JSON, and its bytes. An action never changes once recorded,
-    and a paused agent that repeats its error refreshes the open escalation's context with
-    every repeat: summarising the same latest actions again each time was a sixth of the
-    call (``benchmarks/bench_user_paths.py``)."""
-    at, agent_id, kind, detail_json = row
-    summary, size = sized_summary(
-        {"at": at, "agent_id": agent_id, "kind": kind, "detail": json.loads(detail_json)}
-    )
-    return json.dumps(summary, ensure_ascii=False), size
+    return recent_summaries(progress_store.recent_action_rows(conn, task_id, RECENT_ACTIONS), stored_summary)
 
 
 def escalation_context(conn: Conn, task: Task, evidence: dict[str, Any]) -> dict[str, Any]:
