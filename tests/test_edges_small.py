@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -89,14 +90,16 @@ DAEMON = (
 async def test_a_notifier_command_that_daemonises_twice_leaves_nothing_running(
     tmp_path: Path, ends: str
 ) -> None:
-    # Killing the process group missed whatever left it: one orphan per attempt.
+    # Killing the process group missed whatever left it: one orphan per attempt. Marking the
+    # attempt's environment missed a daemon started with an emptied one (env -i).
     script = tmp_path / "daemon.py"
     script.write_text(DAEMON)
-    pids = [tmp_path / "daemon.pid", tmp_path / "setsid.pid"]
+    pids = [tmp_path / "daemon.pid", tmp_path / "setsid.pid", tmp_path / "bare.pid"]
     starts = (
         f'"{sys.executable}" "{script}" "{pids[0]}"; '
         f"setsid sh -c 'sleep 120 & echo $! > \"{pids[1]}\"; wait' < /dev/null > /dev/null 2>&1 & "
-        f'while [ ! -s "{pids[0]}" ] || [ ! -s "{pids[1]}" ]; do sleep 0.05; done; '
+        f'env -i "{sys.executable}" "{script}" "{pids[2]}"; '
+        f'while [ ! -s "{pids[0]}" ] || [ ! -s "{pids[1]}" ] || [ ! -s "{pids[2]}" ]; do sleep 0.05; done; '
     )
     command = Notifier(
         "command", starts + {"exits 0": "exit 0", "exits 1": "exit 1", "times out": "sleep 120"}[ends]
@@ -204,12 +207,15 @@ ODD_IDS = ["null", "1.5", "2.0", "1e3", "true", "false", '{"a":1}', "[1]"]
 
 
 @pytest.mark.sqlite_only  # the stdio transport's answers: no line here reaches the store
+@pytest.mark.parametrize("transport", ["loop", "threads"])
 async def test_requests_with_ids_json_rpc_refuses_and_two_messages_on_a_line_are_answered_as_it_says(
-    db_path: str,
+    db_path: str, transport: str
 ) -> None:
     """A request's id is a string or an integer: any other is an Invalid Request answered
     with the id null (the SDK read such a request as a notification and answered nothing).
-    Two messages on one line are one parse error, id null (it was addressed to the second)."""
+    Two messages on one line are one parse error, id null (it was addressed to the second).
+    Both transports alike: the SDK's threaded one (ESCALATION_STDIO=threads, a file or a
+    terminal on stdin) answered none of the odd ids."""
     odd = [f'{{"jsonrpc":"2.0","id":{value},"method":"ping"}}' for value in ODD_IDS]
     lines = [
         json.dumps(INITIALIZE),
@@ -222,7 +228,8 @@ async def test_requests_with_ids_json_rpc_refuses_and_two_messages_on_a_line_are
         '{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":null,"progress":1,"progressToken":1}}',
     ]
     with anyio.fail_after(60):
-        async with await anyio.open_process([str(SCRIPT), "--db", db_path], stderr=None) as process:
+        env = {**os.environ, "ESCALATION_STDIO": transport}
+        async with await anyio.open_process([str(SCRIPT), "--db", db_path], stderr=None, env=env) as process:
             assert process.stdin is not None
             assert process.stdout is not None
             await process.stdin.send("\n".join(lines).encode() + b"\n")

@@ -314,14 +314,9 @@ def test_one_person_may_hold_two_tokens_of_one_role_while_changing_over(tmp_path
 
 
 SCOPED = "scoped-" + "4" * 40
-
-
-async def test_a_scoped_token_posts_hook_events_only_for_its_projects_and_tasks(tmp_path: Path) -> None:
-    """Any token holder could post an event naming another agent's task and pause it; a
-    person's token with a scope is refused (403, nothing recorded) outside it."""
-    team = (
-        TEAM
-        + f"""
+SCOPED_TEAM = (
+    TEAM
+    + f"""
 [[tokens]]
 name = "ci-shop"
 role = "agent"
@@ -329,7 +324,13 @@ sha256 = "{sha256(SCOPED)}"
 projects = ["/srv/ci/shop"]
 task_prefixes = ["ci-shop-"]
 """
-    )
+)
+
+
+async def test_a_scoped_token_posts_hook_events_only_for_its_projects_and_tasks(tmp_path: Path) -> None:
+    """Any token holder could post an event naming another agent's task and pause it; a
+    person's token with a scope is refused (403, nothing recorded) outside it."""
+    team = SCOPED_TEAM
 
     def post(token: str, task: str | None, cwd: str, n: int) -> httpx2.Response:
         event = {**bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_scope_{n}"), "cwd": cwd}
@@ -364,3 +365,45 @@ task_prefixes = ["ci-shop-"]
     # only the unscoped token's event reached the victim: one failure, no more
     assert victim["failure_records"] == 1
     assert listed["escalations"] == []
+
+
+async def test_a_scoped_token_calls_the_tools_only_on_its_projects_tasks(tmp_path: Path) -> None:
+    """The same scope holds on /mcp: a scoped token can neither report on, pause, answer nor
+    read another agent's task through any tool (named by its id, its escalation or its
+    failure record), nor start one outside its prefixes or folders; inside, every tool works."""
+    failure = {"step": "test", "message": "AssertionError: total is 3", "signal_type": "test_failure"}
+    shop = "/srv/ci/shop"
+    with http_in_thread(tmp_path, env=team_env(tmp_path, SCOPED_TEAM)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with http_client(url, RUNNER) as owner:
+            await owner.call("start_task", title="someone else's", task_id="victim", project="/srv/other")
+            theirs = await owner.call("record_failure", task_id="victim", **failure)
+            asked = await owner.call("raise_escalation", task_id="victim", reason="Which database?")
+        their_escalation = asked["escalation"]["escalation_id"]
+        their_failure = theirs["failure"]["failure_id"]
+        async with http_client(url, SCOPED) as scoped:
+            refused = [
+                await scoped.error("record_failure", task_id="victim", **failure),
+                await scoped.error("raise_escalation", task_id="victim", reason="pause it", blocking=True),
+                await scoped.error("end_task", task_id="victim", outcome="abandoned"),
+                await scoped.error("get_task", task_id="victim"),
+                await scoped.error("acknowledge_response", escalation_id=their_escalation),
+                await scoped.error("update_failure", failure_id=their_failure, status="resolved"),
+                await scoped.error("start_task", title="take over", task_id="victim", project=shop),
+                await scoped.error("start_task", title="no id", project=shop),
+                await scoped.error("start_task", title="outside", task_id="ci-shop-2", project="/srv/other"),
+            ]
+            await scoped.call("start_task", title="mine", task_id="ci-shop-1", project="/srv/ci/shop/backend")
+            mine = await scoped.call("record_failure", task_id="ci-shop-1", **failure)
+            await scoped.call("update_failure", failure_id=mine["failure"]["failure_id"], status="resolved")
+        async with http_client(url, RUNNER) as owner:
+            victim = await owner.call("get_task", task_id="victim")
+            escalation = await owner.call("get_escalation", escalation_id=their_escalation)
+    assert all("outside this token's scope" in text for text in refused[:7]), refused
+    assert "task 'victim' is outside this token's scope: tasks starting with 'ci-shop-'" in refused[0]
+    assert "give task_id, starting so" in refused[7]
+    assert "project '/srv/other' is outside this token's scope: folders /srv/ci/shop" in refused[8]
+    # nothing reached the victim's task: its own failure and question, paused by that question
+    counts = (victim["failure_records"], victim["escalation_count"])
+    assert (counts, victim["task"]["status"]) == ((1, 1), "paused")
+    assert escalation["escalation"]["status"] == "pending"

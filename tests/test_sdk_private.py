@@ -102,7 +102,7 @@ _PRIVATE_READS = {
     "_lowlevel_server": "adapters/sdk_private.py",
     '"_connection"': "adapters/sdk_private.py",
     "mcp.shared._": None,
-    "re._parser": "rules/literals.py",
+    "re._parser": None,
     "re._constants": None,
 }
 

@@ -17,6 +17,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, NoReturn
 
 from .. import __version__
+from ..errors import EscalationError
+from .log_lines import WrappedFormatter, stderr_width
 
 # The options a host's launch line uses. A command line of only these is parsed by the
 # top-level parser alone: building every subcommand's parser (and importing their modules)
@@ -424,7 +426,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """The command's exit code; an error it raises is one line on stderr."""
-    from ..errors import EscalationError  # noqa: PLC0415
 
     module, function = RUNNERS.get(args.command, ("operator", "run"))
     try:
@@ -461,7 +462,6 @@ def _parse(given: list[str]) -> argparse.Namespace | None:
 
 
 def _log_to_stderr(command: str | None) -> None:
-    from .log_lines import WrappedFormatter, stderr_width  # noqa: PLC0415
 
     handler = logging.StreamHandler(sys.stderr)  # stdout belongs to the protocol
     line = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -488,7 +488,6 @@ def _exit_of_group(group: BaseExceptionGroup[BaseException], expected: type[Exce
 
 def report_error(text: str) -> None:
     """``error: text`` on stderr, wrapped like every operator output (the prefix stays first)."""
-    from .log_lines import stderr_width  # noqa: PLC0415 (only on the way out)
     from .readable import error_lines  # noqa: PLC0415
 
     sys.stderr.write("".join(f"{line}\n" for line in error_lines(text, stderr_width())))

@@ -12,27 +12,33 @@ A hook must never break its host. Whatever goes wrong (malformed JSON, an unknow
 store that cannot be opened, a bug) the hook exits 0 with nothing on stdout and one line on
 stderr, which the hosts read as "no decision" (the tool call proceeds). Exit 2 would mean
 "deny" to them, so even an argument error on a hook run exits 0 (``cli/__init__.py``).
-Nothing but the host's JSON is ever written to stdout. Imports stay lazy: this module is
-loaded for every command line.
+Nothing but the host's JSON is ever written to stdout. Imports of what only some of its
+commands need stay lazy: this module is loaded for every command line (what every command
+line loads anyway, the settings and the errors, is imported here at once).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
+from ..errors import ConfigError, StoreUnavailable
 from ..hooks.relay import HOSTS
+from ..locations import is_database_url
 from ..process import server_ready
+from ..settings import Settings
 
 SCRIPT_NAMES = ("mcp-server-escalation", "mcp-server-escalation.exe")
 
 if TYPE_CHECKING:
     from ..hooks.triage import Triaged
-    from ..settings import Settings
 
 
 def add_parser(
@@ -126,7 +132,6 @@ def _warn(text: str) -> None:
 
 
 async def _answer(settings: Settings, entry: str, triaged: Triaged, raw: bytes) -> tuple[str, str]:
-    from ..errors import StoreUnavailable  # noqa: PLC0415
     from ..hooks.spool import Spool, Spooled, answer_or_keep, kept_env, kept_or_raise, spool_folder  # noqa: PLC0415
     from ..services.runtime import open_runtime  # noqa: PLC0415
 
@@ -143,7 +148,6 @@ def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> tuple[str,
     """The JSON to print for one raw event ("" for no decision) and a line for stderr ("" for
     none); raises on any problem."""
     from ..hooks.dispatch import prepare  # noqa: PLC0415
-    from ..settings import Settings  # noqa: PLC0415
 
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
     triaged = prepare(raw, settings, os.environ, entry=entry)
@@ -182,7 +186,6 @@ def run_relay(args: argparse.Namespace) -> int:
 
     from ..hooks.relay_server import relay  # noqa: PLC0415
     from ..services.runtime import open_runtime  # noqa: PLC0415
-    from ..settings import Settings  # noqa: PLC0415
 
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
     server_ready()
@@ -205,12 +208,10 @@ def run_relay(args: argparse.Namespace) -> int:
 
 def run_daemon(args: argparse.Namespace) -> int:
     """``hook daemon``: serve the store's hook socket until idle, replaced or stopped."""
-    import logging  # noqa: PLC0415
 
     import anyio  # noqa: PLC0415
 
     from ..hooks.relay_daemon import run_daemon as serve  # noqa: PLC0415
-    from ..settings import Settings  # noqa: PLC0415
 
     logging.getLogger().setLevel(logging.INFO)  # its log file: when it started, why it ended
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
@@ -235,9 +236,6 @@ def this_script() -> str:
 def _given_command(command: str) -> str:
     """``--command`` as given, once its program is known to run here."""
     import shlex  # noqa: PLC0415
-    import shutil  # noqa: PLC0415
-
-    from ..errors import ConfigError  # noqa: PLC0415
 
     try:
         words = shlex.split(command)
@@ -266,9 +264,7 @@ def _said(text: str) -> None:
 def _hook_url(given: str, host: str) -> str:
     """``--http`` as the host should post to: an http(s) address, ``/hooks/<host>`` added
     unless it is there; no credentials, query or fragment (the file would keep them)."""
-    from urllib.parse import urlsplit, urlunsplit  # noqa: PLC0415
 
-    from ..errors import ConfigError  # noqa: PLC0415
     from ..hooks.dispatch import HTTP_PATH  # noqa: PLC0415
     from ..hooks.install import HTTP_MERGES  # noqa: PLC0415
 
@@ -293,7 +289,6 @@ def _hook_url(given: str, host: str) -> str:
 
 def _install_http(args: argparse.Namespace) -> int:
     """``hook install claude-code --http URL``: http handlers; the server keeps store and config."""
-    from ..errors import ConfigError  # noqa: PLC0415
     from ..hooks.install import install  # noqa: PLC0415
 
     options = (("--db", args.db), ("--config", args.config), ("--prompts", args.prompts))
@@ -323,16 +318,13 @@ def _install_http(args: argparse.Namespace) -> int:
 
 
 def _loopback(url: str) -> bool:
-    from urllib.parse import urlsplit  # noqa: PLC0415
 
     return urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
 
 
 def install_hooks(args: argparse.Namespace) -> int:
     """``hook install <host>``: the hook command line with the store and config given here."""
-    from ..errors import ConfigError  # noqa: PLC0415
     from ..hooks.install import command_line, install  # noqa: PLC0415
-    from ..settings import Settings  # noqa: PLC0415
 
     if args.http is not None:
         return _install_http(args)
@@ -370,10 +362,6 @@ def install_hooks(args: argparse.Namespace) -> int:
 def _store_for_hooks(db_path: str) -> Path | str:
     """The store as the hook command line names it: a file by its absolute path, a database
     by its URL, which must not carry a password (the hosts' settings files are not secret)."""
-    from urllib.parse import urlsplit  # noqa: PLC0415
-
-    from ..errors import ConfigError  # noqa: PLC0415
-    from ..locations import is_database_url  # noqa: PLC0415
 
     if not is_database_url(db_path):
         return Path(db_path).absolute()

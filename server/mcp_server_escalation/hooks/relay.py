@@ -22,10 +22,12 @@ the store's resolved path.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
 import sys
+import time
 import zlib
 from collections.abc import Mapping, Sequence
 
@@ -219,7 +221,6 @@ def _await_daemon(path: str) -> socket.socket | None:
     Waiting is cheaper than doing the run alongside the daemon's start: both load the same
     modules, and on a busy machine they compete for it (docs/hooks.md, "Speed: the hook relay").
     """
-    import time  # noqa: PLC0415
 
     from .relay_spawn import daemon_alive  # noqa: PLC0415
 
@@ -242,7 +243,6 @@ def _unanswered(mode: str) -> int | None:
 
 def _put_back(raw: bytes) -> None:
     """Let the full path read stdin as if nothing had touched it."""
-    import io  # noqa: PLC0415
 
     rest = sys.stdin.buffer.read()
     sys.stdin = io.TextIOWrapper(io.BytesIO(raw + rest), encoding="utf-8")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
+import tomllib
 from collections.abc import Mapping
 
 from ..locations import default_config
@@ -90,7 +91,6 @@ def idle_minutes(options: Mapping[str, str], env: Mapping[str, str], cwd: str) -
             raw = file.read(MAX_CONFIG_BYTES + 1)
         if len(raw) > MAX_CONFIG_BYTES:
             return 0.0
-        import tomllib  # noqa: PLC0415 (only a hook that found no relay reads the config)
 
         hooks = tomllib.loads(raw.decode("utf-8")).get("hooks", {})
     except (OSError, UnicodeDecodeError, ValueError):

@@ -14,8 +14,6 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .literals import fold, required_texts
-
 DETAIL_FIELDS = ("dependency", "version", "resource", "operation", "endpoint", "status_code")
 DETAIL_MAX = 512
 
@@ -28,14 +26,11 @@ class Pattern:
     signal_type: str
     regex: re.Pattern[str]
     example: str = ""
-    # Texts of which every match holds one (lower case, see rules.literals); None: unknown.
-    needs: frozenset[str] | None = field(default=None, compare=False)
 
     @classmethod
     def compile(cls, name: str, signal_type: str, regex: str, example: str = "") -> Pattern:
-        """The rule for a case-insensitive ``regex``, with the texts its matches need."""
-        compiled = re.compile(regex, re.IGNORECASE)
-        return cls(name, signal_type, compiled, example, required_texts(compiled))
+        """The rule for a case-insensitive ``regex``."""
+        return cls(name, signal_type, re.compile(regex, re.IGNORECASE), example)
 
 
 @dataclass(frozen=True)
@@ -106,10 +101,7 @@ def classify(
     The result is frozen; callers copy ``details`` before changing it.
     """
     text = f"{error_type}: {message}" if error_type else message
-    folded = fold(text)
     for pattern in book.patterns:
-        if pattern.needs is not None and not any(needle in folded for needle in pattern.needs):
-            continue  # no match of the pattern lacks all of them
         match = pattern.regex.search(text)
         if match:
             details = _groups(match)

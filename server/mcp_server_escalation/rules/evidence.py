@@ -22,7 +22,9 @@ has the message of the item before it.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 FIRING_SHOWN = 5
@@ -47,6 +49,8 @@ ACTION_TEXT_SHOWN = 160
 ACTION_ITEMS_SHOWN = 5
 ACTION_MAX_BYTES = 1024
 RECENT_ACTIONS_MAX_BYTES = 4096
+# Action summaries kept in memory (``stored_summary``): the latest actions of many tasks.
+SUMMARIES_KEPT = 4096
 _ACTION_STEPS = ((ACTION_TEXT_SHOWN, ACTION_ITEMS_SHOWN), (80, 3), (40, 2))
 # The last step: every text at most 40 characters (160 bytes), the action's few fields and
 # one line of its detail, far under ACTION_MAX_BYTES.
@@ -123,14 +127,43 @@ def action_summary(action: dict[str, Any]) -> dict[str, Any]:
     return {**clip_texts(action, _LAST_TEXT), "detail": {"summary": clip(line, _LAST_TEXT)}}
 
 
-def recent_summaries(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sized_summary(action: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """``action_summary(action)`` and its bytes as compact JSON."""
+    summary = action_summary(action)
+    return summary, json_bytes(summary)
+
+
+def stored_summary(action: tuple[str, str, str, str]) -> tuple[dict[str, Any], int]:
+    """``sized_summary`` of an action as stored (when, by whom, what kind, its detail as JSON
+    text), a fresh copy each time (the caller may change it)."""
+    text, size = _stored_summary_text(action)
+    return json.loads(text), size
+
+
+@functools.lru_cache(maxsize=SUMMARIES_KEPT)
+def _stored_summary_text(action: tuple[str, str, str, str]) -> tuple[str, int]:
+    """An action's summary as JSON, and its bytes. An action never changes once recorded,
+    and a paused agent that repeats its error refreshes the open escalation's context with
+    every repeat: summarising the same latest actions again each time was a sixth of the
+    call (``benchmarks/bench_user_paths.py``)."""
+    at, agent_id, kind, detail_json = action
+    summary, size = sized_summary(
+        {"at": at, "agent_id": agent_id, "kind": kind, "detail": json.loads(detail_json)}
+    )
+    return json.dumps(summary, ensure_ascii=False), size
+
+
+def recent_summaries(
+    actions: Sequence[Any], summarise: Callable[[Any], tuple[dict[str, Any], int]] = sized_summary
+) -> list[dict[str, Any]]:
     """The latest of ``actions`` (oldest first) as summaries, at most
-    ``RECENT_ACTIONS_MAX_BYTES`` in all: the newest are kept."""
+    ``RECENT_ACTIONS_MAX_BYTES`` in all: the newest are kept. ``summarise`` gives an action's
+    summary and its bytes (``sized_summary``, or a cache of it)."""
     shown: list[dict[str, Any]] = []
     total = 0
     for action in reversed(actions):
-        summary = action_summary(action)
-        total += json_bytes(summary)
+        summary, size = summarise(action)
+        total += size
         if total > RECENT_ACTIONS_MAX_BYTES:
             break
         shown.append(summary)

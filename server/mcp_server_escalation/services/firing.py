@@ -15,7 +15,7 @@ from ..models.limits import ENDED_STATUSES
 from ..models.results import Directed
 from ..models.tasks import Task
 from ..rules.directives import decide
-from ..rules.evidence import clip, recent_summaries, refreshed_run, scope_shown
+from ..rules.evidence import clip, recent_summaries, refreshed_run, scope_shown, stored_summary
 from ..rules.triggers import Firing, response_options
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
@@ -124,8 +124,7 @@ def task_context(task: Task) -> dict[str, Any]:
 
 def recent_actions(conn: Conn, task_id: str) -> list[dict[str, Any]]:
     """The task's latest actions as an escalation shows them: summaries, bounded each and in all."""
-    actions = progress_store.recent_actions(conn, task_id, RECENT_ACTIONS)
-    return recent_summaries([a.model_dump() for a in actions])
+    return recent_summaries(progress_store.recent_action_rows(conn, task_id, RECENT_ACTIONS), stored_summary)
 
 
 def escalation_context(conn: Conn, task: Task, evidence: dict[str, Any]) -> dict[str, Any]:

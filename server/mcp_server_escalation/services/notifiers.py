@@ -7,12 +7,12 @@
   discarded (a stdio server's stdout belongs to the protocol); the tail of its stderr
   becomes the recorded error. It runs in its own process group, killed as a whole when
   the attempt ends: at its exit, on timeout or when cancelled. Whatever it starts ends
-  with it, also a process that leaves the group (``setsid``, a daemon forking twice): each
-  attempt marks its command's environment with an id of its own
-  (``ESCALATION_NOTIFY_ATTEMPT``), which every process it starts inherits, and at the end
-  every process of ours whose environment carries that id is killed (read from ``/proc``,
-  where there is one; elsewhere the process group alone). Only a process started with an
-  environment emptied of it (``env -i``) escapes.
+  with it, also a process that leaves the group (``setsid``, a daemon forking twice, with
+  its environment emptied by ``env -i``): the command runs under ``reaper.py``, a bare
+  interpreter that makes itself a child subreaper (Linux), so every orphan of the command
+  is handed to it, and kills them all when the command exits or the attempt ends. Where
+  the kernel has no subreaper, the process group alone is killed (``reaper.py`` says so on
+  stderr).
 - ``webhook_url``: an HTTP(S) POST of the same JSON (it carries a ``text`` summary, which
   chat webhooks display). Any 2xx status is a delivery. Sent with the standard library's
   ``urllib`` in a daemon thread: no dependency beyond what the project already has, and an
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -52,12 +51,11 @@ STDERR_TAIL = 2000
 STDERR_GRACE_SECONDS = 1.0
 
 
-# The variable that marks every process one attempt started (see the module's docstring).
-ATTEMPT_ENV = "ESCALATION_NOTIFY_ATTEMPT"
-# Where a process's environment can be read (Linux); without it only the group is killed.
-PROC = "/proc"
-# Sweeps of /proc per attempt: one finds a process forked while the sweep before it ran.
-SWEEPS = 10
+# The script each command runs under (the standard library alone: run by path, isolated).
+REAPER = Path(__file__).with_name("reaper.py")
+# At the attempt's end, how long the reaper gets to end what the command started before its
+# group is killed (it then kills what is left of the group; orphans outside it would stay).
+REAPER_GRACE_SECONDS = 5.0
 
 
 class DeliveryFailed(Exception):
@@ -118,13 +116,13 @@ def _environment(payload: dict[str, Any]) -> dict[str, str]:
 
 async def _run_command(command: str, body: bytes, env: dict[str, str]) -> None:
     posix = sys.platform != "win32"
-    attempt = secrets.token_hex(8)
     process = await anyio.open_process(
-        command,  # a shell command line, as the user wrote it in their own config
+        # the user's shell command line, as written in their own config, under the reaper
+        [sys.executable, "-I", str(REAPER), command],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**env, ATTEMPT_ENV: attempt},
+        env=env,
         start_new_session=posix,
     )
     errors = bytearray()
@@ -133,21 +131,18 @@ async def _run_command(command: str, body: bytes, env: dict[str, str]) -> None:
             tg.start_soon(_feed, process, body)
             tg.start_soon(_drain, process, errors)
             code = await process.wait()
-            # The command's exit ends the attempt. A child it left in the background would
-            # hold stderr open (the attempt then waited for it until its timeout, and each
-            # retry left one more such child): the process group goes with the command, and
-            # what the command wrote to stderr before it exited is read within a moment.
+            # The command's exit ends the attempt: the reaper has ended whatever it started
+            # (a child left in the background held stderr open, so the attempt waited for it
+            # until its timeout, and each retry left one more), and what the command wrote to
+            # stderr before it exited is read within a moment.
             _stop(process, posix=posix)
             tg.cancel_scope.deadline = anyio.current_time() + STDERR_GRACE_SECONDS
     finally:
-        # A timeout or a cancellation ends the attempt too, whether the shell is still
-        # running or has already exited and left children behind.
-        _stop(process, posix=posix)
+        # A timeout or a cancellation ends the attempt too: the reaper is told to end the
+        # command and all it started, then the group is killed.
         with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                await process.wait()
+            await _ended(process, posix=posix)
             await process.aclose()
-            await anyio.to_thread.run_sync(_kill_marked, f"{ATTEMPT_ENV}={attempt}".encode())
     if code != 0:
         tail = errors.decode("utf-8", "replace").strip().splitlines()
         raise DeliveryFailed(f"command exited with status {code}" + (f": {tail[-1]}" if tail else ""))
@@ -171,43 +166,30 @@ async def _drain(process: anyio.abc.Process, errors: bytearray) -> None:
         del errors[:-STDERR_TAIL]
 
 
+async def _ended(process: anyio.abc.Process, *, posix: bool) -> None:
+    """The reaper asked to stop (SIGTERM: it ends the command and all it started) and given
+    ``REAPER_GRACE_SECONDS`` to; then its group is killed, whatever is left of it."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()
+        with anyio.move_on_after(REAPER_GRACE_SECONDS):
+            await process.wait()
+    _stop(process, posix=posix)
+    if process.returncode is None:
+        await process.wait()
+
+
 def _stop(process: anyio.abc.Process, *, posix: bool) -> None:
-    """Kill the command and everything it started (its process group), if still there."""
+    """Kill the reaper's process group (the command's, unless it left), if still there."""
     try:
         if posix:
-            # The shell and everything it started share the process group, which outlives
-            # the shell while any of them runs (and its id is not reused meanwhile).
+            # The reaper, the shell and everything they started share the process group,
+            # which outlives them while any of them runs (its id is not reused meanwhile).
             os.killpg(process.pid, signal.SIGKILL)
         elif process.returncode is None:
             process.kill()
     except (ProcessLookupError, PermissionError):
         pass  # nothing of the group is left
-
-
-def _kill_marked(mark: bytes) -> None:
-    """Kill every process whose environment holds ``mark`` (the attempt's processes that
-    left its group), sweeping until a sweep finds none."""
-    if not Path(PROC).is_dir():
-        return
-    for _ in range(SWEEPS):
-        if not _sweep(mark + b"\0"):
-            return
-
-
-def _sweep(mark: bytes) -> bool:
-    """One pass over /proc; True when it killed something."""
-    killed = False
-    for entry in Path(PROC).iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            held = (b"\0" + (entry / "environ").read_bytes()).find(b"\0" + mark) >= 0
-            if held:
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed = True
-        except OSError:
-            continue  # gone, or another user's process (never ours to read or kill)
-    return killed
 
 
 async def _post_detached(url: str, body: bytes, limit_seconds: float) -> None:

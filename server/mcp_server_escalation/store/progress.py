@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..models.tasks import Action, ProgressEntry, Task, TestRun
+from ..models.tasks import ProgressEntry, Task, TestRun
 from .sql import Conn, Row
 
 
@@ -105,22 +105,18 @@ def add_action(conn: Conn, task: Task, kind: str, detail: dict[str, Any], now: s
     )
 
 
-def recent_actions(conn: Conn, task_id: str, limit: int) -> list[Action]:
-    """The task's latest ``limit`` actions, oldest first."""
+# An action as stored: when, by whom, what kind, and its detail as JSON text.
+ActionRow = tuple[str, str, str, str]
+
+
+def recent_action_rows(conn: Conn, task_id: str, limit: int) -> list[ActionRow]:
+    """The task's latest ``limit`` actions as stored, oldest first (their detail unparsed)."""
     rows = conn.execute(
-        "SELECT * FROM (SELECT * FROM actions WHERE task_id = ? ORDER BY action_id DESC LIMIT ?) AS latest"
-        " ORDER BY action_id",
+        "SELECT * FROM (SELECT action_id, created_at, agent_id, kind, detail_json FROM actions"
+        " WHERE task_id = ? ORDER BY action_id DESC LIMIT ?) AS latest ORDER BY action_id",
         (task_id, limit),
     ).fetchall()
-    return [
-        Action(
-            at=row["created_at"],
-            agent_id=row["agent_id"],
-            kind=row["kind"],
-            detail=json.loads(row["detail_json"]),
-        )
-        for row in rows
-    ]
+    return [(row[1], row[2], row[3], row[4]) for row in rows]
 
 
 def actions_after(conn: Conn, task_id: str, after: int, limit: int) -> list[tuple[int, Action]]:

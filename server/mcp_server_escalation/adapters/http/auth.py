@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import hmac
 import os
-import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -33,42 +32,12 @@ from mcp.server.auth.settings import AuthSettings
 
 from ...errors import ConfigError
 from ...models.limits import Role
+from ...rules.token_scope import Scope
 from .token_file import TOKEN_MIN_CHARS, TOKENS_FILE_ENV, read_tokens_file, token_digest
 
 AGENT_TOKEN_ENV = "ESCALATION_AGENT_TOKEN"  # noqa: S105 (a variable name, not a secret)
 OPERATOR_TOKEN_ENV = "ESCALATION_OPERATOR_TOKEN"  # noqa: S105
 SHARED_TOKEN_ROLES: dict[str, Role] = {AGENT_TOKEN_ENV: "agent", OPERATOR_TOKEN_ENV: "operator"}
-
-
-@dataclass(frozen=True)
-class Scope:
-    """What a person's token may report on over the hook route: events from inside one of
-    ``projects`` (absolute folders) and for a task named with one of ``task_prefixes``; an
-    empty tuple leaves that side open."""
-
-    projects: tuple[str, ...] = ()
-    task_prefixes: tuple[str, ...] = ()
-
-    def task_refusal(self, task: str | None) -> str | None:
-        """Why an event naming ``task`` (None: none named) is outside the scope, or None."""
-        if not self.task_prefixes:
-            return None
-        allowed = ", ".join(repr(p) for p in self.task_prefixes)
-        if task is None:
-            return f"this token reports only on tasks starting with {allowed}: name one in X-Escalation-Task"
-        if not task.startswith(self.task_prefixes):
-            return f"task {task!r} is outside this token's scope: tasks starting with {allowed}"
-        return None
-
-    def project_refusal(self, root: str) -> str | None:
-        """Why an event from the project ``root`` is outside the scope, or None."""
-        if not self.projects:
-            return None
-        inside = PurePosixPath(posixpath.normpath(root))  # "/allowed/../other" is /other
-        if any(inside == PurePosixPath(p) or PurePosixPath(p) in inside.parents for p in self.projects):
-            return None
-        allowed = ", ".join(self.projects[:5]) + (" ..." if len(self.projects) > 5 else "")
-        return f"project {root[:200]!r} is outside this token's scope: folders {allowed}"
 
 
 @dataclass(frozen=True)
@@ -128,6 +97,7 @@ class StaticTokenVerifier:
             client_id=holder.name if holder.personal else f"{holder.role}-token",
             scopes=[holder.role],
             subject=holder.name if holder.personal else None,
+            claims=holder.scope.claims() if holder.scope else None,
         )
 
 
@@ -204,6 +174,12 @@ def request_role(default: Role) -> Role:
     if token is None:
         return default
     return "operator" if "operator" in token.scopes else "agent"
+
+
+def request_scope() -> Scope | None:
+    """What the request's token may report on (its tokens file scope), or None: anything."""
+    token = get_access_token()
+    return None if token is None else Scope.from_claims(token.claims)
 
 
 def request_person() -> str | None:

@@ -8,7 +8,7 @@ loop reads and writes as it would the SDK's own.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -57,7 +57,7 @@ class Unanswered:
         if answer is not None:
             await self.refuse(answer)
 
-    def screening(self, lines: AsyncIterator[str]) -> _ScreenedLines:
+    def screening(self, lines: AsyncIterable[str]) -> _ScreenedLines:
         """``lines`` as the SDK should read them: a request it would misread is answered here."""
         return _ScreenedLines(lines, self)
 
@@ -150,12 +150,12 @@ class _RequestsRead:
 
 
 class _ScreenedLines:
-    """stdin's lines for the SDK's reader, less each request whose id is no string or
-    integer: the SDK would read it as a notification and answer nothing, so it is answered
-    here (``malformed.odd_id_answer``) and the SDK never sees it."""
+    """stdin's lines for the SDK's reader (on either transport), less each request whose id
+    is no string or integer: the SDK would read it as a notification and answer nothing, so
+    it is answered here (``malformed.odd_id_answer``) and the SDK never sees it."""
 
-    def __init__(self, lines: AsyncIterator[str], unanswered: Unanswered) -> None:
-        self._lines = lines
+    def __init__(self, lines: AsyncIterable[str], unanswered: Unanswered) -> None:
+        self._lines: AsyncIterator[str] = aiter(lines)
         self._unanswered = unanswered
 
     def __aiter__(self) -> _ScreenedLines:

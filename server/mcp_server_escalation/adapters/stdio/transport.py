@@ -32,7 +32,8 @@ import stat
 import sys
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager, suppress
-from typing import Any
+from io import TextIOWrapper
+from typing import Any, BinaryIO, TextIO
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -125,9 +126,8 @@ async def open_stdio() -> AsyncIterator[tuple[Any, Any]]:
     refusal = loop_transport_refusal() or _not_on_asyncio()
     if refusal is not None:
         log.debug("stdio served by the SDK's threaded transport: %s", refusal)
-        async with stdio_server() as (read_stream, write_stream):
-            unanswered = Unanswered()  # its loop, too, would drop what is running at EOF
-            yield unanswered.reading(read_stream), unanswered.writing(write_stream)
+        async with _threaded_stdio() as streams:
+            yield streams
         return
     async with _claimed_std_fds() as (read_fd, write_fd):
         unanswered = Unanswered()
@@ -155,6 +155,48 @@ async def open_stdio() -> AsyncIterator[tuple[Any, Any]]:
             stdin.close()
             with anyio.CancelScope(shield=True):
                 await stdout.aclose()
+
+
+@asynccontextmanager
+async def _threaded_stdio() -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's threaded transport, its stdin's lines screened as the loop transport's are
+    (``Unanswered.screening``): one screen for both, so a request the SDK would misread is
+    answered on either."""
+    unanswered = Unanswered()  # its loop, too, would drop what is running at EOF
+    with _claimed_stdin() as stdin_buffer:
+        # Decoded as the SDK decodes stdin; read in a worker thread, as the SDK reads it.
+        text = TextIOWrapper(stdin_buffer, encoding="utf-8", errors="replace")
+        lines = unanswered.screening(anyio.wrap_file(text))
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            yield unanswered.reading(read_stream), unanswered.writing(write_stream)
+
+
+@contextmanager
+def _claimed_stdin() -> Iterator[BinaryIO]:
+    """stdin for the threaded transport, with fd 0 reading the null device while serving (as
+    the SDK's own claim does: a stdin given to it explicitly is not claimed)."""
+    if sys.stdin is None or not _is_fd(sys.stdin, 0):
+        yield sys.stdin.buffer  # nothing of fd 0 to divert: read what Python reads
+        return
+    private = os.dup(0)  # not inheritable: no child reads the protocol
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    try:
+        # closefd=False, never closed: the reading thread may still block on it at exit.
+        yield os.fdopen(private, "rb", closefd=False)
+    finally:
+        with suppress(OSError):
+            os.dup2(private, 0)
+
+
+def _is_fd(stream: TextIO, fd: int) -> bool:
+    try:
+        return stream.buffer.fileno() == fd
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 @contextmanager

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 
 from ....models.limits import Role
 from ....services.runtime import Runtime
+from ....services.scope import refuse_outside
 from ..context import AppContext
 from ..holders import STDIO_HOLDER, TaskHolders
 from ..registry import ToolFunction
@@ -61,6 +63,17 @@ class ToolCall:
         from ...http.auth import request_role  # noqa: PLC0415
 
         return request_role(self._role)
+
+    async def within_scope(self, tool: str, arguments: Mapping[str, Any]) -> None:
+        """Refuse (``Forbidden``) a call on a task outside the scope of the request's token:
+        over HTTP a person's token may be limited to some projects and task prefixes."""
+        if not self._http:
+            return
+        from ...http.auth import request_scope  # noqa: PLC0415
+
+        scope = request_scope()
+        if scope is not None:
+            await refuse_outside(self.runtime, scope, tool, arguments)
 
     def responder(self, given: str | None) -> str | None:
         """Who answers, as recorded: over HTTP an operator holding a token of their own is

@@ -1,0 +1,68 @@
+"""Whether a tool call stays within its token's scope (``rules/token_scope.py``).
+
+Over HTTP a person's token may carry a scope: the projects and task prefixes its holder may
+report on. A tool call names its task directly (``task_id``) or through what belongs to one
+(an escalation, a failure record); the task's prefix and its stored project must both be
+within the scope, so a scoped token can neither report on, pause, answer, nor read another
+agent's task through any tool, as through the hook route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import suppress
+from typing import Any
+
+from ..errors import Forbidden
+from ..rules.token_scope import Scope
+from ..store import escalations as escalation_store
+from ..store import failures as failure_store
+from ..store import tasks as task_store
+from ..store.sql import Conn
+from .runtime import Runtime
+from .tasks import project_root
+
+# The arguments that name an escalation or a failure record, which belong to one task each.
+ESCALATION_ARGUMENTS = ("escalation_id", "follow_up_of")
+FAILURE_ARGUMENTS = ("failure_id", "superseded_by")
+
+
+async def refuse_outside(rt: Runtime, scope: Scope, tool: str, arguments: Mapping[str, Any]) -> None:
+    """Raise ``Forbidden`` when the call ``tool(**arguments)`` reaches a task outside ``scope``."""
+    if tool == "start_task":
+        # A new task's id and project are the call's own (the server's folder by default).
+        refusal = scope.task_refusal(arguments.get("task_id"), "give task_id, starting so")
+        refusal = refusal or scope.project_refusal(project_root(rt, arguments.get("project")))
+        if refusal:
+            raise Forbidden(refusal)
+    if "task_id" not in arguments and not _names_a_task(arguments):
+        return  # a call across tasks (list_escalations without a task): a read, as for anyone
+    refusal = await rt.db.read(lambda conn: _refusal(conn, scope, arguments))
+    if refusal:
+        raise Forbidden(refusal)
+
+
+def _names_a_task(arguments: Mapping[str, Any]) -> bool:
+    return any(arguments.get(name) is not None for name in (*ESCALATION_ARGUMENTS, *FAILURE_ARGUMENTS))
+
+
+def _refusal(conn: Conn, scope: Scope, arguments: Mapping[str, Any]) -> str | None:
+    """Why a task the arguments name is outside ``scope``, or None (a name that names nothing
+    is left to the tool, which says so as for anyone)."""
+    tasks = [arguments["task_id"]] if arguments.get("task_id") is not None else []
+    for name in ESCALATION_ARGUMENTS:
+        if isinstance(arguments.get(name), int):
+            with suppress(LookupError):  # no such escalation: the tool says so
+                tasks.append(escalation_store.task_of(conn, arguments[name]))
+    for name in FAILURE_ARGUMENTS:
+        value = arguments.get(name)
+        seq = failure_store.parse_failure_id(value) if isinstance(value, str) else None
+        record = failure_store.get(conn, seq) if seq is not None else None
+        if record is not None:
+            tasks.append(record.task_id)
+    for task in tasks:
+        project = task_store.project_of(conn, task)
+        refusal = scope.task_refusal(task) or (scope.project_refusal(project) if project else None)
+        if refusal:
+            return refusal
+    return None
