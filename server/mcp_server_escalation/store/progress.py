@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..models.tasks import ProgressEntry, Task, TestRun
+from ..models.tasks import Action, ProgressEntry, Task, TestRun
 from .sql import Conn, Row
 
 
