@@ -44,7 +44,8 @@ STEP_HEADS = [
     "check_edit",
     "get_feedback",
 ]
-STEP_LINE = re.compile(r"^\s?(\d+)\. (\S+)\s+(.*)$")
+# A step's text may start on the next line: a path longer than the line goes on its own.
+STEP_LINE = re.compile(r"^\s?(\d+)\. (\S+)(?:\s+(.*))?$")
 # Where a step's text starts, and its wrapped lines continue.
 STEP_TEXT_COLUMN = 20
 
@@ -73,10 +74,10 @@ class Run:
         for line in self.stdout.splitlines():
             match = STEP_LINE.match(line)
             if match:
-                found.append((int(match[1]), match[2], match[3]))
+                found.append((int(match[1]), match[2], match[3] or ""))
             elif found and line.startswith(" " * STEP_TEXT_COLUMN) and line.strip():
                 number, head, rest = found[-1]
-                found[-1] = (number, head, f"{rest} {line.strip()}")
+                found[-1] = (number, head, f"{rest} {line.strip()}".lstrip())
         return found
 
     def step(self, number: int) -> str:
