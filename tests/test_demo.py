@@ -18,6 +18,7 @@ from pathlib import Path
 
 import anyio
 
+from bounds import DEMO_HUNG_AFTER
 from conftest import connect, evidence_of
 from in_process import run_main
 from mcp_server_escalation.cli.demo import GUIDANCE, IN_SCOPE, OUT_OF_SCOPE, SCOPE
@@ -98,7 +99,7 @@ def _environment(tmp: Path, home: Path | None) -> dict[str, str]:
 async def demo(*args: str, tmp: Path, home: Path | None = None) -> Run:
     """Run ``mcp-server-escalation [args]`` with a private temp and data folder (and, when
     given, ``home`` as the user's home, where the per-user config is looked for)."""
-    with anyio.fail_after(90):
+    with anyio.fail_after(DEMO_HUNG_AFTER):
         done = await anyio.run_process(
             [str(SCRIPT), *args], check=False, env=_environment(tmp, home), cwd=tmp
         )
@@ -283,7 +284,7 @@ async def test_a_reader_that_leaves_early_ends_the_demo_quietly(tmp_path: Path) 
     environment = {k: v for k, v in os.environ.items() if k not in STORE_ENV}
     environment.update(XDG_DATA_HOME=str(tmp_path / "xdg-data"), TMPDIR=str(tmp_path), ERRORS=str(errors))
     script = '"$@" 2>"$ERRORS" | head -3 >/dev/null; echo "${PIPESTATUS[0]}"'
-    with anyio.fail_after(90):
+    with anyio.fail_after(DEMO_HUNG_AFTER):
         done = await anyio.run_process(
             ["bash", "-c", script, "bash", str(SCRIPT), "demo"], check=False, env=environment, cwd=tmp_path
         )
