@@ -6,7 +6,9 @@ reader per stream polled the store four times a second each (1,000 streams took 
 core). This starts the installed ``console`` on a fresh store, opens 1, then ``--streams``
 streams (8 per session, the most a session may hold) and reports the process's CPU (user +
 system, from /proc) over ``--seconds`` each, and the ratio of the two: one reader makes it
-close to 1.
+close to 1. It exits with status 1 past ``RATIO_LIMIT``: a reader per stream made it 27x
+at 400 streams, one reader 6.3x (benchmarks/README.md) and 2.0x at 200 streams over 3 s.
+This check was a test counting the console's reads of the feed until 2026-11-28.
 
     python benchmarks/bench_console_streams.py --streams 800 --seconds 10
 """
@@ -29,6 +31,7 @@ import httpx2
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 TOKEN = "operator-" + "o" * 40
 PER_SESSION = 8
+RATIO_LIMIT = 15.0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -105,6 +108,9 @@ def main() -> int:
             print(text)
         else:
             Path(args.json).write_text(text)
+    if results["ratio"] > RATIO_LIMIT:
+        print(f"FAILED: {args.streams} streams cost {results['ratio']:.1f}x one (limit {RATIO_LIMIT:g}x)")
+        return 1
     return 0
 
 

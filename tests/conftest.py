@@ -7,11 +7,9 @@ scopes refuse (the cancel scope must be exited in the task that entered it).
 
 from __future__ import annotations
 
-import gc
 import os
 import shutil
 import sqlite3
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -32,15 +30,6 @@ from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store.backends import open_store
 from mcp_server_escalation.store.migrations import MIGRATIONS
 from pg_reuse import ReusedDatabase
-from schema_checks import check_each_schema_once
-
-check_each_schema_once()
-
-# Each worker imports every test module, and pytest rewrites a module's asserts on import
-# (~4 s of CPU a worker for the whole suite) unless it can keep the result in __pycache__.
-# An environment that sets PYTHONDONTWRITEBYTECODE would make every run redo it, so the
-# suite keeps its own compiled modules whatever the environment says.
-sys.dont_write_bytecode = False
 
 PROJECT = "/work/project"
 
@@ -163,57 +152,6 @@ def private_relay_sockets() -> Iterator[Path]:
         else:
             os.environ["XDG_RUNTIME_DIR"] = saved
         shutil.rmtree(runtime, ignore_errors=True)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Everything imported and collected stays for the whole session: the garbage collector
-    leaves it out of its full passes from now on. Each full pass walked it all again (every
-    module, SDK model and schema): ~17% of the CPU of the in-memory suites."""
-    gc.freeze()
-
-
-# A few tests that take seconds each (server processes, a browser, the races): xdist would
-# hand their modules out last, as it orders modules by their number of tests, and one worker
-# ended the run alone with one of them while the others had nothing left (~2.5 s of the run's
-# wall, measured in alternating runs). The notifier and elicitation modules mostly wait (on a
-# webhook's timeout, an unanswered question): among the busy first modules their waits are
-# the others' time; left to the middle of the run they came together, and both cores idled
-# for ~10 s. A module missing here costs time, never a result.
-START_FIRST = (
-    "test_clients.py",  # builds the client environments on a run without them (minutes)
-    "test_packaging.py",  # installs the hosts' CLIs from npm on a run without them
-    "test_team.py",
-    "test_concurrency.py",
-    "test_console_browser.py",
-    "test_console_accessibility.py",
-    "test_notify.py",
-    "test_demo.py",
-    "test_replay.py",
-    "test_elicitation_url.py",
-    "test_pg_server.py",
-    "test_stdio.py",
-    "test_elicitation.py",
-    "test_http.py",
-    # Its servers, started beside the team's at the start of the run, kept those from
-    # listening within 20 s (load 14 on 2 cores); here it starts once the first ones end.
-    "test_pg_outage.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules in the order the workers take them (``--no-loadscope-reorder`` leaves the order
-    to this hook): ``START_FIRST``, then the others with the most tests first, as xdist orders
-    them; a module's own tests keep their order."""
-    tests_in: dict[str, int] = {}
-    for item in items:
-        tests_in[item.path.name] = tests_in.get(item.path.name, 0) + 1
-
-    def place(item: pytest.Item) -> tuple[int, int, str]:
-        name = item.path.name
-        first = START_FIRST.index(name) if name in START_FIRST else len(START_FIRST)
-        return first, -tests_in[name], name
-
-    items.sort(key=place)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -19,6 +19,7 @@ import anyio
 import httpx2
 import pytest
 
+from bounds import HUNG_AFTER
 from conftest import connect
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, uvicorn_in_thread
 from mcp_server_escalation.cli import build_parser
@@ -54,10 +55,10 @@ def run_async(work: Callable[[], Awaitable[T]]) -> T:
 
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
-    thread.join(timeout=60)
+    thread.join(timeout=HUNG_AFTER)
     if failed:
         raise failed[0]
-    assert done, "the work did not finish within 60 s"
+    assert done, f"the work did not finish within {HUNG_AFTER} s"
     return done[0]
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from bounds import HUNG_AFTER
 from in_process import run_main
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
@@ -72,7 +73,7 @@ def environment(tmp: Path, **env: str) -> dict[str, str]:
 
 async def run_script(*args: str, stdin: bytes = b"", tmp: Path, **env: str) -> Run:
     """The installed console script with ``args`` and ``stdin``, as a process; bounded."""
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         done = await anyio.run_process(
             [str(SCRIPT), *args], input=stdin, check=False, env=environment(tmp, **env)
         )

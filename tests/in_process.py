@@ -24,6 +24,7 @@ from pathlib import Path
 
 import anyio
 
+from bounds import HUNG_AFTER
 from mcp_server_escalation import launch
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
@@ -88,5 +89,5 @@ async def run_main(
     args: list[str], *, stdin: bytes = b"", env: Mapping[str, str], cwd: Path | None = None
 ) -> tuple[int, bytes, bytes]:
     """(exit code, stdout, stderr) of ``mcp-server-escalation ARGS`` run in this process."""
-    with anyio.fail_after(60):  # a hang guard, as for the subprocess
+    with anyio.fail_after(HUNG_AFTER):  # a hang guard, as for the subprocess
         return await anyio.to_thread.run_sync(_main, args, stdin, dict(env), cwd, abandon_on_cancel=True)

@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 from mcp import types
 
+from bounds import HUNG_AFTER
 from in_process import run_main
 from mcp_server_escalation.models.reports import Delivery
 from mcp_server_escalation.services.runtime import open_runtime
@@ -165,7 +166,7 @@ async def run_cli(*args: str, home: Path, **env: str) -> tuple[int, str, str]:
 
 async def run_script(*args: str, home: Path, **env: str) -> tuple[int, str, str]:
     """The installed console script run to completion as a process: (exit code, stdout, stderr)."""
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         done = await anyio.run_process([str(SCRIPT), *args], check=False, env=cli_env(home, **env))
     return done.returncode, done.stdout.decode(), done.stderr.decode()
 

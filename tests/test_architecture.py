@@ -8,11 +8,11 @@ values, and no module above the store names a ``*_json`` column.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from conftest import migrate_by_hand
 
@@ -28,12 +28,21 @@ def _layer(path: Path) -> str:
     return relative.parts[0] if len(relative.parts) > 1 else relative.stem
 
 
+@functools.cache
+def _nodes(path: Path) -> list[ast.AST]:
+    """Every node of a module's syntax tree: each module is read and parsed once for all checks."""
+    return list(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def _nodes_of(path: Path, source: str | None) -> list[ast.AST]:
+    return _nodes(path) if source is None else list(ast.walk(ast.parse(source)))
+
+
 def _imports(path: Path, source: str | None = None) -> set[str]:
     """Absolute names of everything the module imports (relative imports resolved)."""
-    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
     package = ["mcp_server_escalation", *path.relative_to(PACKAGE).parent.parts]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _nodes_of(path, source):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -97,9 +106,21 @@ def _violations(path: Path, source: str | None = None) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_module_imports_respect_the_layers(path: Path) -> None:
-    assert _violations(path) == []
+def _offenders(found: dict[str, list[str]]) -> str:
+    """One line per offending module: its path in the package and what it does wrong."""
+    return "\n".join(f"{module}: {', '.join(what)}" for module, what in sorted(found.items()))
+
+
+def _each_module(check: Callable[[Path], list[str]], left_out: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """What ``check`` finds in each module of the package outside the layers ``left_out``."""
+    modules = [path for path in _modules() if _layer(path) not in left_out]
+    found = {str(path.relative_to(PACKAGE)): check(path) for path in modules}
+    return {module: what for module, what in found.items() if what}
+
+
+def test_every_module_imports_only_what_its_layer_may() -> None:
+    offenders = _each_module(lambda path: [f"imports {name}" for name in _violations(path)])
+    assert not offenders, "modules that reach the wrong way:\n" + _offenders(offenders)
 
 
 def test_the_operator_cli_never_loads_the_mcp_sdk_outside_serve() -> None:
@@ -112,18 +133,18 @@ def test_the_operator_cli_never_loads_the_mcp_sdk_outside_serve() -> None:
 _SQL = re.compile(r"\b(SELECT|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+TABLE)\b")
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p for p in _modules() if _layer(p) not in ("store",)],
-    ids=lambda p: str(p.relative_to(PACKAGE)),
-)
-def test_no_sql_outside_the_store(path: Path) -> None:
-    strings = [
-        node.value
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+def _sql(path: Path) -> list[str]:
+    """The strings of a module that hold SQL, shortened to what shows it."""
+    return [
+        f"SQL {' '.join(node.value.split())[:60]!r}"
+        for node in _nodes(path)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL.search(node.value)
     ]
-    assert not [s for s in strings if _SQL.search(s)]
+
+
+def test_no_sql_outside_the_store() -> None:
+    offenders = _each_module(_sql, left_out=("store",))
+    assert not offenders, "modules above the store that hold SQL:\n" + _offenders(offenders)
 
 
 def _json_columns() -> frozenset[str]:
@@ -150,14 +171,14 @@ _ENCODERS = ("model_dump_json", "model_validate_json")
 
 def _column_knowledge(path: Path, source: str | None = None) -> list[str]:
     """What in a module outside the store knows the store's JSON columns or encodes for them."""
-    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
+    in_services = _layer(path) == "services"
     found: list[str] = []
-    for node in ast.walk(tree):
+    for node in _nodes_of(path, source):
         if isinstance(node, ast.keyword) and node.arg is not None and node.arg.endswith("_json"):
             found.append(f"keyword {node.arg}=")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             found.extend(f"string naming {m}" for m in _JSON_COLUMN.findall(node.value))
-        elif _layer(path) == "services" and isinstance(node, ast.Attribute) and node.attr in _ENCODERS:
+        elif in_services and isinstance(node, ast.Attribute) and node.attr in _ENCODERS:
             found.append(f"call of {node.attr}")
         elif (
             isinstance(node, ast.Attribute)
@@ -170,13 +191,9 @@ def _column_knowledge(path: Path, source: str | None = None) -> list[str]:
     return sorted(found)
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p for p in _modules() if _layer(p) != "store"],
-    ids=lambda p: str(p.relative_to(PACKAGE)),
-)
-def test_only_the_store_knows_its_json_columns(path: Path) -> None:
-    assert _column_knowledge(path) == []
+def test_only_the_store_knows_its_json_columns() -> None:
+    offenders = _each_module(_column_knowledge, left_out=("store",))
+    assert not offenders, "modules above the store that know its JSON columns:\n" + _offenders(offenders)
 
 
 def test_the_column_checker_itself_catches_a_column_outside_the_store() -> None:
@@ -228,12 +245,11 @@ _PROMPT_PHRASES = (
 )
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_prompt_wording_in_python_code(path: Path) -> None:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def _prompt_wording(path: Path) -> list[str]:
+    """The strings of a module, docstrings aside, that hold a phrase only prompt text has."""
     docstrings = {
         id(node.body[0].value)
-        for node in ast.walk(tree)
+        for node in _nodes(path)
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
         and node.body
         and isinstance(node.body[0], ast.Expr)
@@ -241,10 +257,15 @@ def test_no_prompt_wording_in_python_code(path: Path) -> None:
     }
     strings = [
         node.value
-        for node in ast.walk(tree)
+        for node in _nodes(path)
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
     ]
-    assert [s for s in strings if any(p in s for p in _PROMPT_PHRASES)] == []
+    return [f"wording {phrase!r}" for s in strings for phrase in _PROMPT_PHRASES if phrase in s]
+
+
+def test_no_prompt_wording_in_python_code() -> None:
+    offenders = _each_module(_prompt_wording)
+    assert not offenders, "modules holding prompt wording (prompts/ holds it):\n" + _offenders(offenders)
 
 
 def test_templates_have_no_default_wording() -> None:
@@ -253,3 +274,14 @@ def test_templates_have_no_default_wording() -> None:
 
     assert _TemplateEntry.model_fields["text"].is_required()
     assert TemplateFileModel.model_fields["version"].is_required()
+
+
+def test_the_sql_and_wording_checkers_themselves_name_what_they_find(tmp_path: Path) -> None:
+    # Guard against checkers that silently pass everything, and show what a failure reads as.
+    module = tmp_path / "x.py"
+    module.write_text('"""You are a docstring."""\nQUERY = "SELECT id FROM tasks"\nTEXT = "Do not repeat"\n')
+    assert _sql(module) == ["SQL 'SELECT id FROM tasks'"]
+    assert _prompt_wording(module) == ["wording 'Do not repeat'"]
+    assert _offenders({"services/x.py": ["imports json", "imports sqlite3"], "cli/a.py": ["SQL 'x'"]}) == (
+        "cli/a.py: SQL 'x'\nservices/x.py: imports json, imports sqlite3"
+    )

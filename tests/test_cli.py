@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
+from bounds import HUNG_AFTER
 from conftest import Agent, connect
 from in_process import run_main
 from mcp_server_escalation.store.migrations import MIGRATIONS
@@ -66,7 +67,7 @@ async def cli(*args: str, home: Path, **env: str) -> Run:
 
 async def cli_process(*args: str, home: Path, **env: str) -> Run:
     """The installed console script with ``args``, as a process."""
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         done = await anyio.run_process([str(SCRIPT), *args], check=False, env=_environment(home, **env))
     return Run(done.returncode, done.stdout.decode(), done.stderr.decode())
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from bounds import HUNG_AFTER
 from conftest import INITIALIZE, INITIALIZED, connect
 from mcp_server_escalation.models.limits import TEXT_MAX, WAIT_MAX_SECONDS
 from mcp_server_escalation.services.background import CLI_AFTER_WORK_SECONDS, CUT_SHORT
@@ -63,7 +64,7 @@ async def test_a_notifier_command_that_backgrounds_a_child_leaves_nothing_runnin
     pid_file = tmp_path / "child.pid"
     command = Notifier("command", f'sleep 120 & echo $! > "{pid_file}"; exit {status}')
     payload = {"escalation_id": 1, "event": "created", "text": "t"}
-    with anyio.fail_after(60):
+    with anyio.fail_after(60):  # the send's own bound (20 s), then the child's end
         if status == 0:
             await send(command, payload, limit_seconds=20)
         else:
@@ -105,7 +106,7 @@ async def test_a_notifier_command_that_daemonises_twice_leaves_nothing_running(
         "command", starts + {"exits 0": "exit 0", "exits 1": "exit 1", "times out": "sleep 120"}[ends]
     )
     payload = {"escalation_id": 1, "event": "created", "text": "t"}
-    with anyio.fail_after(60):
+    with anyio.fail_after(60):  # the send's own bound (20 s), then the daemons' end
         if ends == "exits 0":
             await send(command, payload, limit_seconds=20)
         else:
@@ -188,7 +189,7 @@ async def test_malformed_stdin_lines_are_answered_with_a_json_rpc_error(db_path:
             json.dumps(ping),
         ]
     )
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with await anyio.open_process([str(SCRIPT), "--db", db_path], stderr=None) as process:
             assert process.stdin is not None
             assert process.stdout is not None
@@ -227,7 +228,7 @@ async def test_requests_with_ids_json_rpc_refuses_and_two_messages_on_a_line_are
         '{"jsonrpc":"2.0","id":11,"method":"ping","params":{"_meta":{"id":null}}}',
         '{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":null,"progress":1,"progressToken":1}}',
     ]
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         env = {**os.environ, "ESCALATION_STDIO": transport}
         async with await anyio.open_process([str(SCRIPT), "--db", db_path], stderr=None, env=env) as process:
             assert process.stdin is not None

@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp.types import ElicitRequestParams, ElicitResult
 
+from bounds import HUNG_AFTER
 from conftest import Agent, make_settings
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.settings import ElicitationConfig
@@ -61,7 +62,7 @@ def _client(db_path: str, human: Human | None, *, mode: str = "legacy", **settin
 
 async def test_an_accepted_answer_is_recorded_as_an_operator_response_and_ends_the_wait(db_path: str) -> None:
     human = Human(content={"response_type": "guidance", "text": "Use OAuth with PKCE."})
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, human) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "e-accept")
@@ -89,7 +90,7 @@ async def test_a_declined_or_cancelled_form_leaves_the_escalation_pending_and_is
     db_path: str, action: str
 ) -> None:
     human = Human(action=action)
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, human) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, f"e-{action}")
@@ -106,7 +107,7 @@ async def test_a_declined_or_cancelled_form_leaves_the_escalation_pending_and_is
 async def test_a_client_without_the_capability_is_never_asked_and_the_wait_works_as_before(
     db_path: str,
 ) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, None) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "e-none")
@@ -120,7 +121,7 @@ async def test_a_client_without_the_capability_is_never_asked_and_the_wait_works
 
 async def test_an_unanswered_form_times_out_with_the_wait_and_is_asked_again_next_time(db_path: str) -> None:
     human = Human(hold=True)
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, human) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "e-timeout")

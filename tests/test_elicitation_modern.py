@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.types import ElicitRequestParams, ElicitResult
 
+from bounds import HUNG_AFTER
 from conftest import Agent, make_settings
 from mcp_server_escalation.adapters.composition.server import build_server
 from operator_support import run_cli
@@ -54,7 +55,7 @@ def _client(db_path: str, human: Human) -> Client:
 
 async def test_the_question_is_asked_through_input_required_and_the_answer_recorded(db_path: str) -> None:
     human = Human(content=GUIDANCE)
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, human) as client:
             era = client.protocol_version
             agent = Agent(client)
@@ -88,7 +89,7 @@ async def test_an_answer_from_the_cli_first_wins_over_the_form(db_path: str, tmp
         answered.append(code)
 
     human = Human(content=GUIDANCE, meanwhile=operator_answers_first)
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, human) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "m-cli")
@@ -109,7 +110,7 @@ async def test_a_form_answer_to_an_escalation_that_changed_since_is_refused(db_p
             await Agent(other).call("record_failure", **failure)
 
     human = Human(content=GUIDANCE, meanwhile=the_error_again)
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, human) as client:
             agent = Agent(client)
             await agent.call("start_task", title="Fix the adder", task_id="m-stale")
@@ -126,7 +127,7 @@ async def test_a_form_answer_to_an_escalation_that_changed_since_is_refused(db_p
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 async def test_a_declined_form_is_remembered_and_not_shown_again(db_path: str, action: str) -> None:
     human = Human(action=action)
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, human) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, f"m-{action}")

@@ -20,6 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ElicitCompleteNotification, ElicitRequestFormParams, ElicitRequestURLParams
 
+from bounds import HUNG_AFTER
 from conftest import Agent, make_settings
 from http_support import AGENT_TOKEN, http_in_thread
 from mcp_server_escalation.adapters.composition.server import build_server
@@ -93,7 +94,7 @@ async def test_the_console_link_is_sent_once_per_escalation_and_never_completed_
     db_path: str, action: str
 ) -> None:
     human, heard = Human(action=action), Completions()
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, human, heard, console_url=CONSOLE) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, f"u-{action}")
@@ -107,7 +108,7 @@ async def test_the_console_link_is_sent_once_per_escalation_and_never_completed_
 
 async def test_a_client_without_elicitation_gets_no_link(db_path: str) -> None:
     heard = Completions()
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, None, heard, console_url=CONSOLE) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "u-none")
@@ -119,7 +120,7 @@ async def test_a_client_without_elicitation_gets_no_link(db_path: str) -> None:
 
 async def test_without_console_url_no_link_is_sent_and_the_form_is_asked_as_before(db_path: str) -> None:
     human, heard = Human(action="decline"), Completions()
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, human, heard) as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "u-unset")
@@ -131,7 +132,7 @@ async def test_without_console_url_no_link_is_sent_and_the_form_is_asked_as_befo
 
 async def test_mode_off_sends_no_link_even_with_console_url(db_path: str) -> None:
     human, heard = Human(action="accept"), Completions()
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         async with _client(db_path, human, heard, console_url=CONSOLE, mode="off") as client:
             agent = Agent(client)
             escalation_id = await _blocking_question(agent, "u-off")

@@ -37,6 +37,7 @@ async def test_the_same_error_repeating_again_refreshes_its_trigger(db_path: str
         for line in (1, 2, 3, 4):
             result = await agent.call("record_failure", task_id="m2", message="boom", line=line)
         read = await agent.call("get_escalation", escalation_id=result["holding"]["escalation_id"])
+    assert result["escalation"] is None  # a refresh is no news: the escalation is not shown again
     escalation = read["escalation"]
     (trigger,) = escalation["triggers"]
     assert trigger["fired_count"] == 2

@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from bounds import HUNG_AFTER
 from hooks_support import (
     PYTEST_FAIL,
     SCRIPT,
@@ -116,7 +117,7 @@ async def test_the_daemon_gets_the_hooks_options_as_given_even_a_store_named_lik
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         done = await anyio.run_process(
             [str(SCRIPT), "--db=-odd.db", "hook", "claude-code"],
             input=json.dumps(_failure(0)).encode(),

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from bounds import HUNG_AFTER
 from conftest import connect
 from hooks_support import (
     PROJECT,
@@ -198,7 +199,7 @@ async def test_the_hook_path_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
         "sys.stderr.write('LOADED=' + ','.join(loaded) + '\\n')\n"
         "sys.exit(code)\n"
     )
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         done = await anyio.run_process(
             [sys.executable, "-c", probe], input=json.dumps(payload).encode(), check=False,
             env=environment(tmp_path),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 
+from bounds import HUNG_AFTER
 from hooks_support import SCRIPT, environment, run_cli
 
 # What the installer writes by default: this very script, by absolute path.
@@ -144,7 +145,7 @@ async def test_a_codex_user_install_writes_a_command_that_answers_codex(tmp_path
         "tool_input": {"command": "*** Begin Patch\n*** Add File: /outside/x.txt\n+x\n*** End Patch\n"},
         "tool_use_id": "call_1",
     }
-    with anyio.fail_after(60):
+    with anyio.fail_after(HUNG_AFTER):
         done = await anyio.run_process(
             command, input=json.dumps(payload).encode(), check=False, env=environment(tmp_path)
         )

@@ -22,6 +22,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from bounds import HUNG_AFTER
 from conftest import make_settings
 from hooks_support import (
     PYTEST_FAIL,
@@ -214,7 +215,7 @@ async def test_a_second_server_takes_over_when_the_first_goes_away(
         left.set()
 
     async def live(path: str) -> None:
-        with anyio.fail_after(60):
+        with anyio.fail_after(HUNG_AFTER):
             while not relay_server._is_live(path):
                 await anyio.sleep(0.02)
 
@@ -222,7 +223,7 @@ async def test_a_second_server_takes_over_when_the_first_goes_away(
         leave_first, first_left, leave_second, second_left = (anyio.Event() for _ in range(4))
         async with anyio.create_task_group() as tg:
             tg.start_soon(hold, first_rt, leave_first, first_left)
-            with anyio.fail_after(60):
+            with anyio.fail_after(HUNG_AFTER):
                 while not paths:
                     await anyio.sleep(0.02)
             path = paths[0]
@@ -302,7 +303,7 @@ async def test_a_failing_relay_never_ends_the_mcp_session(
     monkeypatch.setattr(relay_server, "relay", broken)
     server = build_server(make_settings(db_path), hook_relay=True)
     async with Client(server) as client:
-        with anyio.fail_after(60):  # the relay starts next to the session, and fails
+        with anyio.fail_after(HUNG_AFTER):  # the relay starts next to the session, and fails
             while "hook relay stopped" not in caplog.text:
                 await anyio.sleep(0.02)
         started = await client.call_tool("start_task", {"title": "still here", "task_id": "alive"})
