@@ -87,7 +87,9 @@ async def test_clients_that_never_finish_their_headers_are_closed_and_others_ser
     caplog.set_level(logging.WARNING)
     partial = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
     with anyio.fail_after(60):
-        slow = [await anyio.to_thread.run_sync(slow_client, served, partial) for _ in range(SLOW)]
+        # All opened in one go: one by one, under load, the first ones' header time ran out
+        # before the last were open, and the episode ended and began again on the way.
+        slow = await anyio.to_thread.run_sync(lambda: [slow_client(served, partial) for _ in range(SLOW)])
         try:
             await served_at_once(served, tmp_path)  # while slow clients hold the cap
             said = [await anyio.to_thread.run_sync(closed_by_server, conn) for conn in slow]
@@ -98,11 +100,14 @@ async def test_clients_that_never_finish_their_headers_are_closed_and_others_ser
         # headers were late, with a 408.
         assert all(answer in (b"", *[a for a in said if a.startswith(b"HTTP/1.1 408")]) for answer in said)
         assert any(answer.startswith(b"HTTP/1.1 408") for answer in said)
-        while lines(caplog, OVER_LINE) == 0:
+        while lines(caplog, OVER_LINE) < lines(caplog, CAP_LINE):
             await anyio.sleep(0.05)
-    assert lines(caplog, CAP_LINE) == 1
-    assert lines(caplog, OVER_LINE) == 1
-    assert len(caplog.records) <= 4  # one episode: its two lines, nothing per connection
+    # One episode (two, where a loaded machine let the first slow clients time out before the
+    # last were open): a line as it begins and one as it ends, nothing per connection.
+    episodes = lines(caplog, CAP_LINE)
+    assert 1 <= episodes <= 2
+    assert lines(caplog, OVER_LINE) == episodes
+    assert len(caplog.records) == 2 * episodes
 
 
 async def test_when_every_connection_is_mid_request_a_new_one_is_refused_with_503_until_they_end(
