@@ -1,7 +1,8 @@
 """What a person's token may report on: the scope its entry in the tokens file gives.
 
-Pure: the hook route checks an event's task and folder with it, the MCP tools a call's task
-and that task's project (``services/scope.py``).
+Pure: the hook route checks an event's task and folder with it, the MCP tools and resources
+a call's task and that task's project, and what lists records across tasks keeps only the
+tasks it admits (``services/scope.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,15 @@ class Scope:
                 return None
         allowed = ", ".join(self.projects[:5]) + (" ..." if len(self.projects) > 5 else "")
         return f"project {(root or '')[:200]!r} is outside this token's scope: folders {allowed}"
+
+    def refusal(self, task: str, project: str | None) -> str | None:
+        """Why the stored task ``task`` of ``project`` (None: none stored) is outside the
+        scope, or None: the one check behind every refusal and every filtered list."""
+        return self.task_refusal(task) or (self.project_refusal(project) if project else None)
+
+    def admits(self, task: str, project: str | None) -> bool:
+        """Whether a scoped token may see the stored task ``task`` of ``project``."""
+        return self.refusal(task, project) is None
 
     def claims(self) -> dict[str, list[str]]:
         """The scope as an access token's claims (what a tool call reads it back from)."""

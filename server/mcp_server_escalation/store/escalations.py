@@ -339,6 +339,22 @@ def list_escalations(
     return [_escalation(row) for row in rows], total
 
 
+def tasks_listed(conn: Conn, *, status: str, task_id: str | None) -> list[tuple[int, str, str | None]]:
+    """Every escalation of the status (newest first) as (id, task, the task's project): what a
+    scoped token's list keeps only the rows of its scope from (the check is the scope's own)."""
+    clause, params = _status_filter(status)
+    if task_id is not None:
+        clause += " AND task_id = ?"
+        params = (*params, task_id)
+    rows = conn.execute(
+        "SELECT e.escalation_id, e.task_id, t.project"  # noqa: S608 (allow-listed clause)
+        f" FROM (SELECT escalation_id, task_id FROM escalations WHERE {clause}) e"
+        " LEFT JOIN tasks t ON t.task_id = e.task_id ORDER BY e.escalation_id DESC",
+        params,
+    ).fetchall()
+    return [(int(row[0]), str(row[1]), row[2]) for row in rows]
+
+
 def summary(escalation: Escalation) -> EscalationSummary:
     """The list row of an escalation."""
     return EscalationSummary(
