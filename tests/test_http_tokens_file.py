@@ -509,3 +509,39 @@ async def test_a_scoped_token_reads_only_its_projects_tasks(tmp_path: Path) -> N
     assert inside[2]["task"]["task_id"] == "ci-shop-1"
     assert "total is 3" in feedback.contents[0].text  # type: ignore[union-attr]
     assert briefing.messages
+
+
+async def test_a_scoped_tokens_hook_warning_quotes_no_fix_of_another_task(tmp_path: Path) -> None:
+    """The warning a repeated failure earns over the hook route names past fixes of the
+    project's records: a scoped token's names none of a task outside its scope."""
+    backend = "/srv/ci/shop/backend"
+    fix = "Seed the neighbour's fixture first"
+
+    def post(n: int) -> str:
+        event = {**bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_warn_{n}"), "cwd": backend}
+        headers = {"Authorization": f"Bearer {SCOPED}", "X-Escalation-Task": "ci-shop-1"}
+        with httpx2.Client(timeout=30) as client:
+            answer = client.post(f"{url}/hooks/claude-code", json=event, headers=headers)
+        assert answer.status_code == 200, answer.text
+        return answer.text
+
+    with http_in_thread(tmp_path, env=team_env(tmp_path, SCOPED_TEAM)) as port:
+        url = f"http://127.0.0.1:{port}"
+        answers = [await anyio.to_thread.run_sync(post, 1)]
+        async with http_client(f"{url}/mcp", RUNNER) as owner:
+            mine = await owner.call("get_task", task_id="ci-shop-1")
+            seen = resource_json(await owner.client.read_resource("failure://F-1"))["failure"]
+            # the same error, fixed before in another task of the same folder
+            await owner.call("start_task", title="neighbour", task_id="neighbour", project=backend)
+            await owner.call(
+                "record_failure",
+                task_id="neighbour",
+                step="test",
+                message=seen["message"],
+                recommended_adjustment=fix,
+            )
+        answers += [await anyio.to_thread.run_sync(post, n) for n in (2, 3)]
+    warned = [a for a in answers if "Warning: the same error" in a]
+    assert mine["failure_records"] == 1
+    assert warned, answers
+    assert not any(fix in a for a in answers), warned
