@@ -18,7 +18,10 @@ async def test_two_different_repeating_errors_keep_their_own_evidence(db_path: s
             )
         for line in (7, 8, 9):
             second = await agent.call("record_failure", task_id="m1", message="KeyError: 'user'", line=line)
+        read = await agent.call("get_escalation", escalation_id=second["escalation"]["escalation_id"])
     escalation = second["escalation"]
+    # The merge builds what it shows from the escalation it read: it is the one stored.
+    assert read["escalation"] == escalation
     assert escalation["escalation_id"] == first["escalation"]["escalation_id"]
     repeated = [t for t in escalation["triggers"] if t["type"] == "repeated_error"]
     assert len(repeated) == 2

@@ -22,7 +22,8 @@ from conftest import PROJECT
 from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.models.thresholds import ThresholdOverrides
 from mcp_server_escalation.rules import fts, ranking
-from mcp_server_escalation.services import copying, failures, guidance, tasks
+from mcp_server_escalation.rules.token_scope import Scope
+from mcp_server_escalation.services import copying, escalations, failures, guidance, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import failures as failure_store
@@ -321,3 +322,23 @@ async def test_a_store_whose_ids_skip_gives_the_same_guidance_copied_to_the_othe
                 for rt in runtimes
             ]
             assert got[0] == got[1], query
+
+
+async def test_a_scoped_tokens_lists_are_the_same_on_both_backends(tmp_path: Path, pg_url: str) -> None:
+    """What a scoped token reads across tasks (escalations, a project's guidance) keeps its
+    scope's tasks on PostgreSQL as on SQLite."""
+    within = Scope(task_prefixes=("a",))
+    report = {"step": "main", "message": "ModuleNotFoundError: No module named 'quokka'"}
+    listed, found = [], []
+    async with _stores(str(tmp_path / "scoped.db"), pg_url, Clock()) as runtimes:
+        for rt in runtimes:
+            for task_id in ("a1", "b1", "a2"):  # one project: b1 is outside the scope by its id
+                await tasks.start_task(rt, title="t", task_id=task_id, thresholds=BIG)
+                await failures.record_failure(rt, FailureReport(task_id=task_id, **report))
+                await escalations.raise_escalation(rt, task_id=task_id, reason="Which module?")
+            page = await escalations.list_escalations(rt, status="all", limit=1, within=within)
+            listed.append(([s.task_id for s in page.escalations], page.total))
+            answer = await guidance.get_guidance(rt, task_id="a1", scope="project", within=within)
+            found.append(sorted(i.task_id for i in answer.items))
+    assert listed == [(["a2"], 2)] * 2
+    assert found == [["a1", "a2"]] * 2

@@ -7,15 +7,19 @@ the SDK's client over streamable HTTP for the MCP tools, a plain HTTP client for
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
 import pytest
+from mcp import MCPError, types
 
+from conftest import Agent
 from console_support import form_values
 from hooks_support import PYTEST_FAIL, bash_failure
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, http_in_thread
@@ -367,20 +371,28 @@ async def test_a_scoped_token_posts_hook_events_only_for_its_projects_and_tasks(
     assert listed["escalations"] == []
 
 
+FAILURE = {"step": "test", "message": "AssertionError: total is 3", "signal_type": "test_failure"}
+
+
+async def start_victim(owner: Agent) -> tuple[int, str]:
+    """Another agent's task outside the scope, paused by its question: the question's id and
+    its failure record's."""
+    await owner.call("start_task", title="someone else's", task_id="victim", project="/srv/other")
+    theirs = await owner.call("record_failure", task_id="victim", **FAILURE)
+    asked = await owner.call("raise_escalation", task_id="victim", reason="Which database?")
+    return int(asked["escalation"]["escalation_id"]), str(theirs["failure"]["failure_id"])
+
+
 async def test_a_scoped_token_calls_the_tools_only_on_its_projects_tasks(tmp_path: Path) -> None:
     """The same scope holds on /mcp: a scoped token can neither report on, pause, answer nor
     read another agent's task through any tool (named by its id, its escalation or its
     failure record), nor start one outside its prefixes or folders; inside, every tool works."""
-    failure = {"step": "test", "message": "AssertionError: total is 3", "signal_type": "test_failure"}
+    failure = FAILURE
     shop = "/srv/ci/shop"
     with http_in_thread(tmp_path, env=team_env(tmp_path, SCOPED_TEAM)) as port:
         url = f"http://127.0.0.1:{port}/mcp"
         async with http_client(url, RUNNER) as owner:
-            await owner.call("start_task", title="someone else's", task_id="victim", project="/srv/other")
-            theirs = await owner.call("record_failure", task_id="victim", **failure)
-            asked = await owner.call("raise_escalation", task_id="victim", reason="Which database?")
-        their_escalation = asked["escalation"]["escalation_id"]
-        their_failure = theirs["failure"]["failure_id"]
+            their_escalation, their_failure = await start_victim(owner)
         async with http_client(url, SCOPED) as scoped:
             refused = [
                 await scoped.error("record_failure", task_id="victim", **failure),
@@ -407,3 +419,129 @@ async def test_a_scoped_token_calls_the_tools_only_on_its_projects_tasks(tmp_pat
     counts = (victim["failure_records"], victim["escalation_count"])
     assert (counts, victim["task"]["status"]) == ((1, 1), "paused")
     assert escalation["escalation"]["status"] == "pending"
+
+
+async def read_refusal(agent: Agent, uri: str) -> str:
+    """The error message of a resource read ("read" when it was read)."""
+    try:
+        await agent.client.read_resource(uri)
+    except MCPError as exc:
+        return exc.error.message
+    return "read"
+
+
+async def prompt_refusal(agent: Agent, name: str, **arguments: str) -> str:
+    """The error message of a prompt ("given" when it was given)."""
+    try:
+        await agent.client.get_prompt(name, arguments)
+    except MCPError as exc:
+        return exc.error.message
+    return "given"
+
+
+def resource_json(read: types.ReadResourceResult) -> dict[str, Any]:
+    return json.loads(read.contents[0].text)  # type: ignore[union-attr,no-any-return]
+
+
+async def test_a_scoped_token_reads_only_its_projects_tasks(tmp_path: Path) -> None:
+    """Least privilege on reads too: a scoped token is refused every resource and prompt of a
+    task outside its scope, and what lists across tasks (list_escalations without a task, the
+    pending resource, a project's guidance, a repeat's warning) shows only its scope's tasks;
+    inside, each read works."""
+    failure = FAILURE
+    backend = "/srv/ci/shop/backend"
+    fix = {"recommended_adjustment": "Seed the neighbour's fixture first"}
+    with http_in_thread(tmp_path, env=team_env(tmp_path, SCOPED_TEAM)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with http_client(url, RUNNER) as owner:
+            their_escalation, their_failure = await start_victim(owner)
+            # a task of the scope's own folder, whose id is outside its prefixes
+            await owner.call("start_task", title="neighbour", task_id="neighbour", project=backend)
+            await owner.call("record_failure", task_id="neighbour", **failure, **fix)
+            await owner.call("raise_escalation", task_id="neighbour", reason="Which cache?")
+        async with http_client(url, SCOPED) as scoped:
+            await scoped.call("start_task", title="mine", task_id="ci-shop-1", project=backend)
+            first = await scoped.call("record_failure", task_id="ci-shop-1", **failure)
+            repeated = await scoped.call("record_failure", task_id="ci-shop-1", **failure)
+            mine = await scoped.call("raise_escalation", task_id="ci-shop-1", reason="Which queue?")
+            own_escalation, own_failure = mine["escalation"]["escalation_id"], first["failure"]["failure_id"]
+            refused = [
+                await read_refusal(scoped, f"failure://{their_failure}"),
+                await read_refusal(scoped, f"escalation://{their_escalation}"),
+                await read_refusal(scoped, "task://victim"),
+                await read_refusal(scoped, "task://victim/feedback/test"),
+                await prompt_refusal(scoped, "escalation_briefing", escalation_id=str(their_escalation)),
+                await prompt_refusal(scoped, "resume_after_response", escalation_id=str(their_escalation)),
+                await prompt_refusal(scoped, "retry_with_feedback", task_id="victim", step="test"),
+                await prompt_refusal(scoped, "fix_review_findings", task_id="victim"),
+            ]
+            listed = await scoped.call("list_escalations", status="all")
+            pending = resource_json(await scoped.client.read_resource("escalation://pending"))
+            guidance = await scoped.call("get_guidance", task_id="ci-shop-1", scope="project", k=20)
+            inside = [
+                resource_json(await scoped.client.read_resource(f"failure://{own_failure}")),
+                resource_json(await scoped.client.read_resource(f"escalation://{own_escalation}")),
+                resource_json(await scoped.client.read_resource("task://ci-shop-1")),
+            ]
+            feedback = await scoped.client.read_resource("task://ci-shop-1/feedback/test")
+            briefing = await scoped.client.get_prompt(
+                "escalation_briefing", {"escalation_id": str(own_escalation)}
+            )
+        async with http_client(url, RUNNER) as owner:
+            everyone = await owner.call("list_escalations", status="all")
+            their_guidance = await owner.call("get_guidance", task_id="neighbour", scope="project", k=20)
+    assert all("outside this token's scope" in text for text in refused), refused
+    assert "task 'victim' is outside this token's scope: tasks starting with 'ci-shop-'" in refused[0]
+    assert refused[0].startswith(f"failure://{their_failure}: ")
+    # the lists name the scope's task only, and count only its escalations
+    assert {s["task_id"] for s in listed["escalations"]} == {"ci-shop-1"}
+    assert listed["total"] == 1
+    assert [s["escalation_id"] for s in pending["escalations"]] == [own_escalation]
+    assert {i["task_id"] for i in guidance["items"]} == {"ci-shop-1"}
+    assert repeated["warning"].startswith("Warning: the same error 2 times")
+    assert fix["recommended_adjustment"] not in repeated["warning"]
+    # unscoped tokens see every task's, as before
+    assert {s["task_id"] for s in everyone["escalations"]} == {"victim", "neighbour", "ci-shop-1"}
+    assert {i["task_id"] for i in their_guidance["items"]} == {"neighbour", "ci-shop-1"}
+    # inside the scope each read works
+    assert inside[0]["failure"]["failure_id"] == own_failure
+    assert inside[1]["escalation_id"] == own_escalation
+    assert inside[2]["task"]["task_id"] == "ci-shop-1"
+    assert "total is 3" in feedback.contents[0].text  # type: ignore[union-attr]
+    assert briefing.messages
+
+
+async def test_a_scoped_tokens_hook_warning_quotes_no_fix_of_another_task(tmp_path: Path) -> None:
+    """The warning a repeated failure earns over the hook route names past fixes of the
+    project's records: a scoped token's names none of a task outside its scope."""
+    backend = "/srv/ci/shop/backend"
+    fix = "Seed the neighbour's fixture first"
+
+    def post(n: int) -> str:
+        event = {**bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_warn_{n}"), "cwd": backend}
+        headers = {"Authorization": f"Bearer {SCOPED}", "X-Escalation-Task": "ci-shop-1"}
+        with httpx2.Client(timeout=30) as client:
+            answer = client.post(f"{url}/hooks/claude-code", json=event, headers=headers)
+        assert answer.status_code == 200, answer.text
+        return answer.text
+
+    with http_in_thread(tmp_path, env=team_env(tmp_path, SCOPED_TEAM)) as port:
+        url = f"http://127.0.0.1:{port}"
+        answers = [await anyio.to_thread.run_sync(post, 1)]
+        async with http_client(f"{url}/mcp", RUNNER) as owner:
+            mine = await owner.call("get_task", task_id="ci-shop-1")
+            seen = resource_json(await owner.client.read_resource("failure://F-1"))["failure"]
+            # the same error, fixed before in another task of the same folder
+            await owner.call("start_task", title="neighbour", task_id="neighbour", project=backend)
+            await owner.call(
+                "record_failure",
+                task_id="neighbour",
+                step="test",
+                message=seen["message"],
+                recommended_adjustment=fix,
+            )
+        answers += [await anyio.to_thread.run_sync(post, n) for n in (2, 3)]
+    warned = [a for a in answers if "Warning: the same error" in a]
+    assert mine["failure_records"] == 1
+    assert warned, answers
+    assert not any(fix in a for a in answers), warned

@@ -260,7 +260,9 @@ def _failure_recording(
     if failure is None:
         return None
     report = observed_failure(task_id=task.task_id, step=call.cfg.step, **failure._asdict())
-    return failures.failure_recording(call.rt, report, grace_calls=call.cfg.repeat_grace_calls)
+    return failures.failure_recording(
+        call.rt, report, grace_calls=call.cfg.repeat_grace_calls, within=call.triaged.within
+    )
 
 
 def _progress_recording(

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from ..models.hook_config import HooksConfig
 from ..rules.commands import DEFAULT_TEST_COMMAND, is_read_only_command
+from ..rules.token_scope import Scope
 from .events import HookEvent, ToolKind, tool_kind
 from .plan import PostPlan, Rules, plan_post, usable_path
 
@@ -57,6 +58,9 @@ class Triaged(NamedTuple):
     root: str
     override: str | None  # the task named by ESCALATION_TASK, if any
     plan: PostPlan | None  # what a finished tool call records; None for other events
+    # What the token that posted the event over HTTP may see (None: anything); what the
+    # event's answer quotes of other tasks' records keeps to it.
+    within: Scope | None = None
 
 
 def triage(event: HookEvent, cfg: HooksConfig, env: Mapping[str, str], cwd: str | None = None) -> Triaged:

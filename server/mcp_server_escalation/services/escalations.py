@@ -35,6 +35,7 @@ from ..models.results import (
 from ..models.tasks import Task
 from ..rules.announce import HEADLINE_CHARS
 from ..rules.salient import headline, one_line
+from ..rules.token_scope import Scope
 from ..rules.triggers import COUNTER_RESET_ON_ACK, budget_resets, response_options
 from ..rules.verdicts import VERDICTS
 from ..store import escalations as escalation_store
@@ -423,12 +424,24 @@ def _ack_wording(task: Task, escalation: Escalation, response_type: str) -> tupl
 
 
 async def list_escalations(
-    rt: Runtime, *, status: str = "pending", task_id: str | None = None, limit: int = 20
+    rt: Runtime,
+    *,
+    status: str = "pending",
+    task_id: str | None = None,
+    limit: int = 20,
+    within: Scope | None = None,
 ) -> ListEscalationsResult:
-    """Escalation summaries, newest first, with the total that match."""
-    found, total = await rt.db.read(
-        lambda conn: escalation_store.list_escalations(conn, status=status, task_id=task_id, limit=limit)
-    )
+    """Escalation summaries, newest first, with the total that match; ``within``: only those
+    of the tasks a scoped token may see (None: every task's)."""
+
+    def work(conn: Conn) -> tuple[list[Escalation], int]:
+        if within is None:
+            return escalation_store.list_escalations(conn, status=status, task_id=task_id, limit=limit)
+        listed = escalation_store.tasks_listed(conn, status=status, task_id=task_id)
+        kept = [number for number, task, project in listed if within.admits(task, project)]
+        return [load_escalation(conn, number) for number in kept[:limit]], len(kept)
+
+    found, total = await rt.db.read(work)
     return ListEscalationsResult(escalations=[escalation_store.summary(e) for e in found], total=total)
 
 

@@ -21,6 +21,7 @@ from ..rules.failures import Classified, FailureDecision, Warned, classify_repor
 from ..rules.paths import normalise_path
 from ..rules.pointers import pointer_problem
 from ..rules.salient import headline, one_line
+from ..rules.token_scope import Scope
 from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
@@ -43,12 +44,13 @@ from .tasks import load_task
 
 
 def failure_recording(
-    rt: Runtime, report: FailureReport, *, grace_calls: int = 0
+    rt: Runtime, report: FailureReport, *, grace_calls: int = 0, within: Scope | None = None
 ) -> Recording[RecordFailureResult]:
     """Store one failure occurrence and fire whatever trigger it completes.
 
     The recording, to run in a transaction (``record_failure`` runs it in its own).
-    ``grace_calls``: the host hooks' grace for repeated errors (``rules.failures.decide``)."""
+    ``grace_calls``: the host hooks' grace for repeated errors (``rules.failures.decide``);
+    ``within``: a scoped token's, whose warning names only fixes of tasks it may see."""
     problem = pointer_problem(report.context_refs)
     if problem is not None:
         raise InvalidInput("context_refs", problem)
@@ -56,7 +58,7 @@ def failure_recording(
     now = rt.now()
 
     def work(conn: Conn) -> tuple[RecordFailureResult, Fired | None]:
-        return _record(rt, conn, report, failure, now, grace_calls)
+        return _record(rt, conn, report, failure, now, grace_calls, within)
 
     return work
 
@@ -65,7 +67,13 @@ record_failure = committed(failure_recording)
 
 
 def _record(
-    rt: Runtime, conn: Conn, report: FailureReport, failure: Classified, now: str, grace_calls: int
+    rt: Runtime,
+    conn: Conn,
+    report: FailureReport,
+    failure: Classified,
+    now: str,
+    grace_calls: int,
+    within: Scope | None,
 ) -> tuple[RecordFailureResult, Fired | None]:
     """Read, store, decide, write, fire, direct: the whole of one failure, inside its transaction."""
     task = load_task(conn, report.task_id)
@@ -94,7 +102,7 @@ def _record(
     task = task.model_copy(update={"counters": decision.counters, "updated_at": now})
     fired = _evidence(rt, conn, task, decided, failure, record, decision, now)
     warned = None if fired else decision.warning  # it goes to a human now: no warning that it soon will
-    warning = _repeat_warning(rt, conn, task, record, decided.message, warned)
+    warning = _repeat_warning(rt, conn, task, record, decided.message, warned, within)
     changed = fire(rt, conn, task, fired, task_is_current=True)
     task = changed.task if changed else task
     directed = direct(rt, conn, task, decision.message.template, **decision.message.values)
@@ -199,6 +207,7 @@ def _repeat_warning(
     record: failure_store.Counted,
     message: str,
     warned: Warned | None,
+    within: Scope | None,
 ) -> str | None:
     """What the model is told a step before the same error pages a human (bounded)."""
     if warned is None:
@@ -217,6 +226,7 @@ def _repeat_warning(
         k=WARNING_ITEMS * 2,
         scope="project",
         project=task.project,
+        within=within,
     )
     fixes = [i for i in past.items if i.recommended_adjustment][:WARNING_ITEMS]
     guidance = " ".join(

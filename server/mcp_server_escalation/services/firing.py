@@ -156,11 +156,13 @@ def fire(
     open_escalation = escalation_store.open_triggered(conn, task.task_id)
     if open_escalation is None:
         escalation_id, news = _open(conn, task, fired, now), True
+        escalation = escalation_store.get(conn, escalation_id)
+        if escalation is None:
+            raise RuntimeError(f"escalation {escalation_id} vanished inside its own transaction")
     else:
-        escalation_id, news = _add(conn, task, open_escalation, fired, now)
-    escalation = escalation_store.get(conn, escalation_id)
-    if escalation is None:
-        raise RuntimeError(f"escalation {escalation_id} vanished inside its own transaction")
+        # The open escalation was read (and locked) once; its revision is built from that
+        # reading rather than read and parsed again (the stuck agent's path, every repeat).
+        escalation, news = _add(conn, task, open_escalation, fired, now)
     held = _held(rt, conn, task, escalation)
     return Fired(escalation, news, held, created=open_escalation is None)
 
@@ -193,21 +195,20 @@ def _open(conn: Conn, task: Task, fired: list[Evidence], now: str) -> int:
 
 def _add(
     conn: Conn, task: Task, open_escalation: Escalation, fired: list[Evidence], now: str
-) -> tuple[int, bool]:
-    """This call's triggers added to (or refreshed on) the open escalation; its id, and
-    whether a trigger was new to it."""
+) -> tuple[Escalation, bool]:
+    """This call's triggers added to (or refreshed on) the open escalation; the escalation
+    as stored now, and whether a trigger was new to it."""
     triggers, evidence, news = _merged(open_escalation, _unique(fired), now)
     priority = "high" if open_escalation.priority == "high" else _priority(fired)
-    escalation_store.revise_triggers(
+    return escalation_store.revise_triggers(
         conn,
-        open_escalation.escalation_id,
+        open_escalation,
         triggers=triggers,
         priority=priority,
         context=escalation_context(conn, task, evidence),
         response_options=response_options([t.type for t in triggers]),
         now=now,
-    )
-    return open_escalation.escalation_id, news
+    ), news
 
 
 def _merged(

@@ -16,6 +16,7 @@ from ..models.guidance import FailureView, GuidanceItem, GuidanceResult
 from ..rules import ranking
 from ..rules.fingerprint import message_key
 from ..rules.salient import headline
+from ..rules.token_scope import Scope
 from ..rules.whole_error import shown_occurrences
 from ..store import failures as failure_store
 from ..store import guidance as guidance_store
@@ -143,10 +144,12 @@ def build_guidance(
     k: int,
     scope: str,
     project: str | None = None,
+    within: Scope | None = None,
 ) -> GuidanceResult:
     """The top ``k`` active records of the scope for the query (or the step's latest failure).
 
-    ``project`` is the task's, when the caller has read it already."""
+    ``project`` is the task's, when the caller has read it already; ``within``: a scoped
+    token's, whose answer keeps only the records of the tasks it may see."""
     project = project if project is not None else load_project(conn, task_id)
     where = (
         guidance_store.Scope("task_id", task_id)
@@ -178,6 +181,9 @@ def build_guidance(
         for c in guidance_store.recent(conn, where):
             pool.setdefault(c.seq, c)
 
+    if within is not None:
+        owners = guidance_store.guidance_rows(conn, list(pool))
+        pool = {seq: c for seq, c in pool.items() if within.admits(owners[seq].task_id, project)}
     candidates = [pool[seq] for seq in sorted(pool)]
     ranked = ranking.rank(candidates, now=rt.clock(), k=k, parse=parse_iso)
     rows = guidance_store.guidance_rows(conn, [c.seq for c, _ in ranked])
@@ -206,10 +212,14 @@ async def get_guidance(
     step: str | None = None,
     k: int = 5,
     scope: str = "task",
+    within: Scope | None = None,
 ) -> GuidanceResult:
-    """At most ``k`` relevant past failures as compact structured guidance."""
+    """At most ``k`` relevant past failures as compact structured guidance (``within``: only
+    of the tasks a scoped token may see)."""
     return await rt.db.read(
-        lambda conn: build_guidance(rt, conn, task_id=task_id, query=query, step=step, k=k, scope=scope)
+        lambda conn: build_guidance(
+            rt, conn, task_id=task_id, query=query, step=step, k=k, scope=scope, within=within
+        )
     )
 
 

@@ -4,7 +4,9 @@ Over HTTP a person's token may carry a scope: the projects and task prefixes its
 report on. A tool call names its task directly (``task_id``) or through what belongs to one
 (an escalation, a failure record); the task's prefix and its stored project must both be
 within the scope, so a scoped token can neither report on, pause, answer, nor read another
-agent's task through any tool, as through the hook route.
+agent's task through any tool or resource, as through the hook route. What reads across tasks
+(a list of escalations, a project's failure records) keeps only the tasks the scope admits
+(``Scope.admits``, the same check).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ async def refuse_outside(rt: Runtime, scope: Scope, tool: str, arguments: Mappin
         if refusal:
             raise Forbidden(refusal)
     if "task_id" not in arguments and not _names_a_task(arguments):
-        return  # a call across tasks (list_escalations without a task): a read, as for anyone
+        return  # a call across tasks (list_escalations without a task) lists only the scope's
     refusal = await rt.db.read(lambda conn: _refusal(conn, scope, arguments))
     if refusal:
         raise Forbidden(refusal)
@@ -61,8 +63,7 @@ def _refusal(conn: Conn, scope: Scope, arguments: Mapping[str, Any]) -> str | No
         if record is not None:
             tasks.append(record.task_id)
     for task in tasks:
-        project = task_store.project_of(conn, task)
-        refusal = scope.task_refusal(task) or (scope.project_refusal(project) if project else None)
+        refusal = scope.refusal(task, task_store.project_of(conn, task))
         if refusal:
             return refusal
     return None

@@ -162,24 +162,42 @@ def _update(conn: Conn, escalation_id: int, now: str, **columns: Any) -> None:
 
 def revise_triggers(
     conn: Conn,
-    escalation_id: int,
+    escalation: Escalation,
     *,
     triggers: list[Trigger],
     priority: str,
     context: Mapping[str, Any],
     response_options: Sequence[str],
     now: str,
-) -> None:
+) -> Escalation:
     """The open escalation after a call fired its triggers again or added new ones: the
-    triggers, the priority, the context with their evidence and the answers they allow."""
-    _update(
-        conn,
-        escalation_id,
-        now,
-        triggers_json=json.dumps([t.model_dump() for t in triggers], sort_keys=True),
-        priority=priority,
-        context_json=json.dumps(context, sort_keys=True),
-        response_options_json=json.dumps(list(response_options), sort_keys=True),
+    triggers, the priority, the context with their evidence and the answers they allow.
+
+    ``escalation`` is the open one as this transaction read (and locked) it; the revision is
+    returned as a read would give it, without reading it again. A column whose value did not
+    change is not written again (a repeat that changes only its triggers keeps its context).
+    """
+    context_json = json.dumps(context, sort_keys=True)
+    stored = json.loads(context_json)  # what a read would give: JSON's types and key order
+    options = list(response_options)
+    triggers_json = json.dumps([t.model_dump() for t in triggers], sort_keys=True)
+    columns: dict[str, Any] = {"triggers_json": triggers_json}
+    if priority != escalation.priority:
+        columns["priority"] = priority
+    if stored != escalation.context:
+        columns["context_json"] = context_json
+    if options != escalation.response_options:
+        columns["response_options_json"] = json.dumps(options, sort_keys=True)
+    _update(conn, escalation.escalation_id, now, **columns)
+    return escalation.model_copy(
+        update={
+            "triggers": list(triggers),
+            "priority": priority,
+            "context": stored,
+            "response_options": options,
+            "revision": escalation.revision + 1,
+            "updated_at": now,
+        }
     )
 
 
@@ -337,6 +355,22 @@ def list_escalations(
         (*params, limit),
     ).fetchall()
     return [_escalation(row) for row in rows], total
+
+
+def tasks_listed(conn: Conn, *, status: str, task_id: str | None) -> list[tuple[int, str, str | None]]:
+    """Every escalation of the status (newest first) as (id, task, the task's project): what a
+    scoped token's list keeps only the rows of its scope from (the check is the scope's own)."""
+    clause, params = _status_filter(status)
+    if task_id is not None:
+        clause += " AND task_id = ?"
+        params = (*params, task_id)
+    rows = conn.execute(
+        "SELECT e.escalation_id, e.task_id, t.project"  # noqa: S608 (allow-listed clause)
+        f" FROM (SELECT escalation_id, task_id FROM escalations WHERE {clause}) e"
+        " LEFT JOIN tasks t ON t.task_id = e.task_id ORDER BY e.escalation_id DESC",
+        params,
+    ).fetchall()
+    return [(int(row[0]), str(row[1]), row[2]) for row in rows]
 
 
 def summary(escalation: Escalation) -> EscalationSummary:

@@ -190,6 +190,7 @@ class HookRoutes:
             raise OutOfScope(refusal)
         if self.rt is None:
             return None
+        triaged = triaged._replace(within=scope)
         # A remote agent has no spool of its own: its reports wait in this server's.
         event = Spooled(host, raw.decode("utf-8"), {}, None, remote=True, task=_task(request))
         spool = Spool(spool_folder(self.settings.db_path, os.environ))

@@ -4,6 +4,10 @@ Resources: ``escalation://pending``, ``escalation://{escalation_id}``, ``task://
 ``task://{task_id}/feedback/{step}``; an unknown id is resource-not-found. Prompts:
 ``retry_with_feedback``, ``fix_review_findings``, ``escalation_briefing``,
 ``resume_after_response``. Descriptions come from ``prompts/tools.toml``.
+
+Over HTTP a person's token may carry a scope: a resource or prompt on a task outside it is
+refused by the tools' own check (``services/scope.py``), and the pending list keeps the
+scope's escalations only.
 """
 
 from __future__ import annotations
@@ -16,16 +20,18 @@ from typing import TypeVar
 
 from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.server.mcpserver.resources import ResourceTemplate
 from mcp.types import INVALID_PARAMS
 
-from ...errors import ConfigError, EscalationError, NotFound
+from ...errors import ConfigError, EscalationError, Forbidden, NotFound
 from ...prompts import PromptBook
+from ...rules.token_scope import Scope
 from ...services import briefings, escalations, guidance, tasks
 from ...services import feedback as feedback_service
 from ...services.runtime import Runtime
+from ...services.scope import refuse_outside
 from ..sdk_private import add_resource_template
 from .context import AppContext, LiveRuntimes
 
@@ -47,6 +53,33 @@ def _not_found(uri: str) -> Iterator[None]:
         raise ResourceNotFoundError(f"{uri}: {exc}") from exc
 
 
+def _token_scope() -> Scope | None:
+    """The scope of the request's token (None: anything; always so on stdio, which has no
+    token: the HTTP machinery is imported only when a resource or prompt is read)."""
+    from ..http.auth import request_scope  # noqa: PLC0415
+
+    return request_scope()
+
+
+async def _within_scope(rt: Runtime, **named: object) -> None:
+    """Raise ``Forbidden`` when what ``named`` names (a task, an escalation, a failure
+    record) belongs to a task outside the scope of the request's token."""
+    scope = _token_scope()
+    if scope is not None:
+        await refuse_outside(rt, scope, "read", named)
+
+
+async def _read(uri: str, rt: Runtime, read: Callable[[], Awaitable[T]], **named: object) -> T:
+    """``read`` once ``named`` is within the token's scope; a name that names nothing is
+    resource-not-found, one outside the scope a resource error naming the scope."""
+    try:
+        with _not_found(uri):
+            await _within_scope(rt, **named)
+            return await read()
+    except Forbidden as exc:
+        raise ResourceError(f"{uri}: {exc}") from exc
+
+
 def register_resources(server: MCPServer[AppContext], prompts: PromptBook, live: LiveRuntimes) -> None:
     """Add the resources, described from prompts/."""
     texts = prompts.resources
@@ -61,7 +94,9 @@ def register_resources(server: MCPServer[AppContext], prompts: PromptBook, live:
     async def pending() -> str:
         # A static resource gets no Context in the SDK: read through a live runtime of this
         # server (every one of them points at the same store).
-        listed = await escalations.list_escalations(live.current(), status="pending", limit=200)
+        listed = await escalations.list_escalations(
+            live.current(), status="pending", limit=200, within=_token_scope()
+        )
         return listed.model_dump_json()
 
     for uri, (fn, mime_type) in TEMPLATES.items():
@@ -82,28 +117,39 @@ def _template(
 
 
 async def escalation(escalation_id: int, ctx: Ctx) -> str:
-    with _not_found(f"escalation://{escalation_id}"):
-        found = await escalations.show_escalation(_rt(ctx), escalation_id)
+    rt = _rt(ctx)
+    found = await _read(
+        f"escalation://{escalation_id}",
+        rt,
+        lambda: escalations.show_escalation(rt, escalation_id),
+        escalation_id=escalation_id,
+    )
     return found.model_dump_json()
 
 
 async def task(task_id: str, ctx: Ctx) -> str:
-    with _not_found(f"task://{task_id}"):
-        view = await tasks.get_task(_rt(ctx), task_id)
+    rt = _rt(ctx)
+    view = await _read(f"task://{task_id}", rt, lambda: tasks.get_task(rt, task_id), task_id=task_id)
     return view.model_dump_json()
 
 
 async def step_feedback(task_id: str, step: str, ctx: Ctx) -> str:
-    with _not_found(f"task://{task_id}/feedback/{step}"):
-        found = await feedback_service.get_feedback(
-            _rt(ctx), task_id=task_id, step=step, max_chars=RESOURCE_FEEDBACK_CHARS
-        )
+    rt = _rt(ctx)
+    found = await _read(
+        f"task://{task_id}/feedback/{step}",
+        rt,
+        lambda: feedback_service.get_feedback(
+            rt, task_id=task_id, step=step, max_chars=RESOURCE_FEEDBACK_CHARS
+        ),
+        task_id=task_id,
+    )
     return found.rendered
 
 
 async def failure(failure_id: str, ctx: Ctx) -> str:
-    with _not_found(f"failure://{failure_id}"):
-        view = await guidance.show_failure(_rt(ctx), failure_id)
+    rt = _rt(ctx)
+    uri = f"failure://{failure_id}"
+    view = await _read(uri, rt, lambda: guidance.show_failure(rt, failure_id), failure_id=failure_id)
     return view.model_dump_json()
 
 
@@ -161,9 +207,11 @@ def _escalation_id(value: str) -> int:
     return number
 
 
-async def _text(call: Awaitable[str]) -> str:
+async def _text(call: Callable[[], Awaitable[str]], rt: Runtime, **named: object) -> str:
+    """The prompt's text, once what it names is within the token's scope."""
     try:
-        return await call
+        await _within_scope(rt, **named)
+        return await call()
     except EscalationError as exc:
         # A prompt failure is a protocol error; the SDK keeps the message only of an MCPError.
         raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
@@ -184,16 +232,20 @@ def register_prompts(server: MCPServer[AppContext], prompts: PromptBook) -> None
         raise ConfigError(f"{prompts.directory}: descriptions for unknown prompt(s) {unknown}")
 
     async def retry_with_feedback(task_id: str, step: str, ctx: Ctx) -> str:
-        return await _text(briefings.retry_with_feedback(_rt(ctx), task_id, step))
+        rt = _rt(ctx)
+        return await _text(lambda: briefings.retry_with_feedback(rt, task_id, step), rt, task_id=task_id)
 
     async def fix_review_findings(task_id: str, ctx: Ctx) -> str:
-        return await _text(briefings.fix_review_findings(_rt(ctx), task_id))
+        rt = _rt(ctx)
+        return await _text(lambda: briefings.fix_review_findings(rt, task_id), rt, task_id=task_id)
 
     async def escalation_briefing(escalation_id: str, ctx: Ctx) -> str:
-        return await _text(briefings.escalation_briefing(_rt(ctx), _escalation_id(escalation_id)))
+        rt, number = _rt(ctx), _escalation_id(escalation_id)
+        return await _text(lambda: briefings.escalation_briefing(rt, number), rt, escalation_id=number)
 
     async def resume_after_response(escalation_id: str, ctx: Ctx) -> str:
-        return await _text(briefings.resume_after_response(_rt(ctx), _escalation_id(escalation_id)))
+        rt, number = _rt(ctx), _escalation_id(escalation_id)
+        return await _text(lambda: briefings.resume_after_response(rt, number), rt, escalation_id=number)
 
     for fn in (retry_with_feedback, fix_review_findings, escalation_briefing, resume_after_response):
         _prompt(server, prompts, fn)

@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 
 from ....models.limits import Role
+from ....rules.token_scope import Scope
 from ....services.runtime import Runtime
 from ....services.scope import refuse_outside
 from ..context import AppContext
@@ -64,14 +65,19 @@ class ToolCall:
 
         return request_role(self._role)
 
-    async def within_scope(self, tool: str, arguments: Mapping[str, Any]) -> None:
-        """Refuse (``Forbidden``) a call on a task outside the scope of the request's token:
-        over HTTP a person's token may be limited to some projects and task prefixes."""
+    def scope(self) -> Scope | None:
+        """What the request's token may see: over HTTP a person's token may be limited to some
+        projects and task prefixes; None (anything) for other tokens and on stdio."""
         if not self._http:
-            return
+            return None
         from ...http.auth import request_scope  # noqa: PLC0415
 
-        scope = request_scope()
+        return request_scope()
+
+    async def within_scope(self, tool: str, arguments: Mapping[str, Any]) -> None:
+        """Refuse (``Forbidden``) a call on a task outside the scope of the request's token;
+        a tool reading across tasks is given ``scope()`` to keep only the scope's."""
+        scope = self.scope()
         if scope is not None:
             await refuse_outside(self.runtime, scope, tool, arguments)
 

@@ -89,7 +89,9 @@ async def list_escalations(
     limit: Annotated[int, Field(ge=1, le=200)] = 20,
 ) -> ListEscalationsResult:
     """Escalation summaries, newest first."""
-    return await escalations.list_escalations(call.runtime, status=status, task_id=task_id, limit=limit)
+    return await escalations.list_escalations(
+        call.runtime, status=status, task_id=task_id, limit=limit, within=call.scope()
+    )
 
 
 async def resolve_escalation(

@@ -54,7 +54,7 @@ async def record_failure(
         context_refs=pointers_by_kind((pointer.kind, pointer.ref) for pointer in context_refs),
         details=details.model_dump(exclude_none=True) if details else {},
     )
-    return await failures.record_failure(call.runtime, report)
+    return await failures.record_failure(call.runtime, report, within=call.scope())
 
 
 async def report_progress(

@@ -79,7 +79,7 @@ async def get_guidance(
 ) -> GuidanceResult:
     """The few past failures that matter now, as compact structured guidance."""
     return await guidance.get_guidance(
-        call.runtime, task_id=task_id, query=query, step=step, k=k, scope=scope
+        call.runtime, task_id=task_id, query=query, step=step, k=k, scope=scope, within=call.scope()
     )
 
 
