@@ -35,8 +35,8 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from mcp_server_escalation.rules import fts
-from mcp_server_escalation.rules.fingerprint import fingerprint, message_key
+from mcp_server_escalation.rules.guidance import fts
+from mcp_server_escalation.rules.reading.fingerprint import fingerprint, message_key
 from mcp_server_escalation.services import guidance, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings

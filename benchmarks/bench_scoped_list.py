@@ -19,7 +19,7 @@ from pathlib import Path
 
 import anyio
 
-from mcp_server_escalation.rules.token_scope import Scope
+from mcp_server_escalation.rules.bounds.token_scope import Scope
 from mcp_server_escalation.services import escalations, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings

@@ -7,9 +7,9 @@ own plan (``hooks/plan.py``): a read-only command is not recorded, a failing com
 of identical errors. Each failure is fingerprinted three ways:
 
 - ``whole``: the message as recorded (the tail of the output), as before issue 14;
-- ``lines``: the salient lines of the message (``rules/salient.py``): the error with its
+- ``lines``: the salient lines of the message (``rules/reading/salient.py``): the error with its
   innermost frame, test ids and further errors;
-- ``salient``: the salient error alone, as ``rules/fingerprint.py`` reads it now.
+- ``salient``: the salient error alone, as ``rules/reading/fingerprint.py`` reads it now.
 
 For each it counts, run by run, the records (distinct fingerprints), the repeats (a failure
 with the same fingerprint as the failure before it, no success between) and the
@@ -33,10 +33,10 @@ from typing import Any, NamedTuple
 from mcp_server_escalation.datafiles import pattern_book
 from mcp_server_escalation.hooks.events import HookEvent
 from mcp_server_escalation.hooks.plan import Rules, plan_post
-from mcp_server_escalation.rules.classify import classify
-from mcp_server_escalation.rules.commands import DEFAULT_TEST_COMMAND
-from mcp_server_escalation.rules.fingerprint import fingerprint, fingerprinted_text, normalise_message
-from mcp_server_escalation.rules.salient import find
+from mcp_server_escalation.rules.reading.classify import classify
+from mcp_server_escalation.rules.reading.commands import DEFAULT_TEST_COMMAND
+from mcp_server_escalation.rules.reading.fingerprint import fingerprint, fingerprinted_text, normalise_message
+from mcp_server_escalation.rules.reading.salient import find
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories-dev.jsonl.gz"
 THRESHOLD = 3

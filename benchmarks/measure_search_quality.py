@@ -51,8 +51,8 @@ from mcp_server_escalation.hooks.events import HookEvent, tool_kind
 from mcp_server_escalation.hooks.plan import FailureCall, Rules, plan_post
 from mcp_server_escalation.hooks.runner import observed_failure
 from mcp_server_escalation.models.thresholds import ThresholdOverrides
-from mcp_server_escalation.rules import ranking
-from mcp_server_escalation.rules.commands import DEFAULT_TEST_COMMAND
+from mcp_server_escalation.rules.guidance import ranking
+from mcp_server_escalation.rules.reading.commands import DEFAULT_TEST_COMMAND
 from mcp_server_escalation.services import failures, guidance, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
@@ -71,7 +71,7 @@ NEVER = ThresholdOverrides(
     no_file_changes_after_attempts=100_000,
     max_minutes=1_000_000,
 )
-# PostgreSQL's own index of the columns FTS5 indexes (``rules.fts.COLUMNS``), weighted as
+# PostgreSQL's own index of the columns FTS5 indexes (``rules.guidance.fts.COLUMNS``), weighted as
 # FTS5's bm25 weighs them (message 10, error type 5, tool and class 2, advice 1 -> A..D).
 NATIVE = """ALTER TABLE failures ADD COLUMN native tsvector GENERATED ALWAYS AS (
     setweight(to_tsvector('simple', message), 'A')

@@ -22,7 +22,7 @@ What it reports, per escalation type and in total:
 - where it paused: the step, and the step over the run's length;
 - the share of pauses whose headline (the first line the model and the operator read)
   carries the failing step's error line. The error line is found by ``error_line`` below,
-  a rule of its own and deliberately not the product's ``rules/salient.py``: the last line
+  a rule of its own and deliberately not the product's ``rules/reading/salient.py``: the last line
   of the output that names an error the way Python, pytest and shells print one;
 - warnings (the tier before a pause): on how many runs one was shown, how many steps before
   the pause, and on how many paused runs no warning came first.

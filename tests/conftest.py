@@ -25,7 +25,7 @@ import pg_local as pg
 from hooks_support import stop_daemons
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.models.limits import Role
-from mcp_server_escalation.rules.fingerprint import message_key
+from mcp_server_escalation.rules.reading.fingerprint import message_key
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store.backends import open_store
 from mcp_server_escalation.store.migrations import MIGRATIONS

@@ -24,15 +24,15 @@ from mcp_server_escalation.models.limits import (
     OPTIONS_TOTAL_MAX,
     RESULT_MAX_BYTES,
 )
-from mcp_server_escalation.rules.announce import NOTIFY_PAYLOAD_MAX_BYTES
-from mcp_server_escalation.rules.evidence import (
+from mcp_server_escalation.rules.bounds.evidence import (
     ACTION_MAX_BYTES,
     RECENT_ACTIONS_MAX_BYTES,
     action_summary,
     json_bytes,
     recent_summaries,
 )
-from mcp_server_escalation.rules.results import fit
+from mcp_server_escalation.rules.bounds.results import fit
+from mcp_server_escalation.rules.operators.announce import NOTIFY_PAYLOAD_MAX_BYTES
 from mcp_server_escalation.settings import NotifyConfig
 from operator_support import eventually
 

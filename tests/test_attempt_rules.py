@@ -1,4 +1,4 @@
-"""What one attempt's verdict decides (rules/attempts.py), without a database.
+"""What one attempt's verdict decides (rules/decide/attempts.py), without a database.
 
 ``decide`` gets what the store read (the task's counters and thresholds, the step's cycle
 and its latest attempts) and says what to save, which cycle starts, which triggers fire and
@@ -10,7 +10,7 @@ from __future__ import annotations
 from mcp_server_escalation.models.feedback import Attempt
 from mcp_server_escalation.models.tasks import Counters
 from mcp_server_escalation.models.thresholds import Thresholds
-from mcp_server_escalation.rules.attempts import (
+from mcp_server_escalation.rules.decide.attempts import (
     HISTORY,
     AttemptDecision,
     Verdict,

@@ -1,4 +1,4 @@
-"""Which budgets a call used up (rules/budgets.py), without a database.
+"""Which budgets a call used up (rules/decide/budgets.py), without a database.
 
 Every service that records a call counts it with ``count_call`` and asks ``budget_fires``
 which budgets the counters after it, and the clock, used up; services/budgets.py only adds
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from mcp_server_escalation.models.tasks import Counters
 from mcp_server_escalation.models.thresholds import Thresholds
-from mcp_server_escalation.rules.budgets import budget_fires, count_call
-from mcp_server_escalation.rules.decisions import Wording
+from mcp_server_escalation.rules.decide.budgets import budget_fires, count_call
+from mcp_server_escalation.rules.decide.decisions import Wording
 
 STARTED = "2026-01-01T09:00:00.000Z"
 AN_HOUR_LATER = "2026-01-01T10:00:00.000Z"

@@ -20,7 +20,7 @@ from conftest import Agent, FakeClock, connect, evidence_of, migrate_by_hand
 from hooks_support import PYTEST_FAIL, bash_failure, hook, post_bash, run_cli
 from mcp_server_escalation.models.tasks import Counters
 from mcp_server_escalation.models.thresholds import Thresholds
-from mcp_server_escalation.rules import triggers
+from mcp_server_escalation.rules.decide import triggers
 from mcp_server_escalation.services.headlines import LATEST_ERROR_WITHIN
 
 pytestmark = pytest.mark.both_backends

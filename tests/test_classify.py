@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_server_escalation.datafiles import pattern_book
-from mcp_server_escalation.rules.classify import classify
+from mcp_server_escalation.rules.reading.classify import classify
 
 
 @pytest.mark.parametrize(

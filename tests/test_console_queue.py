@@ -19,7 +19,7 @@ from console_support import RunningConsole, console_in_thread, logged_in
 from mcp_server_escalation.errors import InvalidInput
 from mcp_server_escalation.models.escalations import QueuePlace
 from mcp_server_escalation.services import escalations, tasks
-from mcp_server_escalation.services.console import (
+from mcp_server_escalation.services.operator_queue import (
     QUEUE_PAGE,
     QueueFilter,
     place_after,

@@ -19,7 +19,7 @@ import pytest
 from conftest import connect, migrate_by_hand
 from console_support import RunningConsole, console_in_thread, form_values, logged_in
 from mcp_server_escalation.models.results import Directed
-from mcp_server_escalation.services import console as console_service
+from mcp_server_escalation.services import operator_queue as console_service
 from mcp_server_escalation.services import tasks
 from mcp_server_escalation.services.firing import TOLD_MESSAGE_CHARS, keep_told
 from mcp_server_escalation.services.runtime import open_runtime

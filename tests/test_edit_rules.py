@@ -1,4 +1,4 @@
-"""What the edit gate decides (rules/edits.py), without a database.
+"""What the edit gate decides (rules/decide/edits.py), without a database.
 
 ``decide_edit`` gets the task, the paths the agent is about to change and which of them the
 task already modified, and says for each path whether it may be changed and why not, which
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from mcp_server_escalation.models.tasks import Counters, Task
 from mcp_server_escalation.models.thresholds import Thresholds
-from mcp_server_escalation.rules.decisions import Wording
-from mcp_server_escalation.rules.edits import (
+from mcp_server_escalation.rules.decide.decisions import Wording
+from mcp_server_escalation.rules.decide.edits import (
     EditDecision,
     decide_edit,
     file_limit_fires,

@@ -1,10 +1,10 @@
-"""The pure rules that keep an escalation's evidence bounded (rules/evidence.py)."""
+"""The pure rules that keep an escalation's evidence bounded (rules/bounds/evidence.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcp_server_escalation.rules.evidence import (
+from mcp_server_escalation.rules.bounds.evidence import (
     FIRING_SHOWN,
     LATEST_SHOWN,
     TEXT_SHOWN,

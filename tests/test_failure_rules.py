@@ -1,4 +1,4 @@
-"""What one failure decides (rules/failures.py), without a database.
+"""What one failure decides (rules/decide/failures.py), without a database.
 
 ``classify_report`` says what a report is; ``decide`` gets the task's counters and
 thresholds and what the store counted, and says what to save, which triggers fire (with the
@@ -14,8 +14,8 @@ from mcp_server_escalation.datafiles import pattern_book
 from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.models.tasks import Counters
 from mcp_server_escalation.models.thresholds import Thresholds
-from mcp_server_escalation.rules.attempts import Wording
-from mcp_server_escalation.rules.failures import (
+from mcp_server_escalation.rules.decide.attempts import Wording
+from mcp_server_escalation.rules.decide.failures import (
     Classified,
     FailureDecision,
     Warned,

@@ -1,7 +1,7 @@
 """The feedback budget: the newest-first fill keeps exactly what dropping the oldest
 entries one by one until the text fits would keep.
 
-``rules.feedback.render_sections`` renders only the entries that fit, reading the retry
+``rules.guidance.feedback.render_sections`` renders only the entries that fit, reading the retry
 entries the store keeps collapsed (migration 8) newest first; this checks it against the
 plain definition below (collapse the raw attempts with ``str.strip``, render every entry,
 drop the oldest while too long) on random histories, with the shipped prompts and with
@@ -26,7 +26,7 @@ from conftest import migrate_by_hand
 from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.models.feedback import CycleFeedback, FindingEntry, HumanResponse, RetryEntry
 from mcp_server_escalation.prompts import PromptBook
-from mcp_server_escalation.rules.feedback import render_sections
+from mcp_server_escalation.rules.guidance.feedback import render_sections
 from mcp_server_escalation.store.feedback import newest_retry_entries, retry_entry_count
 from mcp_server_escalation.store.migrations import WHITESPACE_CODES
 

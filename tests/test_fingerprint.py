@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server_escalation.rules.fingerprint import fingerprint, fingerprinted_text, normalise_message
+from mcp_server_escalation.rules.reading.fingerprint import fingerprint, fingerprinted_text, normalise_message
 
 
 @pytest.mark.parametrize(

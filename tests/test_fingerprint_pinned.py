@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server_escalation.rules.fingerprint import fingerprint, message_key
+from mcp_server_escalation.rules.reading.fingerprint import fingerprint, message_key
 
 _TRACEBACK = (
     "Traceback (most recent call last):\n"

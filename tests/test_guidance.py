@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from conftest import Agent, FakeClock, connect
 from mcp_server_escalation.clock import parse_iso
 from mcp_server_escalation.models.failures import FailureReport
-from mcp_server_escalation.rules import ranking
+from mcp_server_escalation.rules.guidance import ranking
 from mcp_server_escalation.services import failures, guidance, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings

@@ -21,8 +21,8 @@ from typing import Any
 from conftest import PROJECT
 from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.models.thresholds import ThresholdOverrides
-from mcp_server_escalation.rules import fts, ranking
-from mcp_server_escalation.rules.token_scope import Scope
+from mcp_server_escalation.rules.bounds.token_scope import Scope
+from mcp_server_escalation.rules.guidance import fts, ranking
 from mcp_server_escalation.services import copying, escalations, failures, guidance, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from conftest import PROJECT, migrate_by_hand
 from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.models.thresholds import ThresholdOverrides
-from mcp_server_escalation.rules import ranking
-from mcp_server_escalation.rules.fingerprint import message_key
+from mcp_server_escalation.rules.guidance import ranking
+from mcp_server_escalation.rules.reading.fingerprint import message_key
 from mcp_server_escalation.services import failures, guidance, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings

@@ -30,7 +30,7 @@ from hooks_support import (
     snapshot,
     stop,
 )
-from mcp_server_escalation.rules.test_output import digest, parse_summary
+from mcp_server_escalation.rules.reading.shell_output import digest, parse_summary
 
 TASK = "fix-adder"
 SCOPE = ["src/**", "tests/**"]

@@ -26,7 +26,7 @@ from hooks_support import (
     no_grace,
     snapshot,
 )
-from mcp_server_escalation.rules.test_output import digest
+from mcp_server_escalation.rules.reading.shell_output import digest
 
 TASK = "fix-adder"
 TSC_ERROR = "tsc: error TS2322: Type 'string' is not assignable to type 'number'."

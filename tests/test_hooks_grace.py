@@ -12,7 +12,7 @@ from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.models.hook_config import HooksConfig
 from mcp_server_escalation.models.tasks import Counters
 from mcp_server_escalation.models.thresholds import Thresholds
-from mcp_server_escalation.rules.failures import Classified, decide
+from mcp_server_escalation.rules.decide.failures import Classified, decide
 
 FAILED_RUN = "python -m pytest -q"
 

@@ -26,9 +26,18 @@ from mcp_server_escalation.hooks import cursor as cursor_host
 from mcp_server_escalation.hooks.events import Answer, own_tool, tool_kind
 from mcp_server_escalation.hooks.plan import Rules, plan_post
 from mcp_server_escalation.hooks.protocol import encode_answer, parse_payload
-from mcp_server_escalation.rules.commands import DEFAULT_TEST_COMMAND, is_read_only_command, is_test_command
-from mcp_server_escalation.rules.salient import headline
-from mcp_server_escalation.rules.test_output import digest, parse_summary, split_exit_code, strip_ansi
+from mcp_server_escalation.rules.reading.commands import (
+    DEFAULT_TEST_COMMAND,
+    is_read_only_command,
+    is_test_command,
+)
+from mcp_server_escalation.rules.reading.salient import headline
+from mcp_server_escalation.rules.reading.shell_output import (
+    digest,
+    parse_summary,
+    split_exit_code,
+    strip_ansi,
+)
 
 RULES = Rules(test_command=DEFAULT_TEST_COMMAND)
 

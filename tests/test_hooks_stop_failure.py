@@ -2,7 +2,7 @@
 
 The documented payload carries ``error`` (the error type), ``error_details`` and
 ``last_assistant_message`` (the error text the conversation showed); the host ignores any
-answer, so the hook only records it (``rules/host_errors.py``): a passing error is recorded
+answer, so the hook only records it (``rules/reading/host_errors.py``): a passing error is recorded
 and never pages unless it persists; authentication and billing are a non-blocking notice.
 """
 
@@ -16,7 +16,7 @@ import anyio
 from conftest import connect
 from hooks_support import claude, hook, pre_edit, pre_tool, snapshot
 from mcp_server_escalation.hooks.protocol import parse_payload
-from mcp_server_escalation.rules.host_errors import persisted
+from mcp_server_escalation.rules.reading.host_errors import persisted
 
 TASK = "fix-adder"
 RATE_LIMITED = claude(

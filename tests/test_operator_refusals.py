@@ -21,7 +21,7 @@ from conftest import connect
 from console_support import RunningConsole, console_in_thread, logged_in
 from mcp_server_escalation.errors import TaskEnded
 from mcp_server_escalation.prompts import PromptBook
-from mcp_server_escalation.rules.refusals import Door, worded
+from mcp_server_escalation.rules.operators.refusals import Door, worded
 from operator_support import flat, run_cli
 
 pytestmark = pytest.mark.both_backends

@@ -8,8 +8,8 @@ import pytest
 
 from mcp_server_escalation.clock import iso
 from mcp_server_escalation.models.reports import Delivery
-from mcp_server_escalation.rules import stats
-from mcp_server_escalation.rules.notify import (
+from mcp_server_escalation.rules.operators import stats
+from mcp_server_escalation.rules.operators.notify import (
     is_due,
     next_check,
     notifier_key,

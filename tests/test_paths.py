@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server_escalation.rules.paths import in_scope, normalise_path
+from mcp_server_escalation.rules.decide.paths import in_scope, normalise_path
 
 ROOT = "/work/project"
 

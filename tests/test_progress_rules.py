@@ -1,4 +1,4 @@
-"""What one progress report decides (rules/progress.py), without a database.
+"""What one progress report decides (rules/decide/progress.py), without a database.
 
 ``decide`` gets the task before the call and which of the reported files it already
 modified, and says what to save, which triggers fire, which warnings are due and what the
@@ -11,8 +11,8 @@ from typing import Any
 
 from mcp_server_escalation.models.tasks import Counters, Task
 from mcp_server_escalation.models.thresholds import Thresholds
-from mcp_server_escalation.rules.decisions import Wording
-from mcp_server_escalation.rules.progress import ProgressDecision, Report, decide, touched
+from mcp_server_escalation.rules.decide.decisions import Wording
+from mcp_server_escalation.rules.decide.progress import ProgressDecision, Report, decide, touched
 from rule_support import a_task
 
 NOW = "2026-01-01T10:00:00.000Z"

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server_escalation.rules.commands import (
+from mcp_server_escalation.rules.reading.commands import (
     COMMAND_MAX_CHARS,
     is_read_only_command,
     is_test_command,

@@ -1,4 +1,4 @@
-"""The byte size of the largest call a schema admits (rules/request_size.py)."""
+"""The byte size of the largest call a schema admits (rules/bounds/request_size.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server_escalation.rules.request_size import UnboundedSchemaError, largest_json_bytes
+from mcp_server_escalation.rules.bounds.request_size import UnboundedSchemaError, largest_json_bytes
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from conftest import Agent, connect
-from mcp_server_escalation.rules.evidence import clip
+from mcp_server_escalation.rules.bounds.evidence import clip
 
 pytestmark = pytest.mark.both_backends
 

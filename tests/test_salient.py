@@ -1,4 +1,4 @@
-"""The salient error line of a tool output (rules/salient.py), on real and hand-written outputs.
+"""The salient error line of a tool output (rules/reading/salient.py), on real and hand-written outputs.
 
 The real outputs are tests/data/salient_corpus.json: failing commands of 250 real agent
 runs (its ``source`` says where from); their expected headlines were checked by eye. The
@@ -17,7 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hooks_support import CARGO_FAIL, GO_FAIL, JEST_FAIL, MOCHA_FAIL, PYTEST_FAIL, VITEST_FAIL
-from mcp_server_escalation.rules.salient import (
+from mcp_server_escalation.rules.reading.salient import (
     HEADLINE_CHARS,
     LINE_CHARS,
     SALIENT_LINES,

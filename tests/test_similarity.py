@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_server_escalation.rules.similarity import similar_run, similarity
+from mcp_server_escalation.rules.decide.similarity import similar_run, similarity
 
 
 def test_volatile_parts_do_not_make_texts_different() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import connect
 from console_support import RunningConsole, console_in_thread, logged_in, run_async
-from mcp_server_escalation.rules.stats import PER_DAY_DAYS, per_day
+from mcp_server_escalation.rules.operators.stats import PER_DAY_DAYS, per_day
 from operator_support import run_cli
 
 NOW = datetime(2026, 11, 28, 9, 30, tzinfo=UTC)

@@ -6,7 +6,7 @@ import pytest
 
 from mcp_server_escalation.models.tasks import Counters
 from mcp_server_escalation.models.thresholds import Thresholds
-from mcp_server_escalation.rules import triggers
+from mcp_server_escalation.rules.decide import triggers
 
 T = Thresholds()
 

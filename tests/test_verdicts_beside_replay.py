@@ -13,7 +13,7 @@ from pathlib import Path
 from console_support import console_in_thread, logged_in
 from mcp_server_escalation.datafiles import parse_replay_figures, replay_figures
 from mcp_server_escalation.models.reports import ReplayFigure, VerdictCount
-from mcp_server_escalation.rules.verdicts import beside_replay
+from mcp_server_escalation.rules.operators.verdicts import beside_replay
 from operator_support import run_cli
 from test_verdicts import repeat
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from .errors import ConfigError
 from .models.reports import ReplayFigure
-from .rules.classify import Extractor, Pattern, PatternBook
+from .rules.reading.classify import Extractor, Pattern, PatternBook
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 

@@ -7,7 +7,7 @@ a non-zero exit. Anything else is a bug and is reported as such.
 The message is written for the model: field names and tool calls. A refusal a human
 operator can meet also says what it is (``refusal``) and the values it names (``facts``),
 so that the CLI and the console word it for a person from the same facts
-(``rules/refusals.py``) while the model's text stays as it is.
+(``rules/operators/refusals.py``) while the model's text stays as it is.
 
     EscalationError
     ├── InvalidInput          a field's value breaks a documented limit or format
@@ -36,7 +36,7 @@ from typing import Self
 class EscalationError(Exception):
     """Base of every error whose message tells the caller how to fix the call."""
 
-    # "" for an error only the model's message words (rules/refusals.py words the others).
+    # "" for an error only the model's message words (rules/operators/refusals.py words the others).
     refusal: str = ""
     facts: Mapping[str, object] = MappingProxyType({})
 

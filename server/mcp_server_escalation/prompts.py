@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
-from .rules.words import kind_words, name_words
+from .rules.wording.words import kind_words, name_words
 
 # The wait a message asks for (``get_escalation``'s ``wait_seconds``) is not passed by the
 # code that renders it: the book fills it in, with the wait asked of the connection whose call
@@ -207,7 +207,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         # the operator CLI's hint and errors (issue 17)
         "cli_answer_with": ["command", "flags"],
         # a service's refusal in the operator's words, for the CLI and the console alike
-        # (rules/refusals.py); {answer}, {field}: the door's name (a flag, a form field)
+        # (rules/operators/refusals.py); {answer}, {field}: the door's name (a flag, a form field)
         "refused_no_escalation": ["escalation_id", "db", "next"],
         "refused_no_task": ["task_id", "db", "next"],
         "refused_answered": ["escalation_id", "status", "task_id", "next"],

@@ -65,7 +65,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from ..rules.words import kind_words
+from ..rules.wording.words import kind_words
 from .readable import INDENT, error_lines, terminal_width, wrap
 
 # -- the script ------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """``escalations list`` and ``escalations show`` as an operator reads them (pure, no I/O).
 
 The headline of an escalation is its salient error (the first line of its first trigger's
-summary, ``rules/salient.py``), printed under the row that names it. Ids are printed whole,
+summary, ``rules/reading/salient.py``), printed under the row that names it. Ids are printed whole,
 never cut to a column: an operator copies them into ``respond`` and ``tasks show``. The
 answer hint offers only what the escalation accepts from a human (``withdraw`` is the
 agent's own move; ``--approve`` only where a change can be approved); its words come from
@@ -14,10 +14,10 @@ import shlex
 
 from ..models.escalations import Escalation, EscalationSummary
 from ..prompts import PromptBook
-from ..rules import timeline
-from ..rules.announce import human_answers
-from ..rules.salient import headline
-from ..rules.words import kind_words, trigger_words
+from ..rules.operators.announce import human_answers
+from ..rules.reading.salient import headline
+from ..rules.wording import timeline
+from ..rules.wording.words import kind_words, trigger_words
 from .evidence_view import evidence_lines, when
 from .readable import INDENT, cut, labelled, pairs_line, wrap
 

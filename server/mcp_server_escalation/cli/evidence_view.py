@@ -14,7 +14,7 @@ written for the kind, the same as the console's (``adapters/console/templates/ev
   first on the page).
 
 Any other kind (or evidence stored by an older version) falls back to labelled lines
-(``rules/fact_lines.py``). Times are written as a person writes them, in UTC.
+(``rules/wording/fact_lines.py``). Times are written as a person writes them, in UTC.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..rules.evidence import is_clipped
-from ..rules.fact_lines import INDENT, facts_lines, wrap
-from ..rules.salient import headline, one_line
-from ..rules.words import field_words, name_words, readable_time
+from ..rules.bounds.evidence import is_clipped
+from ..rules.reading.salient import headline, one_line
+from ..rules.wording.fact_lines import INDENT, facts_lines, wrap
+from ..rules.wording.words import field_words, name_words, readable_time
 from .monitor import table
 
 Facts = dict[str, Any]

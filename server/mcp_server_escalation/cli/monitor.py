@@ -17,7 +17,7 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
-from ..rules.words import kind_words, name_words, readable_time
+from ..rules.wording.words import kind_words, name_words, readable_time
 from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from ..errors import EscalationError, StoreError
 from ..locations import is_database_url, store_origin
-from ..rules.refusals import Door, worded
+from ..rules.operators.refusals import Door, worded
 from ..services import copying, escalations, reports
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, default_db_path, resolve_db_path
@@ -30,7 +30,7 @@ from . import failure_view, monitor, report_error, task_views
 from .escalation_view import ANSWER_FLAGS, escalation_lines, summary_lines
 from .readable import store_flag, terminal_width
 
-# The CLI's names for what an operator gives, in its refusals (rules/refusals.py).
+# The CLI's names for what an operator gives, in its refusals (rules/operators/refusals.py).
 FLAG_NAMES = {
     "guidance": "--guidance",
     "override": "--override",

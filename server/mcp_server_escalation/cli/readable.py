@@ -5,7 +5,7 @@ one, else ``FALLBACK_COLUMNS`` (a pipe, a file, a CI log); ``COLUMNS`` overrides
 texts wrap at spaces; a word longer than a line (a path, an id) is never cut, because the
 operator copies it into the next command: it goes on a line of its own instead.
 
-Evidence becomes labelled lines (``rules/fact_lines.py``, which the escalation briefing the
+Evidence becomes labelled lines (``rules/wording/fact_lines.py``, which the escalation briefing the
 model reads uses too); ``--json`` keeps the records whole for scripts.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import shlex
 import shutil
 
-from ..rules.fact_lines import INDENT, facts_lines, pairs_line, wrap
-from ..rules.salient import one_line
+from ..rules.reading.salient import one_line
+from ..rules.wording.fact_lines import INDENT, facts_lines, pairs_line, wrap
 from ..services.runtime import Runtime
 from ..settings import default_db_path
 

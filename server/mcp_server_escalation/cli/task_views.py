@@ -14,8 +14,8 @@ import shlex
 from ..models.escalations import EscalationSummary
 from ..models.results import TaskView
 from ..models.tasks import TimelinePage
-from ..rules.triggers import COUNTER_LIMITS
-from ..rules.words import field_words, name_words, readable_time, yes_no
+from ..rules.decide.triggers import COUNTER_LIMITS
+from ..rules.wording.words import field_words, name_words, readable_time, yes_no
 from ..services import escalations, tasks
 from ..services.runtime import Runtime
 from .escalation_view import summary_lines

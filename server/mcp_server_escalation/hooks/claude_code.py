@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models.limits import PATH_MAX
-from ..rules.test_output import split_exit_code
+from ..rules.reading.shell_output import split_exit_code
 from .events import (
     OUTPUT_MAX,
     Answer,

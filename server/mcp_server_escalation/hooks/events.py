@@ -85,7 +85,7 @@ OWN_TOOLS = frozenset(
 
 
 # NamedTuples, not dataclasses, in every module a hook run imports (this one, plan, runner,
-# services/hooks, rules/test_output): a hook is a new process on every tool call, and a
+# services/hooks, rules/reading/shell_output): a hook is a new process on every tool call, and a
 # NamedTuple is the cheaper class to define (figures in benchmarks/README.md).
 class HookEvent(NamedTuple):
     """What one hook invocation tells us, whichever host sent it."""

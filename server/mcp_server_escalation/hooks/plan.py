@@ -18,9 +18,9 @@ What the hooks record (docs/hooks.md), and why:
   operation: ``report_progress(outcome="success")`` naming the command, which ends a run of
   identical errors only when this command is the one that failed (an agent edits and reads
   between its tries). The files it says it writes inside the project (``sed -i``,
-  ``cat > file``, ``tee``: ``rules/shell_work.py``) are progress, as an edit is.
+  ``cat > file``, ``tee``: ``rules/reading/shell_work.py``) are progress, as an edit is.
 - **Reading and searching are never recorded**: read-only tools, read-only shell commands
-  (``rules/commands.py``), failures of either, and this server's own MCP tools.
+  (``rules/reading/commands.py``), failures of either, and this server's own MCP tools.
 
 What counts as an *attempt* for ``no_file_progress``: edits (which reset it) and test runs,
 by default. Successful commands count too only with ``[hooks] attempts = ["test_run",
@@ -38,11 +38,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..models.limits import PATH_MAX
-from ..rules.commands import is_read_only_command, is_test_command
-from ..rules.paths import normalise_path
-from ..rules.salient import headline
-from ..rules.shell_work import written_files
-from ..rules.test_output import digest, parse_summary, timed_out
+from ..rules.decide.paths import normalise_path
+from ..rules.reading.commands import is_read_only_command, is_test_command
+from ..rules.reading.salient import headline
+from ..rules.reading.shell_output import digest, parse_summary, timed_out
+from ..rules.reading.shell_work import written_files
 from .events import HookEvent, ToolKind
 
 # Longest command kept as the attempted action or the note of a report.

@@ -28,8 +28,8 @@ from ..models.hook_config import HooksConfig
 from ..models.limits import ENDED_STATUSES
 from ..models.results import ProgressResult, RecordFailureResult
 from ..models.tasks import Task
-from ..rules.announce import HEADLINE_CHARS
-from ..rules.salient import headline
+from ..rules.operators.announce import HEADLINE_CHARS
+from ..rules.reading.salient import headline
 from ..services import escalations, failures, progress
 from ..services import hooks as hook_service
 from ..services.firing import Recording
@@ -364,7 +364,7 @@ async def _stop_answer(call: Call, task: Task, state: HookState) -> Answer:
 
 
 async def _stop_failure(call: Call) -> Answer:
-    """The turn ended on an API error of the host's model provider (``rules.host_errors``).
+    """The turn ended on an API error of the host's model provider (``rules.reading.host_errors``).
 
     The host ignores any answer to this event, so it is only recorded: never a run of the
     agent's errors, a notice for authentication and billing, a blocker only when a passing

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..models.hook_config import HooksConfig
-from ..rules.commands import DEFAULT_TEST_COMMAND, is_read_only_command
-from ..rules.token_scope import Scope
+from ..rules.bounds.token_scope import Scope
+from ..rules.reading.commands import DEFAULT_TEST_COMMAND, is_read_only_command
 from .events import HookEvent, ToolKind, tool_kind
 from .plan import PostPlan, Rules, plan_post, usable_path
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .base import Record
-from .limits import LIST_MAX, FailureStatus, Path, Severity, ShortText, SignalType, StepName, TaskId
+from .limits import LIST_MAX, FailureStatus, PathText, Severity, ShortText, SignalType, StepName, TaskId
 
 # The limits of a failure's fields, shared by record_failure's flat arguments and the report.
 FailureMessage = Annotated[ShortText, Field(min_length=1)]
@@ -19,12 +19,12 @@ ContextRefs = Annotated[dict[str, Any], Field(max_length=LIST_MAX)]
 # One context reference as record_failure takes it: what kind of thing it points at (file,
 # span, artifact_id), and where. A list of these, rather than an object of any keys, so that
 # every input schema has a shape (OpenAI's strict mode refuses an object open to any key);
-# the store keeps them as kind -> refs (rules/pointers.py). No docstring: it would be
+# the store keeps them as kind -> refs (rules/reading/pointers.py). No docstring: it would be
 # published as the schema's description, which prompts/tools.toml words.
 class Pointer(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-    # snake_case, one line: rules/pointers.py checks both, naming the field; the bounds alone
+    # snake_case, one line: rules/reading/pointers.py checks both, naming the field; the bounds alone
     # are published, as the tool list is what the model reads on every turn.
     kind: Annotated[str, Field(max_length=64)]
     ref: Annotated[str, Field(max_length=512)]
@@ -52,7 +52,7 @@ class FailureReport(BaseModel):
     error_type: ErrorName | None = None
     tool_name: ErrorName | None = None
     error_code: ErrorName | None = None
-    file: Path | None = None
+    file: PathText | None = None
     line: LineNumber | None = None
     attempted_action: ShortText | None = None
     observed_outcome: ShortText | None = None

@@ -65,9 +65,9 @@ ShortText = Annotated[str, Field(max_length=TEXT_MAX)]
 LargeText = Annotated[str, Field(max_length=LARGE_TEXT_MAX)]
 Name = Annotated[str, Field(min_length=1, max_length=256)]
 StepName = Annotated[str, Field(min_length=1, max_length=256)]
-Path = Annotated[str, Field(min_length=1, max_length=PATH_MAX)]
+PathText = Annotated[str, Field(min_length=1, max_length=PATH_MAX)]
 Glob = Annotated[str, Field(min_length=1, max_length=PATH_MAX)]
-PathList = Annotated[list[Path], Field(max_length=LIST_MAX), _at_most_characters(LIST_TEXT_MAX)]
+PathList = Annotated[list[PathText], Field(max_length=LIST_MAX), _at_most_characters(LIST_TEXT_MAX)]
 GlobList = Annotated[list[Glob], Field(max_length=LIST_MAX), _at_most_characters(LIST_TEXT_MAX)]
 StepList = Annotated[
     list[StepName],

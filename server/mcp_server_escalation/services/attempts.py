@@ -1,11 +1,11 @@
-"""Attempt verdicts and escalation cycles: the store's side of ``rules.attempts``.
+"""Attempt verdicts and escalation cycles: the store's side of ``rules.decide.attempts``.
 
 ``record_attempt`` reads what the rules need (the task, the step's cycle and its latest
-attempts), asks ``rules.attempts.decide`` what follows, and writes that: the attempt, the
+attempts), asks ``rules.decide.attempts.decide`` what follows, and writes that: the attempt, the
 counters, a new cycle's summary for the step and every upstream step named, and the
 escalation its triggers fire, all in one transaction, so the next agent (any process)
 reconstructs it. A stagnation that goes to a human carries the cycles' summaries (those
-that fired it and the latest since, as ``rules/evidence.py`` bounds a run;
+that fired it and the latest since, as ``rules/bounds/evidence.py`` bounds a run;
 ``get_feedback`` shows every one).
 """
 
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from ..models.feedback import Attempt, AttemptResult, Stagnation
 from ..models.tasks import Task
-from ..rules.attempts import AttemptDecision, CycleStart, Verdict, decide, stagnation_window
-from ..rules.decisions import Fires
-from ..rules.evidence import RUN_READ, TEST_RUNS_SHOWN, latest_only
-from ..rules.feedback import failure_summary
+from ..rules.bounds.evidence import RUN_READ, TEST_RUNS_SHOWN, latest_only
+from ..rules.decide.attempts import AttemptDecision, CycleStart, Verdict, decide, stagnation_window
+from ..rules.decide.decisions import Fires
+from ..rules.guidance.feedback import failure_summary
 from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store

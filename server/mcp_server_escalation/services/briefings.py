@@ -4,11 +4,11 @@ briefing for the operator, and the resume instructions after a human answer."""
 from __future__ import annotations
 
 from ..models.escalations import Escalation
-from ..rules.directives import decide
-from ..rules.fact_lines import facts_lines, pairs_line
-from ..rules.feedback import finding_values
-from ..rules.salient import headline
-from ..rules.words import trigger_words
+from ..rules.guidance.feedback import finding_values
+from ..rules.reading.salient import headline
+from ..rules.wording.directives import decide
+from ..rules.wording.fact_lines import facts_lines, pairs_line
+from ..rules.wording.words import trigger_words
 from ..store import escalations as escalation_store
 from ..store import feedback as feedback_store
 from ..store.sql import Conn

@@ -1,6 +1,6 @@
-"""Budgets: the store's side of ``rules.budgets``.
+"""Budgets: the store's side of ``rules.decide.budgets``.
 
-``rules.budgets.budget_fires`` decides which budgets a call used up; ``budget_evidence``
+``rules.decide.budgets.budget_fires`` decides which budgets a call used up; ``budget_evidence``
 adds what only the store holds, each budget's headline (the task's latest error), for the
 services that do not carry budgets in a decision of their own (failures, attempts).
 """
@@ -8,7 +8,7 @@ services that do not carry budgets in a decision of their own (failures, attempt
 from __future__ import annotations
 
 from ..models.tasks import Counters, Task
-from ..rules.budgets import budget_fires
+from ..rules.decide.budgets import budget_fires
 from ..store.sql import Conn
 from .firing import Evidence
 from .headlines import counted_evidence

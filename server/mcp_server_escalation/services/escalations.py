@@ -33,11 +33,11 @@ from ..models.results import (
     ResolveResult,
 )
 from ..models.tasks import Task
-from ..rules.announce import HEADLINE_CHARS
-from ..rules.salient import headline, one_line
-from ..rules.token_scope import Scope
-from ..rules.triggers import COUNTER_RESET_ON_ACK, budget_resets, response_options
-from ..rules.verdicts import VERDICTS
+from ..rules.bounds.token_scope import Scope
+from ..rules.decide.triggers import COUNTER_RESET_ON_ACK, budget_resets, response_options
+from ..rules.operators.announce import HEADLINE_CHARS
+from ..rules.operators.verdicts import VERDICTS
+from ..rules.reading.salient import headline, one_line
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store

@@ -1,8 +1,8 @@
-"""Failures: the store's side of ``rules.failures``.
+"""Failures: the store's side of ``rules.decide.failures``.
 
 ``record_failure`` classifies and fingerprints the report before its transaction
-(``rules.failures.classify_report``), then inside it reads the task once, stores the
-occurrence, asks ``rules.failures.decide`` what follows, and writes that: the counters, the
+(``rules.decide.failures.classify_report``), then inside it reads the task once, stores the
+occurrence, asks ``rules.decide.failures.decide`` what follows, and writes that: the counters, the
 task's action, the evidence of each trigger that fires (read after the writes, so it shows
 this occurrence) and the escalation they fire. The task row and the open escalation are
 each read once in the call: the task, as this call's writes leave it, is passed down to
@@ -15,13 +15,13 @@ from ..errors import InvalidInput
 from ..models.failures import FailureReport
 from ..models.results import FailureSummary, RecordFailureResult
 from ..models.tasks import Task
-from ..rules.decisions import Fires
-from ..rules.evidence import RUN_READ, clip_texts
-from ..rules.failures import Classified, FailureDecision, Warned, classify_report, decide
-from ..rules.paths import normalise_path
-from ..rules.pointers import pointer_problem
-from ..rules.salient import headline, one_line
-from ..rules.token_scope import Scope
+from ..rules.bounds.evidence import RUN_READ, clip_texts
+from ..rules.bounds.token_scope import Scope
+from ..rules.decide.decisions import Fires
+from ..rules.decide.failures import Classified, FailureDecision, Warned, classify_report, decide
+from ..rules.decide.paths import normalise_path
+from ..rules.reading.pointers import pointer_problem
+from ..rules.reading.salient import headline, one_line
 from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
@@ -49,7 +49,7 @@ def failure_recording(
     """Store one failure occurrence and fire whatever trigger it completes.
 
     The recording, to run in a transaction (``record_failure`` runs it in its own).
-    ``grace_calls``: the host hooks' grace for repeated errors (``rules.failures.decide``);
+    ``grace_calls``: the host hooks' grace for repeated errors (``rules.decide.failures.decide``);
     ``within``: a scoped token's, whose warning names only fixes of tasks it may see."""
     problem = pointer_problem(report.context_refs)
     if problem is not None:

@@ -3,13 +3,13 @@
 Nothing is cached in memory: every call reads the store, so the first call of a brand-new
 process renders everything earlier processes recorded. The reads are plain rows of the
 columns the text needs; only the entries that fit ``max_chars`` are rendered
-(``rules.feedback.render_sections``), and the result lists them by id.
+(``rules.guidance.feedback.render_sections``), and the result lists them by id.
 """
 
 from __future__ import annotations
 
 from ..models.feedback import FeedbackResult
-from ..rules.feedback import render_sections
+from ..rules.guidance.feedback import render_sections
 from ..store import feedback as feedback_store
 from ..store.sql import Conn
 from .guidance import build_guidance

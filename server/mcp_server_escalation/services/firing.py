@@ -14,16 +14,16 @@ from ..models.escalations import Escalation, Trigger
 from ..models.limits import ENDED_STATUSES
 from ..models.results import Directed
 from ..models.tasks import Task
-from ..rules.directives import decide
-from ..rules.evidence import clip, recent_summaries, refreshed_run, scope_shown, stored_summary
-from ..rules.triggers import Firing, response_options
+from ..rules.bounds.evidence import clip, recent_summaries, refreshed_run, scope_shown, stored_summary
+from ..rules.decide.triggers import Firing, response_options
+from ..rules.wording.directives import decide
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.sql import Conn
 from .runtime import Runtime
 
-# The latest actions an escalation shows, as bounded summaries (rules/evidence.py); the
+# The latest actions an escalation shows, as bounded summaries (rules/bounds/evidence.py); the
 # task's history keeps them all, whole. Ten is what `escalations show` prints; twenty
 # identical record_failure entries were most of a stuck agent's escalation.
 RECENT_ACTIONS = 10
@@ -50,7 +50,7 @@ class Evidence:
     triggers with their own occurrences, never one overwriting the other. It is also where
     the facts live: ``context.evidence[key]``, once per trigger (the trigger itself refers
     to them by its key). ``run``, when the trigger measures a run that keeps growing, is
-    folded into bounded evidence (``rules/evidence.py``).
+    folded into bounded evidence (``rules/bounds/evidence.py``).
     """
 
     firing: Firing

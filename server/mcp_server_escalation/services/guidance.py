@@ -3,7 +3,7 @@
 Candidates come from bounded index lookups: exact matches (fingerprint, or the normalised
 message's key), then the FTS5 index (bm25) on the query's rare words (once ``k`` exact
 matches are kept, only on the words that tell them apart), or the most recent records when
-there is no text. ``rules.ranking`` chooses the words and orders the candidates. Nothing
+there is no text. ``rules.guidance.ranking`` chooses the words and orders the candidates. Nothing
 reads all records of a project, and only the ``k`` rows of the answer are read in full.
 """
 
@@ -13,11 +13,11 @@ from ..clock import parse_iso
 from ..errors import InvalidInput, NotFound
 from ..models.failures import FailureRecord, WholeFailure
 from ..models.guidance import FailureView, GuidanceItem, GuidanceResult
-from ..rules import ranking
-from ..rules.fingerprint import message_key
-from ..rules.salient import headline
-from ..rules.token_scope import Scope
-from ..rules.whole_error import shown_occurrences
+from ..rules.bounds.token_scope import Scope
+from ..rules.guidance import ranking
+from ..rules.reading.fingerprint import message_key
+from ..rules.reading.salient import headline
+from ..rules.reading.whole_error import shown_occurrences
 from ..store import failures as failure_store
 from ..store import guidance as guidance_store
 from ..store import search_tokens

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..rules.decisions import Fires
-from ..rules.salient import headline
+from ..rules.decide.decisions import Fires
+from ..rules.reading.salient import headline
 from ..store import failures as failure_store
 from ..store import progress as progress_store
 from ..store.sql import Conn

@@ -1,4 +1,4 @@
-"""Host-side API errors (``rules.host_errors``): recorded as failures of the host's API,
+"""Host-side API errors (``rules.reading.host_errors``): recorded as failures of the host's API,
 never counted in the agent's runs of errors, and escalated only as that module says: a
 notice for authentication and billing, a blocker for a transient error that persists.
 """
@@ -9,10 +9,10 @@ from ..clock import parse_iso
 from ..models.escalations import Trigger
 from ..models.failures import FailureReport
 from ..models.limits import ENDED_STATUSES, SignalType
-from ..rules import host_errors
-from ..rules.failures import classify_report
-from ..rules.salient import headline
-from ..rules.triggers import response_options
+from ..rules.decide.failures import classify_report
+from ..rules.decide.triggers import response_options
+from ..rules.reading import host_errors
+from ..rules.reading.salient import headline
 from ..store import escalations as escalation_store
 from ..store import failures as failure_store
 from ..store import progress as progress_store

@@ -41,8 +41,8 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .. import __version__
-from ..rules.announce import payload_body
-from ..rules.notify import notifier_key
+from ..rules.operators.announce import payload_body
+from ..rules.operators.notify import notifier_key
 from ..settings import NotifyConfig
 
 STDERR_TAIL = 2000

@@ -14,7 +14,7 @@ Design:
   a process that shuts down normally releases its claims at once. Delivery is therefore
   at-least-once: a sender killed after the notifier accepted but before the outcome was
   committed sends again.
-- **Retries never end while someone is needed.** The rules (``rules/notify.py``) decide what
+- **Retries never end while someone is needed.** The rules (``rules/operators/notify.py``) decide what
   is due, the exponential backoff and re-notification, with ``now`` passed in.
 - Everything is logged to stderr; nothing is ever raised into a tool call.
 """
@@ -33,8 +33,8 @@ from ..clock import iso, parse_iso
 from ..errors import StoreUnavailable
 from ..models.escalations import Escalation
 from ..models.reports import Delivery
-from ..rules.announce import notification_payload
-from ..rules.notify import is_due, next_check, renotify_at, renotify_due, retry_at
+from ..rules.operators.announce import notification_payload
+from ..rules.operators.notify import is_due, next_check, renotify_at, renotify_due, retry_at
 from ..settings import NotifyConfig
 from ..store import escalations as escalation_store
 from ..store import outbox as outbox_store

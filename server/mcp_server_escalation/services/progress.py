@@ -1,9 +1,10 @@
-"""Progress reports and the edit gate: the store's side of ``rules.progress`` and ``rules.edits``.
+"""Progress reports and the edit gate: the store's side of ``rules.decide.progress`` and
+``rules.decide.edits``.
 
 ``report_progress`` reads the task and which reported files it already modified, asks
-``rules.progress.decide`` what follows, and writes that: the new files, the report, the
+``rules.decide.progress.decide`` what follows, and writes that: the new files, the report, the
 counters, the action, then the escalation its triggers fire, all in one transaction.
-``check_edit`` does the same with ``rules.edits.decide_edit``. The evidence of each fired
+``check_edit`` does the same with ``rules.decide.edits.decide_edit``. The evidence of each fired
 trigger is read after the writes, so it shows them.
 """
 
@@ -14,10 +15,17 @@ from collections.abc import Callable
 from ..errors import InvalidInput
 from ..models.results import CheckEditResult, PathVerdict, ProgressResult
 from ..models.tasks import Task
-from ..rules.decisions import Fires, Wording
-from ..rules.edits import EditDecision, PathCheck, decide_edit, inactive_reason, normalised, refused_all
-from ..rules.evidence import PATHS_SHOWN, RUN_READ, TEST_RUNS_SHOWN
-from ..rules.progress import ProgressDecision, Report, decide, touched
+from ..rules.bounds.evidence import PATHS_SHOWN, RUN_READ, TEST_RUNS_SHOWN
+from ..rules.decide.decisions import Fires, Wording
+from ..rules.decide.edits import (
+    EditDecision,
+    PathCheck,
+    decide_edit,
+    inactive_reason,
+    normalised,
+    refused_all,
+)
+from ..rules.decide.progress import ProgressDecision, Report, decide, touched
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
@@ -55,7 +63,7 @@ def progress_recording(
     """One attempt: count it, record files and tests, and fire what it completes.
 
     The recording, to run in a transaction (``report_progress`` runs it in its own).
-    ``attempt``, ``operation`` and ``new_call`` are the host hooks' (``rules.progress.Report``).
+    ``attempt``, ``operation`` and ``new_call`` are the host hooks' (``rules.decide.progress.Report``).
     """
     report = Report(
         files=tuple(files_modified or ()),

@@ -11,8 +11,8 @@ from ..datafiles import replay_figures
 from ..errors import Conflict, InvalidInput
 from ..locations import is_database_url
 from ..models.reports import BackupReport, Delivery, StatsReport, StoreCheck
-from ..rules import stats as stats_rules
-from ..rules import verdicts as verdict_rules
+from ..rules.operators import stats as stats_rules
+from ..rules.operators import verdicts as verdict_rules
 from ..store import outbox as outbox_store
 from ..store import reports as report_store
 from ..store import search_index
@@ -48,7 +48,8 @@ async def stats(rt: Runtime) -> StatsReport:
 
 
 async def answer_time_buckets(rt: Runtime) -> list[int]:
-    """Human answers per bucket of answer time (``rules/stats.py``), from the figures ``stats`` uses."""
+    """Human answers per bucket of answer time (``rules/operators/stats.py``), from the figures
+    ``stats`` uses."""
     return await rt.db.read(lambda conn: stats_rules.answer_time_buckets(report_store.escalation_times(conn)))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..models.feedback import ReviewFinding, ReviewResult
-from ..rules.evidence import clip
+from ..rules.bounds.evidence import clip
 from ..store import feedback as feedback_store
 from ..store import progress as progress_store
 from ..store.sql import Conn

@@ -13,7 +13,7 @@ from ..clock import Clock, iso, utc_now
 from ..datafiles import data_dir, pattern_book
 from ..models.escalations import Escalation
 from ..prompts import PromptBook
-from ..rules.classify import PatternBook
+from ..rules.reading.classify import PatternBook
 from ..settings import Settings
 from ..store.backends import Store, open_store
 

@@ -1,4 +1,4 @@
-"""Whether a tool call stays within its token's scope (``rules/token_scope.py``).
+"""Whether a tool call stays within its token's scope (``rules/bounds/token_scope.py``).
 
 Over HTTP a person's token may carry a scope: the projects and task prefixes its holder may
 report on. A tool call names its task directly (``task_id``) or through what belongs to one
@@ -16,7 +16,7 @@ from contextlib import suppress
 from typing import Any
 
 from ..errors import Forbidden
-from ..rules.token_scope import Scope
+from ..rules.bounds.token_scope import Scope
 from ..store import escalations as escalation_store
 from ..store import failures as failure_store
 from ..store import tasks as task_store

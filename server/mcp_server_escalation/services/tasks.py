@@ -13,8 +13,8 @@ from ..models.limits import ENDED_STATUSES, SQLITE_INTEGER_MAX
 from ..models.results import EndTaskResult, StartTaskResult, TaskView
 from ..models.tasks import Task, TimelinePage
 from ..models.thresholds import ThresholdOverrides
-from ..rules import timeline as timeline_rules
-from ..rules.salient import headline
+from ..rules.reading.salient import headline
+from ..rules.wording import timeline as timeline_rules
 from ..store import escalations as escalation_store
 from ..store import failures as failure_store
 from ..store import feedback as feedback_store

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import StoreError
-from ..rules.fingerprint import message_key
+from ..rules.reading.fingerprint import message_key
 from .sql import Conn, is_postgres
 
 # (table, its key: the copy's order), in an order where every reference points back.

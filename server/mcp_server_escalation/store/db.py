@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import anyio
 
 from ..errors import StoreError, StoreUnavailable, StoreUnwritable
-from ..rules.fingerprint import message_key
+from ..rules.reading.fingerprint import message_key
 from . import database, search_index
 from .database import transact
 from .files import companion_of

@@ -17,7 +17,7 @@ from ..models.escalations import (
     Trigger,
 )
 from ..models.limits import SQLITE_INTEGER_MAX, EscalationStatus
-from ..rules.announce import headline
+from ..rules.operators.announce import headline
 from .migrations import AWAITING_ACKNOWLEDGEMENT
 from .sql import Conn, Row, for_update, is_postgres
 

@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 
 from ..models.failures import FailureRecord, FailureReport, Occurrence
-from ..rules import fts
-from ..rules.fingerprint import message_key
+from ..rules.guidance import fts
+from ..rules.reading.fingerprint import message_key
 from .search_tokens import record_terms
 from .sql import Conn, Row, is_postgres
 

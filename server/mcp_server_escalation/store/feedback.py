@@ -13,7 +13,7 @@ from ..models.feedback import (
     ReviewFinding,
 )
 from ..models.tasks import Task
-from ..rules.evidence import clip_sides, clipped
+from ..rules.bounds.evidence import clip_sides, clipped
 from .sql import Conn, Row
 
 
@@ -242,7 +242,7 @@ def latest_outstanding(
     conn: Conn, task_id: str, shown: int, text_chars: int
 ) -> tuple[list[ReviewFinding], int]:
     """The latest ``shown`` unresolved findings (by stage, then oldest first) with their texts
-    clipped to ``text_chars`` (``rules.evidence.clip``), and how many are unresolved. Only the
+    clipped to ``text_chars`` (``rules.bounds.evidence.clip``), and how many are unresolved. Only the
     head and tail of a long text are read: a review's response may hold 1 Mi characters, and
     every outstanding one was read whole with each report."""
     counted = conn.execute(

@@ -7,7 +7,7 @@ afterwards (``guidance_rows``).
 
 The full-text index is FTS5's on SQLite, and on PostgreSQL a ``tsvector`` of each record's
 FTS5 tokens under a GIN index, with bm25 computed in Python from the counts stored beside
-it (``rules.fts``): the same matches and the same scores, so the same top-k
+it (``rules.guidance.fts``): the same matches and the same scores, so the same top-k
 (docs/guidance.md).
 """
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models.guidance import Revision
-from ..rules import fts
-from ..rules.ranking import Candidate, Match, fts_query
+from ..rules.guidance import fts
+from ..rules.guidance.ranking import Candidate, Match, fts_query
 from .postgres.connection import PgConn, placeholders
 from .sql import Conn, is_postgres, tuples
 
@@ -278,7 +278,7 @@ def _lexical_postgres(
     conn: PgConn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool
 ) -> list[Candidate]:
     """``lexical`` on PostgreSQL: the same newest matches, scored in Python as FTS5 scores
-    them (``rules.fts.bm25``) from each record's stored counts and the index's totals.
+    them (``rules.guidance.fts.bm25``) from each record's stored counts and the index's totals.
 
     GIN returns matches unordered: for the newest, the planner reads the seq index
     backwards where the words are common, and sorts the few matches where they are rare.

@@ -435,7 +435,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             # key is written once, by the insert; it is not an FTS column, so the backfill
             # below leaves the FTS index alone.
             "ALTER TABLE failures ADD COLUMN message_key TEXT",
-            # escalation_message_key() is rules.fingerprint.message_key, registered on every
+            # escalation_message_key() is rules.reading.fingerprint.message_key, registered on every
             # connection the store opens (store.db).
             "UPDATE failures SET message_key = escalation_message_key(message)",
             # Neither column ever changes: repeats (which update status and last_seen_at)
@@ -526,7 +526,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         (
             # A run of identical errors used to end at any successful command, so an agent
             # that edits between tries (sed -i, cat > file) never repeated an error. Only the
-            # failing operation succeeding ends it now (rules/triggers.after_success).
+            # failing operation succeeding ends it now (rules/decide/triggers.after_success).
             "ALTER TABLE tasks ADD COLUMN last_failed_operation TEXT",
             # A test run is measured against earlier runs of the same test command.
             "ALTER TABLE tasks ADD COLUMN last_test_operation TEXT",
@@ -551,7 +551,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         (
             # An agent that fixes one error, breaks something else and is back at the first
             # (or alternates between two) was seen as making progress: a different failure
-            # ended the run. The interrupted run is kept to come back to (rules/triggers).
+            # ended the run. The interrupted run is kept to come back to (rules/decide/triggers).
             "ALTER TABLE tasks ADD COLUMN previous_fingerprint TEXT",
             "ALTER TABLE tasks ADD COLUMN previous_count INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE tasks ADD COLUMN previous_operation TEXT",

@@ -1,6 +1,6 @@
 """The failure records' tokens, exactly as SQLite's FTS5 index makes them.
 
-Guidance on PostgreSQL indexes and searches the tokens FTS5 would (``rules.fts``), so both
+Guidance on PostgreSQL indexes and searches the tokens FTS5 would (``rules.guidance.fts``), so both
 backends match and weigh the same words. ASCII text (most error text) is split here by
 FTS5's own rule for it: a token is a run of ASCII letters and digits, lower-cased. Any
 other text is split by SQLite's tokenizer itself, through an FTS5 table in memory (one per
@@ -15,7 +15,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 
-from ..rules import fts
+from ..rules.guidance import fts
 
 # The tokenizer of the FTS5 index (SQLite's migration 7).
 TOKENIZER = "unicode61 remove_diacritics 2"

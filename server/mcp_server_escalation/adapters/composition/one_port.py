@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..console.app import Guard
-from ..console.beside import is_console_path
+from ..console.routes import is_console_path
 from ..http.hooks import is_hook_path
 
 

@@ -30,10 +30,10 @@ from starlette.types import Receive, Scope, Send
 
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound, StoreUnavailable
 from ...models.limits import TEXT_MAX
-from ...rules.triggers import COUNTER_LIMITS
-from ...rules.words import kind_words
+from ...rules.decide.triggers import COUNTER_LIMITS
+from ...rules.wording.words import kind_words
 from ...services import escalations, guidance, reports, tasks, verdicts
-from ...services.console import QueueFilter, queue, read_place, told_when_fired
+from ...services.operator_queue import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from . import charts, queue_view

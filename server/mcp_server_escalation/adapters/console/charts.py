@@ -1,7 +1,7 @@
 """The stats page's chart of escalations per day as data for its template (pure, no I/O): each
 day a column of bars stacked by type, in SVG units, and the legend.
 
-Each type keeps one colour on every page (its place in ``rules/words.KIND_WORDS``, a class of
+Each type keeps one colour on every page (its place in ``rules/wording/words.KIND_WORDS``, a class of
 the stylesheet); the page's table of the same counts is the chart's text alternative.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...models.reports import DayCount
-from ...rules.words import KIND_WORDS
+from ...rules.wording.words import KIND_WORDS
 
 # The chart's frame, in SVG units: the bars' full height, a column's width and the margins.
 BARS_HEIGHT = 150

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from ...models.escalations import Escalation, QueuePage
-from ...rules.announce import HEADLINE_CHARS
-from ...rules.salient import headline
-from ...services.console import QueueFilter, awaits_acknowledgement, place_after
+from ...rules.operators.announce import HEADLINE_CHARS
+from ...rules.reading.salient import headline
+from ...services.operator_queue import QueueFilter, awaits_acknowledgement, place_after
 
 
 @dataclass(frozen=True)

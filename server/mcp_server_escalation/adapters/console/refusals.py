@@ -1,4 +1,4 @@
-"""The console as a door for refusals (rules/refusals.py): answers by the form's choices,
+"""The console as a door for refusals (rules/operators/refusals.py): answers by the form's choices,
 fields by the form's labels, next steps as pages to open."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...errors import EscalationError
 from ...models.limits import OPERATOR_ANSWERS
 from ...prompts import PromptBook
-from ...rules.refusals import Door, worded
+from ...rules.operators.refusals import Door, worded
 
 # service field -> the template naming the form's field
 _FIELDS = {

@@ -3,7 +3,7 @@
 Every value reaches a page escaped unless a template says otherwise (none does): what an
 agent wrote (errors, questions, paths, options) is text, never markup, by default rather
 than by discipline. A name a template does not get is an error at render, not an empty
-string. The filters say the store's names in words (``rules/words.py``, as the CLI does)
+string. The filters say the store's names in words (``rules/wording/words.py``, as the CLI does)
 and dates as a person reads them: "4 min ago", the exact time on hover.
 """
 
@@ -19,8 +19,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
-from ...rules.timeline import recent_entry
-from ...rules.words import field_words, kind_words, name_words, readable_time, trigger_words, yes_no
+from ...rules.wording.timeline import recent_entry
+from ...rules.wording.words import field_words, kind_words, name_words, readable_time, trigger_words, yes_no
 
 TEMPLATES = Path(__file__).parent / "templates"
 # An empty value (no paths, no detail) as the pages say it.

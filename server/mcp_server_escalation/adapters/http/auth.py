@@ -32,7 +32,7 @@ from mcp.server.auth.settings import AuthSettings
 
 from ...errors import ConfigError
 from ...models.limits import Role
-from ...rules.token_scope import Scope
+from ...rules.bounds.token_scope import Scope
 from .token_file import TOKEN_MIN_CHARS, TOKENS_FILE_ENV, read_tokens_file, token_digest
 
 AGENT_TOKEN_ENV = "ESCALATION_AGENT_TOKEN"  # noqa: S105 (a variable name, not a secret)

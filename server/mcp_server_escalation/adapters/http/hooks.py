@@ -43,7 +43,7 @@ from ...hooks.dispatch import HTTP_PATH, HookInputError, prepare_remote
 from ...hooks.relay import MAX_STDIN
 from ...hooks.spool import Spool, Spooled, answer_or_keep, spool_folder
 from ...models.limits import TASK_ID_PATTERN
-from ...rules.token_scope import Scope
+from ...rules.bounds.token_scope import Scope
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from .auth import Holder, StaticTokenVerifier

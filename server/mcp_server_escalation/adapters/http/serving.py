@@ -21,7 +21,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
-from ...rules.request_size import largest_json_bytes
+from ...rules.bounds.request_size import largest_json_bytes
 
 log = logging.getLogger(__name__)
 

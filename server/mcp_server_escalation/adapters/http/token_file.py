@@ -30,7 +30,7 @@ A file only the serving account reads, named in that account's environment, keep
 An entry may carry a scope: ``projects`` (absolute folders) and ``task_prefixes`` (the
 starts of task ids). A hook event posted with that token must come from a project inside
 one of the folders (its ``cwd``) and name, in ``X-Escalation-Task``, a task that starts
-with one of the prefixes; each that is given must hold (``rules/token_scope.py``). A tool
+with one of the prefixes; each that is given must hold (``rules/bounds/token_scope.py``). A tool
 call on ``/mcp`` with that token must name such a task, whose project lies inside the
 folders (``services/scope.py``). Without either the token may report on any task, as
 agents are not kept apart otherwise.

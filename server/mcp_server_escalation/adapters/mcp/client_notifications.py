@@ -64,7 +64,7 @@ from ...errors import NotFound
 from ...models.escalations import Escalation
 from ...models.operator import EscalationChange
 from ...prompts import PromptBook
-from ...rules.announce import client_message
+from ...rules.operators.announce import client_message
 from ...services import escalations
 from ...services.runtime import Runtime
 from ..sdk_private import connection_of, lowlevel_server

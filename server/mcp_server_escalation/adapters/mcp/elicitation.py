@@ -60,7 +60,7 @@ from ...errors import EscalationError
 from ...models.escalations import Escalation
 from ...models.limits import TEXT_MAX
 from ...prompts import PromptBook
-from ...rules.announce import elicitation_question, human_answers
+from ...rules.operators.announce import elicitation_question, human_answers
 from ...services import escalations
 from ...services.runtime import Runtime
 from .client_notifications import connection_key

@@ -42,7 +42,7 @@ from pydantic import ValidationError
 
 from ...errors import EscalationError
 from ...models.escalations import Escalation
-from ...rules.announce import elicitation_question
+from ...rules.operators.announce import elicitation_question
 from ...services import escalations
 from .context import AppContext
 

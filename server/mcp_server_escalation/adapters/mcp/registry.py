@@ -31,7 +31,7 @@ from ...datafiles import data_dir
 from ...errors import ConfigError, EscalationError, StoreUnavailable
 from ...models.limits import RESULT_MAX_BYTES, TEXT_MAX
 from ...prompts import PromptBook
-from ...rules.results import fit
+from ...rules.bounds.results import fit
 from .flat_schemas import flat_schema, input_schema
 
 ToolFunction = Callable[..., Awaitable[BaseModel]]
@@ -208,7 +208,7 @@ def tool_result(
     own dump, so it is not validated again on the way out.
 
     A result larger than ``RESULT_MAX_BYTES`` (texts stored at their input limits) is shown
-    with its longest texts clipped (``rules/results.py``): the resources hold them whole.
+    with its longest texts clipped (``rules/bounds/results.py``): the resources hold them whole.
     """
 
     async def call(ctx: Any, **arguments: Any) -> CallToolResult:

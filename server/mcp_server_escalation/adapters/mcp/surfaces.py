@@ -27,7 +27,7 @@ from mcp.types import INVALID_PARAMS
 
 from ...errors import ConfigError, EscalationError, Forbidden, NotFound
 from ...prompts import PromptBook
-from ...rules.token_scope import Scope
+from ...rules.bounds.token_scope import Scope
 from ...services import briefings, escalations, guidance, tasks
 from ...services import feedback as feedback_service
 from ...services.runtime import Runtime

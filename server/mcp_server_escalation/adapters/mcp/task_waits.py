@@ -49,7 +49,7 @@ from ...errors import EscalationError, NotFound
 from ...models.escalations import Escalation
 from ...models.limits import RESULT_MAX_BYTES, Role
 from ...models.waits import Asking, Wait
-from ...rules.results import fit
+from ...rules.bounds.results import fit
 from ...services import escalations, waits
 from ...services.runtime import Runtime
 from .context import AppContext

@@ -354,7 +354,7 @@ _TRIGGERS = (
         EXECUTE FUNCTION escalations_changed_feed()""",
 )
 
-# Guidance search without FTS5 (rules/fts.py, docs/guidance.md): each record's indexed
+# Guidance search without FTS5 (rules/guidance/fts.py, docs/guidance.md): each record's indexed
 # words, tokenized in Python as FTS5 tokenizes them, as a tsvector of bare lexemes (no
 # parser, no dictionary: a token is a token on both backends) under a GIN index; their
 # counts per column and the record's token count, which bm25 weighs; and the index's

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 
 from ....models.limits import Role
-from ....rules.token_scope import Scope
+from ....rules.bounds.token_scope import Scope
 from ....services.runtime import Runtime
 from ....services.scope import refuse_outside
 from ..context import AppContext

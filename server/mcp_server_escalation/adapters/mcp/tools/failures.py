@@ -7,10 +7,10 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from ....models.failures import ErrorName, FailureMessage, FailureReport, LineNumber, PointerList
-from ....models.limits import Path, PathList, Severity, ShortText, SignalType, StepName, TaskId
+from ....models.limits import PathList, PathText, Severity, ShortText, SignalType, StepName, TaskId
 from ....models.results import CheckEditResult, ProgressResult, RecordFailureResult
-from ....rules.classify import BlockerDetails
-from ....rules.pointers import pointers_by_kind
+from ....rules.reading.classify import BlockerDetails
+from ....rules.reading.pointers import pointers_by_kind
 from ....services import failures, progress
 from .call import IDEMPOTENT_WRITE, WRITE, Served, ToolCall
 
@@ -26,7 +26,7 @@ async def record_failure(
     error_type: ErrorName | None = None,
     tool_name: ErrorName | None = None,
     error_code: ErrorName | None = None,
-    file: Path | None = None,
+    file: PathText | None = None,
     line: LineNumber | None = None,
     attempted_action: ShortText | None = None,
     observed_outcome: ShortText | None = None,

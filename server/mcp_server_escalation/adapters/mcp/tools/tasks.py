@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ....models.limits import GlobList, Name, Path, ShortText, TaskId
+from ....models.limits import GlobList, Name, PathText, ShortText, TaskId
 from ....models.results import EndTaskResult, StartTaskResult, TaskView
 from ....models.thresholds import ThresholdOverrides
 from ....services import tasks
@@ -20,7 +20,7 @@ async def start_task(
     scope: GlobList = [],  # noqa: B006 (pydantic copies defaults)
     task_id: TaskId | None = None,
     agent_id: Name = "agent",
-    project: Path | None = None,
+    project: PathText | None = None,
     baseline_pass_rate: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
     thresholds: ThresholdOverrides | None = None,
 ) -> StartTaskResult:

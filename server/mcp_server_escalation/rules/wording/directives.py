@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.escalations import EscalationRef
-from ..models.limits import ENDED_STATUSES, Directive
-from ..models.tasks import Task
+from ...models.escalations import EscalationRef
+from ...models.limits import ENDED_STATUSES, Directive
+from ...models.tasks import Task
 
 
 @dataclass(frozen=True)

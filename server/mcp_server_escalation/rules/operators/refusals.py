@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..errors import EscalationError
-from ..models.limits import OPERATOR_ANSWERS, TEXT_MAX
-from ..prompts import PromptBook
+from ...errors import EscalationError
+from ...models.limits import OPERATOR_ANSWERS, TEXT_MAX
+from ...prompts import PromptBook
 
 # refusal -> the door's next step after it (its ``{door}_next_{kind}`` template)
 _NEXT = {

@@ -18,17 +18,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.failures import FailureReport
-from ..models.limits import BLOCKER_SIGNALS
-from ..models.tasks import Counters
-from ..models.thresholds import Thresholds
+from ...models.failures import FailureReport
+from ...models.limits import BLOCKER_SIGNALS
+from ...models.tasks import Counters
+from ...models.thresholds import Thresholds
+from ..reading.classify import PatternBook, classify, extract_details
+from ..reading.fingerprint import fingerprint
+from ..reading.salient import headline
+from ..reading.shell_work import operation_key
 from . import triggers
 from .budgets import count_call
-from .classify import PatternBook, classify, extract_details
 from .decisions import Fires, Wording
-from .fingerprint import fingerprint
-from .salient import headline
-from .shell_work import operation_key
 
 # Severity when the caller gives none: a blocker needs a human, a transient error is
 # expected now and then, everything else is an ordinary failure.

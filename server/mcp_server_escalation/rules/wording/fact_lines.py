@@ -1,7 +1,7 @@
 """Stored facts (a trigger's criteria, an escalation's evidence) as lines a person or a model
 reads (pure, no I/O).
 
-Evidence is stored as nested records (``rules/evidence.py``); printed as JSON it was three
+Evidence is stored as nested records (``rules/bounds/evidence.py``); printed as JSON it was three
 screens of braces and escaped newlines. Here it becomes labelled lines: a run of errors as
 ``file:line  attempted action  salient error``, test runs as a line of pass rates, files
 against their limit, fields and flags in words. The operator's CLI prints these lines, and
@@ -13,8 +13,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from .evidence import is_clipped
-from .salient import headline, one_line
+from ..bounds.evidence import is_clipped
+from ..reading.salient import headline, one_line
 from .words import field_words, name_words, yes_no
 
 # Every control character (newlines, tabs, ESC of a colour code) becomes a space.

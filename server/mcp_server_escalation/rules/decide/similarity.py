@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .fingerprint import normalise_message
+from ..reading.fingerprint import normalise_message
 
 _WORD = re.compile(r"[a-z0-9_<>]+")
 

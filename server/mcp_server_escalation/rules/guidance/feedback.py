@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..models.feedback import Attempt, CycleFeedback, FindingEntry, HumanResponse, RetryEntry, ReviewFinding
-from ..prompts import PromptBook
-from .fingerprint import normalise_message
+from ...models.feedback import Attempt, CycleFeedback, FindingEntry, HumanResponse, RetryEntry, ReviewFinding
+from ...prompts import PromptBook
+from ..reading.fingerprint import normalise_message
 
 APPROACH_CHARS = 300
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import NamedTuple
 
-from .fingerprint import normalise_message
+from ..reading.fingerprint import normalise_message
 
 # What splits a text into the index's tokens (``store.search_tokens.tokens``): the index's
 # own tokenizer, passed in, since SQLite's defines it.

@@ -5,7 +5,7 @@ another line, in another temp directory or with another object id is the same er
 derived from structured fields plus the message with every volatile part replaced by a
 placeholder, so two processes (or two versions of an agent) agree on it.
 
-Of a multi-line message (a tool's output) only the salient error is read (rules/salient.py):
+Of a multi-line message (a tool's output) only the salient error is read (rules/reading/salient.py):
 the same failure printed with other noise around it (a debug print more, another count of
 passing tests, a shorter traceback) is the same error. A one-line message, and an output
 in which no error is recognised, is read whole. Measured on 250 real agent runs

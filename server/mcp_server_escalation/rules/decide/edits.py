@@ -6,7 +6,7 @@ may go ahead and why not, which new paths the task counts when it may, which tri
 refusal fires and what the agent is told. A task that ended, or that an escalation holds,
 refuses every path for that reason alone (``inactive_reason``).
 
-The scope and the file limit are also what a progress report fires on (rules/progress.py):
+The scope and the file limit are also what a progress report fires on (rules/decide/progress.py):
 ``scope_fires`` and ``file_limit_fires`` word them once for both.
 """
 
@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.limits import ENDED_STATUSES
-from ..models.tasks import Task
-from ..models.thresholds import Thresholds
+from ...models.limits import ENDED_STATUSES
+from ...models.tasks import Task
+from ...models.thresholds import Thresholds
+from ..bounds.evidence import clip, scope_named
 from . import triggers
 from .decisions import Fires, Wording
-from .evidence import clip, scope_named
 from .paths import NormalisedPath, in_scope, normalise_path
 
 

@@ -9,13 +9,13 @@ service adds each budget's headline, the task's latest error (services/budgets.p
 
 from __future__ import annotations
 
-from ..clock import parse_iso
-from ..models.tasks import Counters
-from ..models.thresholds import Thresholds
+from ...clock import parse_iso
+from ...models.tasks import Counters
+from ...models.thresholds import Thresholds
+from ..wording.words import readable_time
 from . import triggers
 from .decisions import Fires, Wording
 from .triggers import Firing
-from .words import readable_time
 
 
 def count_call(counters: Counters, *, call: bool = True, failing_test_run: bool = False) -> Counters:

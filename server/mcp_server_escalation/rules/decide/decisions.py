@@ -3,8 +3,8 @@
 Also the one trigger more than one decide step fires (a test run or a rejected verdict
 reaching the verification limit), worded once.
 
-A decide step (``rules/attempts.py``, ``rules/progress.py``, ``rules/edits.py``,
-``rules/budgets.py``) says what a call's outcome is worded with and which triggers fire,
+A decide step (``rules/decide/attempts.py``, ``rules/decide/progress.py``, ``rules/decide/edits.py``,
+``rules/decide/budgets.py``) says what a call's outcome is worded with and which triggers fire,
 as plain data; its service renders the wording from prompts/ and gathers the evidence the
 store holds for each trigger.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..models.tasks import Counters
-from ..models.thresholds import Thresholds
+from ...models.tasks import Counters
+from ...models.thresholds import Thresholds
 from . import triggers
 from .triggers import Firing
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from ..models.limits import EscalationType, Priority, ResponseType
-from ..models.tasks import Counters
-from ..models.thresholds import Thresholds
+from ...models.limits import EscalationType, Priority, ResponseType
+from ...models.tasks import Counters
+from ...models.thresholds import Thresholds
 
 # The response types an operator may choose, by trigger type. Approve only makes sense
 # where there is a limit or a scope to widen; an agent's own question may also be approved
@@ -93,7 +93,7 @@ def after_failure(counters: Counters, fingerprint: str, operation: str | None = 
     interrupted: that run goes on, +1 (fix A, break B, back to A is going round in circles,
     and so is alternating between two errors). Anything else starts a run at 1 and keeps
     the run it interrupts to come back to; a second failure of the interrupting error ends
-    the run before it. ``operation`` (a key of ``rules.shell_work.operation_key``) is what
+    the run before it. ``operation`` (a key of ``rules.reading.shell_work.operation_key``) is what
     failed: its later success ends its run (``after_success``)."""
     c = counters
     if c.consecutive_same_error > 0 and c.last_fingerprint == fingerprint:

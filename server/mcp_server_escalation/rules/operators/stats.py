@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
-from ..clock import parse_iso
-from ..models.reports import DayCount, ResolutionStats
+from ...clock import parse_iso
+from ...models.reports import DayCount, ResolutionStats
 
 HOUR_SECONDS = 3600.0
 SC010_TARGET = 0.95

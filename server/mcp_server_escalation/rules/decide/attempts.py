@@ -7,7 +7,7 @@ the agent gets when it may go on. The service writes and fires what this says, s
 these rules can be read, and tested, without a database.
 
 A stagnation is the step's last ``stagnation_patience`` rejected attempts of its current
-cycle (those after the cycle's last accepted one), pairwise similar (``rules.similarity``).
+cycle (those after the cycle's last accepted one), pairwise similar (``rules.decide.similarity``).
 It starts the step's next cycle; past ``max_escalation_cycles`` it also goes to a human.
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..models.feedback import Attempt
-from ..models.tasks import Counters
-from ..models.thresholds import Thresholds
+from ...models.feedback import Attempt
+from ...models.tasks import Counters
+from ...models.thresholds import Thresholds
 from . import triggers
 from .budgets import count_call
 from .decisions import Fires, Wording, verification_limit_fires

@@ -9,12 +9,12 @@ import json
 from datetime import datetime
 from typing import Any
 
-from ..clock import parse_iso
-from ..models.escalations import Escalation
-from ..models.limits import OPERATOR_ANSWERS
-from ..prompts import PromptBook
-from .evidence import clip, clip_texts, shortened
-from .salient import headline as salient_headline
+from ...clock import parse_iso
+from ...models.escalations import Escalation
+from ...models.limits import OPERATOR_ANSWERS
+from ...prompts import PromptBook
+from ..bounds.evidence import clip, clip_texts, shortened
+from ..reading.salient import headline as salient_headline
 
 HEADLINE_CHARS = 500
 # What one notification may weigh, as sent (JSON, non-ASCII escaped): chat webhooks refuse

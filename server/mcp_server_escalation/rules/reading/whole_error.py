@@ -14,9 +14,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from ..models.failures import Occurrence, OutputChange, OutputLine, ShownOccurrence
+from ...models.failures import Occurrence, OutputChange, OutputLine, ShownOccurrence
 from .salient import LINE_CHARS, find, one_line
-from .test_output import strip_ansi
+from .shell_output import strip_ansi
 
 # Changed lines shown per occurrence; the rest are counted.
 CHANGES_SHOWN = 40

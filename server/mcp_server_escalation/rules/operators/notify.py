@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timedelta
 
-from ..clock import parse_iso
-from ..models.reports import Delivery
+from ...clock import parse_iso
+from ...models.reports import Delivery
 
 
 def notifier_key(kind: str, target: str) -> str:

@@ -8,7 +8,7 @@ the threshold to raise is named.
 
 from __future__ import annotations
 
-from ..models.reports import ReplayFigure, ThresholdAdvice, TypeJudgement, VerdictCount
+from ...models.reports import ReplayFigure, ThresholdAdvice, TypeJudgement, VerdictCount
 
 VERDICTS = ("useful", "false_alarm")
 # The threshold that decides when each type fires (docs/triggers.md).

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..models.tasks import Action, TimelineEntry
+from ...models.tasks import Action, TimelineEntry
+from ..reading.salient import headline, one_line
 from .fact_lines import pairs_line
-from .salient import headline, one_line
 from .words import kind_words, name_words
 
 # Characters of an agent's note or an operator's name kept on an entry's line.
@@ -172,7 +172,7 @@ def entry(number: int, action_id: int, action: Action, errors: Mapping[str, str]
 
 
 def recent_entry(summary: Mapping[str, Any]) -> TimelineEntry:
-    """One of an escalation's recent actions (``rules/evidence.action_summary``) as a timeline
+    """One of an escalation's recent actions (``rules/bounds/evidence.action_summary``) as a timeline
     entry; a detail shortened to one line of text is said as that line."""
     detail = summary.get("detail")
     detail = dict(detail) if isinstance(detail, Mapping) else {}

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import NamedTuple
 
-from .test_output import strip_ansi
+from .shell_output import strip_ansi
 
 SCAN_CHARS = 32_768
 SCAN_LINES = 400

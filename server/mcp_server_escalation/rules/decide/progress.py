@@ -13,15 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.tasks import Counters, Task, TestRun
-from ..models.thresholds import Thresholds
+from ...models.tasks import Counters, Task, TestRun
+from ...models.thresholds import Thresholds
+from ..bounds.evidence import clip_texts
+from ..reading.shell_work import operation_key
 from . import triggers
 from .budgets import budget_fires, count_call
 from .decisions import Fires, Wording, verification_limit_fires
 from .edits import file_limit_fires, scope_fires
-from .evidence import clip_texts
 from .paths import in_scope, normalise_path
-from .shell_work import operation_key
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,2 @@
+"""What keeps results and requests bounded: evidence, a result's size, the largest request a schema
+admits, and what a token may reach."""
