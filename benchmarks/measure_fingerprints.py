@@ -187,7 +187,7 @@ def main() -> None:
         merges, splits = len(t.pairs - whole.pairs), len(whole.pairs - t.pairs)
         print(f"{scheme:<10} {t.records:>8} {t.repeats:>8} {t.escalations:>12} {merges:>7} {splits:>7}")
     shipped = tally_shipped(recorded)
-    print(f"\nrules.fingerprint.fingerprint() itself: {shipped} repeats (the salient scheme's count)")
+    print(f"\nrules.reading.fingerprint.fingerprint() itself: {shipped} repeats (the salient scheme's count)")
     if args.show:
         for pair in sorted(tallies[args.show].pairs - whole.pairs, key=lambda p: (p[0].run, p[0].step)):
             _show(pair)
