@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
-import httpx2
 import pytest
 import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import Agent
 from mcp_server_escalation.cli import build_parser
@@ -183,8 +183,10 @@ def stop_http(process: subprocess.Popen[bytes]) -> None:
 @asynccontextmanager
 async def http_client(url: str, token: str | None, mode: str = "auto") -> AsyncIterator[Agent]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    # The HTTP client the SDK makes when given none (30 s, 5 min for a stream's reads), not
+    # httpx's own 5 s: a call that waits longer (a lock held by another process) is no error.
     async with (
-        httpx2.AsyncClient(headers=headers) as http,
+        create_mcp_http_client(headers=headers) as http,
         Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield Agent(client)
