@@ -314,15 +314,10 @@ class Console:
 
     async def answer(self, request: Request) -> Response:
         """Answer through the CLI's service, as the logged-in operator, on the revision shown."""
-        escalation_id = int(request.path_params["id"])
-        back = f"/escalations/{escalation_id}"
-        session = self._session(request)
-        if session is None:
-            # The answer is lost with the session: back to the escalation through the login.
-            return self._refused(request, 401, "session", login_to(back))
-        form = await request.form()
-        if not csrf_matches(session, str(form.get("csrf") or "")):
-            return self._refused(request, 403, "csrf")
+        posted = await self._posted_on_escalation(request)
+        if isinstance(posted, Response):
+            return posted
+        escalation_id, back, session, form = posted
         try:
             answer = await self._answer_fields(escalation_id, form)
             await escalations.resolve_escalation(
@@ -338,21 +333,16 @@ class Console:
                 verdict=answer.verdict,
             )
         except EscalationError as exc:
-            status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 400)
-            return self._error(request, status, refusal_text(self.book, exc, self.rt.db.path), session, back)
+            return self._escalation_refused(request, exc, session, back)
         return RedirectResponse(back, status_code=303)
 
     async def judge(self, request: Request) -> Response:
         """A verdict on an escalation answered before (elsewhere, or without one), as the
         logged-in operator; the answer form asks it of a pending one."""
-        escalation_id = int(request.path_params["id"])
-        back = f"/escalations/{escalation_id}"
-        session = self._session(request)
-        if session is None:
-            return self._refused(request, 401, "session", login_to(back))
-        form = await request.form()
-        if not csrf_matches(session, str(form.get("csrf") or "")):
-            return self._refused(request, 403, "csrf")
+        posted = await self._posted_on_escalation(request)
+        if isinstance(posted, Response):
+            return posted
+        escalation_id, back, session, form = posted
         try:
             await verdicts.judge_escalation(
                 self.rt,
@@ -362,9 +352,29 @@ class Console:
                 judged_by=session.responder,
             )
         except EscalationError as exc:
-            status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 400)
-            return self._error(request, status, refusal_text(self.book, exc, self.rt.db.path), session, back)
+            return self._escalation_refused(request, exc, session, back)
         return RedirectResponse(f"{back}#answer-state", status_code=303)
+
+    async def _posted_on_escalation(self, request: Request) -> tuple[int, str, Session, FormData] | Response:
+        """An operator's form posted on an escalation's page: the escalation's id, its page, the
+        session and the form; or the refusal. What was filled in is lost with the session, so a
+        logged-out operator goes back to the escalation through the login."""
+        escalation_id = int(request.path_params["id"])
+        back = f"/escalations/{escalation_id}"
+        session = self._session(request)
+        if session is None:
+            return self._refused(request, 401, "session", login_to(back))
+        form = await request.form()
+        if not csrf_matches(session, str(form.get("csrf") or "")):
+            return self._refused(request, 403, "csrf")
+        return escalation_id, back, session, form
+
+    def _escalation_refused(
+        self, request: Request, exc: EscalationError, session: Session, back: str
+    ) -> Response:
+        """The service's refusal in the operator's words, with the status its kind maps to."""
+        status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 400)
+        return self._error(request, status, refusal_text(self.book, exc, self.rt.db.path), session, back)
 
     async def _answer_fields(self, escalation_id: int, form: FormData) -> Answer:
         """The answer the form holds; an option picked is its text, sent as guidance."""
