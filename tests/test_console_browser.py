@@ -215,3 +215,37 @@ def test_an_escalation_link_opened_logged_out_lands_on_that_escalation_after_the
         assert OPERATOR_TOKEN not in opened.url
     finally:
         context.close()
+
+
+def test_a_change_made_before_the_page_follows_the_feed_still_reaches_the_page(
+    page: Any, console: RunningConsole
+) -> None:
+    # The page is rendered, then the change happens, then its stream opens: no change comes
+    # on the stream, yet the page must show it.
+    held: list[Any] = []
+    page.route("**/events", lambda route: held.append(route))  # noqa: PLW0108 (a bound method is refused)
+    page.reload()
+    for _ in range(200):  # bounded: the reloaded page opens its stream at once
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the page did not open its stream"
+
+    async def ask() -> None:
+        async with connect(console.db_path) as agent:
+            await agent.call("start_task", title="Rotate the keys", task_id="browser-missed", project="web")
+            await agent.call(
+                "raise_escalation",
+                task_id="browser-missed",
+                reason="Which key store?",
+                question="Which key store?",
+            )
+
+    # A page whose stream is open: once it shows the change, the change has been published.
+    witness = page.context.new_page()
+    witness.goto(f"{console.url}/")
+    witness.wait_for_selector("body[data-live=connected]")
+    run_async(ask)
+    witness.locator("#queue tr", has_text="browser-missed").wait_for()
+    held[0].continue_()
+    page.locator("#queue tr", has_text="browser-missed").wait_for()

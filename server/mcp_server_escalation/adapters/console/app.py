@@ -395,9 +395,9 @@ class Console:
         if not response_type:
             raise InvalidInput("response_type", "choose the kind of answer").because("no_answer_kind")
         if len(content) > TEXT_MAX:
-            raise InvalidInput(
-                "content", f"{len(content)} characters, more than {TEXT_MAX}"
-            ).because("too_long", field="content", length=len(content), limit=TEXT_MAX)
+            raise InvalidInput("content", f"{len(content)} characters, more than {TEXT_MAX}").because(
+                "too_long", field="content", length=len(content), limit=TEXT_MAX
+            )
         scope = [line.strip() for line in str(get("add_scope") or "").splitlines() if line.strip()]
         verdict = str(get("verdict") or "") or None
         return Answer(response_type, content, _int_field(get("file_limit"), "file_limit"), scope, verdict)

@@ -36,7 +36,10 @@
   }
   const source = new EventSource("/events");
   source.addEventListener("change", refresh);
+  // A change made between this page's rendering and the stream's (re)opening reaches no
+  // stream: each opening refreshes once, so the page never keeps what it missed.
   source.addEventListener("open", function () {
     document.body.dataset.live = "connected";
+    refresh();
   });
 })();
