@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from mcp_server_escalation.datafiles import pattern_book
+from mcp_server_escalation.models.limits import TEXT_MAX
 from mcp_server_escalation.rules.reading.classify import classify
 
 
@@ -51,6 +54,10 @@ from mcp_server_escalation.rules.reading.classify import classify
         ("requests.exceptions.ReadTimeout: read timed out", "network_transient", {}),
         ("socket hang up: ECONNRESET", "network_transient", {}),
         ("AssertionError: expected 3 but got 4", "test_failure", {}),
+        ("expect(received).toBe(expected) // Object.is equality", "test_failure", {}),
+        ("===== 3 failed, 12 passed in 2.41s =====", "test_failure", {}),
+        ("upstream said 504\t Gateway Timeout", "api_unavailable", {"status_code": 504}),
+        ("sh: 1: jq: command not found", "missing_dependency", {"dependency": "jq"}),
         ("SyntaxError: invalid syntax", "build_error", {}),
         ("TypeError: undefined is not a function", "runtime_error", {}),
         # Read on real runs of agents: none of these is a blocker or a network error.
@@ -115,3 +122,19 @@ def test_the_three_blocker_classes_and_transients_are_covered() -> None:
         "api_unavailable",
         "network_transient",
     }
+
+
+# Runs of one shape at the length limit of a message: a pattern that tries every start
+# inside a run and reads to its end costs the square of the length (a 64 KiB run of word
+# characters took 40 s in one rule). The bound is a hang guard: each takes milliseconds.
+LONG_SHAPES = ("x", "1", " ", "\n", "a_", "a.", "/a", "@a", ":1", '"', "'a", "expect(", "a: ")
+LONG_READ_HUNG_AFTER = 3.0
+
+
+@pytest.mark.parametrize("shape", LONG_SHAPES)
+def test_a_message_of_one_repeated_shape_at_the_limit_is_classified_in_linear_time(shape: str) -> None:
+    message = (shape * (TEXT_MAX // len(shape)))[:TEXT_MAX]
+    started = time.perf_counter()
+    for error_type in (None, "Error"):  # classify is cached: two messages, two reads
+        classify(message, pattern_book(), error_type=error_type)
+    assert time.perf_counter() - started < LONG_READ_HUNG_AFTER
