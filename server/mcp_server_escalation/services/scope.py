@@ -12,7 +12,7 @@ route's is (``rules/wording/scope_refusals.py``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from contextlib import suppress
 from typing import Any
 
@@ -46,6 +46,11 @@ async def refuse_outside(rt: Runtime, scope: Scope, tool: str, arguments: Mappin
     refusal = await rt.db.read(lambda conn: _refusal(conn, scope, arguments))
     if refusal:
         raise Forbidden(scope_refusal_words(rt.prompts, refusal, TASK_FIELD))
+
+
+async def projects_of(rt: Runtime, tasks: Collection[str]) -> dict[str, str | None]:
+    """Each task's stored project (None: no such task), for a scoped list of changes."""
+    return await rt.db.read(lambda conn: {task: task_store.project_of(conn, task) for task in sorted(tasks)})
 
 
 def _names_a_task(arguments: Mapping[str, Any]) -> bool:
