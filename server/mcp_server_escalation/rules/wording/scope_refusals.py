@@ -1,10 +1,11 @@
 """A token scope's refusal in words (pure): the one wording of every door that refuses a report.
 
-The MCP tools, resources and prompts (``services/scope.py``) and the hook route
-(``adapters/http/hooks.py``) refuse a report outside a token's scope with a
-``ScopeRefusal``; the agent over MCP and the person reading the hook's answer read it from
-the ``scope_refused_*`` templates of ``prompts/tools.toml``: the task or folder as named and
-what the scope allows, plainly listed (never a repr), a few of each with how many more.
+The MCP tools, resources and prompts and the console's pages (``services/scope.py``) and
+the hook route (``adapters/http/hooks.py``) refuse a report outside a token's scope with a
+``ScopeRefusal``; the agent over MCP, the operator in the console and the person reading the
+hook's answer read it from the ``scope_refused_*`` templates of ``prompts/tools.toml``: the
+task or folder as named and what the scope allows, plainly listed (never a repr), a few of
+each with how many more.
 """
 
 from __future__ import annotations
