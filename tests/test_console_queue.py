@@ -18,6 +18,7 @@ import pytest
 from console_support import RunningConsole, console_in_thread, logged_in
 from mcp_server_escalation.errors import InvalidInput
 from mcp_server_escalation.models.escalations import QueuePlace
+from mcp_server_escalation.rules.bounds.token_scope import Scope
 from mcp_server_escalation.services import escalations, tasks
 from mcp_server_escalation.services.operator_queue import (
     QUEUE_PAGE,
@@ -55,12 +56,14 @@ async def answer(rt: Runtime, escalation_id: int) -> None:
     )
 
 
-async def walk(rt: Runtime, wanted: QueueFilter, size: int) -> list[tuple[list[int], int, int]]:
+async def walk(
+    rt: Runtime, wanted: QueueFilter, size: int, within: Scope | None = None
+) -> list[tuple[list[int], int, int]]:
     """Every page from the first, following each page's last place: (ids, before, total)."""
     pages: list[tuple[list[int], int, int]] = []
     after: QueuePlace | None = None
     while True:
-        page = await queue(rt, wanted, after, size)
+        page = await queue(rt, wanted, after, size, within=within)
         pages.append(([e.escalation_id for e in page.escalations], page.before, page.total))
         if not page.escalations or page.before + len(page.escalations) >= page.total:
             return pages
@@ -114,6 +117,26 @@ async def test_the_filters_apply_to_the_whole_queue_before_it_is_paged(rt: Runti
     assert [i for page in by_name for i in page[0]] == expected
     assert len(by_path[0][0]) == 4
     assert not_a_suffix == [([], 0, 0)]
+
+
+async def test_a_scoped_queue_holds_only_its_scopes_escalations_paged_as_the_whole_queue(
+    rt: Runtime,
+) -> None:
+    shop: list[int] = []
+    for n in range(5):
+        shop.append(await ask(rt, f"shop-{n}", project="/work/shop/api"))
+        await ask(rt, f"other-{n}", project="/work/shop")  # the folder, another prefix
+        await ask(rt, f"shop-away-{n}", project="/work/away")  # the prefix, another folder
+    await answer(rt, shop[1])
+    scope = Scope(projects=("/work/shop",), task_prefixes=("shop-",))
+
+    pages = await walk(rt, QueueFilter(), size=2, within=scope)
+    filtered = await walk(rt, QueueFilter(project="/work/shop/api"), size=10, within=scope)
+
+    assert [page[0] for page in pages] == [[shop[4], shop[3]], [shop[2], shop[0]], [shop[1]]]
+    assert [page[1] for page in pages] == [0, 2, 4]
+    assert {page[2] for page in pages} == {5}
+    assert filtered == [([shop[4], shop[3], shop[2], shop[0], shop[1]], 0, 5)]
 
 
 async def test_no_statement_of_a_queue_page_reads_the_escalations_table_whole(rt: Runtime) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -318,6 +319,20 @@ def test_one_person_may_hold_two_tokens_of_one_role_while_changing_over(tmp_path
 
 
 SCOPED = "scoped-" + "4" * 40
+# What the agent and the person read when the scoped token reaches another agent's task: the
+# names as they are, never Python's quotes or a list's brackets.
+OUTSIDE_PREFIXES = "task victim is outside this token's scope: it may report on tasks starting with ci-shop-"
+OUTSIDE_FOLDERS = (
+    "project /srv/other is outside this token's scope: it may report on projects in /srv/ci/shop"
+)
+
+
+def reprs_in(text: str) -> list[str]:
+    """The marks of a Python or JSON repr in ``text``: a quote (but the one of "token's") or a
+    bracket."""
+    return re.findall(r"[\[\]\"]|'", text.replace("token's", ""))
+
+
 SCOPED_TEAM = (
     TEAM
     + f"""
@@ -361,10 +376,14 @@ async def test_a_scoped_token_posts_hook_events_only_for_its_projects_and_tasks(
             victim = await agent.call("get_task", task_id="victim")
             listed = await agent.call("list_escalations", status="all")
     assert [r.status_code for r in refused] == [403] * 5
-    assert "task 'victim' is outside this token's scope: tasks starting with 'ci-shop-'" in refused[0].text
-    assert "name one in X-Escalation-Task" in refused[1].text
-    assert "project '/srv/other' is outside this token's scope: folders /srv/ci/shop" in refused[2].text
+    assert refused[0].text == f"{OUTSIDE_PREFIXES}; not recorded\n"
+    assert refused[1].text == (
+        "this token may report only on tasks starting with ci-shop-, and none was named:"
+        " name one in X-Escalation-Task; not recorded\n"
+    )
+    assert refused[2].text == f"{OUTSIDE_FOLDERS}; not recorded\n"
     assert all(r.text.rstrip().endswith("not recorded") for r in refused)
+    assert not [r.text for r in refused if reprs_in(r.text)]
     assert (inside.status_code, unscoped.status_code) == (200, 200)
     # only the unscoped token's event reached the victim: one failure, no more
     assert victim["failure_records"] == 1
@@ -411,10 +430,15 @@ async def test_a_scoped_token_calls_the_tools_only_on_its_projects_tasks(tmp_pat
         async with http_client(url, RUNNER) as owner:
             victim = await owner.call("get_task", task_id="victim")
             escalation = await owner.call("get_escalation", escalation_id=their_escalation)
-    assert all("outside this token's scope" in text for text in refused[:7]), refused
-    assert "task 'victim' is outside this token's scope: tasks starting with 'ci-shop-'" in refused[0]
-    assert "give task_id, starting so" in refused[7]
-    assert "project '/srv/other' is outside this token's scope: folders /srv/ci/shop" in refused[8]
+    tools = ("record_failure", "raise_escalation", "end_task", "get_task", "acknowledge_response")
+    tools += ("update_failure", "start_task")
+    assert refused[:7] == [f"Error executing tool {tool}: {OUTSIDE_PREFIXES}" for tool in tools]
+    assert refused[7] == (
+        "Error executing tool start_task: this token may report only on tasks starting with ci-shop-,"
+        " and none was named: name one in task_id"
+    )
+    assert refused[8] == f"Error executing tool start_task: {OUTSIDE_FOLDERS}"
+    assert not [text for text in refused if reprs_in(text)]
     # nothing reached the victim's task: its own failure and question, paused by that question
     counts = (victim["failure_records"], victim["escalation_count"])
     assert (counts, victim["task"]["status"]) == ((1, 1), "paused")
@@ -490,9 +514,11 @@ async def test_a_scoped_token_reads_only_its_projects_tasks(tmp_path: Path) -> N
         async with http_client(url, RUNNER) as owner:
             everyone = await owner.call("list_escalations", status="all")
             their_guidance = await owner.call("get_guidance", task_id="neighbour", scope="project", k=20)
-    assert all("outside this token's scope" in text for text in refused), refused
-    assert "task 'victim' is outside this token's scope: tasks starting with 'ci-shop-'" in refused[0]
-    assert refused[0].startswith(f"failure://{their_failure}: ")
+    # a resource's refusal names it; a prompt's is the refusal itself
+    uris = (f"failure://{their_failure}", f"escalation://{their_escalation}", "task://victim")
+    uris += ("task://victim/feedback/test",)
+    assert refused == [f"{uri}: {OUTSIDE_PREFIXES}" for uri in uris] + [OUTSIDE_PREFIXES] * 4
+    assert not [text for text in refused if reprs_in(text)]
     # the lists name the scope's task only, and count only its escalations
     assert {s["task_id"] for s in listed["escalations"]} == {"ci-shop-1"}
     assert listed["total"] == 1
@@ -545,3 +571,59 @@ async def test_a_scoped_tokens_hook_warning_quotes_no_fix_of_another_task(tmp_pa
     assert mine["failure_records"] == 1
     assert warned, answers
     assert not any(fix in a for a in answers), warned
+
+
+WIDE = "wide-" + "6" * 40
+WIDE_TEAM = (
+    TEAM
+    + f"""
+[[tokens]]
+name = "ci-wide"
+role = "agent"
+token = "{WIDE}"
+projects = ["/srv/p1", "/srv/p2", "/srv/p3", "/srv/p4", "/srv/p5", "/srv/p6", "/srv/p7"]
+task_prefixes = ["api-", "ops-", "web-", "db-", "ui-", "ml-", "qa-"]
+"""
+)
+
+
+async def test_a_wide_scope_is_named_in_a_few_words_over_mcp_and_the_hook_route(tmp_path: Path) -> None:
+    """A scope of many prefixes and folders names the first five and how many more; a long
+    folder is clipped; the agent over MCP and the host over the hook route read the same words."""
+    long_folder = "/srv/" + "x" * 300
+
+    def post(task: str, cwd: str) -> httpx2.Response:
+        event = {**bash_failure("python -m pytest -q", PYTEST_FAIL, "toolu_wide"), "cwd": cwd}
+        headers = {"Authorization": f"Bearer {WIDE}", "X-Escalation-Task": task}
+        with httpx2.Client(timeout=30) as client:
+            return client.post(f"{url}/hooks/claude-code", json=event, headers=headers)
+
+    with http_in_thread(tmp_path, env=team_env(tmp_path, WIDE_TEAM)) as port:
+        url = f"http://127.0.0.1:{port}"
+        async with http_client(f"{url}/mcp", WIDE) as wide:
+            over_mcp = [
+                await wide.error("start_task", title="other", task_id="zz-1", project="/srv/p1"),
+                await wide.error("start_task", title="elsewhere", task_id="api-1", project="/srv/other"),
+            ]
+        over_hooks = [
+            await anyio.to_thread.run_sync(post, "zz-1", "/srv/p1"),
+            await anyio.to_thread.run_sync(post, "api-1", long_folder),
+        ]
+    prefixes = "api-, ops-, web-, db-, ui- and 2 more"
+    folders = "/srv/p1, /srv/p2, /srv/p3, /srv/p4, /srv/p5 and 2 more"
+    outside_prefixes = (
+        f"task zz-1 is outside this token's scope: it may report on tasks starting with {prefixes}"
+    )
+    assert over_mcp == [
+        f"Error executing tool start_task: {outside_prefixes}",
+        "Error executing tool start_task: project /srv/other is outside this token's scope:"
+        f" it may report on projects in {folders}",
+    ]
+    assert [r.status_code for r in over_hooks] == [403, 403]
+    assert over_hooks[0].text == f"{outside_prefixes}; not recorded\n"
+    clipped = long_folder[:199] + "…"
+    assert over_hooks[1].text == (
+        f"project {clipped} is outside this token's scope: it may report on projects in {folders};"
+        " not recorded\n"
+    )
+    assert not [text for text in [*over_mcp, *(r.text for r in over_hooks)] if reprs_in(text)]

@@ -17,6 +17,9 @@ import pytest
 
 from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.models.limits import TEXT_MAX, EscalationStatus, TaskStatus
+from mcp_server_escalation.prompts import PromptBook
+from mcp_server_escalation.rules.bounds.token_scope import ScopeRefusal, Side
+from mcp_server_escalation.rules.wording.scope_refusals import scope_refusal_words
 from mcp_server_escalation.services.tasks import COMPLETION_REFUSALS
 from mcp_server_escalation.store.db import Database
 from mcp_server_escalation.store.postgres import migrations as pg_migrations
@@ -111,3 +114,14 @@ def test_no_prompt_writes_the_text_limit_as_a_number() -> None:
             if line.lstrip().startswith("#"):
                 continue
             assert not re.search(rf"\b{TEXT_MAX}\b|\b{TEXT_MAX:,}\b", line), f"{path.name}:{number}: {line}"
+
+
+def test_every_side_of_a_scope_refusal_has_words_of_its_own_without_reprs() -> None:
+    # A side added to ScopeRefusal without its template would be worded as another side's.
+    book = PromptBook.load(data_dir("prompts"))
+    worded = {
+        side: scope_refusal_words(book, ScopeRefusal(side, "web-3", ("api-", "ops-")), "task_id")
+        for side in get_args(Side)
+    }
+    assert len(set(worded.values())) == len(worded), worded
+    assert not [text for text in worded.values() if re.search(r"[\[\]\"]|'", text.replace("token's", ""))]

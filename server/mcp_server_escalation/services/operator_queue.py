@@ -6,6 +6,7 @@ first, newest first in each part. It is read a page at a time, after a place in 
 last escalation of the page before): a page costs the same however long the queue or the
 store's history, and an escalation raised meanwhile never shifts a page onto rows already
 shown. The filters are the operator's query string, applied by the store to the whole queue.
+A person's token with a scope sees only its scope's escalations, as on ``/mcp``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from dataclasses import dataclass
 from ..errors import InvalidInput
 from ..models.escalations import Escalation, QueuePage, QueuePlace, ToldAtFiring
 from ..models.limits import SQLITE_INTEGER_MAX
+from ..rules.bounds.token_scope import Scope
 from ..store import escalations as escalation_store
+from ..store.sql import Conn
+from .escalations import load_escalation
 from .runtime import Runtime
 
 # Escalations on one page of the queue (and the most a page may ask for).
@@ -63,17 +67,45 @@ def read_place(text: str) -> QueuePlace | None:
 
 
 async def queue(
-    rt: Runtime, wanted: QueueFilter, after: QueuePlace | None = None, size: int = QUEUE_PAGE
+    rt: Runtime,
+    wanted: QueueFilter,
+    after: QueuePlace | None = None,
+    size: int = QUEUE_PAGE,
+    *,
+    within: Scope | None = None,
 ) -> QueuePage:
     """The page of the queue after ``after`` (the first page without it): at most ``size``
-    escalations, with how many the filtered queue holds and how many come before the page."""
+    escalations, with how many the filtered queue holds and how many come before the page;
+    ``within``: only those of the tasks a scoped token may see (None: every task's)."""
     if not 1 <= size <= QUEUE_PAGE:
         raise InvalidInput("size", f"{size} escalations per page; give 1 to {QUEUE_PAGE}")
+    if within is not None:
+        return await rt.db.read(lambda conn: _scoped_page(conn, wanted, after, size, within))
     return await rt.db.read(
         lambda conn: escalation_store.waiting_for_operator(
             conn, project=wanted.project, agent_id=wanted.agent, type_=wanted.type, after=after, limit=size
         )
     )
+
+
+def _order(place: QueuePlace) -> tuple[bool, int]:
+    """Where a place stands in the queue: pending first, then answered; newest first in each."""
+    return place.answered, -place.escalation_id
+
+
+def _scoped_page(
+    conn: Conn, wanted: QueueFilter, after: QueuePlace | None, size: int, within: Scope
+) -> QueuePage:
+    """The page of a scoped token's queue: the whole filtered queue's places are read and the
+    scope keeps its own (``Scope.admits``, the check of every scoped list), then paged as the
+    store pages the whole queue."""
+    listed = escalation_store.waiting_with_tasks(
+        conn, project=wanted.project, agent_id=wanted.agent, type_=wanted.type
+    )
+    kept = [place for place, task, project in listed if within.admits(task, project)]
+    before = sum(1 for place in kept if after is not None and _order(place) <= _order(after))
+    page = [load_escalation(conn, place.escalation_id) for place in kept[before : before + size]]
+    return QueuePage(escalations=page, total=len(kept), before=before)
 
 
 async def told_when_fired(rt: Runtime, escalation_id: int) -> ToldAtFiring | None:

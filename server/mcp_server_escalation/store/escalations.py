@@ -462,6 +462,25 @@ def _queue_filters(conn: Conn, project: str, agent_id: str, type_: str) -> tuple
     return "".join(f" AND {term}" for term in terms), tuple(params)
 
 
+def waiting_with_tasks(
+    conn: Conn, *, project: str, agent_id: str, type_: str
+) -> list[tuple[QueuePlace, str, str | None]]:
+    """The whole filtered queue in its order, each escalation as its place, its task and the
+    task's project: what a scoped token's queue keeps only the rows of its scope from (the
+    check is the scope's own, as for ``tasks_listed``)."""
+    filters, params = _queue_filters(conn, project, agent_id, type_)
+    listed: list[tuple[QueuePlace, str, str | None]] = []
+    for where, answered in _PARTS:
+        rows = conn.execute(
+            "SELECT e.escalation_id, e.task_id, t.project"  # noqa: S608 (constant terms)
+            f" FROM (SELECT escalation_id, task_id FROM escalations WHERE {where}{filters}) e"
+            " LEFT JOIN tasks t ON t.task_id = e.task_id ORDER BY e.escalation_id DESC",
+            params,
+        ).fetchall()
+        listed.extend((QueuePlace(answered=answered, escalation_id=int(r[0])), str(r[1]), r[2]) for r in rows)
+    return listed
+
+
 def waiting_for_operator(
     conn: Conn, *, project: str, agent_id: str, type_: str, after: QueuePlace | None, limit: int
 ) -> QueuePage:

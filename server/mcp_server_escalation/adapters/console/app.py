@@ -35,6 +35,7 @@ from ...rules.wording.words import kind_words
 from ...services import escalations, guidance, reports, tasks, verdicts
 from ...services.operator_queue import QueueFilter, queue, read_place, told_when_fired
 from ...services.runtime import Runtime, open_runtime
+from ...services.scope import refuse_outside
 from ...settings import Settings
 from . import charts, queue_view
 from .landing import landing, login_location, login_to
@@ -113,7 +114,10 @@ class Console:
     def __init__(self, rt: Runtime, sessions: Sessions, secure_cookie: bool) -> None:
         self.rt = rt
         self.sessions = sessions
-        self.live = LiveStreams(lambda session_id: sessions.find(session_id) is not None)
+        self.live = LiveStreams(
+            lambda session_id: sessions.find(session_id) is not None,
+            lambda session_id: session.scope if (session := sessions.find(session_id)) else None,
+        )
         self.book = rt.prompts
         # Behind a TLS proxy the browser sees https: the cookie then never travels in plain text.
         self.secure_cookie = secure_cookie
@@ -230,7 +234,8 @@ class Console:
             type=request.query_params.get("type", ""),
         )
         try:
-            found = await queue(self.rt, wanted, read_place(request.query_params.get("after", "")))
+            place_asked = read_place(request.query_params.get("after", ""))
+            found = await queue(self.rt, wanted, place_asked, within=session.scope)
         except InvalidInput as exc:
             return self._error(request, 400, str(exc), session, "/")
         rows, place = queue_view.queue_rows(found.escalations), queue_view.queue_place(found, wanted)
@@ -241,8 +246,11 @@ class Console:
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
+        escalation_id = int(request.path_params["id"])
+        outside = await self._outside(request, session, escalation_id=escalation_id)
+        if outside is not None:
+            return outside
         try:
-            escalation_id = int(request.path_params["id"])
             escalation = await escalations.show_escalation(self.rt, escalation_id)
             told = await escalations.agent_message(self.rt, escalation_id)
             told_then = await told_when_fired(self.rt, escalation_id)
@@ -268,6 +276,9 @@ class Console:
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
         task_id = str(request.path_params["task_id"])
+        outside = await self._outside(request, session, task_id=task_id)
+        if outside is not None:
+            return outside
         try:
             after = _int_field(request.query_params.get("after"), "after") or 0
             view = await tasks.get_task(self.rt, task_id)
@@ -284,8 +295,12 @@ class Console:
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
+        failure_id = str(request.path_params["failure_id"])
+        outside = await self._outside(request, session, failure_id=failure_id)
+        if outside is not None:
+            return outside
         try:
-            whole = await guidance.whole_failure(self.rt, str(request.path_params["failure_id"]))
+            whole = await guidance.whole_failure(self.rt, failure_id)
         except NotFound as exc:
             return self._error(request, 404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
         return self._page(
@@ -297,7 +312,9 @@ class Console:
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
-        found = await escalations.list_escalations(self.rt, status="resolved", limit=ANSWERED_SHOWN)
+        found = await escalations.list_escalations(
+            self.rt, status="resolved", limit=ANSWERED_SHOWN, within=session.scope
+        )
         return self._page(request, "answered.html", "Answered", session, rows=found.escalations)
 
     async def stats_page(self, request: Request) -> Response:
@@ -305,6 +322,9 @@ class Console:
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
+        if session.scope is not None:
+            # The figures count every task's escalations: a scoped token sees none of them.
+            return self._refused(request, 403, "scoped_stats")
         report = await reports.stats(self.rt)
         buckets = await reports.answer_time_buckets(self.rt)
         chart = charts.day_chart(report.per_day)
@@ -367,7 +387,20 @@ class Console:
         form = await request.form()
         if not csrf_matches(session, str(form.get("csrf") or "")):
             return self._refused(request, 403, "csrf")
-        return escalation_id, back, session, form
+        outside = await self._outside(request, session, escalation_id=escalation_id)
+        return outside or (escalation_id, back, session, form)
+
+    async def _outside(self, request: Request, session: Session, **named: object) -> Response | None:
+        """The page refusing what ``named`` names (a task, an escalation, a failure record)
+        when it is outside the scope of the session's token (the check and the words of
+        ``/mcp``), before anything of it is read; None when it is inside."""
+        if session.scope is None:
+            return None
+        try:
+            await refuse_outside(self.rt, session.scope, "read", named)
+        except Forbidden as exc:
+            return self._error(request, 403, str(exc), session, "/")
+        return None
 
     def _escalation_refused(
         self, request: Request, exc: EscalationError, session: Session, back: str

@@ -18,8 +18,10 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ...models.operator import EscalationChange
+from ...rules.bounds.token_scope import Scope
 from ...services.changes import ChangeFeed
 from ...services.runtime import Runtime
+from ...services.scope import projects_of
 
 STREAMS_PER_SESSION = 8
 # Between two messages a stream sends a comment line: proxies keep it open, and the
@@ -35,8 +37,11 @@ Ids = list[int]
 class LiveStreams:
     """Every open ``/events`` stream of this process, by session."""
 
-    def __init__(self, is_live: Callable[[str], bool]) -> None:
+    def __init__(
+        self, is_live: Callable[[str], bool], scope_of: Callable[[str], Scope | None] = lambda _id: None
+    ) -> None:
         self._is_live = is_live
+        self._scope_of = scope_of  # a session's token scope: its streams hear of its tasks only
         self._streams: dict[str, dict[int, MemoryObjectSendStream[Ids]]] = {}
 
     def count(self, session_id: str) -> int:
@@ -66,18 +71,25 @@ class LiveStreams:
             self._streams.pop(session_id, None)
         receive.close()
 
-    async def publish(self, batch: list[EscalationChange]) -> None:
-        """Hand one batch of the change feed to every stream (never waiting on a slow one)."""
+    async def publish(self, rt: Runtime, batch: list[EscalationChange]) -> None:
+        """Hand one batch of the change feed to every stream (never waiting on a slow one); a
+        scoped session's streams get only the changes of its scope's tasks."""
         ids = sorted({change.escalation_id for change in batch})
-        for held in list(self._streams.values()):
+        scopes = {session_id: self._scope_of(session_id) for session_id in self._streams}
+        projects = {}
+        if any(scope is not None for scope in scopes.values()):
+            projects = await projects_of(rt, {change.task_id for change in batch})
+        for session_id, held in list(self._streams.items()):
+            scope = scopes.get(session_id)
+            seen = ids if scope is None else _within(scope, batch, projects)
             for send in list(held.values()):
                 # Full: a refresh is on its way already. Closed: its reader is leaving.
                 with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError):
-                    send.send_nowait(ids)
+                    send.send_nowait(seen)
 
     async def follow(self, rt: Runtime) -> None:
         """The one reader of the change feed, until cancelled."""
-        await ChangeFeed(rt).follow(self.publish)
+        await ChangeFeed(rt).follow(lambda batch: self.publish(rt, batch))
 
     async def messages(self, session_id: str, receive: MemoryObjectReceiveStream[Ids]) -> AsyncIterator[Ids]:
         """The batches for one stream, and an empty one at each keep-alive; ends with the session."""
@@ -91,3 +103,9 @@ class LiveStreams:
             return
         finally:
             self._close(session_id, receive)
+
+
+def _within(scope: Scope, batch: list[EscalationChange], projects: dict[str, str | None]) -> Ids:
+    """The escalations of ``batch`` whose task ``scope`` admits (``Scope.admits``, as every
+    scoped list): an empty list is a keep-alive, which tells a page nothing."""
+    return sorted({c.escalation_id for c in batch if scope.admits(c.task_id, projects.get(c.task_id))})

@@ -3,7 +3,8 @@
 Only an operator's token opens a session (an agent's is refused by name: an agent must
 never answer its own escalation), and the session remembers whose token it was: answers
 given with a person's own token (the tokens file) are recorded as ``console:<name>``, with
-the shared operator token as ``console:operator``. The cookie holds a random session id and
+the shared operator token as ``console:operator``; and a person's token with a scope keeps
+its session to that scope, as on ``/mcp``. The cookie holds a random session id and
 nothing else; the session, with its CSRF token, lives in this process's memory, so restarting the console
 logs everyone out, and no secret is needed to sign anything. The token itself never
 travels again after the login form: not in a cookie, not in a URL.
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ...rules.bounds.token_scope import Scope
     from ..http.auth import Holder, TokenBook
 
 COOKIE = "escalation_console"
@@ -35,6 +37,8 @@ class Session:
     csrf: str
     started: float
     responder: str
+    # What the token may see (its tokens file scope), as on /mcp; None: every task.
+    scope: Scope | None = None
 
 
 class Sessions:
@@ -55,7 +59,11 @@ class Sessions:
         while len(self._sessions) >= SESSIONS_MAX:
             del self._sessions[next(iter(self._sessions))]
         session = Session(
-            secrets.token_urlsafe(32), secrets.token_urlsafe(32), time.monotonic(), f"console:{holder.name}"
+            secrets.token_urlsafe(32),
+            secrets.token_urlsafe(32),
+            time.monotonic(),
+            f"console:{holder.name}",
+            holder.scope,
         )
         self._sessions[session.session_id] = session
         return session

@@ -44,6 +44,7 @@ from ...hooks.relay import MAX_STDIN
 from ...hooks.spool import Spool, Spooled, answer_or_keep, spool_folder
 from ...models.limits import TASK_ID_PATTERN
 from ...rules.bounds.token_scope import Scope
+from ...rules.wording.scope_refusals import scope_refusal_words
 from ...services.runtime import Runtime, open_runtime
 from ...settings import Settings
 from .auth import Holder, StaticTokenVerifier
@@ -173,9 +174,11 @@ class HookRoutes:
         """The host's JSON for the event ("" for no decision); None while the store is closed.
         Raises ``OutOfScope`` for an event the token may not report."""
         task = _task(request)
+        if self.rt is None:
+            return None  # a refusal is worded from the runtime's prompts
         refusal = scope.task_refusal(task) if scope else None
         if refusal:
-            raise OutOfScope(refusal)  # before the body is read
+            raise OutOfScope(scope_refusal_words(self.rt.prompts, refusal, TASK_HEADER))  # before the body
         try:
             raw = await _body(request, HOOK_BODY_BYTES)
         except ClientDisconnect as exc:  # gone, or closed for sending too slowly
@@ -187,9 +190,7 @@ class HookRoutes:
             return ""
         refusal = scope.project_refusal(triaged.root) if scope else None
         if refusal:
-            raise OutOfScope(refusal)
-        if self.rt is None:
-            return None
+            raise OutOfScope(scope_refusal_words(self.rt.prompts, refusal, TASK_HEADER))
         triaged = triaged._replace(within=scope)
         # A remote agent has no spool of its own: its reports wait in this server's.
         event = Spooled(host, raw.decode("utf-8"), {}, None, remote=True, task=_task(request))

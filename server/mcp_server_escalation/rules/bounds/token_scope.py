@@ -2,7 +2,7 @@
 
 Pure: the hook route checks an event's task and folder with it, the MCP tools and resources
 a call's task and that task's project, and what lists records across tasks keeps only the
-tasks it admits (``services/scope.py``).
+tasks it admits (``services/scope.py``). A refusal is a ``ScopeRefusal``, facts without words.
 """
 
 from __future__ import annotations
@@ -10,6 +10,21 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Literal
+
+# Which side of a scope refused a report: the task's prefix, no task named at all (a scope
+# with prefixes needs one), or the project's folder.
+Side = Literal["task", "no_task", "project"]
+
+
+@dataclass(frozen=True)
+class ScopeRefusal:
+    """Why a report is outside a token's scope, as facts: the door that refused it words them
+    (``rules/wording/scope_refusals.py``), so the agent and the person read names, not reprs."""
+
+    side: Side
+    named: str  # the task or the folder as the report named it ("" when none was)
+    allowed: tuple[str, ...]  # the scope's prefixes (task, no_task) or folders (project)
 
 
 @dataclass(frozen=True)
@@ -20,17 +35,13 @@ class Scope:
     projects: tuple[str, ...] = ()
     task_prefixes: tuple[str, ...] = ()
 
-    def task_refusal(self, task: str | None, naming: str = "name one in X-Escalation-Task") -> str | None:
-        """Why a report on ``task`` (None: none named) is outside the scope, or None;
-        ``naming`` says where the caller names a task."""
+    def task_refusal(self, task: str | None) -> ScopeRefusal | None:
+        """Why a report on ``task`` (None: none named) is outside the scope, or None."""
         if not self.task_prefixes or (task is not None and task.startswith(self.task_prefixes)):
             return None
-        allowed = ", ".join(repr(p) for p in self.task_prefixes)
-        if task is None:
-            return f"this token reports only on tasks starting with {allowed}: {naming}"
-        return f"task {task!r} is outside this token's scope: tasks starting with {allowed}"
+        return ScopeRefusal("task" if task is not None else "no_task", task or "", self.task_prefixes)
 
-    def project_refusal(self, root: str | None) -> str | None:
+    def project_refusal(self, root: str | None) -> ScopeRefusal | None:
         """Why a report from the project ``root`` is outside the scope, or None."""
         if not self.projects:
             return None
@@ -38,8 +49,7 @@ class Scope:
             inside = posixpath.normpath(root)  # "/allowed/../other" is /other
             if any(inside == folder or inside.startswith(below) for folder, below in self._folders):
                 return None
-        allowed = ", ".join(self.projects[:5]) + (" ..." if len(self.projects) > 5 else "")
-        return f"project {(root or '')[:200]!r} is outside this token's scope: folders {allowed}"
+        return ScopeRefusal("project", root or "", self.projects)
 
     @cached_property
     def _folders(self) -> tuple[tuple[str, str], ...]:
@@ -49,7 +59,7 @@ class Scope:
         folders = [posixpath.normpath(p) for p in self.projects]
         return tuple((f, f.rstrip("/") + "/") for f in folders)
 
-    def refusal(self, task: str, project: str | None) -> str | None:
+    def refusal(self, task: str, project: str | None) -> ScopeRefusal | None:
         """Why the stored task ``task`` of ``project`` (None: none stored) is outside the
         scope, or None: the one check behind every refusal and every filtered list."""
         return self.task_refusal(task) or (self.project_refusal(project) if project else None)
