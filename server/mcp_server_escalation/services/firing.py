@@ -358,8 +358,11 @@ def stop_if_ended(rt: Runtime, conn: Conn, task: Task) -> Directed | None:
 
 
 async def publish_fired(rt: Runtime, fired: Fired | None) -> None:
-    """Announce an escalation a trigger created (revision 1) or changed, after the commit."""
-    if fired is not None:
+    """Announce an escalation a trigger created (revision 1) or added a trigger to, after the
+    commit. A repeat that only refreshed a trigger is left to the change feed's next poll
+    (``services/changes.py``): a stuck agent's every call woke the feed to read back the
+    change it had just written, for clients that its result already told."""
+    if fired is not None and fired.news:
         escalation = fired.escalation
         await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")
 
