@@ -16,6 +16,13 @@ are the medians over every call.
 
     python benchmarks/bench_user_paths.py [--records 5000] [--rounds 20] [--block 20]
     python benchmarks/bench_user_paths.py --only record_failure_paused --rounds 8
+    python benchmarks/bench_user_paths.py --only record_failure_paused --against /tmp/base.sh
+
+``--against SCRIPT`` serves another install (an earlier revision) beside this one, on a
+store of its own holding only the stuck task (compare with ``--only record_failure_paused``,
+where this one's store holds no more), and times its paused ``record_failure`` in the same
+shuffled rounds: on a loaded machine two runs a minute apart differ by more than a change
+gains, one run does not.
     python benchmarks/bench_user_paths.py --script /tmp/base-venv/bin/mcp-server-escalation
 """
 
@@ -30,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +50,7 @@ PROJECT = "/bench/users"
 TASKS = 50
 TARGETS = {"get_guidance": 2.0, "record_failure_paused": 1.5}
 STUCK_ERROR = "AssertionError: assert 41 == 42 in test_total"
+AGAINST = "record_failure_paused_against"
 
 
 async def _checked(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -78,8 +87,24 @@ async def _timed(block: int, call: Callable[[int], Awaitable[Any]], into: list[f
         into.append(time.perf_counter() - t)
 
 
+def _paused_call(client: Client) -> Callable[[int], Awaitable[None]]:
+    async def paused(_i: int) -> None:
+        said = await _checked(client, "record_failure", {"task_id": "stuck", "message": STUCK_ERROR})
+        if said.get("directive") != "pause":
+            raise SystemExit(f"the stuck task is no longer paused: {said}")
+
+    return paused
+
+
 async def run(
-    script: str, records: int, rounds: int, block: int, seed: int, kept: str | None, only: list[str]
+    script: str,
+    records: int,
+    rounds: int,
+    block: int,
+    seed: int,
+    kept: str | None,
+    only: list[str],
+    against: str | None = None,
 ) -> dict[str, Any]:
     rng = random.Random(seed)  # noqa: S311 (an order of blocks, not security)
     with tempfile.TemporaryDirectory(prefix="esc-users-") as tmp:
@@ -87,7 +112,15 @@ async def run(
         seeded = db.exists()
         ours = StdioServerParameters(command=script, args=["--db", str(db), "serve"])
         noop_server = StdioServerParameters(command=sys.executable, args=[str(NOOP_SERVER)])
-        async with Client(ours) as client, Client(noop_server) as noop:
+        async with AsyncExitStack() as stack:
+            client = await stack.enter_async_context(Client(ours))
+            noop = await stack.enter_async_context(Client(noop_server))
+            extra: dict[str, Callable[[int], Awaitable[None]]] = {}
+            if against is not None:
+                theirs = StdioServerParameters(command=against, args=["--db", f"{tmp}/against.db", "serve"])
+                other = await stack.enter_async_context(Client(theirs))
+                await _paused_task(other)
+                extra[AGAINST] = _paused_call(other)
             seeding = 0.0
             if not seeded and "get_guidance" in only:
                 seeding = await _record_one_by_one(client, records)
@@ -99,16 +132,11 @@ async def run(
                 arguments = {"task_id": f"t{i % TASKS}", "scope": "project", "query": query}
                 await _checked(client, "get_guidance", arguments)
 
-            async def paused(_i: int) -> None:
-                said = await _checked(client, "record_failure", {"task_id": "stuck", "message": STUCK_ERROR})
-                if said.get("directive") != "pause":
-                    raise SystemExit(f"the stuck task is no longer paused: {said}")
-
             async def nothing(_i: int) -> None:
                 await noop.call_tool("noop", {})
 
-            every = {"get_guidance": guidance, "record_failure_paused": paused}
-            paths = {**{name: every[name] for name in only}, "noop": nothing}
+            every = {"get_guidance": guidance, "record_failure_paused": _paused_call(client)}
+            paths = {**{name: every[name] for name in only}, **extra, "noop": nothing}
             times: dict[str, list[float]] = {name: [] for name in paths}
             for call in paths.values():  # warm-up, not measured
                 await _timed(block, call, [], 0)
@@ -123,7 +151,7 @@ async def run(
         "seeding_s": round(seeding, 1),
         "calls_each": rounds * block,
         "median_ms": {name: round(ms, 3) for name, ms in medians.items()},
-        "ratio": {name: round(medians[name] / medians["noop"], 2) for name in only},
+        "ratio": {name: round(medians[name] / medians["noop"], 2) for name in [*only, *extra]},
         "load_average": round(os.getloadavg()[0], 2),
     }
 
@@ -142,9 +170,12 @@ def main() -> int:
     parser.add_argument(
         "--only", choices=list(TARGETS), action="append", help="measure this path (repeatable; default: both)"
     )
+    parser.add_argument("--against", help="another install's console script: its paused record_failure too")
     args = parser.parse_args()
     only = args.only or list(TARGETS)
-    figures = anyio.run(run, args.script, args.records, args.rounds, args.block, args.seed, args.store, only)
+    figures = anyio.run(
+        run, args.script, args.records, args.rounds, args.block, args.seed, args.store, only, args.against
+    )
     medians = figures["median_ms"]
     if "get_guidance" in only:
         print(f"{figures['records']:,} failures recorded one by one in {figures['seeding_s']} s")
@@ -153,6 +184,12 @@ def main() -> int:
         print(
             f"{name:<22} median {medians[name]:.2f} ms vs no-op {medians['noop']:.2f} ms"
             f" = {figures['ratio'][name]}x  (target <= {target}x)"
+        )
+    if args.against:
+        theirs, ours = medians[AGAINST], medians.get("record_failure_paused", float("nan"))
+        print(
+            f"{'... on --against':<22} median {theirs:.2f} ms = {figures['ratio'][AGAINST]}x;"
+            f" this one - that one = {ours - theirs:+.2f} ms"
         )
     print(f"{figures['calls_each']} calls each, interleaved; load average {figures['load_average']}")
     if args.json:
