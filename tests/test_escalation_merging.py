@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import connect
+from conftest import connect, evidence_of
 
 pytestmark = pytest.mark.both_backends
 
@@ -47,6 +47,28 @@ async def test_the_same_error_repeating_again_refreshes_its_trigger(db_path: str
     occurrences = escalation["context"]["evidence"][trigger["key"]]["occurrences"]
     assert [o["line"] for o in occurrences["at_firing"]] == [1, 2, 3]
     assert [o["line"] for o in occurrences["latest"]] == [4]
+
+
+async def test_a_repeat_refreshes_counters_and_evidence_and_keeps_the_actions_that_led_up_to_it(
+    db_path: str,
+) -> None:
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="t", task_id="m5")
+        await agent.call("report_progress", task_id="m5", files_modified=["src/a.py"], note="first try")
+        for line in (1, 2, 3):
+            fired = await agent.call("record_failure", task_id="m5", message="boom", line=line)
+        for line in range(4, 16):
+            await agent.call("record_failure", task_id="m5", message="boom", line=line)
+        read = await agent.call("get_escalation", escalation_id=fired["escalation"]["escalation_id"])
+    at_firing, now = fired["escalation"]["context"], read["escalation"]["context"]
+    # Twelve repeats are counted in the evidence; as actions they would have pushed out the
+    # progress report that came before the error.
+    assert now["recent_actions"] == at_firing["recent_actions"]
+    assert [a["kind"] for a in now["recent_actions"]][1:] == ["report_progress"] + ["record_failure"] * 3
+    assert now["task"] == at_firing["task"]
+    assert now["counters"]["consecutive_same_error"] == 15
+    occurrences = evidence_of(read["escalation"], "repeated_error")["occurrences"]
+    assert (occurrences["count"], [o["line"] for o in occurrences["latest"]]) == (15, [13, 14, 15])
 
 
 async def test_a_new_run_of_the_same_error_starts_its_evidence_afresh(db_path: str) -> None:

@@ -2,7 +2,8 @@
 
 Every insert and update of an escalation appends a row to ``escalation_changes`` in the
 writer's own transaction. A follower keeps the id of the last change it has seen and reads
-what came after it: at once when this process published a change (``Runtime.changed``), otherwise
+what came after it: at once when this process published a change (``Runtime.changed``; a
+repeat that only refreshed a trigger is not published, ``firing.publish_fired``), otherwise
 every ``poll_seconds``, which is how an answer given in the operator's CLI reaches a
 server's connected client, and a server's new escalation reaches ``escalations watch``. A
 PostgreSQL store also announces every committed change (``listen_for_changes``): the feeds of every

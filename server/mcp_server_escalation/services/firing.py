@@ -200,15 +200,29 @@ def _add(
     as stored now, and whether a trigger was new to it."""
     triggers, evidence, news = _merged(open_escalation, _unique(fired), now)
     priority = "high" if open_escalation.priority == "high" else _priority(fired)
+    if news:
+        context = escalation_context(conn, task, evidence)
+    else:
+        context = _refreshed(open_escalation, task, evidence)
     return escalation_store.revise_triggers(
         conn,
         open_escalation,
         triggers=triggers,
         priority=priority,
-        context=escalation_context(conn, task, evidence),
+        context=context,
         response_options=response_options([t.type for t in triggers]),
         now=now,
+        as_read=news,
     ), news
+
+
+def _refreshed(open_escalation: Escalation, task: Task, evidence: dict[str, Any]) -> dict[str, Any]:
+    """The context after triggers already on the escalation fired again: their evidence and
+    the counters refreshed, the task and its actions as they were when the escalation fired
+    or last gained a trigger. A stuck agent's repeats are counted in the evidence; as recent
+    actions they would only push out the actions that led up to the escalation (and
+    rebuilding them was a fifth of every repeat, ``benchmarks/bench_user_paths.py``)."""
+    return {**open_escalation.context, "counters": task.counters.model_dump(), "evidence": evidence}
 
 
 def _merged(
@@ -344,8 +358,11 @@ def stop_if_ended(rt: Runtime, conn: Conn, task: Task) -> Directed | None:
 
 
 async def publish_fired(rt: Runtime, fired: Fired | None) -> None:
-    """Announce an escalation a trigger created (revision 1) or changed, after the commit."""
-    if fired is not None:
+    """Announce an escalation a trigger created (revision 1) or added a trigger to, after the
+    commit. A repeat that only refreshed a trigger is left to the change feed's next poll
+    (``services/changes.py``): a stuck agent's every call woke the feed to read back the
+    change it had just written, for clients that its result already told."""
+    if fired is not None and fired.news:
         escalation = fired.escalation
         await rt.publish(escalation, "created" if escalation.revision == 1 else "updated")
 

@@ -169,16 +169,19 @@ def revise_triggers(
     context: Mapping[str, Any],
     response_options: Sequence[str],
     now: str,
+    as_read: bool = True,
 ) -> Escalation:
     """The open escalation after a call fired its triggers again or added new ones: the
     triggers, the priority, the context with their evidence and the answers they allow.
 
     ``escalation`` is the open one as this transaction read (and locked) it; the revision is
-    returned as a read would give it, without reading it again. A column whose value did not
-    change is not written again (a repeat that changes only its triggers keeps its context).
+    returned without reading it again, its context as a read would give it (JSON's types and
+    key order) unless ``as_read`` is False: a caller that only names the escalation need not
+    pay for parsing back what it just wrote. A column whose value did not change is not
+    written again (a repeat that changes only its triggers keeps its context).
     """
     context_json = json.dumps(context, sort_keys=True)
-    stored = json.loads(context_json)  # what a read would give: JSON's types and key order
+    stored = json.loads(context_json) if as_read else dict(context)
     options = list(response_options)
     triggers_json = json.dumps([t.model_dump() for t in triggers], sort_keys=True)
     columns: dict[str, Any] = {"triggers_json": triggers_json}

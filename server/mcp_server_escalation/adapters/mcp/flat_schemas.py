@@ -6,8 +6,11 @@ quarter of the server's cold start beyond a minimal ``MCPServer``.
 
 Output schemas: a client validates every result against the published schema, and ``$ref``
 chains and ``anyOf [X, null]`` made that validation cost as much as our whole tool call, so
-references are inlined and nullable unions folded into ``type`` lists. What tells a reader
-nothing goes too, as from the input schemas (a fifth of every ``tools/list`` was titles).
+references are inlined and nullable unions folded into ``type`` lists, enums included (a
+null checked against ``anyOf`` fails its first branch first, and the SDK's validator builds
+an error for it: a paused task's ``holding.response_type`` was most of the validation of
+every paused result). What tells a reader nothing goes too, as from the input schemas (a
+fifth of every ``tools/list`` was titles).
 
 Input schemas are what the model reads, with the descriptions, on every turn of a session.
 Some hosts do not resolve ``$ref``/``$defs``, so references are inlined here too; and what
@@ -35,24 +38,22 @@ _EMPTY: tuple[Any, ...] = (None, "", [], {})
 _BOUNDED_PATTERN = re.compile(r"\^\[[^\]]*\]\{(\d+),(\d+)\}\$")
 
 
-def _inline(node: Any, definitions: dict[str, Any], *, enums: bool = False) -> Any:
+def _inline(node: Any, definitions: dict[str, Any]) -> Any:
     if isinstance(node, list):
-        return [_inline(item, definitions, enums=enums) for item in node]
+        return [_inline(item, definitions) for item in node]
     if not isinstance(node, dict):
         return node
     if "$ref" in node:
         target = copy.deepcopy(definitions[node["$ref"].removeprefix(_REF_PREFIX)])
         siblings = {k: v for k, v in node.items() if k != "$ref"}
-        return _inline({**target, **siblings}, definitions, enums=enums)
-    flat = {key: _inline(value, definitions, enums=enums) for key, value in node.items()}
-    return _fold_nullable(flat, enums=enums)
+        return _inline({**target, **siblings}, definitions)
+    flat = {key: _inline(value, definitions) for key, value in node.items()}
+    return _fold_nullable(flat)
 
 
-def _fold_nullable(node: dict[str, Any], *, enums: bool = False) -> dict[str, Any]:
-    """``anyOf: [{type: X, ...}, {type: null}]`` -> ``{type: [X, null], ...}``.
-
-    With ``enums``, a nullable enum folds too, ``null`` joining its values.
-    """
+def _fold_nullable(node: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf: [{type: X, ...}, {type: null}]`` -> ``{type: [X, null], ...}``; a nullable
+    enum folds too, ``null`` joining its values."""
     options = node.get("anyOf")
     if not isinstance(options, list) or len(options) != 2:
         return node
@@ -63,8 +64,6 @@ def _fold_nullable(node: dict[str, Any], *, enums: bool = False) -> dict[str, An
     other = others[0]
     kind = other.get("type")
     if not isinstance(kind, str) or "anyOf" in other or "const" in other:
-        return node
-    if "enum" in other and not enums:
         return node
     merged = {k: v for k, v in node.items() if k != "anyOf"}
     folded = {**other, **merged, "type": [kind, "null"]}
@@ -120,7 +119,7 @@ def input_schema(model: type[BaseModel]) -> dict[str, Any]:
     """A tool's argument model as the model reads it: self-contained, nothing but meaning."""
     schema = model.model_json_schema(by_alias=True)
     definitions = schema.pop("$defs", {})
-    flat = _without_noise(_inline(schema, definitions, enums=True))
+    flat = _without_noise(_inline(schema, definitions))
     if not isinstance(flat, dict):
         raise TypeError(f"{model.__name__}: a tool's input schema must be an object")
     return flat
