@@ -155,6 +155,9 @@ async def test_a_scoped_operator_sees_and_answers_only_the_scopes_escalations_in
     assert "Which database for victim" not in pages["escalation"].text
     assert pages["stats"].status_code == 403
     assert "every task" in _said(pages["stats"])
+    # the header offers a scoped operator no link to the page refused to them, others have it
+    assert 'href="/stats"' not in pages["queue"].text
+    assert 'href="/stats"' in everyone
     # nothing reached the other task: its question still waits, the other answer has no verdict
     assert their_state["status"] == "pending"
     assert "<dt>Verdict</dt>" not in judged
