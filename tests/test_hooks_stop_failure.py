@@ -91,11 +91,13 @@ async def test_a_failed_login_is_a_notice_with_its_type_that_never_gates_an_edit
 async def test_a_rate_limit_that_persists_holds_the_task_as_a_blocker(tmp_path: Path) -> None:
     db = str(tmp_path / "hook.db")
     config = tmp_path / "config.toml"
-    config.write_text("[hooks]\napi_error_minutes = 0.01\n", encoding="utf-8")  # 0.6 s
+    # 1.8 s: five errors 0.5 s apart span 2 s, and a gap stays under it unless one hook run
+    # takes 1.3 s (a 0.6 s window with 0.4 s pauses failed when a run took 0.2 s, at a load of 8).
+    config.write_text("[hooks]\napi_error_minutes = 0.03\n", encoding="utf-8")
     await _started(db)
-    for _ in range(3):
+    for _ in range(5):
         await hook("claude-code", RATE_LIMITED, db=db, tmp=tmp_path, ESCALATION_CONFIG=str(config))
-        await anyio.sleep(0.4)
+        await anyio.sleep(0.5)
     held = snapshot(db)
     assert held["triggers"] == [["external_blocker"]]
     assert held["tasks"][0]["status"] == "paused"
