@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from ..adapters.console.app import Guard
+    from ..adapters.console.guard import Guard
     from ..adapters.http.auth import TokenBook
     from ..adapters.http.serving import Listen
 

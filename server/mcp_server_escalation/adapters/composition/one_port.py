@@ -14,7 +14,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..console.app import Guard
+from ..console.guard import Guard
 from ..console.routes import is_console_path
 from ..http.hooks import is_hook_path
 

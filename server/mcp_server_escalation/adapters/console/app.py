@@ -15,21 +15,18 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import Receive, Scope, Send
 
 from ...errors import Conflict, EscalationError, Forbidden, InvalidInput, NotFound, StoreUnavailable
-from ...models.limits import TEXT_MAX
 from ...rules.decide.triggers import COUNTER_LIMITS
 from ...rules.wording.words import kind_words
 from ...services import escalations, guidance, reports, tasks, verdicts
@@ -38,6 +35,8 @@ from ...services.runtime import Runtime, open_runtime
 from ...services.scope import refuse_outside
 from ...settings import Settings
 from . import charts, queue_view
+from .forms import answer_fields, int_field
+from .guard import Guard
 from .landing import landing, login_location, login_to
 from .live import STREAMS_PER_SESSION, LiveStreams
 from .refusals import refusal_text
@@ -46,16 +45,6 @@ from .sessions import COOKIE, Session, Sessions, csrf_matches
 from .throttle import LoginThrottle
 
 STATIC = Path(__file__).parent / "static"
-HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
-        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",  # "no-referrer" makes a browser send "Origin: null"
-    "X-Frame-Options": "DENY",
-    "Cache-Control": "no-store",
-}
 STATUS_BY_ERROR: tuple[tuple[type[EscalationError], int], ...] = (
     (NotFound, 404),
     (Conflict, 409),
@@ -66,46 +55,6 @@ STATUS_BY_ERROR: tuple[tuple[type[EscalationError], int], ...] = (
 ANSWERED_SHOWN = 50
 
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What the answer form asks the service to record."""
-
-    response_type: str
-    content: str
-    new_file_limit: int | None
-    add_scope: list[str]
-    verdict: str | None
-
-
-class Guard:
-    """Host and Origin on every request, the security headers on every answer."""
-
-    def __init__(self, app: Starlette, security: TransportSecuritySettings) -> None:
-        self.app = app
-        self.check = TransportSecurityMiddleware(security)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Refuse a foreign Host (421) or Origin (403); a POST without an Origin too (403)."""
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def with_headers(message: dict[str, object]) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))  # type: ignore[call-overload]
-                headers.extend((k.lower().encode(), v.encode()) for k, v in HEADERS.items())
-                message["headers"] = headers
-            await send(message)
-
-        request = Request(scope)
-        refused = await self.check.validate_request(request, is_post=False)
-        if refused is None and request.method == "POST" and not request.headers.get("origin"):
-            refused = Response("A POST needs an Origin header", status_code=403)
-        # A refusal is a page too (a browser shows its text): it gets the same headers.
-        answer = self.app if refused is None else refused
-        await answer(scope, receive, with_headers)  # type: ignore[arg-type]
 
 
 class Console:
@@ -284,7 +233,7 @@ class Console:
         if outside is not None:
             return outside
         try:
-            after = _int_field(request.query_params.get("after"), "after") or 0
+            after = int_field(request.query_params.get("after"), "after") or 0
             view = await tasks.get_task(self.rt, task_id)
             story = await tasks.timeline(self.rt, task_id, after)
         except NotFound as exc:
@@ -343,13 +292,13 @@ class Console:
             return posted
         escalation_id, back, session, form = posted
         try:
-            answer = await self._answer_fields(escalation_id, form)
+            answer = await answer_fields(self.rt, escalation_id, form)
             await escalations.resolve_escalation(
                 self.rt,
                 escalation_id=escalation_id,
                 role="operator",
                 responder=session.responder,
-                expected_revision=_int_field(form.get("revision"), "revision"),
+                expected_revision=int_field(form.get("revision"), "revision"),
                 response_type=answer.response_type,
                 content=answer.content,
                 new_file_limit=answer.new_file_limit,
@@ -413,32 +362,6 @@ class Console:
         status = next((code for kind, code in STATUS_BY_ERROR if isinstance(exc, kind)), 400)
         return self._error(request, status, refusal_text(self.book, exc, self.rt.db.path), session, back)
 
-    async def _answer_fields(self, escalation_id: int, form: FormData) -> Answer:
-        """The answer the form holds; an option picked is its text, sent as guidance."""
-        get = form.get
-        response_type = str(get("response_type") or "")
-        content = str(get("content") or "")
-        option = str(get("option") or "")
-        if option:
-            escalation = await escalations.show_escalation(self.rt, escalation_id)
-            index = _int_field(option, "option")
-            if index is None or not 1 <= index <= len(escalation.options):
-                raise InvalidInput("option", f"pick one of 1 to {len(escalation.options)}").because(
-                    "option_range", field="option", count=len(escalation.options)
-                )
-            picked = escalation.options[index - 1]
-            response_type = response_type or "guidance"
-            content = f"{picked}\n\n{content}".strip() if content.strip() else picked
-        if not response_type:
-            raise InvalidInput("response_type", "choose the kind of answer").because("no_answer_kind")
-        if len(content) > TEXT_MAX:
-            raise InvalidInput("content", f"{len(content)} characters, more than {TEXT_MAX}").because(
-                "too_long", field="content", length=len(content), limit=TEXT_MAX
-            )
-        scope = [line.strip() for line in str(get("add_scope") or "").splitlines() if line.strip()]
-        verdict = str(get("verdict") or "") or None
-        return Answer(response_type, content, _int_field(get("file_limit"), "file_limit"), scope, verdict)
-
     async def events(self, request: Request) -> Response:
         """Server-sent events: one ``change`` per batch of the change feed, from the process's
         one reader of it (``live.py``), a keep-alive comment between them, until the session ends."""
@@ -459,18 +382,6 @@ class Console:
                 yield f"event: change\ndata: {json.dumps(ids)}\n\n" if ids else ": keep-alive\n\n"
 
         return StreamingResponse(stream(), media_type="text/event-stream")
-
-
-def _int_field(value: object, field: str) -> int | None:
-    text = str(value or "").strip()
-    if not text:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise InvalidInput(field, f"{text[:40]!r} is not a whole number").because(
-            "not_a_number", field=field, text=text[:40]
-        ) from None
 
 
 # How long a browser (or a person) is asked to wait before trying a page again.
