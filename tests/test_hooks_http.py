@@ -198,3 +198,40 @@ async def test_bad_requests_say_what_is_wrong_and_change_nothing(
     for response, status, said in cases:
         assert (response.status_code, said in response.text) == (status, True), response.text
     assert await tasks_in(db_path, tmp_path) == []
+
+
+async def test_each_refusal_is_plain_words_from_the_prompts_with_names_on_one_clipped_line(
+    served: str, db_path: str, tmp_path: Path
+) -> None:
+    event = bash_failure("npm test", "Error: Cannot find module 'express'")
+    headers = {**JSON, "Authorization": f"Bearer {AGENT_TOKEN}"}
+    long_host = "cur\nsor" + "x" * 200  # sent as %0A: one line, clipped to 80 characters
+    with httpx2.Client() as client:
+        hosts = [
+            client.post(f"{served}/hooks/{name}", content=json.dumps(event), headers=headers)
+            for name in ("cursor", long_host.replace("\n", "%0A"))
+        ]
+    huge = bash_failure("npm test", "x" * (8 * 1024 * 1024))
+    refused = [
+        *hosts,
+        post(served, event, **{"X-Escalation-Task": "$ESCALATION_TASK"}),
+        post(served, event, **{"X-Escalation-Task": "a task " + "y" * 200}),
+        post(served, event, token=None),
+        post(served, huge),
+    ]
+    clipped_host = ("cur sor" + "x" * 200)[:79] + "…"
+    clipped_task = ("a task " + "y" * 200)[:79] + "…"
+    bad_task = (
+        "X-Escalation-Task: {} is not a task id (1-128 of A-Za-z0-9._:/@-); a value of "
+        "$ESCALATION_TASK means the hook lacks ESCALATION_TASK in allowedEnvVars; not recorded\n"
+    )
+    assert [(r.status_code, r.text) for r in refused] == [
+        (404, "no hooks over HTTP for cursor; hosts: claude-code\n"),
+        (404, f"no hooks over HTTP for {clipped_host}; hosts: claude-code\n"),
+        (400, bad_task.format("$ESCALATION_TASK")),
+        (400, bad_task.format(clipped_task)),
+        (401, "a hook needs Authorization: Bearer <token> (ESCALATION_AGENT_TOKEN)\n"),
+        (413, "a hook event may be at most 8388608 bytes; not recorded\n"),
+    ]
+    assert not [r.text for r in refused if "'" in r.text]  # never a Python repr's quotes
+    assert await tasks_in(db_path, tmp_path) == []
