@@ -8,12 +8,14 @@ on a second store of the same backend, and every answer must be the very JSON th
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+from mcp.server.transport_security import TransportSecuritySettings
 
 from conftest import connect
 from hooks_support import (
@@ -28,7 +30,11 @@ from hooks_support import (
     run_cli,
     stop,
 )
-from http_support import AGENT_TOKEN, OPERATOR_TOKEN, http_in_thread
+from http_support import AGENT_TOKEN, OPERATOR_TOKEN, TEST_TOKENS, http_in_thread
+from mcp_server_escalation.adapters.http.auth import StaticTokenVerifier, load_tokens
+from mcp_server_escalation.adapters.http.hooks import build_hook_app
+from mcp_server_escalation.datafiles import data_dir
+from mcp_server_escalation.settings import Settings
 
 pytestmark = pytest.mark.both_backends
 
@@ -198,3 +204,84 @@ async def test_bad_requests_say_what_is_wrong_and_change_nothing(
     for response, status, said in cases:
         assert (response.status_code, said in response.text) == (status, True), response.text
     assert await tasks_in(db_path, tmp_path) == []
+
+
+async def test_each_refusal_is_plain_words_from_the_prompts_with_names_on_one_clipped_line(
+    served: str, db_path: str, tmp_path: Path
+) -> None:
+    event = bash_failure("npm test", "Error: Cannot find module 'express'")
+    headers = {**JSON, "Authorization": f"Bearer {AGENT_TOKEN}"}
+    long_host = "cur\nsor" + "x" * 200  # sent as %0A: one line, clipped to 80 characters
+    with httpx2.Client() as client:
+        hosts = [
+            client.post(f"{served}/hooks/{name}", content=json.dumps(event), headers=headers)
+            for name in ("cursor", long_host.replace("\n", "%0A"))
+        ]
+    huge = bash_failure("npm test", "x" * (8 * 1024 * 1024))
+    refused = [
+        *hosts,
+        post(served, event, **{"X-Escalation-Task": "$ESCALATION_TASK"}),
+        post(served, event, **{"X-Escalation-Task": "a task " + "y" * 200}),
+        post(served, event, token=None),
+        post(served, huge),
+    ]
+    clipped_host = ("cur sor" + "x" * 200)[:79] + "…"
+    clipped_task = ("a task " + "y" * 200)[:79] + "…"
+    bad_task = (
+        "X-Escalation-Task: {} is not a task id (1-128 of A-Za-z0-9._:/@-); a value of "
+        "$ESCALATION_TASK means the hook lacks ESCALATION_TASK in allowedEnvVars; not recorded\n"
+    )
+    assert [(r.status_code, r.text) for r in refused] == [
+        (404, "no hooks over HTTP for cursor; hosts: claude-code\n"),
+        (404, f"no hooks over HTTP for {clipped_host}; hosts: claude-code\n"),
+        (400, bad_task.format("$ESCALATION_TASK")),
+        (400, bad_task.format(clipped_task)),
+        (401, "a hook needs Authorization: Bearer <token> (ESCALATION_AGENT_TOKEN)\n"),
+        (413, "a hook event may be at most 8388608 bytes; not recorded\n"),
+    ]
+    assert not [r.text for r in refused if "'" in r.text]  # never a Python repr's quotes
+    assert await tasks_in(db_path, tmp_path) == []
+
+
+def reworded(tmp_path: Path) -> Path:
+    """A copy of the packaged prompts whose hook route refusals say something else."""
+    folder = tmp_path / "prompts"
+    shutil.copytree(data_dir("prompts"), folder)
+    hooks = folder / "hooks.toml"
+    text = hooks.read_text(encoding="utf-8")
+    for name in ("unknown_host", "no_token", "store_not_open"):
+        text = text.replace(
+            f'[templates.hook_http_{name}]\ntext = "', f'[templates.hook_http_{name}]\ntext = "ours: '
+        )
+    hooks.write_text(text, encoding="utf-8")
+    return folder
+
+
+async def test_a_prompts_folder_words_the_refusals_made_before_the_store_is_read(
+    tmp_path: Path, db_path: str
+) -> None:
+    event = json.dumps(bash_failure("npm test", "Error: Cannot find module 'express'"))
+    folder = reworded(tmp_path)
+    url_of = "http://127.0.0.1:{}/hooks"
+    bearer = {**JSON, "Authorization": f"Bearer {AGENT_TOKEN}"}
+    with (
+        http_in_thread(tmp_path, "--db", db_path, "--prompts", str(folder)) as port,
+        httpx2.Client() as client,
+    ):
+        host = client.post(url_of.format(port) + "/cursor", content=event, headers=bearer)
+        token = client.post(url_of.format(port) + "/claude-code", content=event, headers=JSON)
+    assert host.text == "ours: no hooks over HTTP for cursor; hosts: claude-code\n"
+    assert token.text == "ours: a hook needs Authorization: Bearer <token> (ESCALATION_AGENT_TOKEN)\n"
+
+
+async def test_an_event_before_the_store_is_open_gets_no_decision_in_the_prompts_words(
+    tmp_path: Path, db_path: str
+) -> None:
+    # The app as served, its lifespan (which opens the store) not yet run.
+    settings = Settings.from_sources(db=db_path, prompts=str(reworded(tmp_path)), env={})
+    no_host_check = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = build_hook_app(settings, StaticTokenVerifier(load_tokens(TEST_TOKENS)), no_host_check)
+    headers = {**JSON, "Authorization": f"Bearer {AGENT_TOKEN}"}
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app), base_url="http://h") as client:
+        early = await client.post("/hooks/claude-code", content=json.dumps(stop()), headers=headers)
+    assert (early.status_code, early.text) == (503, "ours: the store is not open yet; no decision\n")

@@ -262,6 +262,15 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "hook_permission_reason": ["host", "tool_name", "request"],
         "hook_permission_question": ["tool_name", "request"],
         "hook_permission_pending": ["task_id", "escalation_id", "tool_name", "wait_seconds"],
+        # the hook route's refusals over HTTP (adapters/http/hooks.py)
+        "hook_http_unknown_host": ["host", "hosts"],
+        "hook_http_bad_task": ["header", "task_id"],
+        "hook_http_no_token": [],
+        "hook_http_too_large": ["limit"],
+        "hook_http_cut_short": [],
+        "hook_http_store_not_open": [],
+        "hook_http_not_recorded": ["reason"],
+        "hook_http_no_decision": ["reason"],
         # the console's page while the store does not answer (adapters/console/app.py)
         "console_title_unavailable": [],
         "console_store_unavailable": ["store", "reason"],

@@ -65,6 +65,12 @@ class Runtime:
                 log.exception("escalation listener failed for %s", escalation.escalation_id)
 
 
+def prompt_book(settings: Settings) -> PromptBook:
+    """The prompts ``settings`` name (the packaged ones unless a folder replaces them), loaded
+    and checked; for words needed before a runtime is open, or without one."""
+    return PromptBook.load(settings.prompts_dir or data_dir("prompts"), wait_seconds=settings.waiting.seconds)
+
+
 @asynccontextmanager
 async def open_runtime(
     settings: Settings,
@@ -79,9 +85,7 @@ async def open_runtime(
     ``create=False`` (the operator's commands) opens only a store that exists; ``bounded``
     (a hook run) bounds a SQLite store's waits for a lock as well (``open_store``).
     """
-    prompts = prompts or PromptBook.load(
-        settings.prompts_dir or data_dir("prompts"), wait_seconds=settings.waiting.seconds
-    )
+    prompts = prompts or prompt_book(settings)
     db = await open_store(settings.db_path, create=create, config=settings.store, bounded=bounded)
     try:
         yield Runtime(db=db, prompts=prompts, settings=settings, clock=clock)

@@ -15,7 +15,7 @@ from ...clock import Clock, utc_now
 from ...datafiles import data_dir
 from ...prompts import PromptBook
 from ...services.background import alongside
-from ...services.runtime import Runtime, open_runtime
+from ...services.runtime import Runtime, open_runtime, prompt_book
 from ...settings import Settings
 from ..mcp.context import AppContext, LiveRuntimes
 
@@ -51,9 +51,7 @@ def build_server(
     from .operator_side import OperatorSide  # noqa: PLC0415
 
     # Fail at start-up, not at the first call, when the prompt set is broken.
-    prompts = PromptBook.load(
-        settings.prompts_dir or data_dir("prompts"), wait_seconds=settings.waiting.seconds
-    )
+    prompts = prompt_book(settings)
     live = LiveRuntimes()
     side = OperatorSide(settings, prompts, http=http)
     lifespan = _lifespan(settings, clock, prompts, live, side, hook_relay=hook_relay)

@@ -22,6 +22,12 @@ a command hook's exit 0 with nothing on stdout; the status says what went wrong:
 - an event outside the scope of a person's token (``projects``, ``task_prefixes`` in the
   tokens file; 403, nothing recorded): a task not named, or named without one of the
   prefixes (before the body is read), or a ``cwd`` outside every folder.
+
+The host shows a refusal's body to the user (and some hosts to the model), so it is worded
+from the ``hook_http_*`` templates of ``prompts/hooks.toml``, names as sent on one clipped
+line, never a repr. The app loads the prompt book the settings name when it is built, not
+with the runtime: the host, token and task-header checks refuse before the store is open,
+and the runtime is opened on that same book.
 """
 
 from __future__ import annotations
@@ -43,9 +49,11 @@ from ...hooks.dispatch import HTTP_PATH, HookInputError, prepare_remote
 from ...hooks.relay import MAX_STDIN
 from ...hooks.spool import Spool, Spooled, answer_or_keep, spool_folder
 from ...models.limits import TASK_ID_PATTERN
+from ...prompts import PromptBook
 from ...rules.bounds.token_scope import Scope
+from ...rules.reading.salient import one_line
 from ...rules.wording.scope_refusals import scope_refusal_words
-from ...services.runtime import Runtime, open_runtime
+from ...services.runtime import Runtime, open_runtime, prompt_book
 from ...settings import Settings
 from .auth import Holder, StaticTokenVerifier
 
@@ -58,6 +66,8 @@ HOOK_PATH = HTTP_PATH + "{host}"
 # What the relay takes from a local hook's stdin: an Edit's payload carries the whole file.
 HOOK_BODY_BYTES = MAX_STDIN
 TASK_HEADER = "X-Escalation-Task"
+# A host or task as sent may be kilobytes long: a refusal names it on one line of at most this.
+NAME_CHARS = 80
 
 
 def is_hook_path(path: str) -> bool:
@@ -84,15 +94,14 @@ async def _body(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _task(request: Request) -> str | None:
-    """The task the agent names in its header; raises ``HookInputError`` for one that is no id."""
+def _task(request: Request, book: PromptBook) -> str | None:
+    """The task the agent names in its header; raises ``Refused`` for one that is no id."""
     named = request.headers.get(TASK_HEADER, "").strip()
     if not named:
         return None
     if not re.match(TASK_ID_PATTERN, named):
-        raise HookInputError(
-            f"{TASK_HEADER}: {named[:80]!r} is not a task id (1-128 of A-Za-z0-9._:/@-); a header "
-            "value of '$ESCALATION_TASK' means the hook lacks allowedEnvVars: [\"ESCALATION_TASK\"]"
+        raise Refused(
+            book.render("hook_http_bad_task", header=TASK_HEADER, task_id=one_line(named, NAME_CHARS))
         )
     return named
 
@@ -119,9 +128,14 @@ class HookRoutes:
     """The hook routes of one server: its settings, its tokens, its Host/Origin checks."""
 
     def __init__(
-        self, settings: Settings, verifier: StaticTokenVerifier, security: TransportSecuritySettings
+        self,
+        settings: Settings,
+        verifier: StaticTokenVerifier,
+        security: TransportSecuritySettings,
+        book: PromptBook,
     ) -> None:
         self.settings = settings
+        self.book = book
         self.verifier = verifier
         self.check = TransportSecurityMiddleware(security)
         self.rt: Runtime | None = None  # open while the app runs
@@ -130,7 +144,8 @@ class HookRoutes:
         """The host, Host/Origin, content-type and token checks, before any byte of the body
         is read: the refusal, or who holds the token."""
         if host not in HTTP_HOSTS:
-            return _refusal(404, f"no hooks over HTTP for {host[:64]!r}; hosts: {', '.join(HTTP_HOSTS)}")
+            named = one_line(host, NAME_CHARS)
+            return _refusal(404, self.book.render("hook_http_unknown_host", host=named, hosts=HTTP_HOSTS))
         refused = await self.check.validate_request(request, is_post=True)
         if refused is not None:
             return refused
@@ -139,7 +154,7 @@ class HookRoutes:
         if holder is None:
             return _refusal(
                 401,
-                "a hook needs Authorization: Bearer <token> (ESCALATION_AGENT_TOKEN)",
+                self.book.render("hook_http_no_token"),
                 **{"WWW-Authenticate": 'Bearer error="invalid_token"'},
             )
         return holder
@@ -157,43 +172,45 @@ class HookRoutes:
         try:
             out = await self._answer(host, request, holder.scope)
         except Refused as exc:
-            return _refusal(exc.status, f"{exc}; not recorded")
+            return _refusal(exc.status, self.book.render("hook_http_not_recorded", reason=str(exc)))
         except HookInputError as exc:
             return _refusal(400, str(exc))
         except StoreUnavailable as exc:
             # The store logs its outage once; the host's tool call proceeds.
-            return _refusal(503, f"{exc}; no decision", **{"Retry-After": "30"})
+            said = self.book.render("hook_http_no_decision", reason=str(exc))
+            return _refusal(503, said, **{"Retry-After": "30"})
         except Exception as exc:  # as in the hook process: never an answer the host misreads
             log.exception("hook event over HTTP failed")
             return _refusal(500, f"no decision: {type(exc).__name__}: {exc}")
         if out is None:
-            return _refusal(503, "the store is not open yet; no decision")
+            not_open = self.book.render("hook_http_store_not_open")
+            return _refusal(503, self.book.render("hook_http_no_decision", reason=not_open))
         return Response(out, status_code=200, media_type="application/json" if out else None)
 
     async def _answer(self, host: str, request: Request, scope: Scope | None) -> str | None:
         """The host's JSON for the event ("" for no decision); None while the store is closed.
         Raises ``OutOfScope`` for an event the token may not report."""
-        task = _task(request)
+        task = _task(request, self.book)
         if self.rt is None:
-            return None  # a refusal is worded from the runtime's prompts
+            return None
         refusal = scope.task_refusal(task) if scope else None
         if refusal:
-            raise OutOfScope(scope_refusal_words(self.rt.prompts, refusal, TASK_HEADER))  # before the body
+            raise OutOfScope(scope_refusal_words(self.book, refusal, TASK_HEADER))  # before the body
         try:
             raw = await _body(request, HOOK_BODY_BYTES)
         except ClientDisconnect as exc:  # gone, or closed for sending too slowly
-            raise HookInputError("the event ended before its body did; not recorded") from exc
+            raise Refused(self.book.render("hook_http_cut_short")) from exc
         if raw is None:
-            raise TooLarge(f"a hook event of at most {HOOK_BODY_BYTES} bytes")
+            raise TooLarge(self.book.render("hook_http_too_large", limit=HOOK_BODY_BYTES))
         triaged = prepare_remote(raw, self.settings, task, entry=host)
         if triaged is None:
             return ""
         refusal = scope.project_refusal(triaged.root) if scope else None
         if refusal:
-            raise OutOfScope(scope_refusal_words(self.rt.prompts, refusal, TASK_HEADER))
+            raise OutOfScope(scope_refusal_words(self.book, refusal, TASK_HEADER))
         triaged = triaged._replace(within=scope)
         # A remote agent has no spool of its own: its reports wait in this server's.
-        event = Spooled(host, raw.decode("utf-8"), {}, None, remote=True, task=_task(request))
+        event = Spooled(host, raw.decode("utf-8"), {}, None, remote=True, task=task)
         spool = Spool(spool_folder(self.settings.db_path, os.environ))
         out, said = await answer_or_keep(self.rt, self.settings, triaged, event, spool)
         if said:
@@ -205,11 +222,11 @@ def build_hook_app(
     settings: Settings, verifier: StaticTokenVerifier, security: TransportSecuritySettings
 ) -> Starlette:
     """The hook routes on the store ``settings`` name, opened for the app's lifetime."""
-    routes = HookRoutes(settings, verifier, security)
+    routes = HookRoutes(settings, verifier, security, prompt_book(settings))
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        async with open_runtime(settings) as rt:
+        async with open_runtime(settings, prompts=routes.book) as rt:
             routes.rt = rt
             try:
                 yield
