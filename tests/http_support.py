@@ -3,6 +3,7 @@ in a file), or the server a command builds, run in a thread of the test process.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import socket
@@ -28,6 +29,11 @@ SCRIPT = str(Path(sys.executable).parent / "mcp-server-escalation")
 AGENT_TOKEN = "agent-" + "a" * 40
 OPERATOR_TOKEN = "operator-" + "o" * 40
 TEST_TOKENS = {"ESCALATION_AGENT_TOKEN": AGENT_TOKEN, "ESCALATION_OPERATOR_TOKEN": OPERATOR_TOKEN}
+
+
+def token_digest(token: str) -> str:
+    """What a tokens file entry's ``sha256`` holds for ``token``."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def free_port() -> int:

@@ -10,7 +10,6 @@ console as a browser does.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import os
@@ -24,32 +23,28 @@ import httpx2
 
 from conftest import Agent
 from console_support import form_values
-from http_support import http_client, http_in_thread
+from http_support import http_client, http_in_thread, token_digest
 
 RUNNER = "runner-" + "3" * 40  # an agent's own token, without a scope
 ALICE = "alice-" + "1" * 40  # an operator without a scope
 CAROL = "carol-" + "7" * 40  # an operator who may see the shop's tasks only
 
 
-def _sha256(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 TOKENS = f"""
 [[tokens]]
 name = "ci-runner"
 role = "agent"
-sha256 = "{_sha256(RUNNER)}"
+sha256 = "{token_digest(RUNNER)}"
 
 [[tokens]]
 name = "alice"
 role = "operator"
-sha256 = "{_sha256(ALICE)}"
+sha256 = "{token_digest(ALICE)}"
 
 [[tokens]]
 name = "carol"
 role = "operator"
-sha256 = "{_sha256(CAROL)}"
+sha256 = "{token_digest(CAROL)}"
 projects = ["/srv/ci/shop"]
 task_prefixes = ["ci-shop-"]
 """

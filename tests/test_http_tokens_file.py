@@ -6,7 +6,6 @@ the SDK's client over streamable HTTP for the MCP tools, a plain HTTP client for
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -23,7 +22,15 @@ from mcp import MCPError, types
 from conftest import Agent
 from console_support import form_values
 from hooks_support import PYTEST_FAIL, bash_failure
-from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, http_client, http_in_thread
+from http_support import (
+    AGENT_TOKEN,
+    OPERATOR_TOKEN,
+    SCRIPT,
+    free_port,
+    http_client,
+    http_in_thread,
+    token_digest,
+)
 from in_process import run_main
 from mcp_server_escalation.adapters.http.auth import Holder, load_tokens
 
@@ -32,16 +39,12 @@ BOB = "bob-" + "2" * 40
 RUNNER = "runner-" + "3" * 40  # an agent's own token
 
 
-def sha256(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 # alice's entry holds the digest (what the docs recommend), bob's the token itself.
 TEAM = f"""
 [[tokens]]
 name = "alice"
 role = "operator"
-sha256 = "{sha256(ALICE)}"
+sha256 = "{token_digest(ALICE)}"
 
 [[tokens]]
 name = "bob"
@@ -51,7 +54,7 @@ token = "{BOB}"
 [[tokens]]
 name = "ci-runner"
 role = "agent"
-sha256 = "{sha256(RUNNER)}"
+sha256 = "{token_digest(RUNNER)}"
 """
 
 
@@ -208,22 +211,23 @@ BAD_FILES = (
     ),
     (
         f'[[tokens]]\nname = "alice"\nrole = "operator"\ntoken = "{ALICE}"\n\n'
-        f'[[tokens]]\nname = "bob"\nrole = "operator"\nsha256 = "{sha256(ALICE)}"\n',
+        f'[[tokens]]\nname = "bob"\nrole = "operator"\nsha256 = "{token_digest(ALICE)}"\n',
         "[[tokens]] entry 2 ('bob'), token: the same token as entry 1",
         ALICE,
     ),
     (
-        f'[[tokens]]\nname = "alice"\nrole = "admin"\nsha256 = "{sha256(ALICE)}"\n',
+        f'[[tokens]]\nname = "alice"\nrole = "admin"\nsha256 = "{token_digest(ALICE)}"\n',
         "[[tokens]] entry 1 ('alice'), role: must be 'agent' or 'operator'",
         ALICE,
     ),
     (
-        f'[[tokens]]\nname = "alice"\nrole = "operator"\ntoken = "{ALICE}"\nsha256 = "{sha256(ALICE)}"\n',
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\ntoken = "{ALICE}"\n'
+        f'sha256 = "{token_digest(ALICE)}"\n',
         "[[tokens]] entry 1 ('alice'), entry: give exactly one of token and sha256",
         ALICE,
     ),
     (
-        f'[[tokens]]\nname = "alice"\nrole = "operator"\nsha256 = "{sha256(ALICE)[:40]}"\n',
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\nsha256 = "{token_digest(ALICE)[:40]}"\n',
         "[[tokens]] entry 1 ('alice'), sha256: 64 hex digits",
         ALICE,
     ),
@@ -292,7 +296,7 @@ async def test_a_missing_tokens_file_is_refused_naming_its_variable(tmp_path: Pa
 async def test_a_tokens_file_of_agents_alone_serves_no_console_and_the_console_refuses_to_start(
     tmp_path: Path,
 ) -> None:
-    only_agents = f'[[tokens]]\nname = "ci-runner"\nrole = "agent"\nsha256 = "{sha256(RUNNER)}"\n'
+    only_agents = f'[[tokens]]\nname = "ci-runner"\nrole = "agent"\nsha256 = "{token_digest(RUNNER)}"\n'
     env = team_env(tmp_path, only_agents)
     with (
         http_in_thread(tmp_path, env=env) as port,
@@ -308,14 +312,14 @@ async def test_a_tokens_file_of_agents_alone_serves_no_console_and_the_console_r
 def test_one_person_may_hold_two_tokens_of_one_role_while_changing_over(tmp_path: Path) -> None:
     old, new = "old-" + "4" * 40, "new-" + "5" * 40
     two = (
-        f'[[tokens]]\nname = "alice"\nrole = "operator"\nsha256 = "{sha256(old)}"\n\n'
+        f'[[tokens]]\nname = "alice"\nrole = "operator"\nsha256 = "{token_digest(old)}"\n\n'
         f'[[tokens]]\nname = "alice"\nrole = "operator"\ntoken = "{new}"\n'
     )
     book = load_tokens(team_env(tmp_path, two))
 
     assert book.holder(old) == book.holder(new) == Holder("alice", "operator", personal=True)
     assert book.holder(new[:-1]) is None
-    assert book.holder(sha256(old)) is None, "the digest itself is no token"
+    assert book.holder(token_digest(old)) is None, "the digest itself is no token"
 
 
 SCOPED = "scoped-" + "4" * 40
@@ -339,7 +343,7 @@ SCOPED_TEAM = (
 [[tokens]]
 name = "ci-shop"
 role = "agent"
-sha256 = "{sha256(SCOPED)}"
+sha256 = "{token_digest(SCOPED)}"
 projects = ["/srv/ci/shop"]
 task_prefixes = ["ci-shop-"]
 """

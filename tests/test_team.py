@@ -6,7 +6,6 @@ tool call."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ import pytest
 
 from console_support import form_values
 from hooks_support import PYTEST_FAIL, bash_failure, no_grace, stop
-from http_support import AGENT_TOKEN, http_client, start_http, stop_http
+from http_support import AGENT_TOKEN, http_client, start_http, stop_http, token_digest
 
 
 async def _agent(url: str, task: str, paused: Callable[[int], object]) -> dict[str, Any]:
@@ -52,7 +51,7 @@ OPERATOR_OF = {"a": "bob", "b": "alice"}  # who answers the agent of each server
 def _tokens_file(folder: Path) -> Path:
     entries = [("agents", "agent", AGENT_TOKEN), *((name, "operator", t) for name, t in PEOPLE.items())]
     path = folder / "tokens.toml"
-    digest = {name: hashlib.sha256(token.encode()).hexdigest() for name, _, token in entries}
+    digest = {name: token_digest(token) for name, _, token in entries}
     path.write_text(
         "".join(
             f'[[tokens]]\nname = "{name}"\nrole = "{role}"\nsha256 = "{digest[name]}"\n'

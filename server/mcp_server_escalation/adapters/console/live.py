@@ -37,9 +37,7 @@ Ids = list[int]
 class LiveStreams:
     """Every open ``/events`` stream of this process, by session."""
 
-    def __init__(
-        self, is_live: Callable[[str], bool], scope_of: Callable[[str], Scope | None] = lambda _id: None
-    ) -> None:
+    def __init__(self, is_live: Callable[[str], bool], scope_of: Callable[[str], Scope | None]) -> None:
         self._is_live = is_live
         self._scope_of = scope_of  # a session's token scope: its streams hear of its tasks only
         self._streams: dict[str, dict[int, MemoryObjectSendStream[Ids]]] = {}
