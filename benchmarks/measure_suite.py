@@ -8,7 +8,7 @@ client spends compiling a validator for an output schema (``check_schema`` again
 Schema metaschema, once per tool and session). A server PostgreSQL starts daemonised, so its
 CPU is counted by no one.
 
-    python benchmarks/measure_suite.py [--top 25] [pytest arguments...]
+    python benchmarks/measure_suite.py [--top 25] [--rows FILE] [pytest arguments...]
 
 Not a test and not a timing the suite asserts: it says which modules to make cheaper.
 """
@@ -34,6 +34,7 @@ PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "suite_accounting", "-p", 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--top", type=int, default=25, help="modules listed, by CPU")
+    parser.add_argument("--rows", type=Path, help="also write every test's row here (JSON)")
     options, pytest_args = parser.parse_known_args()
     with tempfile.TemporaryDirectory(prefix="suite-accounting-") as folder:
         env = {**os.environ, "SUITE_ACCOUNTING": folder, "PYTHONPATH": str(HERE / "suite_plugin")}
@@ -50,6 +51,8 @@ def main() -> int:
         rows, schema_cpu, schema_checks = _read(Path(folder))
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     _report(rows, wall, cpu, schema_cpu, schema_checks, options.top)
+    if options.rows:
+        options.rows.write_text(json.dumps(rows))
     return run.returncode
 
 
@@ -65,19 +68,21 @@ def _read(folder: Path) -> tuple[list[list], float, int]:
 
 
 def _report(rows: list[list], wall: float, cpu: float, schema_cpu: float, checks: int, top: int) -> None:
-    modules: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0])
-    for nodeid, took, own, children in rows:
+    modules: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0])
+    for nodeid, took, own, children, schema in rows:
         module = modules[nodeid.split("::")[0]]
         module[0] += took
         module[1] += own
         module[2] += children
-        module[3] += 1
+        module[3] += schema
+        module[4] += 1
     print(f"{len(rows)} tests in {wall:.0f} s wall, {cpu:.0f} s CPU (the run's processes that ended)")
     print(f"SDK client checking output schemas: {schema_cpu:.0f} s CPU in {checks} checks")
-    print(f"{'CPU s':>7} {'own':>6} {'children':>8} {'wall s':>7} {'tests':>5}  module")
+    print(f"{'CPU s':>7} {'own':>6} {'schemas':>7} {'children':>8} {'wall s':>7} {'tests':>5}  module")
     ranked = sorted(modules.items(), key=lambda item: -(item[1][1] + item[1][2]))
-    for name, (took, own, children, count) in ranked[:top]:
-        print(f"{own + children:7.1f} {own:6.1f} {children:8.1f} {took:7.1f} {int(count):5d}  {name}")
+    for name, (took, own, children, schema, count) in ranked[:top]:
+        figures = f"{own + children:7.1f} {own:6.1f} {schema:7.1f} {children:8.1f} {took:7.1f}"
+        print(f"{figures} {int(count):5d}  {name}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,10 @@ adapters call, so it is a diagnostic, not a benchmark of record (the wrappers ad
 microseconds per statement). ``--cprofile DIR`` also writes one cProfile file per tool
 (``python -m pstats DIR/record_failure.prof``).
 
+``record_failure!`` is ``record_failure`` on a task that a repeated error has paused, the
+stuck agent's path of ``bench_user_paths.py`` (default thresholds: the third repeat pages a
+human, every later one refreshes the open escalation's evidence).
+
 ``get_feedback*`` is ``get_feedback`` on ``bench_feedback.py``'s heavy step (200 attempts,
 3 escalation cycles, 20 review findings), seeded into a store of its own (its cProfile file
 is ``get_feedback_heavy.prof``; ``--no-heavy`` skips it).
@@ -50,6 +54,7 @@ from mcp import Client
 import bench_feedback
 import noop_server
 from bench_stdio import ARGS, NO_ESCALATION
+from bench_user_paths import STUCK_ERROR
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.services import failures, feedback, progress
 from mcp_server_escalation.settings import Settings
@@ -66,6 +71,7 @@ SERVICES = (
     (feedback, "get_feedback"),
 )
 HEAVY = "get_feedback*"  # bench_feedback.py's heavy step: 200 attempts, 3 cycles, 20 findings
+PAUSED = "record_failure!"  # bench_user_paths.py's stuck agent: the same error on a paused task
 COLUMNS = ("call", "svc", "txn", "hop", "sql", "py", "out")
 
 
@@ -280,8 +286,22 @@ async def measure(
     if escalated:
         print(f"  note: {escalated} results escalated")
     if profiler and profile_dir:
-        profiler.dump_stats(profile_dir / f"{label.replace('*', '_heavy')}.prof")
+        profiler.dump_stats(profile_dir / f"{label.replace('*', '_heavy').replace('!', '_paused')}.prof")
     return entry
+
+
+async def _measure_paused(
+    client: Client, project: str, calls: int, warmup: int, base: float, profile_dir: Path | None
+) -> dict[str, Any]:
+    """``record_failure`` repeated on a task its repeated error paused (``bench_user_paths.py``)."""
+    arguments = {"task_id": "stuck", "message": STUCK_ERROR}
+    await client.call_tool("start_task", {"title": "stuck", "task_id": "stuck", "project": project})
+    for _ in range(3):
+        said = await client.call_tool("record_failure", arguments)
+    if (said.structured_content or {}).get("directive") != "pause":
+        raise RuntimeError(f"the repeated error did not pause the task: {said.content}")
+    same = lambda _i: arguments  # noqa: E731 (the stuck agent sends the same report each time)
+    return await measure(client, "record_failure", same, calls, warmup, base, profile_dir, PAUSED)
 
 
 async def run(
@@ -318,6 +338,7 @@ async def run(
                 esc, tool, lambda i, make=make: make(task_id, i), calls, warmup, base, profile_dir
             )
             report["tools"][tool] = entry
+        report["tools"][PAUSED] = await _measure_paused(esc, project, calls, warmup, base, profile_dir)
         if heavy_db:
             heavy = build_server(Settings.from_sources(db=heavy_db, config=None, role="agent", prompts=None))
             async with Client(heavy, mode=mode) as esc_heavy:  # type: ignore[arg-type]

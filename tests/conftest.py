@@ -156,8 +156,9 @@ def private_relay_sockets() -> Iterator[Path]:
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: three workers for two cores. A worker often waits (on a server process it
-    started, a PostgreSQL query, a webhook's timeout), and a third keeps both cores busy:
-    168 s for the suite on 2 cores against 181 s with two workers and 181 s with four."""
+    started, a PostgreSQL query, a webhook's timeout), and a third keeps both cores busy: on
+    2 cores, 274 s for the suite against 291 s with four workers
+    (``benchmarks/measure_suite.py`` says where the time goes)."""
     return max(1, (os.cpu_count() or 1) * 3 // 2)
 
 

@@ -1,5 +1,6 @@
-"""The pytest plugin of ``benchmarks/measure_suite.py``: per test, its wall time and the CPU
-of this worker and of its finished children; in all, the SDK client's output-schema checks.
+"""The pytest plugin of ``benchmarks/measure_suite.py``: per test, its wall time, the CPU of
+this worker and of its finished children, and the CPU of the SDK client's output-schema
+checks (which a test pays once per tool and client session).
 Written to ``$SUITE_ACCOUNTING/<pid>.json`` when the worker's session ends."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from jsonschema.validators import Draft202012Validator
 
-_tests: list[tuple[str, float, float, float]] = []
+_tests: list[tuple[str, float, float, float, float]] = []
 _schema = {"cpu": 0.0, "checks": 0}
 _check_schema = Draft202012Validator.check_schema.__func__  # type: ignore[attr-defined]
 
@@ -41,6 +42,7 @@ def _cpu(who: int) -> float:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     own, children, started = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN), time.perf_counter()
+    schema = _schema["cpu"]
     yield
     _tests.append(
         (
@@ -48,6 +50,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
             time.perf_counter() - started,
             _cpu(resource.RUSAGE_SELF) - own,
             _cpu(resource.RUSAGE_CHILDREN) - children,
+            _schema["cpu"] - schema,
         )
     )
 
