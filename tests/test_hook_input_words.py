@@ -20,6 +20,7 @@ import httpx2
 from hooks_support import bash_failure, claude, hook, hook_process
 from http_support import AGENT_TOKEN, TEST_TOKENS, http_in_thread, start_http, stop_http
 from mcp_server_escalation.datafiles import data_dir
+from mcp_server_escalation.hooks.spool import Spool, Spooled, spool_folder
 
 PREFIX = "mcp-server-escalation hook: "
 LONG_NAME = "Note\nfication " + "x" * 200  # sent on two lines, and longer than a line may be
@@ -125,3 +126,16 @@ async def test_a_server_failure_is_a_500_in_words_and_the_error_goes_to_the_log(
     logged = " ".join(log.read_text(encoding="utf-8").split())  # its lines wrapped to a width
     assert "hook event over HTTP failed" in logged
     assert "no such table: tasks" in logged  # the operator's log has the error, the body does not
+
+
+async def test_a_spooled_event_that_cannot_be_used_is_removed_with_words_in_the_log(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    state = {"XDG_STATE_HOME": str(tmp_path / "state"), "ESCALATION_HOOK_RELAY": "off"}
+    folder = spool_folder(db, state)
+    Spool(folder).keep(Spooled("claude-code", "{not json", {}, str(tmp_path)))  # spooled, then damaged
+    report = bash_failure("npm test", "Error: boom", "toolu_after_spool")
+    run = await hook_process("claude-code", report, db=db, tmp=tmp_path, **state)
+    said = "can no longer be handled (malformed JSON in the event at line 1, column 2; ignored); removed"
+    assert (run.returncode, run.stdout) == (0, "")
+    assert said in run.stderr  # the hook's log is its stderr, one line
+    assert list(folder.glob("*.json")) == []
