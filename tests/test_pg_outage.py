@@ -549,3 +549,28 @@ def test_hook_events_posted_over_http_wait_in_the_servers_spool(
     assert back.status_code == 200
     assert _hook_rows(crash_url)[0] == ["post:toolu_remote_0", "post:toolu_remote_1"]
     assert "Traceback" not in log.read_text(encoding="utf-8")
+
+
+def test_an_event_over_http_the_store_cannot_take_is_a_503_in_words_not_the_databases(
+    tmp_path: Path, crash_pg: pg.PgServer, crash_url: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    process, port, log = start_http(tmp_path, "--db", crash_url, env=env, wait_seconds=START_SECONDS)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {AGENT_TOKEN}"}
+    pre_tool = {**bash_failure("pytest", "boom", "toolu_pre"), "hook_event_name": "PreToolUse"}
+    try:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as host:
+            pg.stop_fast(crash_pg)
+            try:
+                down = host.post("/hooks/claude-code", content=json.dumps(pre_tool))
+            finally:
+                pg.start_again(crash_pg)
+    finally:
+        stop_http(process)
+
+    # A check before a tool call is no report to spool: no decision, said in the prompts' words;
+    # what the database said, and where it is, go to the operator's log only.
+    said = "the store is not answering; nothing was recorded; no decision\n"
+    assert (down.status_code, down.text, down.headers["retry-after"]) == (503, said, "30")
+    assert "is unavailable (" in log.read_text(encoding="utf-8")

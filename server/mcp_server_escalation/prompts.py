@@ -271,6 +271,20 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "hook_http_store_not_open": [],
         "hook_http_not_recorded": ["reason"],
         "hook_http_no_decision": ["reason"],
+        "hook_http_failed": [],
+        "hook_http_store_down": [],
+        "hook_http_store_down_maybe_recorded": [],
+        # why a hook event cannot be used (rules/wording/hook_input.py): the command hook's
+        # stderr, the relay's, the hook route's 400
+        "hook_input_too_large": ["limit"],
+        "hook_input_not_utf8": ["byte"],
+        "hook_input_malformed_json": ["line", "column"],
+        "hook_input_too_deep": [],
+        "hook_input_unreadable": [],
+        "hook_input_not_object": [],
+        "hook_input_no_cwd": ["limit"],
+        "hook_input_unknown_event": ["event"],
+        "hook_input_unnamed_event": [],
         # the console's page while the store does not answer (adapters/console/app.py)
         "console_title_unavailable": [],
         "console_store_unavailable": ["store", "reason"],

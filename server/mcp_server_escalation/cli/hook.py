@@ -38,6 +38,7 @@ from ..settings import Settings
 SCRIPT_NAMES = ("mcp-server-escalation", "mcp-server-escalation.exe")
 
 if TYPE_CHECKING:
+    from ..hooks.dispatch import HookInputError
     from ..hooks.triage import Triaged
 
 
@@ -144,13 +145,24 @@ async def _answer(settings: Settings, entry: str, triaged: Triaged, raw: bytes) 
         return "", kept_or_raise(exc, triaged, event, spool)
 
 
+def _input_words(settings: Settings, exc: HookInputError) -> str:
+    """Why the event cannot be used, worded from the settings' prompts (loaded only now)."""
+    from ..rules.wording.hook_input import hook_input_words  # noqa: PLC0415
+    from ..services.runtime import prompt_book  # noqa: PLC0415
+
+    return hook_input_words(prompt_book(settings), exc.problem)
+
+
 def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> tuple[str, str]:
     """The JSON to print for one raw event ("" for no decision) and a line for stderr ("" for
-    none); raises on any problem."""
-    from ..hooks.dispatch import prepare  # noqa: PLC0415
+    none); raises on any problem but an event it cannot use, which it says in the prompts' words."""
+    from ..hooks.dispatch import HookInputError, prepare  # noqa: PLC0415
 
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
-    triaged = prepare(raw, settings, os.environ, entry=entry)
+    try:
+        triaged = prepare(raw, settings, os.environ, entry=entry)
+    except HookInputError as exc:
+        return "", _input_words(settings, exc)
     if triaged is None:
         return "", ""
     import anyio  # noqa: PLC0415 (a read never starts an event loop)
@@ -160,13 +172,10 @@ def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> tuple[str,
 
 def run_hook(entry: str, args: argparse.Namespace) -> int:
     """Handle one event from stdin; always exit 0 (see the module docstring)."""
-    from ..hooks.dispatch import MAX_INPUT_BYTES, HookInputError  # noqa: PLC0415
+    from ..hooks.dispatch import MAX_INPUT_BYTES  # noqa: PLC0415
 
     try:
         output, said = handle_event(entry, sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), args)
-    except HookInputError as exc:
-        _warn(str(exc))
-        return 0
     except Exception as exc:  # noqa: BLE001 (the top level of a hook: a failure must never block the host)
         _warn(f"no decision: {type(exc).__name__}: {exc}")
         return 0

@@ -20,6 +20,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from ..models.limits import PATH_MAX
+from ..rules.wording.hook_input import InputProblem
 from .events import HookEvent, loads_valid
 from .plan import usable_path
 from .protocol import encode_answer, parse_payload
@@ -36,7 +37,12 @@ HTTP_PATH = "/hooks/"
 
 
 class HookInputError(Exception):
-    """The event cannot be handled; the host gets no decision."""
+    """The event cannot be handled; the host gets no decision. It carries the facts
+    (``problem``); the words are ``rules/wording/hook_input.py``'s, from the prompts."""
+
+    def __init__(self, problem: InputProblem) -> None:
+        super().__init__(problem.problem)
+        self.problem = problem
 
 
 def warning(text: str) -> str:
@@ -46,13 +52,19 @@ def warning(text: str) -> str:
 
 def _payload(raw: bytes) -> dict[str, object]:
     if len(raw) > MAX_INPUT_BYTES:
-        raise HookInputError(f"event larger than {MAX_INPUT_BYTES} bytes; ignored")
+        raise HookInputError(InputProblem("too_large", limit=MAX_INPUT_BYTES))
     try:
         payload = loads_valid(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise HookInputError(f"malformed JSON on stdin ({exc}); ignored") from exc
+    except UnicodeDecodeError as exc:
+        raise HookInputError(InputProblem("not_utf8", byte=exc.start + 1)) from exc
+    except json.JSONDecodeError as exc:
+        raise HookInputError(InputProblem("malformed_json", line=exc.lineno, column=exc.colno)) from exc
+    except RecursionError as exc:  # nested deeper than the parser goes
+        raise HookInputError(InputProblem("too_deep")) from exc
+    except ValueError as exc:  # JSON, but a value Python refuses (an integer of 5,000 digits)
+        raise HookInputError(InputProblem("unreadable")) from exc
     if not isinstance(payload, dict):
-        raise HookInputError("the event is not a JSON object; ignored")
+        raise HookInputError(InputProblem("not_object"))
     return payload
 
 
@@ -84,18 +96,20 @@ def prepare_remote(
     event = _event(raw, entry)
     root = usable_path(event.cwd)
     if root is None or not PurePosixPath(root).is_absolute():
-        raise HookInputError(
-            f"cwd: the event names no absolute working directory (a path starting with / of at "
-            f"most {PATH_MAX} characters); a remote agent's project is its cwd; no decision"
-        )
+        raise HookInputError(InputProblem("no_cwd", limit=PATH_MAX))
     env = {"ESCALATION_TASK": task} if task else {}
     return _for_store(triage(event, settings.hooks, env, root), settings)
 
 
 def _event(raw: bytes, entry: str) -> HookEvent:
-    event = parse_payload(_payload(raw), entry)
+    payload = _payload(raw)
+    event = parse_payload(payload, entry)
     if event.kind == "unknown":
-        raise HookInputError(f"event {event.name[:64]!r} is not one this hook handles; no decision")
+        # The name as sent (the event's own is cut short unmarked); the words clip it visibly.
+        named = payload.get("hook_event_name")
+        raise HookInputError(
+            InputProblem("unknown_event", name=named[:1024] if isinstance(named, str) else "")
+        )
     return event
 
 

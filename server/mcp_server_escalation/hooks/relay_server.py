@@ -52,6 +52,7 @@ from anyio.abc import SocketListener, SocketStream
 
 from ..errors import ConfigError
 from ..locations import is_database_url
+from ..rules.wording.hook_input import hook_input_words
 from ..services.background import alongside
 from ..services.runtime import Runtime
 from ..settings import FileStamp, LoadedConfig, Settings, config_path
@@ -171,8 +172,8 @@ async def respond(
             out, said = await answer_or_keep(rt, settings, triaged, event, spool)
             stdout = out + "\n" if out else ""
             stderr = warning(said) if said else ""
-    except HookInputError as exc:
-        stderr = warning(str(exc))
+    except HookInputError as exc:  # the relay answers for these settings' prompts only
+        stderr = warning(hook_input_words(rt.prompts, exc.problem))
     except Exception as exc:  # as in the hook process: never break the host
         log.exception("relayed hook event failed")
         stderr = warning(f"no decision: {type(exc).__name__}: {exc}")

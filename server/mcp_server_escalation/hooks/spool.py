@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import StoreUnavailable
 from ..locations import FOLDER
+from ..rules.wording.hook_input import hook_input_words
 from .dispatch import HookInputError, answer, prepare, prepare_remote
 from .triage import Triaged
 
@@ -160,7 +161,8 @@ async def replay(rt: Runtime, settings: Settings, spool: Spool, seconds: float =
         try:
             triaged = event.triaged(settings)
         except HookInputError as exc:
-            log.warning("hook spool: %s can no longer be handled (%s); removed", path.name, exc)
+            said = hook_input_words(rt.prompts, exc.problem)
+            log.warning("hook spool: %s can no longer be handled (%s); removed", path.name, said)
             triaged = None
         if triaged is not None:
             await answer(rt, event.entry, triaged, settings)  # the answer is moot now

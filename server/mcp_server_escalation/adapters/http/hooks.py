@@ -52,6 +52,7 @@ from ...models.limits import TASK_ID_PATTERN
 from ...prompts import PromptBook
 from ...rules.bounds.token_scope import Scope
 from ...rules.reading.salient import one_line
+from ...rules.wording.hook_input import hook_input_words
 from ...rules.wording.scope_refusals import scope_refusal_words
 from ...services.runtime import Runtime, open_runtime, prompt_book
 from ...settings import Settings
@@ -174,14 +175,18 @@ class HookRoutes:
         except Refused as exc:
             return _refusal(exc.status, self.book.render("hook_http_not_recorded", reason=str(exc)))
         except HookInputError as exc:
-            return _refusal(400, str(exc))
+            return _refusal(400, hook_input_words(self.book, exc.problem))
         except StoreUnavailable as exc:
-            # The store logs its outage once; the host's tool call proceeds.
-            said = self.book.render("hook_http_no_decision", reason=str(exc))
+            # The host's tool call proceeds. Where the store is and what the database said
+            # are the operator's to read, in the log; the host's user reads words.
+            log.warning("hook event over HTTP: no decision: %s", exc)
+            down = "hook_http_store_down" if exc.recorded is False else "hook_http_store_down_maybe_recorded"
+            said = self.book.render("hook_http_no_decision", reason=self.book.render(down))
             return _refusal(503, said, **{"Retry-After": "30"})
-        except Exception as exc:  # as in the hook process: never an answer the host misreads
+        except Exception:  # as in the hook process: never an answer the host misreads
             log.exception("hook event over HTTP failed")
-            return _refusal(500, f"no decision: {type(exc).__name__}: {exc}")
+            failed = self.book.render("hook_http_failed")
+            return _refusal(500, self.book.render("hook_http_no_decision", reason=failed))
         if out is None:
             not_open = self.book.render("hook_http_store_not_open")
             return _refusal(503, self.book.render("hook_http_no_decision", reason=not_open))
