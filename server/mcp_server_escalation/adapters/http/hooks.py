@@ -178,8 +178,9 @@ class HookRoutes:
             return _refusal(400, hook_input_words(self.book, exc.problem))
         except StoreUnavailable as exc:
             # The host's tool call proceeds. Where the store is and what the database said
-            # are the operator's to read, in the log; the host's user reads words.
-            log.warning("hook event over HTTP: no decision: %s", exc)
+            # are the operator's to read: the store logs its outage once (a line per refused
+            # event would flood the log for as long as the outage lasts); the host's user
+            # reads words.
             down = "hook_http_store_down" if exc.recorded is False else "hook_http_store_down_maybe_recorded"
             said = self.book.render("hook_http_no_decision", reason=self.book.render(down))
             return _refusal(503, said, **{"Retry-After": "30"})
