@@ -16,6 +16,7 @@ from ..models.escalations import Escalation, EscalationResponse
 from ..models.limits import ENDED_STATUSES, Role
 from ..models.results import ResolveResult
 from ..models.tasks import Task
+from ..store import escalation_lookups
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
@@ -121,7 +122,7 @@ def _record_answer(
     escalation = load_escalation(conn, escalation_id)
     if response_type == "terminate":
         # The agent is stopped: its other open questions can no longer be acted on.
-        for other in escalation_store.pending_for_task(conn, task.task_id):
+        for other in escalation_lookups.pending_for_task(conn, task.task_id):
             escalation_store.close_unanswered(conn, other.escalation_id, "agent_terminated", now)
     return ResolveResult(escalation=escalation, task_status=task.status)
 

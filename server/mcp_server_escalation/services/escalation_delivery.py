@@ -18,6 +18,7 @@ from ..models.limits import ENDED_STATUSES, WAIT_MAX_SECONDS, Directive
 from ..models.results import AcknowledgeResult, EscalationResult
 from ..models.tasks import Task
 from ..rules.decide.triggers import COUNTER_RESET_ON_ACK, budget_resets
+from ..store import escalation_lookups
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
@@ -46,7 +47,7 @@ async def _wait_for_change(
     started = anyio.current_time()
     deadline, next_progress = started + whole, started + PROGRESS_SECONDS
     while True:
-        state = await rt.db.read(lambda conn: escalation_store.response_state(conn, escalation_id))
+        state = await rt.db.read(lambda conn: escalation_lookups.response_state(conn, escalation_id))
         if state is None or state[0] != "pending":
             return
         now = anyio.current_time()
@@ -76,7 +77,7 @@ async def get_escalation(
     still at that revision the answer leaves the record out (a waiting agent polls it every
     30 s, and each whole record went into its context again); any change sends it whole.
     """
-    current = await rt.db.read(lambda conn: escalation_store.get_ref(conn, escalation_id))
+    current = await rt.db.read(lambda conn: escalation_lookups.get_ref(conn, escalation_id))
     if current is None:
         raise NotFound("escalation_id", escalation_id, "list_escalations shows the ids.")
     if known_revision is not None and known_revision > current.revision:
@@ -90,7 +91,7 @@ async def get_escalation(
     now = rt.now()
 
     def work(conn: Conn) -> EscalationResult:
-        named = escalation_store.get_ref(conn, escalation_id)
+        named = escalation_lookups.get_ref(conn, escalation_id)
         if named is None:
             raise NotFound("escalation_id", escalation_id, "list_escalations shows the ids.")
         if named.revision == known_revision:
@@ -125,7 +126,7 @@ def _whole(
 def _unchanged(rt: Runtime, conn: Conn, named: EscalationRef) -> EscalationResult:
     """The compact answer of a poll that finds nothing new: status, revision, what to do."""
     escalation_id = named.escalation_id
-    task_id = escalation_store.task_of(conn, escalation_id)
+    task_id = escalation_lookups.task_of(conn, escalation_id)
     task = load_task(conn, task_id)
     directed = direct(rt, conn, task)
     message = directed.message

@@ -15,6 +15,7 @@ from ..models.limits import ENDED_STATUSES
 from ..models.results import ListEscalationsResult
 from ..models.tasks import Task
 from ..rules.bounds.token_scope import Scope
+from ..store import escalation_lists
 from ..store import escalations as escalation_store
 from ..store.sql import Conn
 from .firing import direct
@@ -91,10 +92,10 @@ async def list_escalations(
 
     def work(conn: Conn) -> tuple[list[Escalation], int]:
         if within is None:
-            return escalation_store.list_escalations(conn, status=status, task_id=task_id, limit=limit)
-        listed = escalation_store.tasks_listed(conn, status=status, task_id=task_id)
+            return escalation_lists.list_escalations(conn, status=status, task_id=task_id, limit=limit)
+        listed = escalation_lists.tasks_listed(conn, status=status, task_id=task_id)
         kept = [number for number, task, project in listed if within.admits(task, project)]
         return [load_escalation(conn, number) for number in kept[:limit]], len(kept)
 
     found, total = await rt.db.read(work)
-    return ListEscalationsResult(escalations=[escalation_store.summary(e) for e in found], total=total)
+    return ListEscalationsResult(escalations=[escalation_lists.summary(e) for e in found], total=total)
