@@ -1,10 +1,11 @@
-"""An escalation as it is read: loaded, shown to the operator, told to the agent, listed.
+"""An escalation as it is read: loaded, shown to the operator, told to the agent.
 
 Reading delivers nothing: only ``get_escalation`` marks an answer delivered
 (services/escalation_delivery.py). The rest of the human-response loop lives beside this
 module, one job each: the agent raises a question (escalation_raising), a human answers it
 (escalation_answers, with the checks an answer passes in escalation_answer_checks), the
-agent receives and acknowledges the answer (escalation_delivery).
+agent receives and acknowledges the answer (escalation_delivery); lists are in
+escalation_lists.
 """
 
 from __future__ import annotations
@@ -12,10 +13,7 @@ from __future__ import annotations
 from ..errors import NotFound
 from ..models.escalations import Escalation
 from ..models.limits import ENDED_STATUSES
-from ..models.results import ListEscalationsResult
 from ..models.tasks import Task
-from ..rules.bounds.token_scope import Scope
-from ..store import escalation_lists
 from ..store import escalations as escalation_store
 from ..store.sql import Conn
 from .firing import direct
@@ -77,25 +75,3 @@ def escalation_message(rt: Runtime, escalation: Escalation, task: Task, fallback
         escalation_id=escalation.escalation_id,
         status=escalation.status,
     )
-
-
-async def list_escalations(
-    rt: Runtime,
-    *,
-    status: str = "pending",
-    task_id: str | None = None,
-    limit: int = 20,
-    within: Scope | None = None,
-) -> ListEscalationsResult:
-    """Escalation summaries, newest first, with the total that match; ``within``: only those
-    of the tasks a scoped token may see (None: every task's)."""
-
-    def work(conn: Conn) -> tuple[list[Escalation], int]:
-        if within is None:
-            return escalation_lists.list_escalations(conn, status=status, task_id=task_id, limit=limit)
-        listed = escalation_lists.tasks_listed(conn, status=status, task_id=task_id)
-        kept = [number for number, task, project in listed if within.admits(task, project)]
-        return [load_escalation(conn, number) for number in kept[:limit]], len(kept)
-
-    found, total = await rt.db.read(work)
-    return ListEscalationsResult(escalations=[escalation_lists.summary(e) for e in found], total=total)

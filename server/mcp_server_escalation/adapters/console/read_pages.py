@@ -14,7 +14,7 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 from ...errors import InvalidInput, NotFound
 from ...rules.decide.triggers import COUNTER_LIMITS
 from ...rules.wording.words import kind_words
-from ...services import escalations, guidance, reports, tasks, verdicts
+from ...services import escalation_lists, escalations, guidance, reports, tasks, verdicts
 from ...services.operator_queue import QueueFilter, queue, read_place, told_when_fired
 from . import charts, queue_view
 from .base import ConsoleBase
@@ -121,7 +121,7 @@ class ReadPages(ConsoleBase):
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
-        found = await escalations.list_escalations(
+        found = await escalation_lists.list_escalations(
             self.rt, status="resolved", limit=ANSWERED_SHOWN, within=session.scope
         )
         return self._page(request, "answered.html", "Answered", session, rows=found.escalations)

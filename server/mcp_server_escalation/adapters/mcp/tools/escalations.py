@@ -23,7 +23,7 @@ from ....models.results import (
     RaiseEscalationResult,
     ResolveResult,
 )
-from ....services import escalation_answers, escalation_delivery, escalation_raising, escalations
+from ....services import escalation_answers, escalation_delivery, escalation_lists, escalation_raising
 from ..waits import fitted_wait
 from .call import DESTRUCTIVE, IDEMPOTENT_WRITE, READ, WRITE, Served, ToolCall
 
@@ -91,7 +91,7 @@ async def list_escalations(
     limit: Annotated[int, Field(ge=1, le=200)] = 20,
 ) -> ListEscalationsResult:
     """Escalation summaries, newest first."""
-    return await escalations.list_escalations(
+    return await escalation_lists.list_escalations(
         call.runtime, status=status, task_id=task_id, limit=limit, within=call.scope()
     )
 
