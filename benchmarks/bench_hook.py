@@ -61,7 +61,7 @@ PROJECT = "/bench/project"
 IMPORT_FLOOR = (
     "import anyio, mcp_server_escalation.cli, mcp_server_escalation.settings, "
     "mcp_server_escalation.services.progress, mcp_server_escalation.services.failures, "
-    "mcp_server_escalation.services.escalations, mcp_server_escalation.services.runtime"
+    "mcp_server_escalation.services.escalation_delivery, mcp_server_escalation.services.runtime"
 )
 
 

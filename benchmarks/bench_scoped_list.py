@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 
 from mcp_server_escalation.rules.bounds.token_scope import Scope
-from mcp_server_escalation.services import escalations, tasks
+from mcp_server_escalation.services import escalation_lists, escalation_raising, tasks
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
 
@@ -30,7 +30,7 @@ async def timed(rt: Runtime, within: Scope | None, reps: int) -> float:
     took = []
     for _ in range(reps):
         began = time.perf_counter()
-        listed = await escalations.list_escalations(rt, status="pending", limit=20, within=within)
+        listed = await escalation_lists.list_escalations(rt, status="pending", limit=20, within=within)
         took.append(time.perf_counter() - began)
         assert len(listed.escalations) == 20
     return statistics.median(took)
@@ -43,7 +43,7 @@ async def main(count: int, reps: int) -> None:
             for n in range(count):
                 task_id = f"{'mine' if n % 10 == 0 else 'other'}-{n}"
                 await tasks.start_task(rt, title=task_id, task_id=task_id)
-                await escalations.raise_escalation(rt, task_id=task_id, reason="Which database?")
+                await escalation_raising.raise_escalation(rt, task_id=task_id, reason="Which database?")
             unscoped = await timed(rt, None, reps)
             scoped = await timed(rt, Scope(task_prefixes=("mine-",)), reps)
     print(f"| {count:,} pending escalations | median list of 20 | ratio to unscoped |")

@@ -58,7 +58,7 @@ from typing import Any, NamedTuple
 from mcp_server_escalation.hooks.dispatch import answer, prepare
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
-from mcp_server_escalation.store import escalations as escalation_store
+from mcp_server_escalation.store import escalation_lookups
 from mcp_server_escalation.store import tasks as task_store
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -354,7 +354,7 @@ async def _pause(rt: Runtime, project: str, step: int, output: str) -> Pause:
     def read(conn: Any) -> Pause:
         task = task_store.latest_active_in_project(conn, project)
         assert task is not None, f"{project}: denied without a task"
-        held = escalation_store.blocking_open(conn, task.task_id)
+        held = escalation_lookups.blocking_open(conn, task.task_id)
         assert held is not None, f"{project}: denied without an escalation"
         summary = held.triggers[-1].summary if held.triggers else ""
         return Pause(

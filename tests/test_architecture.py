@@ -285,3 +285,44 @@ def test_the_sql_and_wording_checkers_themselves_name_what_they_find(tmp_path: P
     assert _offenders({"services/x.py": ["imports json", "imports sqlite3"], "cli/a.py": ["SQL 'x'"]}) == (
         "cli/a.py: SQL 'x'\nservices/x.py: imports json, imports sqlite3"
     )
+
+
+# Most modules stay under ~300 lines (docs/architecture.md); past this a module holds more than one job.
+MODULE_LINES_MAX = 500
+# The few modules allowed past it, each with why. An allowance a module no longer needs fails
+# below, so the list only ever shrinks.
+LONG_MODULES: dict[str, str] = {
+    "store/migrations.py": "the schema's SQL text frozen per migration: a shipped one is never edited",
+    "cli/demo.py": "one story told in order (fail, escalate, answer, refuse, feedback) by three processes",
+    "cli/__init__.py": "every subcommand's parser beside the serve fast path; to be parted by command",
+}
+
+
+def _line_count(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def _too_long(lines_by_module: dict[str, int]) -> str:
+    """The modules past the limit and not allowed it, each with its length; empty when none."""
+    over = sorted(
+        (name, lines)
+        for name, lines in lines_by_module.items()
+        if lines > MODULE_LINES_MAX and name not in LONG_MODULES
+    )
+    return ", ".join(f"{name} ({lines} lines)" for name, lines in over)
+
+
+def test_no_module_is_longer_than_500_lines_but_the_few_allowed_with_why() -> None:
+    lines_by_module = {path.relative_to(PACKAGE).as_posix(): _line_count(path) for path in _modules()}
+    too_long = _too_long(lines_by_module)
+    assert not too_long, (
+        f"modules over {MODULE_LINES_MAX} lines (part each by what it does, or allow it in "
+        f"LONG_MODULES with why): {too_long}"
+    )
+    not_long = sorted(name for name in LONG_MODULES if lines_by_module.get(name, 0) <= MODULE_LINES_MAX)
+    assert not not_long, f"allowed in LONG_MODULES but no longer over the limit: {', '.join(not_long)}"
+
+
+def test_the_length_checker_itself_names_each_long_module_and_its_length() -> None:
+    found = _too_long({"services/big.py": 709, "store/migrations.py": 900, "services/small.py": 120})
+    assert found == "services/big.py (709 lines)"

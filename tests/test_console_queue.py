@@ -19,7 +19,7 @@ from console_support import RunningConsole, console_in_thread, logged_in
 from mcp_server_escalation.errors import InvalidInput
 from mcp_server_escalation.models.escalations import QueuePlace
 from mcp_server_escalation.rules.bounds.token_scope import Scope
-from mcp_server_escalation.services import escalations, tasks
+from mcp_server_escalation.services import escalation_answers, escalation_delivery, escalation_raising, tasks
 from mcp_server_escalation.services.operator_queue import (
     QUEUE_PAGE,
     QueueFilter,
@@ -45,13 +45,13 @@ async def rt() -> AsyncIterator[Runtime]:
 async def ask(rt: Runtime, task_id: str, agent: str = "agent", project: str = "/work/web") -> int:
     """A question raised on a task of its own; its id."""
     await tasks.start_task(rt, title=task_id, task_id=task_id, agent_id=agent, project=project)
-    raised = await escalations.raise_escalation(rt, task_id=task_id, reason=f"Question of {task_id}")
+    raised = await escalation_raising.raise_escalation(rt, task_id=task_id, reason=f"Question of {task_id}")
     assert raised.escalation is not None
     return raised.escalation.escalation_id
 
 
 async def answer(rt: Runtime, escalation_id: int) -> None:
-    await escalations.resolve_escalation(
+    await escalation_answers.resolve_escalation(
         rt, escalation_id=escalation_id, response_type="guidance", content="Go on.", role="operator"
     )
 
@@ -77,7 +77,7 @@ async def test_pages_hold_pending_then_unacknowledged_answers_newest_first_and_s
     for answered in ids[:4]:
         await answer(rt, answered)
     for acknowledged in ids[:2]:
-        await escalations.acknowledge_response(rt, escalation_id=acknowledged)
+        await escalation_delivery.acknowledge_response(rt, escalation_id=acknowledged)
     pending = ids[4:][::-1]
     unacknowledged = [ids[3], ids[2]]
 
@@ -257,7 +257,7 @@ def test_a_thousand_escalations_count_with_a_thousands_separator(tmp_path: Path)
     async def fill() -> None:
         async with open_runtime(Settings(db_path=str(tmp_path / "console.db"), project_root="/p")) as opened:
             await tasks.start_task(opened, title="many", task_id="many")
-            raised = await escalations.raise_escalation(
+            raised = await escalation_raising.raise_escalation(
                 opened, task_id="many", reason="Question 0", blocking=False
             )
             first = raised.escalation

@@ -23,7 +23,14 @@ from mcp_server_escalation.models.failures import FailureReport
 from mcp_server_escalation.models.thresholds import ThresholdOverrides
 from mcp_server_escalation.rules.bounds.token_scope import Scope
 from mcp_server_escalation.rules.guidance import fts, ranking
-from mcp_server_escalation.services import copying, escalations, failures, guidance, tasks
+from mcp_server_escalation.services import (
+    copying,
+    escalation_lists,
+    escalation_raising,
+    failures,
+    guidance,
+    tasks,
+)
 from mcp_server_escalation.services.runtime import Runtime, open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import failures as failure_store
@@ -335,8 +342,8 @@ async def test_a_scoped_tokens_lists_are_the_same_on_both_backends(tmp_path: Pat
             for task_id in ("a1", "b1", "a2"):  # one project: b1 is outside the scope by its id
                 await tasks.start_task(rt, title="t", task_id=task_id, thresholds=BIG)
                 await failures.record_failure(rt, FailureReport(task_id=task_id, **report))
-                await escalations.raise_escalation(rt, task_id=task_id, reason="Which module?")
-            page = await escalations.list_escalations(rt, status="all", limit=1, within=within)
+                await escalation_raising.raise_escalation(rt, task_id=task_id, reason="Which module?")
+            page = await escalation_lists.list_escalations(rt, status="all", limit=1, within=within)
             listed.append(([s.task_id for s in page.escalations], page.total))
             answer = await guidance.get_guidance(rt, task_id="a1", scope="project", within=within)
             found.append(sorted(i.task_id for i in answer.items))

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import FakeClock, connect
-from mcp_server_escalation.services import escalations, notifiers, tasks
+from mcp_server_escalation.services import escalation_answers, escalation_raising, notifiers, tasks
 from mcp_server_escalation.services.notifiers import DeliveryFailed, configured
 from mcp_server_escalation.services.notify import Outbox
 from mcp_server_escalation.services.runtime import open_runtime
@@ -295,13 +295,13 @@ async def test_pending_escalations_are_renotified_every_renotify_minutes(
     async with open_runtime(settings, clock) as rt:
         outbox = Outbox(rt, configured(notify))
         await tasks.start_task(rt, title="Wire the API", task_id="n-re")
-        raised = await escalations.raise_escalation(rt, task_id="n-re", reason="Which auth scheme?")
+        raised = await escalation_raising.raise_escalation(rt, task_id="n-re", reason="Which auth scheme?")
         escalation_id = raised.escalation.escalation_id
         rounds = [len(await outbox.deliver_due())]  # at creation
         for minutes in (29, 1, 10, 20):  # 29, 30, 40 and 60 minutes after creation
             clock.advance(minutes=minutes)
             rounds.append(len(await outbox.deliver_due()))
-        await escalations.resolve_escalation(
+        await escalation_answers.resolve_escalation(
             rt, escalation_id=escalation_id, response_type="guidance", content="OAuth", role="operator"
         )
         clock.advance(minutes=60)

@@ -19,7 +19,7 @@ import pytest
 from anyio.abc import Process
 
 from conftest import FakeClock, connect
-from mcp_server_escalation.services import escalations, tasks
+from mcp_server_escalation.services import escalation_answers, escalation_raising, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store.migrations import MIGRATIONS
@@ -155,9 +155,9 @@ async def _store_with_known_resolution_times(db_path: str) -> None:
         for n, minutes in enumerate([1, 5, 10, 30, 120]):
             clock.now = now - timedelta(hours=3)
             await tasks.start_task(rt, title=f"Task {n}", task_id=f"s-{n}")
-            raised = await escalations.raise_escalation(rt, task_id=f"s-{n}", reason="Which way?")
+            raised = await escalation_raising.raise_escalation(rt, task_id=f"s-{n}", reason="Which way?")
             clock.advance(minutes=minutes)
-            await escalations.resolve_escalation(
+            await escalation_answers.resolve_escalation(
                 rt,
                 escalation_id=raised.escalation.escalation_id,
                 response_type="guidance",
@@ -166,8 +166,8 @@ async def _store_with_known_resolution_times(db_path: str) -> None:
             )
         clock.now = now - timedelta(hours=3)
         started = await tasks.start_task(rt, title="Withdrawn", task_id="s-withdrawn")
-        asked = await escalations.raise_escalation(rt, task_id="s-withdrawn", reason="Never mind")
-        await escalations.resolve_escalation(
+        asked = await escalation_raising.raise_escalation(rt, task_id="s-withdrawn", reason="Never mind")
+        await escalation_answers.resolve_escalation(
             rt,
             escalation_id=asked.escalation.escalation_id,
             response_type="withdraw",
@@ -175,10 +175,10 @@ async def _store_with_known_resolution_times(db_path: str) -> None:
             held={started.task_id: started.task.generation},
         )
         await tasks.start_task(rt, title="Forgotten", task_id="s-old")
-        await escalations.raise_escalation(rt, task_id="s-old", reason="Anyone?")
+        await escalation_raising.raise_escalation(rt, task_id="s-old", reason="Anyone?")
         clock.now = now - timedelta(minutes=10)
         await tasks.start_task(rt, title="Fresh", task_id="s-new")
-        await escalations.raise_escalation(rt, task_id="s-new", reason="Just asked")
+        await escalation_raising.raise_escalation(rt, task_id="s-new", reason="Just asked")
 
 
 async def test_stats_reports_counts_median_p95_and_the_share_resolved_within_an_hour(

@@ -15,7 +15,7 @@ import pytest
 from conftest import connect
 from console_support import RunningConsole, console_in_thread, form_values, logged_in
 from mcp_server_escalation.errors import Forbidden, InvalidInput
-from mcp_server_escalation.services import escalations, reports
+from mcp_server_escalation.services import escalation_answers, escalations, reports
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store import verdicts as verdict_store
@@ -82,11 +82,11 @@ async def test_an_agent_gives_no_verdict_and_reads_none(db_path: str, tmp_path: 
     settings = Settings(db_path=db_path, project_root=str(tmp_path))
     async with open_runtime(settings) as rt:
         with pytest.raises(Forbidden, match="verdict"):
-            await escalations.resolve_escalation(
+            await escalation_answers.resolve_escalation(
                 rt, escalation_id=escalation_id, response_type="withdraw", role="agent", verdict="false_alarm"
             )
         with pytest.raises(InvalidInput, match="verdict"):
-            await escalations.resolve_escalation(
+            await escalation_answers.resolve_escalation(
                 rt,
                 escalation_id=escalation_id,
                 response_type="guidance",
@@ -96,7 +96,7 @@ async def test_an_agent_gives_no_verdict_and_reads_none(db_path: str, tmp_path: 
             )
         still = await escalations.show_escalation(rt, escalation_id)
         assert still.status == "pending"  # nothing of either refused call was stored
-        await escalations.resolve_escalation(
+        await escalation_answers.resolve_escalation(
             rt,
             escalation_id=escalation_id,
             response_type="guidance",

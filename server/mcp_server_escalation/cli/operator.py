@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from ..errors import EscalationError, StoreError
 from ..locations import is_database_url, store_origin
 from ..rules.operators.refusals import Door, worded
-from ..services import copying, escalations, reports
+from ..services import copying, escalation_answers, escalation_lists, escalations, reports
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, default_db_path, resolve_db_path
 from . import failure_view, monitor, report_error, task_views
@@ -68,7 +68,7 @@ async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
 
 
 async def _list(rt: Runtime, args: argparse.Namespace) -> int:
-    result = await escalations.list_escalations(
+    result = await escalation_lists.list_escalations(
         rt, status=args.status, task_id=args.task, limit=max(1, min(args.limit, 200))
     )
     if args.json:
@@ -102,7 +102,7 @@ async def _show(rt: Runtime, args: argparse.Namespace) -> int:
 async def _respond(rt: Runtime, args: argparse.Namespace) -> int:
     response_type, content = _response(args)
     # The service checks the answer; a refusal reaches the operator in the CLI's words (_main).
-    result = await escalations.resolve_escalation(
+    result = await escalation_answers.resolve_escalation(
         rt,
         escalation_id=args.id,
         response_type=response_type,

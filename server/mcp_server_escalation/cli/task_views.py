@@ -16,7 +16,7 @@ from ..models.results import TaskView
 from ..models.tasks import TimelinePage
 from ..rules.decide.triggers import COUNTER_LIMITS
 from ..rules.wording.words import field_words, name_words, readable_time, yes_no
-from ..services import escalations, tasks
+from ..services import escalation_lists, tasks
 from ..services.runtime import Runtime
 from .escalation_view import summary_lines
 from .monitor import out, table
@@ -35,7 +35,7 @@ async def run(rt: Runtime, args: argparse.Namespace) -> int:
         if args.json:
             out(json.dumps(view.model_dump(mode="json"), indent=2, sort_keys=True))
             return 0
-        listed = await escalations.list_escalations(rt, status="all", task_id=args.id, limit=LIST_LIMIT)
+        listed = await escalation_lists.list_escalations(rt, status="all", task_id=args.id, limit=LIST_LIMIT)
         for line in show_lines(view, listed.escalations, width, store_flag(rt)):
             out(line)
         return 0
@@ -46,7 +46,7 @@ async def run(rt: Runtime, args: argparse.Namespace) -> int:
     if not found:
         out("no tasks" + (f" with status {args.status}" if args.status else ""))
         return 0
-    pending = await escalations.list_escalations(rt, status="pending", limit=LIST_LIMIT)
+    pending = await escalation_lists.list_escalations(rt, status="pending", limit=LIST_LIMIT)
     open_by_task: dict[str, list[str]] = {}
     for s in sorted(pending.escalations, key=lambda s: s.escalation_id):
         open_by_task.setdefault(s.task_id, []).append(f"#{s.escalation_id}")

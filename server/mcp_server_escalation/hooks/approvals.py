@@ -24,7 +24,7 @@ from __future__ import annotations
 from ..models.escalations import Escalation
 from ..models.limits import ENDED_STATUSES
 from ..models.tasks import Task
-from ..services import escalations
+from ..services import escalation_delivery, escalation_raising
 from ..services import hooks as hook_service
 from .events import Answer
 from .runner import Call, answered
@@ -61,7 +61,7 @@ async def _ask(call: Call, task: Task, key: str, earlier: Escalation | None) -> 
     """Raise the approval escalation and refuse the request until it is answered."""
     tool = call.event.tool_name or "a tool"
     request = _request(call)
-    raised = await escalations.raise_escalation(
+    raised = await escalation_raising.raise_escalation(
         call.rt,
         task_id=task.task_id,
         reason=call.render("hook_permission_reason", host=call.event.host, tool_name=tool, request=request),
@@ -119,7 +119,7 @@ async def _decide(call: Call, task: Task, key: str, found: Escalation | None) ->
     if found.response.response_type != "approve":
         return await _ask(call, task, key, found)  # refused before and asked again: a new question
     if found.acknowledged_at is None:
-        await escalations.acknowledge_response(
+        await escalation_delivery.acknowledge_response(
             call.rt,
             escalation_id=found.escalation_id,
             note=call.render("hook_ack_note", host=call.event.host),

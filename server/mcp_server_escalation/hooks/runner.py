@@ -30,7 +30,7 @@ from ..models.results import ProgressResult, RecordFailureResult
 from ..models.tasks import Task
 from ..rules.operators.announce import HEADLINE_CHARS
 from ..rules.reading.salient import headline
-from ..services import escalations, failures, progress
+from ..services import escalation_delivery, failures, progress
 from ..services import hooks as hook_service
 from ..services.firing import Recording
 from ..services.hooks import HookState
@@ -148,7 +148,7 @@ async def answered(call: Call, task: Task, holding: Escalation, *, stop: bool) -
 
 async def deliver(call: Call, task: Task, escalation_id: int, *, stop: bool) -> Answer:
     """Hand the operator's answer to the model and acknowledge it on the agent's behalf."""
-    acked = await escalations.acknowledge_response(
+    acked = await escalation_delivery.acknowledge_response(
         call.rt, escalation_id=escalation_id, note=call.render("hook_ack_note", host=call.event.host)
     )
     response = acked.escalation.response

@@ -9,7 +9,7 @@ from ..rules.reading.salient import headline
 from ..rules.wording.directives import decide
 from ..rules.wording.fact_lines import facts_lines, pairs_line
 from ..rules.wording.words import trigger_words
-from ..store import escalations as escalation_store
+from ..store import escalation_lookups
 from ..store import feedback as feedback_store
 from ..store.sql import Conn
 from .escalations import load_escalation
@@ -109,7 +109,7 @@ async def resume_after_response(rt: Runtime, escalation_id: int) -> str:
                 status=e.status,
             )
         task = load_task(conn, e.task_id)
-        directive = decide(task, escalation_store.holding(conn, e.task_id)).directive
+        directive = decide(task, escalation_lookups.holding(conn, e.task_id)).directive
         return rt.prompts.render(
             "prompt_resume_after_response",
             escalation_id=escalation_id,

@@ -21,6 +21,7 @@ import anyio
 from ..errors import StoreUnavailable
 from ..models.operator import EscalationChange, WatchLine
 from ..store import changes as change_store
+from ..store import escalation_lists
 from ..store import escalations as escalation_store
 from ..store.sql import Conn
 from .runtime import Runtime
@@ -89,7 +90,7 @@ async def describe(rt: Runtime, change: EscalationChange) -> WatchLine:
             change_id=change.change_id,
             event=change.event,
             at=change.at,
-            escalation=escalation_store.summary(escalation),
+            escalation=escalation_lists.summary(escalation),
         )
 
     return await rt.db.read(read)

@@ -17,6 +17,7 @@ from ..models.tasks import Task
 from ..rules.bounds.evidence import clip, recent_summaries, refreshed_run, scope_shown, stored_summary
 from ..rules.decide.triggers import Firing, response_options
 from ..rules.wording.directives import decide
+from ..store import escalation_lookups
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
@@ -153,7 +154,7 @@ def fire(
     now = rt.now()
     if not task_is_current:
         task = task_store.get(conn, task.task_id) or task
-    open_escalation = escalation_store.open_triggered(conn, task.task_id)
+    open_escalation = escalation_lookups.open_triggered(conn, task.task_id)
     if open_escalation is None:
         escalation_id, news = _open(conn, task, fired, now), True
         escalation = escalation_store.get(conn, escalation_id)
@@ -302,7 +303,7 @@ def sync_pause(rt: Runtime, conn: Conn, task_id: str) -> Task:
         raise RuntimeError(f"task {task_id} vanished inside its own transaction")
     if task.status in ENDED_STATUSES:
         return task
-    holding = escalation_store.holding(conn, task_id)
+    holding = escalation_lookups.holding(conn, task_id)
     wanted = "paused" if holding is not None else "active"
     if task.status != wanted:
         task_store.set_status(conn, task_id, wanted, rt.now())
@@ -322,7 +323,7 @@ def direct(
     When the task may proceed and the caller has a more specific message (``proceed_template``
     with its ``values``), that message is used instead of the generic one.
     """
-    holding = escalation_store.holding(conn, task.task_id)
+    holding = escalation_lookups.holding(conn, task.task_id)
     decision = decide(task, holding)
     if decision.directive == "proceed" and proceed_template is not None:
         return Directed(directive="proceed", message=rt.prompts.render(proceed_template, **values))

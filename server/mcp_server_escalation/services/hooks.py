@@ -27,7 +27,7 @@ from ..models.escalations import Escalation
 from ..models.limits import ENDED_STATUSES, TASK_ID_PATTERN
 from ..models.results import CheckEditResult, ProgressResult, RecordFailureResult
 from ..models.tasks import Task, TestRun
-from ..store import escalations as escalation_store
+from ..store import escalation_lookups
 from ..store import hook_events as hook_store
 from ..store import progress as progress_store
 from ..store import tasks as task_store
@@ -212,7 +212,7 @@ async def check_once(
 
 async def permission_escalation(rt: Runtime, task_id: str, key: str) -> Escalation | None:
     """The task's latest escalation about the host's permission request ``key``, or None."""
-    return await rt.db.read(lambda conn: escalation_store.latest_with_key(conn, task_id, key))
+    return await rt.db.read(lambda conn: escalation_lookups.latest_with_key(conn, task_id, key))
 
 
 async def hook_state(rt: Runtime, task_id: str) -> HookState:
@@ -222,7 +222,7 @@ async def hook_state(rt: Runtime, task_id: str) -> HookState:
         task = task_store.get(conn, task_id)
         if task is None:
             raise InvalidInput("task_id", f"task {task_id!r} vanished")
-        holding = escalation_store.blocking_open(conn, task_id)
+        holding = escalation_lookups.blocking_open(conn, task_id)
         directed = direct(rt, conn, task)
         return HookState(
             task=task,

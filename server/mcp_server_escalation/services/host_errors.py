@@ -13,6 +13,7 @@ from ..rules.decide.failures import classify_report
 from ..rules.decide.triggers import response_options
 from ..rules.reading import host_errors
 from ..rules.reading.salient import headline
+from ..store import escalation_lookups
 from ..store import escalations as escalation_store
 from ..store import failures as failure_store
 from ..store import progress as progress_store
@@ -57,7 +58,7 @@ async def record_host_error(
         if not _escalates(conn, record.failure_id, error_type, now, minutes):
             return None
         key = host_errors.key_of(error_type)
-        earlier = escalation_store.latest_with_key(conn, task_id, key)
+        earlier = escalation_lookups.latest_with_key(conn, task_id, key)
         if earlier is not None and earlier.status in ("pending", "answered"):
             return None  # one open escalation per error type: its failure record counts the rest
         return _open(rt, conn, task_id, error_type, message, record.failure_id, record.occurrence_count)

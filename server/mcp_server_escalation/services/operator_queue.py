@@ -19,6 +19,7 @@ from ..models.escalations import Escalation, QueuePage, QueuePlace, ToldAtFiring
 from ..models.limits import SQLITE_INTEGER_MAX
 from ..rules.bounds.token_scope import Scope
 from ..store import escalations as escalation_store
+from ..store import operator_queue as queue_store
 from ..store.sql import Conn
 from .escalations import load_escalation
 from .runtime import Runtime
@@ -82,7 +83,7 @@ async def queue(
     if within is not None:
         return await rt.db.read(lambda conn: _scoped_page(conn, wanted, after, size, within))
     return await rt.db.read(
-        lambda conn: escalation_store.waiting_for_operator(
+        lambda conn: queue_store.waiting_for_operator(
             conn, project=wanted.project, agent_id=wanted.agent, type_=wanted.type, after=after, limit=size
         )
     )
@@ -99,7 +100,7 @@ def _scoped_page(
     """The page of a scoped token's queue: the whole filtered queue's places are read and the
     scope keeps its own (``Scope.admits``, the check of every scoped list), then paged as the
     store pages the whole queue."""
-    listed = escalation_store.waiting_with_tasks(
+    listed = queue_store.waiting_with_tasks(
         conn, project=wanted.project, agent_id=wanted.agent, type_=wanted.type
     )
     kept = [place for place, task, project in listed if within.admits(task, project)]

@@ -26,7 +26,7 @@ from ..rules.decide.edits import (
     refused_all,
 )
 from ..rules.decide.progress import ProgressDecision, Report, decide, touched
-from ..store import escalations as escalation_store
+from ..store import escalation_lookups
 from ..store import progress as progress_store
 from ..store import tasks as task_store
 from ..store.sql import Conn
@@ -164,7 +164,7 @@ def _check_edit(
     """Read, decide, write, fire, direct: the whole of one check, inside its transaction."""
     task = load_task(conn, task_id)
     paths = normalised(given, task)
-    holding = escalation_store.holding(conn, task_id)
+    holding = escalation_lookups.holding(conn, task_id)
     reason = inactive_reason(task, holding.escalation_id if holding else None)
     if reason is not None:
         # The holding escalation is named in ``holding``: nothing about it is new here.

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import Forbidden
 from ..rules.bounds.token_scope import Scope, ScopeRefusal
 from ..rules.wording.scope_refusals import scope_refusal_words
-from ..store import escalations as escalation_store
+from ..store import escalation_lookups
 from ..store import failures as failure_store
 from ..store import tasks as task_store
 from ..store.sql import Conn
@@ -64,7 +64,7 @@ def _refusal(conn: Conn, scope: Scope, arguments: Mapping[str, Any]) -> ScopeRef
     for name in ESCALATION_ARGUMENTS:
         if isinstance(arguments.get(name), int):
             with suppress(LookupError):  # no such escalation: the tool says so
-                tasks.append(escalation_store.task_of(conn, arguments[name]))
+                tasks.append(escalation_lookups.task_of(conn, arguments[name]))
     for name in FAILURE_ARGUMENTS:
         value = arguments.get(name)
         seq = failure_store.parse_failure_id(value) if isinstance(value, str) else None

@@ -15,6 +15,7 @@ from ..models.tasks import Task, TimelinePage
 from ..models.thresholds import ThresholdOverrides
 from ..rules.reading.salient import headline
 from ..rules.wording import timeline as timeline_rules
+from ..store import escalation_lookups
 from ..store import escalations as escalation_store
 from ..store import failures as failure_store
 from ..store import feedback as feedback_store
@@ -145,10 +146,12 @@ def _started(
 def task_view(rt: Runtime, conn: Conn, task_id: str) -> TaskView:
     """Everything about a task: counters, limits, files, tests, what holds it."""
     task = load_task(conn, task_id)
-    holding = escalation_store.holding(conn, task_id)
+    holding = escalation_lookups.holding(conn, task_id)
     records, occurrences = failure_store.count_for_task(conn, task_id)
     files, files_count = task_store.latest_modified_files(conn, task, MODIFIED_FILES_SHOWN)
-    escalations, escalation_count = escalation_store.latest_ids_for_task(conn, task_id, ESCALATION_IDS_SHOWN)
+    escalations, escalation_count = escalation_lookups.latest_ids_for_task(
+        conn, task_id, ESCALATION_IDS_SHOWN
+    )
     return TaskView(
         task=task,
         counters=task.counters,
@@ -234,7 +237,7 @@ async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None 
             _check_double_entry(conn, task)
         closed: list[int] = []
         closing_status = "agent_terminated" if outcome == "abandoned" else "withdrawn"
-        for escalation in escalation_store.pending_for_task(conn, task_id):
+        for escalation in escalation_lookups.pending_for_task(conn, task_id):
             escalation_store.close_unanswered(conn, escalation.escalation_id, closing_status, now)
             closed.append(escalation.escalation_id)
         task_store.end(conn, task_id, outcome, note, now)
@@ -257,7 +260,7 @@ async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None 
 
 
 def _escalation_holds(conn: Conn, task: Task) -> str | None:
-    holding = escalation_store.blocking_open(conn, task.task_id)
+    holding = escalation_lookups.blocking_open(conn, task.task_id)
     if holding is None:
         return None
     return (

@@ -31,7 +31,7 @@ ESCALATION_STATUSES = (
 
 # An escalation answered by a human and not yet acknowledged by its agent: migration 14's
 # partial index is kept on exactly these terms, and a query that names them all reads it
-# (store/escalations.py). Frozen here like every shipped migration.
+# (store/operator_queue.py). Frozen here like every shipped migration.
 AWAITING_ACKNOWLEDGEMENT = (
     "status != 'pending' AND response_type IS NOT NULL AND response_type != 'withdraw'"
     " AND acknowledged_at IS NULL"

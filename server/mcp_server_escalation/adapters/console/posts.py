@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from ...errors import EscalationError
-from ...services import escalations, verdicts
+from ...services import escalation_answers, verdicts
 from .base import ConsoleBase
 from .forms import answer_fields, int_field
 from .landing import landing, login_to
@@ -88,7 +88,7 @@ class Posts(ConsoleBase):
         escalation_id, back, session, form = posted
         try:
             answer = await answer_fields(self.rt, escalation_id, form)
-            await escalations.resolve_escalation(
+            await escalation_answers.resolve_escalation(
                 self.rt,
                 escalation_id=escalation_id,
                 role="operator",

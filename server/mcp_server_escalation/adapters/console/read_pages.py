@@ -14,7 +14,7 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 from ...errors import InvalidInput, NotFound
 from ...rules.decide.triggers import COUNTER_LIMITS
 from ...rules.wording.words import kind_words
-from ...services import escalations, guidance, reports, tasks
+from ...services import escalation_lists, escalations, guidance, reports, tasks, verdicts
 from ...services.operator_queue import QueueFilter, queue, read_place, told_when_fired
 from . import charts, queue_view
 from .base import ConsoleBase
@@ -63,7 +63,7 @@ class ReadPages(ConsoleBase):
             escalation = await escalations.show_escalation(self.rt, escalation_id)
             told = await escalations.agent_message(self.rt, escalation_id)
             told_then = await told_when_fired(self.rt, escalation_id)
-            verdict = await escalations.verdict_of(self.rt, escalation_id)
+            verdict = await verdicts.verdict_of(self.rt, escalation_id)
         except NotFound as exc:
             return self._error(request, 404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
         title = f"#{escalation.escalation_id} {kind_words(escalation.type)}"
@@ -121,7 +121,7 @@ class ReadPages(ConsoleBase):
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
-        found = await escalations.list_escalations(
+        found = await escalation_lists.list_escalations(
             self.rt, status="resolved", limit=ANSWERED_SHOWN, within=session.scope
         )
         return self._page(request, "answered.html", "Answered", session, rows=found.escalations)

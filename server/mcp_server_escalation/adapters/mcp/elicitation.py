@@ -61,7 +61,7 @@ from ...models.escalations import Escalation
 from ...models.limits import TEXT_MAX
 from ...prompts import PromptBook
 from ...rules.operators.announce import elicitation_question, human_answers
-from ...services import escalations
+from ...services import escalation_answers, escalations
 from ...services.runtime import Runtime
 from .client_notifications import connection_key
 from .context import AppContext
@@ -239,7 +239,7 @@ class AskInClient:
         form showed, so that an answer given elsewhere first wins. Not recorded (logged) when
         the escalation was answered meanwhile or the answer is not allowed."""
         try:
-            await escalations.resolve_escalation(
+            await escalation_answers.resolve_escalation(
                 rt,
                 escalation_id=escalation_id,
                 response_type=data.response_type,  # type: ignore[attr-defined]

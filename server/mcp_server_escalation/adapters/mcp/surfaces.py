@@ -28,7 +28,7 @@ from mcp.types import INVALID_PARAMS
 from ...errors import ConfigError, EscalationError, Forbidden, NotFound
 from ...prompts import PromptBook
 from ...rules.bounds.token_scope import Scope
-from ...services import briefings, escalations, guidance, tasks
+from ...services import briefings, escalation_lists, escalations, guidance, tasks
 from ...services import feedback as feedback_service
 from ...services.runtime import Runtime
 from ...services.scope import refuse_outside
@@ -94,7 +94,7 @@ def register_resources(server: MCPServer[AppContext], prompts: PromptBook, live:
     async def pending() -> str:
         # A static resource gets no Context in the SDK: read through a live runtime of this
         # server (every one of them points at the same store).
-        listed = await escalations.list_escalations(
+        listed = await escalation_lists.list_escalations(
             live.current(), status="pending", limit=200, within=_token_scope()
         )
         return listed.model_dump_json()

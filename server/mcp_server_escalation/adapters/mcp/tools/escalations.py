@@ -23,7 +23,7 @@ from ....models.results import (
     RaiseEscalationResult,
     ResolveResult,
 )
-from ....services import escalations
+from ....services import escalation_answers, escalation_delivery, escalation_lists, escalation_raising
 from ..waits import fitted_wait
 from .call import DESTRUCTIVE, IDEMPOTENT_WRITE, READ, WRITE, Served, ToolCall
 
@@ -39,7 +39,7 @@ async def raise_escalation(
     follow_up_of: EscalationId | None = None,
 ) -> RaiseEscalationResult:
     """Ask a human (or report an unrecoverable error); blocking questions pause the task."""
-    return await escalations.raise_escalation(
+    return await escalation_raising.raise_escalation(
         call.runtime,
         task_id=task_id,
         reason=reason,
@@ -64,7 +64,7 @@ async def get_escalation(
         waiting = call.runtime.prompts.render("progress_waiting", escalation_id=escalation_id)
         await call.report_progress(waited, whole, waiting)
 
-    return await escalations.get_escalation(
+    return await escalation_delivery.get_escalation(
         call.runtime,
         escalation_id=escalation_id,
         wait_seconds=fitted_wait(wait_seconds),
@@ -79,7 +79,9 @@ async def acknowledge_response(
     call: ToolCall, escalation_id: EscalationId, note: ShortText | None = None
 ) -> AcknowledgeResult:
     """Confirm you read the human's answer; the task resumes (or stays terminated)."""
-    return await escalations.acknowledge_response(call.runtime, escalation_id=escalation_id, note=note)
+    return await escalation_delivery.acknowledge_response(
+        call.runtime, escalation_id=escalation_id, note=note
+    )
 
 
 async def list_escalations(
@@ -89,7 +91,7 @@ async def list_escalations(
     limit: Annotated[int, Field(ge=1, le=200)] = 20,
 ) -> ListEscalationsResult:
     """Escalation summaries, newest first."""
-    return await escalations.list_escalations(
+    return await escalation_lists.list_escalations(
         call.runtime, status=status, task_id=task_id, limit=limit, within=call.scope()
     )
 
@@ -105,7 +107,7 @@ async def resolve_escalation(
     agent_id: Name | None = None,
 ) -> ResolveResult:
     """Answer an escalation (operator role); an agent may only withdraw its own question."""
-    return await escalations.resolve_escalation(
+    return await escalation_answers.resolve_escalation(
         call.runtime,
         escalation_id=escalation_id,
         response_type=response_type,
