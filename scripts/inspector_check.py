@@ -131,19 +131,22 @@ def run_checks(inspector: Inspector) -> None:
     _say(f"ok    tools/list: {len(tools)} tools, each with an output schema")
 
     resources = [r["uri"] for r in inspector("resources/list")["resources"]]
-    _check("escalation://pending" in resources, f"resources/list: {resources}")
+    _check("escalation://pending" in resources, f"resources/list: {', '.join(resources) or 'none'}")
     templates = [t["uriTemplate"] for t in inspector("resources/templates/list")["resourceTemplates"]]
-    _check({"escalation://{escalation_id}", "task://{task_id}"} <= set(templates), f"templates: {templates}")
-    _say(f"ok    resources/list and resources/templates/list: {resources} + {templates}")
+    _check(
+        {"escalation://{escalation_id}", "task://{task_id}"} <= set(templates),
+        f"templates: {', '.join(templates) or 'none'}",
+    )
+    _say(f"ok    resources/list: {', '.join(resources)}; resources/templates/list: {', '.join(templates)}")
 
     prompts = {p["name"] for p in inspector("prompts/list")["prompts"]}
-    _check(prompts >= PROMPTS, f"prompts/list lacks {sorted(PROMPTS - prompts)}")
-    _say(f"ok    prompts/list: {sorted(prompts)}")
+    _check(prompts >= PROMPTS, f"prompts/list lacks {', '.join(sorted(PROMPTS - prompts))}")
+    _say(f"ok    prompts/list: {', '.join(sorted(prompts))}")
 
     started = inspector(
         "tools/call", "--tool-name", "start_task", "--tool-arg", "title=Inspector check", f"task_id={TASK}"
     )["structuredContent"]
-    _check(started["task_id"] == TASK and started["status"] == "active", f"start_task: {started}")
+    _check(started["task_id"] == TASK and started["status"] == "active", f"start_task: {json.dumps(started)}")
     _say(f"ok    tools/call start_task: task {TASK} is {started['status']}, directive {started['directive']}")
 
     failed = inspector(
@@ -159,7 +162,10 @@ def run_checks(inspector: Inspector) -> None:
         "line=3",
     )["structuredContent"]
     escalation = failed["escalation"]
-    _check(escalation is not None and escalation["type"] == "external_blocker", f"record_failure: {failed}")
+    _check(
+        escalation is not None and escalation["type"] == "external_blocker",
+        f"record_failure: {json.dumps(failed)}",
+    )
     escalation_id = escalation["escalation_id"]
     _say(
         f"ok    tools/call record_failure: {failed['failure']['signal_type']}, escalation {escalation_id} "
@@ -168,9 +174,12 @@ def run_checks(inspector: Inspector) -> None:
 
     read = inspector("resources/read", "--uri", f"escalation://{escalation_id}")["contents"][0]
     shown = json.loads(read["text"])
-    _check(shown["escalation_id"] == escalation_id and shown["status"] == "pending", f"resource: {shown}")
+    _check(
+        shown["escalation_id"] == escalation_id and shown["status"] == "pending",
+        f"resource: {json.dumps(shown)}",
+    )
     task = json.loads(inspector("resources/read", "--uri", f"task://{TASK}")["contents"][0]["text"])
-    _check(task["task"]["status"] == "paused", f"task resource: {task}")
+    _check(task["task"]["status"] == "paused", f"task resource: {json.dumps(task)}")
     _say(f"ok    resources/read escalation://{escalation_id} ({shown['status']}) and task://{TASK} (paused)")
 
     briefing = inspector(
