@@ -22,8 +22,8 @@ import pytest
 from bounds import HUNG_AFTER
 from conftest import connect
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, free_port, uvicorn_in_thread
-from mcp_server_escalation.cli import build_parser
 from mcp_server_escalation.cli.console import console_server
+from mcp_server_escalation.cli.parsers import build_parser
 
 T = TypeVar("T")
 

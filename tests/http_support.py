@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import Agent
-from mcp_server_escalation.cli import build_parser
+from mcp_server_escalation.cli.parsers import build_parser
 from mcp_server_escalation.cli.serve import http_server, serve_settings
 
 SCRIPT = str(Path(sys.executable).parent / "mcp-server-escalation")

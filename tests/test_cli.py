@@ -427,7 +427,7 @@ async def test_a_file_that_is_not_a_store_is_one_error_and_no_traceback(tmp_path
 )
 def test_a_launch_line_of_serve_options_parses_as_the_whole_parser_parses_it(argv: list[str]) -> None:
     # The server's start skips building every subcommand's parser (cold start).
-    from mcp_server_escalation.cli import build_parser, serve_options_only, top_parser
+    from mcp_server_escalation.cli.parsers import build_parser, serve_options_only, top_parser
 
     assert serve_options_only(argv)
     whole = vars(build_parser().parse_args(argv))
@@ -448,7 +448,7 @@ def test_a_launch_line_of_serve_options_parses_as_the_whole_parser_parses_it(arg
     ],
 )
 def test_anything_else_goes_to_the_whole_parser(argv: list[str]) -> None:
-    from mcp_server_escalation.cli import serve_options_only
+    from mcp_server_escalation.cli.parsers import serve_options_only
 
     assert not serve_options_only(argv)
 
@@ -484,7 +484,7 @@ def test_a_command_line_naming_its_subcommand_parses_as_the_whole_parser_parses_
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A hook run builds only the top-level options and its own subcommand (~1 ms of ~4).
-    from mcp_server_escalation.cli import build_parser, named_command
+    from mcp_server_escalation.cli.parsers import build_parser, named_command
 
     command = named_command(argv)
     assert command is not None
@@ -505,6 +505,6 @@ def test_a_command_line_naming_its_subcommand_parses_as_the_whole_parser_parses_
     ],
 )
 def test_without_a_surely_named_subcommand_the_whole_parser_reads_the_line(argv: list[str]) -> None:
-    from mcp_server_escalation.cli import named_command
+    from mcp_server_escalation.cli.parsers import named_command
 
     assert named_command(argv) is None

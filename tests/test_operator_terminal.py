@@ -245,7 +245,7 @@ async def test_a_reader_that_closes_the_pipe_early_gets_no_broken_pipe_message(
 def test_every_flag_and_argument_says_what_it_is_and_its_default_in_help() -> None:
     import argparse
 
-    from mcp_server_escalation.cli import build_parser
+    from mcp_server_escalation.cli.parsers import build_parser
 
     parsers = [build_parser()]
     undescribed = []

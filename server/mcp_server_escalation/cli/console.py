@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError, StoreError
 from ..process import server_ready
 from ..settings import Settings
-from . import PORT_MAX, TRUSTED_PROXY_HELP, bounded
 from .operator import missing_store
+from .parsers import PORT_MAX, TRUSTED_PROXY_HELP, bounded
 from .serve import forwarded_for, http_listening, run_until_stopped
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ work itself, when no server takes it.
 A hook must never break its host. Whatever goes wrong (malformed JSON, an unknown event, a
 store that cannot be opened, a bug) the hook exits 0 with nothing on stdout and one line on
 stderr, which the hosts read as "no decision" (the tool call proceeds). Exit 2 would mean
-"deny" to them, so even an argument error on a hook run exits 0 (``cli/__init__.py``).
+"deny" to them, so even an argument error on a hook run exits 0 (``cli/__init__.py`` and ``cli/parsers.py``).
 Nothing but the host's JSON is ever written to stdout. Imports of what only some of its
 commands need stay lazy: this module is loaded for every command line (what every command
 line loads anyway, the settings and the errors, is imported here at once).
@@ -202,7 +202,7 @@ def run_relay(args: argparse.Namespace) -> int:
     async def serve() -> int:
         async with open_runtime(settings) as rt, relay(rt) as path:
             if path is None:
-                from . import report_error  # noqa: PLC0415
+                from .log_lines import report_error  # noqa: PLC0415
 
                 report_error("no relay socket for this store (see docs/hooks.md)")
                 return 1

@@ -51,3 +51,11 @@ class WrappedFormatter(logging.Formatter):
                 break_on_hyphens=False,
             ) or [part]
         return "\n".join(lines)
+
+
+def report_error(text: str) -> None:
+    """``error: text`` on stderr, wrapped like every operator output (the prefix stays first)."""
+    from .readable import error_lines  # noqa: PLC0415
+
+    sys.stderr.write("".join(f"{line}\n" for line in error_lines(text, stderr_width())))
+    sys.stderr.flush()

@@ -22,7 +22,7 @@ from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
 from ..services.runtime import Runtime
-from . import report_error
+from .log_lines import report_error
 from .readable import INDENT, cut, terminal_width, wrap
 
 

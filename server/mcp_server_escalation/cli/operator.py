@@ -26,8 +26,9 @@ from ..rules.operators.refusals import Door, worded
 from ..services import copying, escalation_answers, escalation_lists, escalations, reports
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, default_db_path, resolve_db_path
-from . import failure_view, monitor, report_error, task_views
+from . import failure_view, monitor, task_views
 from .escalation_view import ANSWER_FLAGS, escalation_lines, summary_lines
+from .log_lines import report_error
 from .readable import store_flag, terminal_width
 
 # The CLI's names for what an operator gives, in its refusals (rules/operators/refusals.py).
