@@ -52,7 +52,7 @@ from ...models.limits import TASK_ID_PATTERN
 from ...prompts import PromptBook
 from ...rules.bounds.token_scope import Scope
 from ...rules.reading.salient import one_line
-from ...rules.wording.hook_input import hook_input_words
+from ...rules.wording.hook_input import NAME_CHARS, hook_input_words
 from ...rules.wording.scope_refusals import scope_refusal_words
 from ...services.runtime import Runtime, open_runtime, prompt_book
 from ...settings import Settings
@@ -67,8 +67,6 @@ HOOK_PATH = HTTP_PATH + "{host}"
 # What the relay takes from a local hook's stdin: an Edit's payload carries the whole file.
 HOOK_BODY_BYTES = MAX_STDIN
 TASK_HEADER = "X-Escalation-Task"
-# A host or task as sent may be kilobytes long: a refusal names it on one line of at most this.
-NAME_CHARS = 80
 
 
 def is_hook_path(path: str) -> bool:

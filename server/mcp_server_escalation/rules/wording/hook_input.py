@@ -31,7 +31,8 @@ Problem = Literal[
     "no_cwd",
     "unknown_event",
 ]
-# An event's name may be kilobytes long: the words name it on one line of at most this.
+# An event's name, a host or a task as sent may be kilobytes long: a hook's refusal names
+# each on one line of at most this (the hook route's too).
 NAME_CHARS = 80
 
 
