@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import anyio.to_thread
 
@@ -11,6 +12,7 @@ from ..datafiles import replay_figures
 from ..errors import Conflict, InvalidInput
 from ..locations import is_database_url
 from ..models.reports import BackupReport, Delivery, StatsReport, StoreCheck
+from ..rules.bounds.token_scope import Scope
 from ..rules.operators import stats as stats_rules
 from ..rules.operators import verdicts as verdict_rules
 from ..store import outbox as outbox_store
@@ -21,22 +23,25 @@ from ..store.files import ITSELF, part_of_store
 from ..store.sql import Conn, is_sqlite
 from .runtime import Runtime
 
+T = TypeVar("T")
 
-async def stats(rt: Runtime) -> StatsReport:
-    """Counts by type and status, resolution times, the share answered within an hour, notifier health."""
+
+async def stats(rt: Runtime, within: Scope | None = None) -> StatsReport:
+    """Counts by type and status, resolution times, the share answered within an hour, notifier
+    health; ``within``: of the tasks a scoped token may see only (None: every task's)."""
     now = rt.clock()
 
     def read(conn: Conn) -> StatsReport:
-        timings = report_store.escalation_times(conn)
+        timings = _kept(report_store.escalation_times(conn), within)
         by_type, by_status, matrix = stats_rules.counts(timings)
-        verdicts = verdict_store.verdict_counts(conn)
+        verdicts = verdict_rules.per_project(_kept(verdict_store.verdict_counts(conn), within))
         return StatsReport(
             total=len(timings),
             by_type=by_type,
             by_status=by_status,
             by_type_and_status=matrix,
             resolution=stats_rules.resolution(timings, now),
-            notifications=outbox_store.notifier_stats(conn),
+            notifications=stats_rules.per_notifier(_kept(outbox_store.notifier_stats(conn), within)),
             verdicts=verdicts,
             raise_thresholds=verdict_rules.advice(verdicts),
             judged_by_type=verdict_rules.beside_replay(verdicts, list(replay_figures())),
@@ -47,10 +52,18 @@ async def stats(rt: Runtime) -> StatsReport:
     return await rt.db.read(read)
 
 
-async def answer_time_buckets(rt: Runtime) -> list[int]:
+async def answer_time_buckets(rt: Runtime, within: Scope | None = None) -> list[int]:
     """Human answers per bucket of answer time (``rules/operators/stats.py``), from the figures
-    ``stats`` uses."""
-    return await rt.db.read(lambda conn: stats_rules.answer_time_buckets(report_store.escalation_times(conn)))
+    ``stats`` uses (``within``: as there)."""
+    return await rt.db.read(
+        lambda conn: stats_rules.answer_time_buckets(_kept(report_store.escalation_times(conn), within))
+    )
+
+
+def _kept(rows: Iterable[tuple[str, str, T]], within: Scope | None) -> list[T]:
+    """What each row of a task (its id, its project, the figure) holds, for the tasks
+    ``within`` admits (``Scope.admits``, the check of every scoped list; None: every task)."""
+    return [figure for task, project, figure in rows if within is None or within.admits(task, project)]
 
 
 async def deliveries(rt: Runtime, escalation_id: int) -> list[Delivery]:

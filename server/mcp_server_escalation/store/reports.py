@@ -15,12 +15,15 @@ from .sql import Conn
 EscalationTimes = tuple[str, str, str, str | None, str | None]
 
 
-def escalation_times(conn: Conn) -> list[EscalationTimes]:
-    """Type, status, creation and response times of every escalation, oldest first."""
+def escalation_times(conn: Conn) -> list[tuple[str, str, EscalationTimes]]:
+    """Type, status, creation and response times of every escalation, oldest first, each
+    with its task and the task's project: what a scoped token's stats keep only the rows of
+    its scope from (the check is the scope's own, as for the lists)."""
     rows = conn.execute(
-        "SELECT type, status, created_at, responded_at, response_type FROM escalations ORDER BY escalation_id"
+        "SELECT e.task_id, t.project, e.type, e.status, e.created_at, e.responded_at, e.response_type"
+        " FROM escalations e JOIN tasks t ON t.task_id = e.task_id ORDER BY e.escalation_id"
     ).fetchall()
-    return [(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+    return [(row[0], row[1], (row[2], row[3], row[4], row[5], row[6])) for row in rows]
 
 
 def failure_records(conn: Conn) -> int:

@@ -28,17 +28,23 @@ def verdict_of(conn: Conn, escalation_id: int) -> tuple[str, str, str] | None:
     return (str(row[0]), str(row[1]), str(row[2])) if row else None
 
 
-def verdict_counts(conn: Conn) -> list[VerdictCount]:
-    """Verdicts counted per escalation type and project (one row per pair, a few dozen)."""
+def verdict_counts(conn: Conn) -> list[tuple[str, str, VerdictCount]]:
+    """Verdicts counted per escalation type and task, each with the task and its project, by
+    type then project: a scoped token's stats keep only its scope's (the check is the
+    scope's own) and ``rules/operators/verdicts.py`` sums them per type and project."""
     rows = conn.execute(
-        "SELECT e.type, t.project,"
+        "SELECT e.task_id, e.type, t.project,"
         " SUM(CASE WHEN v.verdict = 'useful' THEN 1 ELSE 0 END),"
         " SUM(CASE WHEN v.verdict = 'false_alarm' THEN 1 ELSE 0 END)"
         " FROM verdicts v JOIN escalations e ON e.escalation_id = v.escalation_id"
         " JOIN tasks t ON t.task_id = e.task_id"
-        " GROUP BY e.type, t.project ORDER BY e.type, t.project"
+        " GROUP BY e.type, t.project, e.task_id ORDER BY e.type, t.project, e.task_id"
     ).fetchall()
     return [
-        VerdictCount(type=str(row[0]), project=str(row[1]), useful=int(row[2]), false_alarm=int(row[3]))
+        (
+            str(row[0]),
+            str(row[2]),
+            VerdictCount(type=str(row[1]), project=str(row[2]), useful=int(row[3]), false_alarm=int(row[4])),
+        )
         for row in rows
     ]

@@ -51,11 +51,7 @@ class ConsoleBase:
     ) -> Response:
         status = int(str(context.pop("status", 200)))
         csrf = session.csrf if session else None
-        # A scoped session is refused the stats (they count every task): no link to them.
-        scoped = session is not None and session.scope is not None
-        return self.pages.render(
-            request, name, status, title=title, csrf=csrf, scoped=scoped, now=self.rt.now(), **context
-        )
+        return self.pages.render(request, name, status, title=title, csrf=csrf, now=self.rt.now(), **context)
 
     def _refused(self, request: Request, status: int, reason: str, back: str = "/") -> Response:
         """The console's own refusal (``reason``: which of error.html's texts), outside a session."""

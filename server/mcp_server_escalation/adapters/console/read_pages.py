@@ -13,6 +13,7 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from ...errors import InvalidInput, NotFound
 from ...rules.decide.triggers import COUNTER_LIMITS
+from ...rules.wording.scope_refusals import SHOWN_ALLOWED
 from ...rules.wording.words import kind_words
 from ...services import escalation_lists, escalations, guidance, reports, tasks, verdicts
 from ...services.operator_queue import QueueFilter, queue, read_place, told_when_fired
@@ -127,18 +128,24 @@ class ReadPages(ConsoleBase):
         return self._page(request, "answered.html", "Answered", session, rows=found.escalations)
 
     async def stats_page(self, request: Request) -> Response:
-        """The ``stats`` figures: time to answer, counts by kind and status, notifier health."""
+        """The ``stats`` figures: time to answer, counts by kind and status, notifier health;
+        a scoped session's count the tasks of its scope only, and say so."""
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
-        if session.scope is not None:
-            # The figures count every task's escalations: a scoped token sees none of them.
-            return self._refused(request, 403, "scoped_stats")
-        report = await reports.stats(self.rt)
-        buckets = await reports.answer_time_buckets(self.rt)
+        report = await reports.stats(self.rt, within=session.scope)
+        buckets = await reports.answer_time_buckets(self.rt, within=session.scope)
         chart = charts.day_chart(report.per_day)
         return self._page(
-            request, "stats.html", "Stats", session, report=report, buckets=buckets, chart=chart
+            request,
+            "stats.html",
+            "Stats",
+            session,
+            report=report,
+            buckets=buckets,
+            chart=chart,
+            scope=session.scope,
+            shown=SHOWN_ALLOWED,
         )
 
     async def events(self, request: Request) -> Response:

@@ -25,6 +25,26 @@ THRESHOLD_OF = {
 }
 
 
+def per_project(counts: list[VerdictCount]) -> list[VerdictCount]:
+    """The verdicts ``counts`` hold (per type and task, by type then project) summed per type
+    and project, in that order."""
+    summed: dict[tuple[str, str], VerdictCount] = {}
+    for count in counts:
+        key = (count.type, count.project)
+        seen = summed.get(key)
+        summed[key] = (
+            count
+            if seen is None
+            else count.model_copy(
+                update={
+                    "useful": seen.useful + count.useful,
+                    "false_alarm": seen.false_alarm + count.false_alarm,
+                }
+            )
+        )
+    return list(summed.values())
+
+
 def advice(counts: list[VerdictCount]) -> list[ThresholdAdvice]:
     """The thresholds to raise: where an escalation type's false alarms outnumber its useful
     escalations in a project (types the agent raises itself have no threshold)."""
