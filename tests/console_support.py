@@ -105,15 +105,18 @@ def running_console(folder: Path, *options: str) -> Iterator[RunningConsole]:
 
 
 @contextmanager
-def console_in_thread(folder: Path, *options: str) -> Iterator[RunningConsole]:
-    """The server ``console [options]`` runs, on a fresh store, with the test tokens, in a
-    thread of this process (``http_support.uvicorn_in_thread``); stopped on exit. For the
-    tests of the console's pages: ``running_console`` starts the installed script."""
+def console_in_thread(
+    folder: Path, *options: str, env: dict[str, str] | None = None
+) -> Iterator[RunningConsole]:
+    """The server ``console [options]`` runs, on a fresh store, with the test tokens (or
+    ``env``'s ``ESCALATION_`` variables), in a thread of this process
+    (``http_support.uvicorn_in_thread``); stopped on exit. For the tests of the console's
+    pages: ``running_console`` starts the installed script."""
     db_path = str(folder / "console.db")
     create_store(db_path)
     port = free_port()
     args = build_parser().parse_args(["console", "--db", db_path, "--port", str(port), *options])
-    with uvicorn_in_thread(lambda: console_server(args), None, port):
+    with uvicorn_in_thread(lambda: console_server(args), env, port):
         yield RunningConsole(port, db_path)
 
 
