@@ -285,6 +285,10 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "hook_input_no_cwd": ["limit"],
         "hook_input_unknown_event": ["event"],
         "hook_input_unnamed_event": [],
+        # a hook run's unexpected failure (a bug), on the hook's stderr (rules/wording/hook_input.py)
+        "hook_failed": ["log"],
+        "hook_failed_unlogged": [],
+        "hook_failed_error": ["kind", "message"],
         # the console's page while the store does not answer (adapters/console/app.py)
         "console_title_unavailable": [],
         "console_store_unavailable": [],
