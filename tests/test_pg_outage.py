@@ -22,15 +22,19 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
+import markupsafe
 import pytest
 
 import pg_local as pg
 from conftest import ToolCallError
 from hooks_support import Run, bash_failure, hook_process, run_script
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, TEST_TOKENS, http_client, start_http, stop_http
+from mcp_server_escalation.datafiles import data_dir
+from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.store.backends import open_store
 
 SERVERS = 3
@@ -50,6 +54,8 @@ START_SECONDS = 60
 UNAVAILABLE = "The escalation store is unavailable right now"
 NOTHING_RECORDED = "Nothing of this call was recorded"
 MAYBE_RECORDED = "it may or may not have been recorded"
+# The words of prompts/ that a model and an operator read in an outage.
+BOOK = PromptBook.load(data_dir("prompts"))
 
 
 @pytest.fixture(scope="module")
@@ -345,6 +351,55 @@ async def test_a_stalled_database_fails_calls_within_the_bound_and_they_serve_ag
     _assert_one_log_line_per_outage(team)
 
 
+def _logged_reasons(logged: str) -> list[str]:
+    """What the database said, as each outage's one warning in a server's log gives it."""
+    text = " ".join(logged.split())  # its lines wrapped to a width
+    return re.findall(r"store \S+ is unavailable \((.+?)\): calls fail", text)
+
+
+def _assert_none_of_the_databases_words(shown: str, url: str, reasons: list[str]) -> None:
+    assert reasons, "the log gave no reason for the outage"
+    for reason in reasons:
+        assert reason not in shown, reason
+    address = urlsplit(url).netloc.rsplit("@", maxsplit=1)[-1]  # host:port
+    assert "postgresql://" not in shown
+    assert address not in shown
+
+
+async def test_a_tool_call_in_an_outage_reads_the_prompts_words_and_the_log_says_why(
+    ready_team: Team, crash_pg: pg.PgServer
+) -> None:
+    team = ready_team
+    said: list[str] = []
+    async with http_client(f"{team.bases[0]}/mcp", AGENT_TOKEN) as agent:
+        await agent.call("start_task", title="Plain words", task_id="words", agent_id="words")
+        await anyio.to_thread.run_sync(pg.stop_fast, crash_pg)
+        try:
+            for n in range(3):
+                try:
+                    await agent.call("record_failure", task_id="words", message=f"RuntimeError: words {n}")
+                except ToolCallError as exc:
+                    said.append(str(exc))
+        finally:
+            await anyio.to_thread.run_sync(pg.start_again, crash_pg)
+        # Served again: the outage ends here, not in the next test.
+        with anyio.fail_after(RECOVERY_SECONDS + 5):
+            while True:
+                try:
+                    await agent.call("get_task", task_id="words")
+                    break
+                except ToolCallError:
+                    await anyio.sleep(0.1)
+
+    # The model reads that nothing was recorded and what to do, in the prompts' words only
+    # (after the SDK's prefix of every tool error).
+    assert said == [f"Error executing tool record_failure: {BOOK.render('store_unavailable')}"] * 3
+    logged = team.log_texts()[0]
+    reasons = _logged_reasons(logged)
+    assert len(reasons) == 1, logged  # what the database said: once for the outage, not per call
+    _assert_none_of_the_databases_words(said[0], team.url, reasons)
+
+
 def test_the_console_says_the_store_is_unavailable_and_comes_back(
     ready_team: Team, crash_pg: pg.PgServer
 ) -> None:
@@ -354,18 +409,24 @@ def test_the_console_says_the_store_is_unavailable_and_comes_back(
         assert operator.get("/").status_code == 200
         pg.stop_fast(crash_pg)
         try:
-            down = operator.get("/")
+            down = [operator.get("/"), operator.get("/answered")]
         finally:
             pg.start_again(crash_pg)
         deadline = time.monotonic() + RECOVERY_SECONDS
         while (back := operator.get("/")).status_code != 200 and time.monotonic() < deadline:
             time.sleep(0.1)
 
-    assert down.status_code == 503
-    assert down.headers["Retry-After"] == "30"
-    assert "Store unavailable" in down.text
-    assert "does not answer" in down.text
-    assert "reload this page in a minute" in down.text
+    for page in down:
+        assert page.status_code == 503
+        assert page.headers["Retry-After"] == "30"
+        assert "Store unavailable" in page.text
+        # The operator reads the prompts' words: not answering, nothing read or recorded,
+        # reload in a minute, the log says why; the store's URL and the database's words
+        # are in the server's log only, once for the outage.
+        assert str(markupsafe.escape(BOOK.render("console_store_unavailable"))) in page.text
+    reasons = _logged_reasons(ready_team.log_texts()[0])
+    assert len(reasons) == 1
+    _assert_none_of_the_databases_words(" ".join(page.text for page in down), ready_team.url, reasons)
     assert back.status_code == 200
 
 

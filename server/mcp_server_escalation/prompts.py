@@ -184,8 +184,8 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "notify_link": ["link"],
         # appended to the description of every long text argument (adapters/mcp/registry.py)
         "tool_text_unit": [],
-        "store_unavailable": ["reason"],
-        "store_outcome_unknown": ["reason"],
+        "store_unavailable": [],
+        "store_outcome_unknown": [],
         # a report outside the scope of a person's token, over MCP and the hook route alike
         # (rules/wording/scope_refusals.py); {task_field}: where the caller names a task
         "scope_refused_task": ["task_id", "prefixes"],
@@ -285,9 +285,13 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "hook_input_no_cwd": ["limit"],
         "hook_input_unknown_event": ["event"],
         "hook_input_unnamed_event": [],
+        # a hook run's unexpected failure (a bug), on the hook's stderr (rules/wording/hook_input.py)
+        "hook_failed": ["log"],
+        "hook_failed_unlogged": [],
+        "hook_failed_error": ["kind", "message"],
         # the console's page while the store does not answer (adapters/console/app.py)
         "console_title_unavailable": [],
-        "console_store_unavailable": ["store", "reason"],
+        "console_store_unavailable": [],
     }.items()
 }
 

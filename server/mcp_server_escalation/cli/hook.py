@@ -10,8 +10,10 @@ work itself, when no server takes it.
 
 A hook must never break its host. Whatever goes wrong (malformed JSON, an unknown event, a
 store that cannot be opened, a bug) the hook exits 0 with nothing on stdout and one line on
-stderr, which the hosts read as "no decision" (the tool call proceeds). Exit 2 would mean
-"deny" to them, so even an argument error on a hook run exits 0 (``cli/__init__.py`` and ``cli/parsers.py``).
+stderr, which the hosts read as "no decision" (the tool call proceeds); for a bug, that line
+says where its details (the traceback) were written, since stderr is the host's to show.
+Exit 2 would mean "deny" to them, so even an argument error on a hook run exits 0
+(``cli/__init__.py`` and ``cli/parsers.py``).
 Nothing but the host's JSON is ever written to stdout. Imports of what only some of its
 commands need stay lazy: this module is loaded for every command line (what every command
 line loads anyway, the settings and the errors, is imported here at once).
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import ConfigError, StoreUnavailable
+from ..errors import ConfigError, EscalationError, StoreUnavailable
 from ..hooks.relay import HOSTS
 from ..locations import is_database_url
 from ..process import server_ready
@@ -40,6 +42,7 @@ SCRIPT_NAMES = ("mcp-server-escalation", "mcp-server-escalation.exe")
 if TYPE_CHECKING:
     from ..hooks.dispatch import HookInputError
     from ..hooks.triage import Triaged
+    from ..prompts import PromptBook
 
 
 def add_parser(
@@ -145,6 +148,32 @@ async def _answer(settings: Settings, entry: str, triaged: Triaged, raw: bytes) 
         return "", kept_or_raise(exc, triaged, event, spool)
 
 
+def _failed_words(args: argparse.Namespace, failure: Exception) -> list[str]:
+    """The lines on stderr for a bug met handling the event, its details written to the log
+    of the store's relay daemons (where a relay that answered would have written them)."""
+    from ..hooks.relay_spawn import note_failure  # noqa: PLC0415
+    from ..rules.wording.hook_input import hook_failed_words  # noqa: PLC0415
+
+    try:
+        cwd = str(Path.cwd())
+    except OSError:  # the working directory was removed: a relative store has no socket
+        cwd = "/"
+    log = note_failure(args.db, os.environ, cwd, failure)
+    return hook_failed_words(_book(args), log, failure)
+
+
+def _book(args: argparse.Namespace) -> PromptBook:
+    """The settings' prompts; the packaged ones when those cannot be had (the failure may be theirs)."""
+    from ..datafiles import data_dir  # noqa: PLC0415
+    from ..prompts import PromptBook  # noqa: PLC0415
+    from ..services.runtime import prompt_book  # noqa: PLC0415
+
+    try:
+        return prompt_book(Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts))
+    except Exception:  # noqa: BLE001 (whatever failed there, the bug is still to be said)
+        return PromptBook.load(data_dir("prompts"))
+
+
 def _input_words(settings: Settings, exc: HookInputError) -> str:
     """Why the event cannot be used, worded from the settings' prompts (loaded only now)."""
     from ..rules.wording.hook_input import hook_input_words  # noqa: PLC0415
@@ -176,8 +205,12 @@ def run_hook(entry: str, args: argparse.Namespace) -> int:
 
     try:
         output, said = handle_event(entry, sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), args)
-    except Exception as exc:  # noqa: BLE001 (the top level of a hook: a failure must never block the host)
-        _warn(f"no decision: {type(exc).__name__}: {exc}")
+    except EscalationError as exc:  # a config, prompts or store problem, in words for a person
+        _warn(f"no decision: {exc}")
+        return 0
+    except Exception as exc:  # noqa: BLE001 (the top level of a hook: a bug must never block the host)
+        for line in _failed_words(args, exc):
+            _warn(line)
         return 0
     if said:
         _warn(said)

@@ -50,14 +50,15 @@ import anyio
 import anyio.to_thread
 from anyio.abc import SocketListener, SocketStream
 
-from ..errors import ConfigError
+from ..errors import ConfigError, EscalationError
 from ..locations import is_database_url
-from ..rules.wording.hook_input import hook_input_words
+from ..rules.wording.hook_input import hook_failed_words, hook_input_words
 from ..services.background import alongside
 from ..services.runtime import Runtime
 from ..settings import FileStamp, LoadedConfig, Settings, config_path
 from .dispatch import HookInputError, prepare, warning
 from .relay import HOSTS, MAX_STDIN, OPTIONS, PROTOCOL, socket_dir, socket_path
+from .relay_spawn import note_failure
 from .spool import Spool, Spooled, answer_or_keep, kept_env, spool_folder
 
 log = logging.getLogger(__name__)
@@ -174,10 +175,25 @@ async def respond(
             stderr = warning(said) if said else ""
     except HookInputError as exc:  # the relay answers for these settings' prompts only
         stderr = warning(hook_input_words(rt.prompts, exc.problem))
-    except Exception as exc:  # as in the hook process: never break the host
-        log.exception("relayed hook event failed")
-        stderr = warning(f"no decision: {type(exc).__name__}: {exc}")
+    except EscalationError as exc:  # as in the hook process: a problem in words for a person
+        stderr = warning(f"no decision: {exc}")
+    except Exception as exc:  # noqa: BLE001 (as in the hook process: a bug never breaks the host)
+        stderr = await _failed(rt, exc)
     return {"protocol": PROTOCOL, "stdout": stdout, "stderr": stderr}
+
+
+async def _failed(rt: Runtime, failure: Exception) -> str:
+    """The hook's lines for a bug met answering it. Its details go where the hook process
+    would write them: the log beside the socket this process serves, which is the socket the
+    hook found for its store (a file a request names is never opened here). This process's
+    log says where, or holds them when that fails."""
+    job = functools.partial(note_failure, rt.settings.db_path, os.environ, str(Path.cwd()), failure)
+    where = await anyio.to_thread.run_sync(job)
+    if where is None:
+        log.error("relayed hook event failed", exc_info=failure)
+    else:
+        log.error("relayed hook event failed unexpectedly; its details are in %s", where)
+    return "".join(warning(line) for line in hook_failed_words(rt.prompts, where, failure))
 
 
 async def serve_one(

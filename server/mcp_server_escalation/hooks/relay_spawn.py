@@ -13,6 +13,10 @@ that finds the lock taken starts nothing (a daemon is starting or serving). So t
 starting at once never start two daemons, and the kernel releases the lock however the
 daemon ends.
 
+The daemons' log, beside the socket, is also where a hook run's unexpected failure (a bug)
+leaves its details (``note_failure``), whether the hook met it or the relay that answered
+it: the hook's stderr is its host's, one line a person reads, and says where they are.
+
 Imported by a hook run only when no relay answered, and it uses the standard library only
 (``relay.py`` explains why).
 """
@@ -22,10 +26,12 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
+import time
 import tomllib
 from collections.abc import Mapping
 
-from ..locations import default_config
+from ..locations import chosen_store, default_config
+from .relay import socket_path
 
 # Keep equal to the default of ``HooksConfig.relay_idle_minutes`` (a test holds them equal).
 DEFAULT_IDLE_MINUTES = 10.0
@@ -33,6 +39,8 @@ DEFAULT_IDLE_MINUTES = 10.0
 MAX_CONFIG_BYTES = 1024 * 1024
 # A daemon logs a few lines per life: this holds thousands of lives, and stays bounded.
 MAX_LOG_BYTES = 1024 * 1024
+# One failure's details (a traceback of a deep recursion runs long): clipped to this.
+MAX_FAILURE_BYTES = 64 * 1024
 # The daemon's command, after the hook's own options (relay.OPTIONS) as it was given them.
 DAEMON_ACTION = ("hook", "daemon")
 
@@ -48,13 +56,45 @@ def log_path(socket_file: str) -> str:
 
 
 def open_log(socket_file: str) -> int:
-    """The daemons' log, for appending; emptied first once it has grown past ``MAX_LOG_BYTES``."""
+    """The daemons' log, for appending; emptied first once it has grown past ``MAX_LOG_BYTES``.
+
+    A daemon may be writing to it meanwhile: its appends land at the new end (``O_APPEND``),
+    so emptying loses older lines only."""
     fd = os.open(
         log_path(socket_file), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
     )
     if os.fstat(fd).st_size > MAX_LOG_BYTES:
-        os.ftruncate(fd, 0)  # only the lock holder gets here: no daemon is writing to it
+        os.ftruncate(fd, 0)
     return fd
+
+
+def note_failure(db_flag: str | None, env: Mapping[str, str], cwd: str, failure: BaseException) -> str | None:
+    """Append a hook run's unexpected failure (when, which process, the exception and its
+    traceback) to the log of its store's daemons; that log's path, or None when there is none
+    (no private socket folder, a store in memory) or it cannot be written.
+
+    ``db_flag``, ``env`` and ``cwd`` name the store's socket as ``relay.try_relay`` finds it
+    (the hook's own) and as a relay binds it (the relay's own): the hook and a relay that
+    answered it name the same file."""
+    import traceback  # noqa: PLC0415 (only on a failure: a hook run's imports stay few)
+
+    socket_file = socket_path(chosen_store(db_flag, env), env, cwd)
+    if socket_file is None:
+        return None
+    when = time.strftime("%Y-%m-%d %H:%M:%S")
+    head = f"{when} ERROR hook run (process {os.getpid()}) failed unexpectedly; no decision:\n"
+    details = "".join(traceback.format_exception(failure)).encode("utf-8", "backslashreplace")
+    if len(details) > MAX_FAILURE_BYTES:
+        details = details[: MAX_FAILURE_BYTES // 2] + b"\n[...]\n" + details[-MAX_FAILURE_BYTES // 2 :]
+    try:
+        fd = open_log(socket_file)
+        try:
+            os.write(fd, head.encode("utf-8", "backslashreplace") + details)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    return log_path(socket_file)
 
 
 def open_lock(socket_file: str) -> int:

@@ -50,10 +50,12 @@ class Console(ReadPages, Posts):
 RETRY_AFTER_SECONDS = 30
 
 
-def unavailable_page(console: Console, request: Request, exc: StoreUnavailable) -> Response:
-    """The page every route answers while the store does not: which store, why, what to do."""
+def unavailable_page(console: Console, request: Request) -> Response:
+    """The page every route answers while the store does not: what became of the request and
+    what to do. Which store (a database's URL) and why are in the log the store writes once per
+    outage, for whoever runs the server; a line per page would flood it."""
     book = console.book
-    message = book.render("console_store_unavailable", store=exc.location, reason=exc.reason)
+    message = book.render("console_store_unavailable")
     response = console._page(
         request,
         "error.html",
@@ -95,8 +97,8 @@ def build_console(
             handler: Handler = getattr(holder["console"], name)
             try:
                 return await handler(request)
-            except StoreUnavailable as exc:
-                return unavailable_page(holder["console"], request, exc)
+            except StoreUnavailable:
+                return unavailable_page(holder["console"], request)
 
         return handle
 

@@ -179,9 +179,10 @@ def _published(name: str) -> dict[str, Any] | None:
 
 def unavailable_text(prompts: PromptBook, exc: StoreUnavailable) -> str:
     """What the model reads when the store did not answer: nothing (or maybe something) was
-    recorded, and what to do next."""
+    recorded, and what to do next. Not why: what the database said, and where it is, are the
+    operator's, in the log the store writes once per outage (a line per call would flood it)."""
     template = "store_unavailable" if exc.recorded is False else "store_outcome_unknown"
-    return prompts.render(template, reason=exc.reason)
+    return prompts.render(template)
 
 
 def tool_result(

@@ -6,6 +6,8 @@ JSON); the command hook prints these words on stderr, the relay hands them to th
 answers for, the hook route over HTTP sends them as its 400's body and the spool logs them.
 They come from the ``hook_input_*`` templates of ``prompts/hooks.toml``: a name on one line,
 clipped, never a repr; the parser's complaint as a line and a column, never its text.
+A hook run that fails unexpectedly (a bug) says so from the ``hook_failed*`` templates, and
+where its details went (``hook_failed_words``).
 
 No prompt book is loaded here (only its type is named): the hook's fast path imports this
 module's ``InputProblem`` and loads the book only when there is a problem to word.
@@ -64,3 +66,14 @@ def hook_input_words(book: PromptBook, found: InputProblem) -> str:
             return book.render("hook_input_unnamed_event")
         return book.render("hook_input_unknown_event", event=named)
     return book.render(f"hook_input_{found.problem}")
+
+
+def hook_failed_words(book: PromptBook, log: str | None, failure: BaseException) -> list[str]:
+    """The hook's lines on stderr for an unexpected ``failure`` (a bug): no decision, and the
+    ``log`` its details were written to; without one, the error's kind and message on a
+    second line (never its traceback: that is for a log)."""
+    if log is not None:
+        return [book.render("hook_failed", log=log)]
+    message = one_line(str(failure)) or "(no message)"
+    error = book.render("hook_failed_error", kind=type(failure).__name__, message=message)
+    return [book.render("hook_failed_unlogged"), error]

@@ -1,0 +1,124 @@
+"""What a person reads when a hook run fails unexpectedly (a bug): a sentence from
+``prompts/hooks.toml`` on stderr (no decision, the host goes on, where the details are), and
+the details (the exception and its traceback) in the log of the store's relay daemons, beside
+its socket; never a traceback or a repr on stderr.
+
+The failure is a real one in the installed script: a store whose ``tasks`` table someone
+dropped, which no code path expects (it is no outage: nothing is spooled or retried).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from hooks_support import SCRIPT, bash_failure, environment, hook_process
+from mcp_server_escalation.datafiles import data_dir
+from mcp_server_escalation.hooks.relay import connect, socket_path
+from mcp_server_escalation.hooks.relay_spawn import log_path
+from mcp_server_escalation.prompts import PromptBook
+
+PREFIX = "mcp-server-escalation hook: "
+BOOK = PromptBook.load(data_dir("prompts"))
+OFF = {"ESCALATION_HOOK_RELAY": "off"}
+
+
+async def _broken_store(tmp_path: Path) -> str:
+    """A store with one event recorded, then its ``tasks`` table dropped."""
+    db = str(tmp_path / "s.db")
+    first = await hook_process(
+        "claude-code", bash_failure("npm test", "Error: one", "toolu_one"), db=db, tmp=tmp_path, **OFF
+    )
+    assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("DROP TABLE tasks")
+    return db
+
+
+def _hook_log(db: str, tmp_path: Path) -> Path:
+    """Where the hook's details go: the log beside its store's relay socket."""
+    socket_file = socket_path(db, environment(tmp_path), str(Path.cwd()))
+    assert socket_file is not None
+    return Path(log_path(socket_file))
+
+
+def _assert_details(log: Path, runs: int) -> None:
+    details = log.read_text(encoding="utf-8")
+    assert details.count("failed unexpectedly; no decision:") == runs, details
+    assert details.count("Traceback (most recent call last)") == runs, details
+    assert "sqlite3.OperationalError: no such table: tasks" in details
+
+
+async def test_the_hook_says_it_met_a_bug_and_where_the_details_are(tmp_path: Path) -> None:
+    db = await _broken_store(tmp_path)
+    log = _hook_log(db, tmp_path)
+    run = await hook_process(
+        "claude-code", bash_failure("npm test", "Error: two", "toolu_two"), db=db, tmp=tmp_path, **OFF
+    )
+
+    assert (run.returncode, run.stdout) == (0, "")  # no decision: the host goes on
+    assert run.stderr == PREFIX + BOOK.render("hook_failed", log=str(log)) + "\n"
+    _assert_details(log, 1)
+
+
+async def test_without_a_log_the_hook_says_the_errors_kind_and_message_on_a_second_line(
+    tmp_path: Path,
+) -> None:
+    db = await _broken_store(tmp_path)
+    runtime = tmp_path / "runtime"
+    shared = runtime / "mcp-server-escalation"
+    shared.mkdir(parents=True)
+    shared.chmod(0o755)  # others may enter it: the hook refuses the folder, so no log
+    event = bash_failure("npm test", "Error: two", "toolu_two")
+    run = await hook_process("claude-code", event, db=db, tmp=tmp_path, XDG_RUNTIME_DIR=str(runtime), **OFF)
+
+    assert (run.returncode, run.stdout) == (0, "")
+    error = BOOK.render("hook_failed_error", kind="OperationalError", message="no such table: tasks")
+    assert run.stderr == PREFIX + BOOK.render("hook_failed_unlogged") + "\n" + PREFIX + error + "\n"
+    assert "Traceback" not in run.stderr
+    assert list(shared.iterdir()) == []
+
+
+@contextlib.contextmanager
+def _relaying(db: str, tmp_path: Path) -> Iterator[Path]:
+    """``hook relay`` for the store, its stderr (its log) in a file, while its socket is up."""
+    socket_file = socket_path(db, environment(tmp_path), str(Path.cwd()))
+    assert socket_file is not None
+    stderr = tmp_path / "relay.log"
+    with stderr.open("wb") as out:
+        relay = subprocess.Popen(
+            [str(SCRIPT), "--db", db, "hook", "relay"],
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+            env=environment(tmp_path),
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while (conn := connect(socket_file)) is None:
+            assert relay.poll() is None, stderr.read_text(encoding="utf-8")
+            assert time.monotonic() < deadline, "the relay never listened"
+            time.sleep(0.05)
+        conn.close()
+        yield stderr
+    finally:
+        relay.terminate()
+        relay.wait(timeout=30)
+
+
+async def test_a_relayed_hook_run_says_the_same_and_its_details_go_to_the_same_log(tmp_path: Path) -> None:
+    db = await _broken_store(tmp_path)
+    log = _hook_log(db, tmp_path)
+    event = bash_failure("npm test", "Error: two", "toolu_two")
+    with _relaying(db, tmp_path) as relay_log:
+        run = await hook_process("claude-code", event, db=db, tmp=tmp_path, ESCALATION_HOOK_RELAY="require")
+
+    assert (run.returncode, run.stdout) == (0, "")
+    assert run.stderr == PREFIX + BOOK.render("hook_failed", log=str(log)) + "\n"
+    _assert_details(log, 1)
+    said = " ".join(relay_log.read_text(encoding="utf-8").split())
+    assert f"relayed hook event failed unexpectedly; its details are in {log}" in said
+    assert "Traceback" not in said  # once, in the hook log, not twice
