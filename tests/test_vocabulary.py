@@ -15,9 +15,10 @@ from typing import get_args
 
 import pytest
 
+from conftest import connect
 from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.models.limits import TEXT_MAX, EscalationStatus, TaskStatus
-from mcp_server_escalation.prompts import PromptBook
+from mcp_server_escalation.prompts import TEMPLATES, PromptBook
 from mcp_server_escalation.rules.bounds.token_scope import ScopeRefusal, Side
 from mcp_server_escalation.rules.wording.scope_refusals import scope_refusal_words
 from mcp_server_escalation.services.tasks import COMPLETION_REFUSALS
@@ -52,6 +53,8 @@ def test_every_condition_that_refuses_completion_has_its_words() -> None:
         "a condition of end_task(completed) was added or removed: name it in prompts/tools.toml"
         " (tools.end_task) and docs/tools.md (Double entry), then in COMPLETION_WORDS here"
     )
+    unworded = [name for name in COMPLETION_REFUSALS if f"completion_refused_{name}" not in TEMPLATES]
+    assert not unworded, f"no completion_refused_<condition> template (prompts/tools.toml) for {unworded}"
 
 
 @pytest.mark.parametrize(
@@ -67,6 +70,56 @@ def test_the_model_and_the_docs_name_every_condition_that_refuses_completion(
     text = read()
     missing = [name for name, words in COMPLETION_WORDS.items() if not re.search(words, text)]
     assert not missing, f"{where} does not name {missing}: {text}"
+
+
+async def test_each_refusal_of_completion_says_in_words_what_holds_the_task(db_path: str) -> None:
+    """Every condition's own words, with the names it lists plainly: the first few and how
+    many more, never a Python list or quoted repr."""
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="held", task_id="held")
+        for _ in range(3):
+            await agent.call("record_failure", task_id="held", message="AssertionError: assert 1 == 2")
+        held = await agent.error("end_task", task_id="held", outcome="completed")
+
+        await agent.call("start_task", title="tests", task_id="tests")
+        await agent.call(
+            "report_progress", task_id="tests", files_modified=["a.py"], tests_passed=8, tests_failed=2
+        )
+        failing = await agent.error("end_task", task_id="tests", outcome="completed")
+
+        await agent.call("start_task", title="steps", task_id="steps")
+        for step in ("s1", "s2", "s3", "s4", "s5", "s6", "s7"):
+            await agent.call("record_attempt", task_id="steps", step=step, status="rejected", feedback="no")
+        rejected = await agent.error("end_task", task_id="steps", outcome="completed")
+
+        await agent.call("start_task", title="review", task_id="review")
+        for stage in ("review_security", "review_code"):
+            await agent.call(
+                "report_review", task_id="review", stage=stage, status="fail", failure_reason="x"
+            )
+        findings = await agent.error("end_task", task_id="review", outcome="completed")
+
+    assert held == (
+        "Error executing tool end_task: "
+        "outcome: task held cannot be completed while escalation 1 holds it: wait for its answer"
+        " and acknowledge it (acknowledge_response) first."
+    )
+    assert failing == (
+        "Error executing tool end_task: "
+        "outcome: task tests cannot be completed: the latest test run has 2 failing test(s). Fix them"
+        " and report a passing run with report_progress, or end the task with outcome abandoned."
+    )
+    assert rejected == (
+        "Error executing tool end_task: "
+        "outcome: task steps cannot be completed: the latest attempt was rejected on step(s)"
+        " s1, s2, s3, s4, s5 and 2 more. Record an accepted attempt of each (record_attempt) first,"
+        " or end the task with outcome abandoned."
+    )
+    assert findings == (
+        "Error executing tool end_task: "
+        "outcome: task review cannot be completed: there are outstanding findings on review stage(s)"
+        " review_code, review_security. Fix them and report each stage passing with report_review."
+    )
 
 
 def test_the_readme_names_no_condition_of_its_own_and_points_to_the_rule() -> None:

@@ -102,6 +102,12 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "reason_out_of_scope": ["path", "scope"],
         "reason_file_limit": ["path", "count", "limit"],
         "reason_task_not_active": ["status", "escalation_id"],
+        # why end_task(completed) was refused: one per condition of the double-entry rule
+        # (services/tasks.py COMPLETION_REFUSALS, each condition's name after the prefix)
+        "completion_refused_escalation_holds": ["task_id", "escalation_id"],
+        "completion_refused_tests_fail": ["task_id", "failed"],
+        "completion_refused_attempt_rejected": ["task_id", "steps"],
+        "completion_refused_findings_outstanding": ["task_id", "stages"],
         # attempts, stagnation cycles and the failure summary
         "message_attempt_recorded": ["task_id", "step", "attempt_number", "cycle"],
         "message_attempt_accepted": ["task_id", "step", "attempt_number"],

@@ -15,6 +15,7 @@ from ..models.tasks import Task, TimelinePage
 from ..models.thresholds import ThresholdOverrides
 from ..rules.reading.salient import headline
 from ..rules.wording import timeline as timeline_rules
+from ..rules.wording.scope_refusals import listed_few
 from ..store import escalation_lookups
 from ..store import escalations as escalation_store
 from ..store import failures as failure_store
@@ -234,7 +235,7 @@ async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None 
             )
             return ended, []
         if outcome == "completed":
-            _check_double_entry(conn, task)
+            _check_double_entry(rt, conn, task)
         closed: list[int] = []
         closing_status = "agent_terminated" if outcome == "abandoned" else "withdrawn"
         for escalation in escalation_lookups.pending_for_task(conn, task_id):
@@ -259,52 +260,43 @@ async def end_task(rt: Runtime, *, task_id: str, outcome: str, note: str | None 
     return result
 
 
-def _escalation_holds(conn: Conn, task: Task) -> str | None:
+# Each condition that refuses end_task(completed) gives the facts its refusal names, or None;
+# the words are the template ``completion_refused_<condition>`` (prompts/tools.toml), a list
+# of names (steps, stages) shown as its first few and how many more.
+Refusal = Callable[[Conn, Task], dict[str, object] | None]
+
+
+def _escalation_holds(conn: Conn, task: Task) -> dict[str, object] | None:
     holding = escalation_lookups.blocking_open(conn, task.task_id)
     if holding is None:
         return None
-    return (
-        f"outcome: task {task.task_id!r} cannot be completed while escalation "
-        f"{holding.escalation_id} holds it; answer or acknowledge it first."
-    )
+    return {"escalation_id": holding.escalation_id}
 
 
-def _tests_fail(conn: Conn, task: Task) -> str | None:
+def _tests_fail(conn: Conn, task: Task) -> dict[str, object] | None:
     latest = progress_store.latest_test_run(conn, task.task_id)
     if latest is None or latest.failed == 0:
         return None
-    return (
-        f"outcome: task {task.task_id!r} cannot be completed: the latest test run has "
-        f"{latest.failed} failing test(s). Fix them and report a passing run with "
-        "report_progress, or end the task as 'abandoned'."
-    )
+    return {"failed": latest.failed}
 
 
-def _attempt_rejected(conn: Conn, task: Task) -> str | None:
+def _attempt_rejected(conn: Conn, task: Task) -> dict[str, object] | None:
     rejected = feedback_store.steps_with_rejected_latest(conn, task.task_id)
     if not rejected:
         return None
-    return (
-        f"outcome: task {task.task_id!r} cannot be completed: the latest attempt of step(s) "
-        f"{rejected} was rejected. Record an accepted attempt (record_attempt) first, or end "
-        "the task as 'abandoned'."
-    )
+    return {"steps": rejected}
 
 
-def _findings_outstanding(conn: Conn, task: Task) -> str | None:
+def _findings_outstanding(conn: Conn, task: Task) -> dict[str, object] | None:
     findings = feedback_store.outstanding_findings(conn, task.task_id)
     if not findings:
         return None
-    stages = sorted({f.stage for f in findings})
-    return (
-        f"outcome: task {task.task_id!r} cannot be completed: review stage(s) {stages} have "
-        "outstanding findings. Fix them and report each stage passing with report_review."
-    )
+    return {"stages": sorted({f.stage for f in findings})}
 
 
 # The double-entry rule: each condition that refuses end_task(completed), in the order they
 # are checked. The tool's description and the docs name every one (tests/test_vocabulary.py).
-COMPLETION_REFUSALS: dict[str, Callable[[Conn, Task], str | None]] = {
+COMPLETION_REFUSALS: dict[str, Refusal] = {
     "escalation_holds": _escalation_holds,
     "tests_fail": _tests_fail,
     "attempt_rejected": _attempt_rejected,
@@ -312,11 +304,14 @@ COMPLETION_REFUSALS: dict[str, Callable[[Conn, Task], str | None]] = {
 }
 
 
-def _check_double_entry(conn: Conn, task: Task) -> None:
-    for refusal in COMPLETION_REFUSALS.values():
-        reason = refusal(conn, task)
-        if reason is not None:
-            raise Conflict(reason)
+def _check_double_entry(rt: Runtime, conn: Conn, task: Task) -> None:
+    for condition, refusal in COMPLETION_REFUSALS.items():
+        facts = refusal(conn, task)
+        if facts is not None:
+            values = {k: listed_few(rt.prompts, v) if isinstance(v, list) else v for k, v in facts.items()}
+            raise Conflict(
+                rt.prompts.render(f"completion_refused_{condition}", task_id=task.task_id, **values)
+            )
 
 
 async def list_tasks(rt: Runtime, *, status: str | None = None, limit: int = 50) -> list[Task]:

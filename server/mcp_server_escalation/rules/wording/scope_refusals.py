@@ -10,6 +10,8 @@ each with how many more.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ...prompts import PromptBook
 from ..bounds.token_scope import ScopeRefusal
 from ..reading.salient import one_line
@@ -23,7 +25,7 @@ NAME_CHARS = 200
 def scope_refusal_words(book: PromptBook, refusal: ScopeRefusal, task_field: str) -> str:
     """What the caller reads about ``refusal``; ``task_field`` names where it names a task
     (``task_id``, the hook's ``X-Escalation-Task`` header)."""
-    allowed = _listed(book, refusal.allowed)
+    allowed = listed_few(book, refusal.allowed)
     if refusal.side == "project":
         return book.render("scope_refused_project", project=_name(refusal.named), folders=allowed)
     if refusal.side == "no_task":
@@ -36,7 +38,9 @@ def _name(named: str) -> str | None:
     return one_line(named, NAME_CHARS) or None
 
 
-def _listed(book: PromptBook, allowed: tuple[str, ...]) -> str:
-    shown = ", ".join(one_line(item, NAME_CHARS) for item in allowed[:SHOWN_ALLOWED])
-    more = len(allowed) - SHOWN_ALLOWED
+def listed_few(book: PromptBook, names: Sequence[str]) -> str:
+    """The first few ``names``, each on one line and clipped, and how many more: a scope's
+    prefixes or folders here, the steps or stages that refuse ``end_task`` elsewhere."""
+    shown = ", ".join(one_line(item, NAME_CHARS) for item in names[:SHOWN_ALLOWED])
+    more = len(names) - SHOWN_ALLOWED
     return book.render("scope_allowed_more", listed=shown, more=more) if more > 0 else shown
