@@ -303,9 +303,9 @@ async def test_bad_budget_values_are_rejected_naming_the_field_and_the_limit(db_
         text = await agent.error("start_task", title="t", thresholds={"max_failing_test_runs": "many"})
         listed = await agent.call("list_escalations", status="all")
     assert "max_tool_calls" in zero
-    assert "greater than or equal to 1" in zero
+    assert "thresholds.max_tool_calls: must be at least 1" in zero
     assert "max_minutes" in huge
-    assert "less than or equal to 1000000" in huge
+    assert "thresholds.max_minutes: must be at most 1000000" in huge
     assert "max_failing_test_runs" in text
     assert listed["total"] == 0
 

@@ -37,10 +37,12 @@ async def test_get_escalation_refuses_a_wait_outside_its_bounds_and_names_it(
         )
     assert "wait_seconds" in error
     if math.isfinite(wait):
-        bound = "greater than or equal to 0" if wait < 0 else f"less than or equal to {WAIT_MAX_SECONDS:g}"
+        bound = "must be at least 0" if wait < 0 else f"must be at most {WAIT_MAX_SECONDS:g}"
         assert bound in error
     else:  # JSON has no NaN or infinity: a client sends null, or the literal that Python writes
-        assert "valid number" in error or "finite number" in error, error
+        assert (
+            "wait_seconds: must be a number" in error or "wait_seconds: must be a finite number" in error
+        ), error
 
 
 # -- notifier commands --------------------------------------------------------------------

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .rules.wording.argument_errors import TEMPLATE_FIELDS as ARGUMENT_TEMPLATES
 from .rules.wording.words import kind_words, name_words
 
 # The wait a message asks for (``get_escalation``'s ``wait_seconds``) is not passed by the
@@ -108,6 +109,8 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "completion_refused_tests_fail": ["task_id", "failed"],
         "completion_refused_attempt_rejected": ["task_id", "steps"],
         "completion_refused_findings_outstanding": ["task_id", "stages"],
+        # a call's arguments that break the tool's schema
+        **ARGUMENT_TEMPLATES,
         # attempts, stagnation cycles and the failure summary
         "message_attempt_recorded": ["task_id", "step", "attempt_number", "cycle"],
         "message_attempt_accepted": ["task_id", "step", "attempt_number"],

@@ -25,13 +25,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ...datafiles import data_dir
 from ...errors import ConfigError, EscalationError, StoreUnavailable
 from ...models.limits import RESULT_MAX_BYTES, TEXT_MAX
 from ...prompts import PromptBook
 from ...rules.bounds.results import fit
+from ...rules.wording.argument_errors import argument_error_words
 from .flat_schemas import flat_schema, input_schema
 
 ToolFunction = Callable[..., Awaitable[BaseModel]]
@@ -66,6 +67,21 @@ class _NotBuiltYet(LazyArguments):
     """Stands in for a tool's argument model until its first call builds the real one."""
 
 
+class ArgumentsRefused(ValidationError):
+    """pydantic's refusal of a call's arguments, read as the words the model is told.
+
+    The SDK reports a ``ValidationError`` raised here as the tool error the model reads,
+    in its text (``str(exc)``); anything else raised here it takes for a crash and says
+    nothing. So the words travel in a ``ValidationError`` of our own: its text is
+    ``rules/wording/argument_errors.py``'s, not pydantic's report with its reprs of the
+    input (``tests/test_bad_input.py`` fails when the SDK stops reporting it so)."""
+
+    words: str = ""
+
+    def __str__(self) -> str:
+        return self.words
+
+
 class ArgumentMetadata(FuncMetadata):
     """The SDK's ``FuncMetadata``, with the argument model built at the tool's first call,
     and JSON sent inside a string unpacked only where the argument cannot be a string.
@@ -86,6 +102,8 @@ class ArgumentMetadata(FuncMetadata):
 
     fn: Any = Field(default=None, exclude=True)
     json_arguments: frozenset[str] = frozenset()
+    # The words of a refusal (None: pydantic's own report, as in the schema checks)
+    prompts: Any = Field(default=None, exclude=True)
 
     def arguments_model(self) -> type[ArgModelBase]:
         """The argument model, built on first use (``arg_model`` holds it from then on)."""
@@ -95,7 +113,14 @@ class ArgumentMetadata(FuncMetadata):
 
     def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
         model = self.arguments_model()
-        return model.model_validate(self.pre_parse_json(arguments_to_validate)).model_dump_one_level()
+        try:
+            return model.model_validate(self.pre_parse_json(arguments_to_validate)).model_dump_one_level()
+        except ValidationError as exc:
+            if self.prompts is None:
+                raise
+            refused = ArgumentsRefused.from_exception_data(exc.title, [])
+            refused.words = argument_error_words(self.prompts, exc.errors(include_url=False))
+            raise refused from None
 
     def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
         self.arguments_model()  # json_arguments is known once the model is
@@ -125,9 +150,10 @@ def admits_text(annotation: Any) -> bool:
     return annotation is Any or (isinstance(annotation, type) and issubclass(annotation, str))
 
 
-def argument_metadata(fn: ToolFunction) -> ArgumentMetadata:
-    """What the SDK's ``func_metadata`` builds for our tools, its model built when first needed."""
-    return ArgumentMetadata(arg_model=_NotBuiltYet, fn=fn)
+def argument_metadata(fn: ToolFunction, prompts: PromptBook | None = None) -> ArgumentMetadata:
+    """What the SDK's ``func_metadata`` builds for our tools, its model built when first needed;
+    a refusal worded from ``prompts``."""
+    return ArgumentMetadata(arg_model=_NotBuiltYet, fn=fn, prompts=prompts)
 
 
 @functools.cache
@@ -258,7 +284,7 @@ def structured_tool(
     function takes ``bind(context)`` as its first parameter, named ``call``."""
     if next(iter(inspect.signature(fn).parameters), None) != CALL_PARAMETER:
         raise TypeError(f"{fn.__name__}: a tool's first parameter is {CALL_PARAMETER!r}")
-    metadata = argument_metadata(fn)
+    metadata = argument_metadata(fn, prompts)
     # The return annotation is a plain class name of the defining module (postponed
     # annotations); looking it up avoids evaluating every annotation at start-up.
     returns = fn.__annotations__["return"]
