@@ -3,8 +3,10 @@
 the details (the exception and its traceback) in the log of the store's relay daemons, beside
 its socket; never a traceback or a repr on stderr.
 
-The failure is a real one in the installed script: a store whose ``tasks`` table someone
-dropped, which no code path expects (it is no outage: nothing is spooled or retried).
+The failure is a real one in the installed script: a store whose task row holds thresholds
+that are not JSON, which no code path expects (it is no outage: nothing is spooled or
+retried). A database's own error is worded as the store's failure, not as a bug
+(``tests/test_hooks_claim.py``).
 """
 
 from __future__ import annotations
@@ -27,15 +29,19 @@ BOOK = PromptBook.load(data_dir("prompts"))
 OFF = {"ESCALATION_HOOK_RELAY": "off"}
 
 
-async def _broken_store(tmp_path: Path) -> str:
-    """A store with one event recorded, then its ``tasks`` table dropped."""
+async def _broken_store(
+    tmp_path: Path, damage: str = "UPDATE tasks SET thresholds_json = '{not json'"
+) -> str:
+    """A store with one event recorded, then damaged: by default its task's thresholds
+    overwritten with a text that is not JSON."""
     db = str(tmp_path / "s.db")
     first = await hook_process(
         "claude-code", bash_failure("npm test", "Error: one", "toolu_one"), db=db, tmp=tmp_path, **OFF
     )
     assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
     with contextlib.closing(sqlite3.connect(db)) as conn:
-        conn.execute("DROP TABLE tasks")
+        conn.execute(damage)
+        conn.commit()
     return db
 
 
@@ -50,7 +56,7 @@ def _assert_details(log: Path, runs: int) -> None:
     details = log.read_text(encoding="utf-8")
     assert details.count("failed unexpectedly; no decision:") == runs, details
     assert details.count("Traceback (most recent call last)") == runs, details
-    assert "sqlite3.OperationalError: no such table: tasks" in details
+    assert "pydantic_core._pydantic_core.ValidationError: 1 validation error for Thresholds" in details
 
 
 async def test_the_hook_says_it_met_a_bug_and_where_the_details_are(tmp_path: Path) -> None:
@@ -68,7 +74,7 @@ async def test_the_hook_says_it_met_a_bug_and_where_the_details_are(tmp_path: Pa
 async def test_without_a_log_the_hook_says_the_errors_kind_and_message_on_a_second_line(
     tmp_path: Path,
 ) -> None:
-    db = await _broken_store(tmp_path)
+    db = await _broken_store(tmp_path, "DROP TABLE tasks")  # a database's error: the store's words
     runtime = tmp_path / "runtime"
     shared = runtime / "mcp-server-escalation"
     shared.mkdir(parents=True)
@@ -78,7 +84,7 @@ async def test_without_a_log_the_hook_says_the_errors_kind_and_message_on_a_seco
 
     assert (run.returncode, run.stdout) == (0, "")
     error = BOOK.render("hook_failed_error", kind="OperationalError", message="no such table: tasks")
-    assert run.stderr == PREFIX + BOOK.render("hook_failed_unlogged") + "\n" + PREFIX + error + "\n"
+    assert run.stderr == PREFIX + BOOK.render("hook_store_failed_unlogged") + "\n" + PREFIX + error + "\n"
     assert "Traceback" not in run.stderr
     assert list(shared.iterdir()) == []
 

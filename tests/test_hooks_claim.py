@@ -78,7 +78,13 @@ async def test_a_hook_process_that_failed_to_record_leaves_the_event_to_a_redeli
     _break(db, "failure_occurrences")
     lost = await hook("claude-code", failing_run, db=db, tmp=tmp_path, **OFF)
     assert (lost.returncode, lost.stdout) == (0, "")  # the host is never broken...
-    assert "injected: disk full" in lost.stderr  # ...and the failure is said, not swallowed
+    # ...and the failure is said, not swallowed: in words on stderr, whole in the log it names
+    said, log = lost.stderr.rstrip("\n").rsplit("; the details are in ", 1)
+    assert said == (
+        "mcp-server-escalation hook: the hook could not record the event: its store failed"
+        " (a database error, not a bug in the hook) and it made no decision, so the host goes on"
+    )
+    assert "sqlite3.IntegrityError: injected: disk full" in Path(log).read_text()
     _mend(db)
     again = await hook("claude-code", failing_run, db=db, tmp=tmp_path, **OFF)
     duplicate = await hook("claude-code", failing_run, db=db, tmp=tmp_path, **OFF)

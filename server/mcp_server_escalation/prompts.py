@@ -297,6 +297,8 @@ TEMPLATES: dict[str, frozenset[str]] = {
         # a hook run's unexpected failure (a bug), on the hook's stderr (rules/wording/hook_input.py)
         "hook_failed": ["log"],
         "hook_failed_unlogged": [],
+        "hook_store_failed": ["log"],
+        "hook_store_failed_unlogged": [],
         "hook_failed_error": ["kind", "message"],
         # the console's page while the store does not answer (adapters/console/app.py)
         "console_title_unavailable": [],

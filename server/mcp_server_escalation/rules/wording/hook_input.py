@@ -69,11 +69,20 @@ def hook_input_words(book: PromptBook, found: InputProblem) -> str:
 
 
 def hook_failed_words(book: PromptBook, log: str | None, failure: BaseException) -> list[str]:
-    """The hook's lines on stderr for an unexpected ``failure`` (a bug): no decision, and the
-    ``log`` its details were written to; without one, the error's kind and message on a
-    second line (never its traceback: that is for a log)."""
+    """The hook's lines on stderr for an unexpected ``failure``: no decision, and the ``log``
+    its details were written to; without one, the error's kind and message on a second line
+    (never its traceback: that is for a log). A database's own error (a full disk, a store
+    that refused the write) is not a bug of ours, and the words say which it was."""
+    template = "hook_store_failed" if _database_error(failure) else "hook_failed"
     if log is not None:
-        return [book.render("hook_failed", log=log)]
+        return [book.render(template, log=log)]
     message = one_line(str(failure)) or "(no message)"
     error = book.render("hook_failed_error", kind=type(failure).__name__, message=message)
-    return [book.render("hook_failed_unlogged"), error]
+    return [book.render(f"{template}_unlogged"), error]
+
+
+def _database_error(failure: BaseException) -> bool:
+    """Whether SQLite's or PostgreSQL's driver raised ``failure`` (told by its class's module:
+    a hook run that met neither has imported neither)."""
+    module = type(failure).__module__
+    return module == "sqlite3" or module.split(".")[0] == "psycopg"
