@@ -131,7 +131,7 @@ async def test_demo_plays_the_whole_loop_and_leaves_the_records_it_claims(tmp_pa
     assert run.step(5) == "tests 8/10 = 80%, not above 80% (1 of 3 runs without improvement)"
     assert run.step(7) == "tests 7/10 = 70%, not above 80% (2 of 3 runs without improvement)"
     assert run.step(8).endswith("3 in a row -> escalation 1 (repeated error), task paused")
-    assert run.step(9).endswith("-> test_stall joins escalation 1 (triggers: repeated_error, test_stall)")
+    assert run.step(9).endswith("-> test stall joins escalation 1 (triggers: repeated error and test stall)")
     assert run.step(10) == "$ mcp-server-escalation escalations show 1   (another process)"
     view = [line for line in run.stdout.splitlines() if line.startswith("    | ")]
     assert any(all(w in line for w in ("Escalation 1", "repeated error", "pending")) for line in view)

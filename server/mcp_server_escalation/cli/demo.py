@@ -378,7 +378,7 @@ class Demo:
             if last:
                 await self._escalated(agent, recorded, line, count)
             else:
-                _expect(escalation is None, f"escalated too early: escalation {escalation}")
+                _expect(escalation is None, f"escalated too early: {_named(escalation)}")
                 self._say(
                     "error",
                     error=ERROR.split(":", maxsplit=1)[0],
@@ -430,7 +430,7 @@ class Demo:
             if last:
                 self._joined(joined, measured)
             else:
-                _expect(joined is None, f"escalated too early: escalation {joined}")
+                _expect(joined is None, f"escalated too early: {_named(joined)}")
                 self._say("run", best=BASELINE, threshold=THRESHOLD, **measured)
             self._directive(ran)
 
@@ -442,13 +442,14 @@ class Demo:
             and joined["escalation_id"] == self.repeated
             and types == ["repeated_error", "test_stall"],
             f"expected test_stall to join escalation {self.repeated}, "
-            f"got {joined and joined['escalation_id']} with triggers {types}",
+            f"got {joined['escalation_id'] if joined else 'no escalation'} with triggers "
+            f"{', '.join(kind_words(t) for t in types) or 'none'}",
         )
         self._say(
             "run_joins",
-            trigger="test_stall",
+            trigger=kind_words("test_stall"),
             id=joined["escalation_id"],
-            triggers=", ".join(types),
+            triggers=" and ".join(kind_words(t) for t in types),
             **measured,
         )
 
@@ -504,7 +505,8 @@ class Demo:
             response = got["response"] or {}
             _expect(
                 got["status"] == "resolved" and response.get("content") == GUIDANCE and got["delivered_at"],
-                f"the agent did not receive the guidance: status {got['status']}, response {response}",
+                f"the agent did not receive the guidance: status {got['status']}, answer "
+                f"{response.get('response_type') or 'none'}: {response.get('content') or '(no text)'}",
             )
             _expect(
                 received["directive"] == "pause",
@@ -576,6 +578,13 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
     return [exc]
+
+
+def _named(escalation: dict[str, Any] | None) -> str:
+    """An escalation a check did not expect, as a person reads it."""
+    if escalation is None:
+        return "no escalation"
+    return f"escalation {escalation['escalation_id']} ({kind_words(str(escalation['type']))})"
 
 
 def _problem(exc: BaseException) -> str:
