@@ -103,7 +103,7 @@ def _relaying(db: str, tmp_path: Path) -> Iterator[Path]:
             env=environment(tmp_path),
         )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 20  # a relay listens within a second or two
         while (conn := connect(socket_file)) is None:
             assert relay.poll() is None, stderr.read_text(encoding="utf-8")
             assert time.monotonic() < deadline, "the relay never listened"
