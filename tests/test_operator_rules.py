@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mcp_server_escalation.clock import iso
-from mcp_server_escalation.models.reports import Delivery, NotifierStats, NotifierTally
+from mcp_server_escalation.models.reports import Delivery
 from mcp_server_escalation.rules.operators import stats
 from mcp_server_escalation.rules.operators.notify import (
     is_due,
@@ -154,26 +154,3 @@ def test_answer_times_fall_in_buckets_that_agree_with_the_share_within_the_hour(
     assert buckets == [1, 1, 1, 1, 1]
     assert sum(buckets[:3]) == stats.resolution(timings, NOW).within_hour
     assert stats.answer_time_buckets([]) == [0, 0, 0, 0, 0]
-
-
-def _tally(notifier: str, delivered: int, error: str | None = None, at: str | None = None) -> NotifierTally:
-    counts = NotifierStats(
-        notifier=notifier, delivered=delivered, waiting=1, failed_attempts=2, last_error=error
-    )
-    return NotifierTally(counts, at)
-
-
-def test_a_notifiers_tasks_add_up_and_its_newest_error_is_the_one_shown() -> None:
-    tallies = [
-        _tally("command:a", 1, "refused", "2026-11-28T10:00:00Z"),
-        _tally("command:a", 2, "timed out", "2026-11-28T11:00:00Z"),
-        _tally("command:a", 3),  # a task whose deliveries never failed
-        _tally("command:a", 1, "older", "2026-11-28T09:00:00Z"),
-        _tally("webhook:b", 4),
-    ]
-    summed = stats.per_notifier(tallies)
-    assert [(n.notifier, n.delivered, n.waiting, n.failed_attempts, n.last_error) for n in summed] == [
-        ("command:a", 7, 4, 8, "timed out"),
-        ("webhook:b", 4, 1, 2, None),
-    ]
-    assert stats.per_notifier([]) == []

@@ -6,7 +6,7 @@ these at start-up.
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from pydantic import Field
 
@@ -35,14 +35,6 @@ class NotifierStats(Record):
     waiting: int = Field(description="Not delivered yet (retrying, in flight or superseded)")
     failed_attempts: int = Field(description="Attempts that did not deliver")
     last_error: str | None
-
-
-class NotifierTally(NamedTuple):
-    """One notifier's deliveries of one task's escalations, and when its latest error was
-    kept: what the stats sum per notifier, over the tasks a token may see."""
-
-    counts: NotifierStats
-    last_error_at: str | None
 
 
 class ResolutionStats(Record):

@@ -32,7 +32,12 @@ async def stats(rt: Runtime, within: Scope | None = None) -> StatsReport:
     now = rt.clock()
 
     def read(conn: Conn) -> StatsReport:
-        timings = _kept(report_store.escalation_times(conn), within)
+        rows = report_store.escalation_times(conn)
+        timings = _kept(rows, within)
+        # A notifier announces escalations only: the scope's tasks that have any are all it may count.
+        tasks = (
+            None if within is None else {task for task, project, _ in rows if within.admits(task, project)}
+        )
         by_type, by_status, matrix = stats_rules.counts(timings)
         verdicts = verdict_rules.per_project(_kept(verdict_store.verdict_counts(conn), within))
         return StatsReport(
@@ -41,7 +46,7 @@ async def stats(rt: Runtime, within: Scope | None = None) -> StatsReport:
             by_status=by_status,
             by_type_and_status=matrix,
             resolution=stats_rules.resolution(timings, now),
-            notifications=stats_rules.per_notifier(_kept(outbox_store.notifier_stats(conn), within)),
+            notifications=outbox_store.notifier_stats(conn, tasks),
             verdicts=verdicts,
             raise_thresholds=verdict_rules.advice(verdicts),
             judged_by_type=verdict_rules.beside_replay(verdicts, list(replay_figures())),

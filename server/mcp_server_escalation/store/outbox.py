@@ -13,8 +13,11 @@ announcement that is still being retried.
 
 from __future__ import annotations
 
-from ..models.reports import Delivery, NotifierStats, NotifierTally
-from .sql import Conn, Row, skip_locked
+import json
+from collections.abc import Collection
+
+from ..models.reports import Delivery, NotifierStats
+from .sql import Conn, Row, is_postgres, skip_locked
 
 _DELIVERY_COLUMNS = (
     "o.outbox_id, o.escalation_id, o.event, d.notifier, d.attempts, d.next_attempt_at,"
@@ -144,39 +147,41 @@ def announcements(conn: Conn, escalation_id: int) -> list[tuple[int, str, str]]:
     return [(int(row[0]), str(row[1]), str(row[2])) for row in rows]
 
 
-def notifier_stats(conn: Conn) -> list[tuple[str, str, NotifierTally]]:
-    """Per notifier and task, each with the task and its project: delivered and waiting
-    announcements of the task's escalations, failed attempts, the latest error and when it
-    was kept. A scoped token's stats keep only its scope's (the check is the scope's own),
-    and ``rules/operators/stats.py`` sums them per notifier (a few rows per task)."""
+# The tasks a scoped token's stats count, a JSON list of ids as each backend reads it
+# (SQLite, PostgreSQL): one parameter, however many tasks the scope admits.
+_TASKS_IN = (
+    " JOIN notification_outbox o ON o.outbox_id = d.outbox_id"
+    " JOIN escalations e ON e.escalation_id = o.escalation_id"
+    " WHERE e.task_id IN (SELECT value FROM json_each(?))",
+    " JOIN notification_outbox o ON o.outbox_id = d.outbox_id"
+    " JOIN escalations e ON e.escalation_id = o.escalation_id"
+    " WHERE e.task_id IN (SELECT jsonb_array_elements_text(CAST(? AS jsonb)))",
+)
+
+
+def notifier_stats(conn: Conn, tasks: Collection[str] | None = None) -> list[NotifierStats]:
+    """Per notifier: delivered and waiting announcements, failed attempts, the latest error;
+    of the escalations of ``tasks`` only (a scoped token's stats; None: every task's). The
+    sums are the database's either way: one row per notifier, however many tasks."""
+    kept, params = ("", ()) if tasks is None else (_TASKS_IN[is_postgres(conn)], (json.dumps(sorted(tasks)),))
     rows = conn.execute(
-        "SELECT d.notifier, e.task_id, t.project, COUNT(d.delivered_at) AS delivered,"
-        " COUNT(*) - COUNT(d.delivered_at) AS waiting,"
-        " SUM(d.attempts) - COUNT(d.delivered_at) AS failed_attempts,"
-        " MAX(CASE WHEN d.last_error IS NOT NULL THEN d.updated_at END) AS last_error_at,"
-        " (SELECT x.last_error FROM notification_deliveries x"
-        "   JOIN notification_outbox xo ON xo.outbox_id = x.outbox_id"
-        "   JOIN escalations xe ON xe.escalation_id = xo.escalation_id"
-        "   WHERE x.notifier = d.notifier AND xe.task_id = e.task_id AND x.last_error IS NOT NULL"
-        "   ORDER BY x.updated_at DESC LIMIT 1) AS last_error"
-        " FROM notification_deliveries d JOIN notification_outbox o ON o.outbox_id = d.outbox_id"
-        " JOIN escalations e ON e.escalation_id = o.escalation_id JOIN tasks t ON t.task_id = e.task_id"
-        " GROUP BY d.notifier, e.task_id, t.project ORDER BY d.notifier, e.task_id"
+        "WITH kept AS (SELECT d.notifier, d.delivered_at, d.attempts, d.last_error, d.updated_at"  # noqa: S608 (constants)
+        f" FROM notification_deliveries d{kept})"
+        " SELECT notifier, COUNT(delivered_at) AS delivered,"
+        " COUNT(*) - COUNT(delivered_at) AS waiting,"
+        " SUM(attempts) - COUNT(delivered_at) AS failed_attempts,"
+        " (SELECT x.last_error FROM kept x WHERE x.notifier = k.notifier"
+        "   AND x.last_error IS NOT NULL ORDER BY x.updated_at DESC LIMIT 1) AS last_error"
+        " FROM kept k GROUP BY notifier ORDER BY notifier",
+        params,
     ).fetchall()
     return [
-        (
-            row["task_id"],
-            row["project"],
-            NotifierTally(
-                NotifierStats(
-                    notifier=row["notifier"],
-                    delivered=int(row["delivered"] or 0),
-                    waiting=int(row["waiting"] or 0),
-                    failed_attempts=int(row["failed_attempts"] or 0),
-                    last_error=row["last_error"],
-                ),
-                row["last_error_at"],
-            ),
+        NotifierStats(
+            notifier=row["notifier"],
+            delivered=int(row["delivered"] or 0),
+            waiting=int(row["waiting"] or 0),
+            failed_attempts=int(row["failed_attempts"] or 0),
+            last_error=row["last_error"],
         )
         for row in rows
     ]

@@ -17,7 +17,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 from ...clock import parse_iso
-from ...models.reports import DayCount, NotifierStats, NotifierTally, ResolutionStats
+from ...models.reports import DayCount, ResolutionStats
 
 HOUR_SECONDS = 3600.0
 SC010_TARGET = 0.95
@@ -135,29 +135,6 @@ def per_day(timings: list[Timing], now: datetime, days: int = PER_DAY_DAYS) -> l
             )
         )
     return counted
-
-
-def per_notifier(tallies: list[NotifierTally]) -> list[NotifierStats]:
-    """Each notifier's deliveries over the tasks ``tallies`` count (per notifier and task,
-    by notifier): the sums, and the newest of their errors."""
-    summed: dict[str, NotifierStats] = {}
-    newest: dict[str, str] = {}
-    for counts, error_at in tallies:
-        name = counts.notifier
-        seen = summed.get(name) or NotifierStats(
-            notifier=name, delivered=0, waiting=0, failed_attempts=0, last_error=None
-        )
-        error = seen.last_error
-        if error_at is not None and error_at > newest.get(name, ""):
-            newest[name], error = error_at, counts.last_error
-        summed[name] = NotifierStats(
-            notifier=name,
-            delivered=seen.delivered + counts.delivered,
-            waiting=seen.waiting + counts.waiting,
-            failed_attempts=seen.failed_attempts + counts.failed_attempts,
-            last_error=error,
-        )
-    return list(summed.values())
 
 
 def _round(value: float | None) -> float | None:
