@@ -17,7 +17,7 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
-from ..rules.wording.words import kind_words, name_words, readable_time
+from ..rules.wording.words import counted, kind_words, name_words, readable_time
 from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
@@ -234,7 +234,8 @@ def _verdict_lines(report: StatsReport, width: int) -> list[str]:
     ]
     for advice in report.raise_thresholds:
         lines += wrap(
-            f"{kind_words(advice.type)} in {advice.project}: {advice.false_alarm} false alarm(s) against "
+            f"{kind_words(advice.type)} in {advice.project}: "
+            f"{counted(advice.false_alarm, 'false alarm', 'false alarms')} against "
             f"{advice.useful} useful; raise {advice.threshold} there",
             width,
         )
@@ -328,7 +329,8 @@ def delivery_lines(deliveries: list[Delivery], width: int) -> list[str]:
         if d.delivered_at:
             state = f"delivered {d.delivered_at} (attempt {d.attempts})"
         else:
-            state = f"not delivered after {d.attempts} attempt(s); next {d.next_attempt_at or '-'}"
+            tried = counted(d.attempts, "attempt", "attempts")
+            state = f"not delivered after {tried}; next {d.next_attempt_at or '-'}"
         error = f"; last error: {d.last_error}" if d.last_error else ""
         lines += wrap(f"{d.event}  {d.notifier}  {state}{error}", width, INDENT, INDENT * 2)
     return ["", "Notified", *lines] if lines else []

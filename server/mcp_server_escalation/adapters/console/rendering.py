@@ -4,7 +4,8 @@ Every value reaches a page escaped unless a template says otherwise (none does):
 agent wrote (errors, questions, paths, options) is text, never markup, by default rather
 than by discipline. A name a template does not get is an error at render, not an empty
 string. The filters say the store's names in words (``rules/wording/words.py``, as the CLI does)
-and dates as a person reads them: "4 min ago", the exact time on hover.
+and dates as a person reads them: "4 min ago", the exact time on hover; a count with its
+noun as a person writes it ("1 time", "4 times": ``n | counted("time", "times")``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
 from ...rules.wording.timeline import recent_entry
-from ...rules.wording.words import field_words, kind_words, name_words, readable_time, trigger_words, yes_no
+from ...rules.wording.words import (
+    counted,
+    field_words,
+    kind_words,
+    name_words,
+    readable_time,
+    trigger_words,
+    yes_no,
+)
 
 TEMPLATES = Path(__file__).parent / "templates"
 # An empty value (no paths, no detail) as the pages say it.
@@ -100,6 +109,7 @@ def environment() -> jinja2.Environment:
     env.globals["nothing"] = NOTHING
     env.filters.update(
         kind=kind_words,
+        counted=counted,
         trigger=trigger_words,
         field=field_words,
         words=words,

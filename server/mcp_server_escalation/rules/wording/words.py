@@ -69,6 +69,13 @@ def name_words(value: str) -> str:
     return value
 
 
+def counted(count: int, one: str, many: str) -> str:
+    """A count and its noun as a person writes them: "1 time", "4 times", "1,234 escalations".
+
+    Both forms are given: English plurals ("1 entry", "2 entries") are not made by rule."""
+    return f"{count:,} {one if count == 1 else many}"
+
+
 def yes_no(value: bool) -> str:
     """A flag as a person says it."""
     return "yes" if value else "no"
