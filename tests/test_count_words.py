@@ -63,6 +63,12 @@ async def write_the_store(db_path: str) -> dict[str, Any]:
         await agent.call("check_edit", task_id="files", paths=["src/a.py"])
         gate = await agent.call("check_edit", task_id="files", paths=["src/b.py", "src/c.py"])
         made["files"] = gate["escalation"]["escalation_id"]
+        # Three test runs at 80% pass after the first: stalled at a limit of 2.
+        stall = {"no_test_improvement_after": 2}
+        await agent.call("start_task", title="Stall", task_id="stall", project="p-stall", thresholds=stall)
+        for _ in range(3):
+            result = await agent.call("report_progress", task_id="stall", tests_passed=8, tests_failed=2)
+        made["stall"] = result["escalation"]["escalation_id"]
         alarms = (("alarm-1", "p-one-alarm"), ("alarm-2", "p-two-alarms"), ("alarm-3", "p-two-alarms"))
         for task_id, project in alarms:
             await agent.call("start_task", title="Alarm", task_id=task_id, project=project)
@@ -119,6 +125,15 @@ def test_the_task_page_names_its_escalations_and_says_no_limit(
     assert "(none)" not in page.split('id="timeline"')[0]
 
 
+def test_a_measured_pass_rate_reads_as_a_percentage(store: tuple[RunningConsole, dict[str, Any]]) -> None:
+    console, made = store
+    page = pages(console, f"/escalations/{made['stall']}")[0]
+    measured = re.search(r"Measured: ([^<]*)\. Fired", page)
+    assert measured is not None, page
+    said = sorted(measured.group(1).split(", "))
+    assert said == ["best pass rate 80%", "latest pass rate 80%", "test runs without improvement 2"]
+
+
 def test_the_queue_counts_one_escalation_and_several(store: tuple[RunningConsole, dict[str, Any]]) -> None:
     console, _ = store
     one, both = pages(console, "/?project=p-once", "/?project=p-two-alarms")
@@ -133,7 +148,7 @@ def test_the_file_limit_the_answered_list_and_the_stats_count_in_words(
     console, made = store
     files, answered, stats = pages(console, f"/escalations/{made['files']}", "/answered", "/stats")
     assert "<p>1 file modified so far, 2 more proposed; the limit is 1.</p>" in files
-    assert "<p>The latest 3 answered or closed escalations, newest first.</p>" in answered
+    assert "<p>3 answered or closed escalations, newest first.</p>" in answered
     assert re.search(r"in \S*p-one-alarm: 1 false alarm against 0 useful", stats)
     assert re.search(r"in \S*p-two-alarms: 2 false alarms against 0 useful", stats)
     replayed = re.findall(r" of (\d+) paused (runs?) on ", stats)
@@ -156,6 +171,7 @@ async def test_the_cli_counts_one_and_several_in_its_lines(
         "task": ("tasks", "show", "four"),
         "timeline": ("tasks", "timeline", "files"),
         "stats": ("stats",),
+        "stall": ("escalations", "show", str(made["stall"])),
     }.items():
         code, out, err = await run_script(*db, *args, home=tmp_path, **wide)
         assert code == 0, err
@@ -168,6 +184,10 @@ async def test_the_cli_counts_one_and_several_in_its_lines(
     assert "step main: neutral; 1 file" in lines["timeline"]
     assert "1 path allowed" in lines["timeline"]
     assert "2 paths refused" in lines["timeline"]
+    assert any(
+        line.startswith("measured best pass rate 80%, latest pass rate 80%, test runs without improvement 2;")
+        for line in lines["stall"]
+    ), said["stall"]
     flat = " ".join(said["stats"].split())
     assert re.search(r"in \S*p-one-alarm: 1 false alarm against 0 useful", flat)
     assert re.search(r"in \S*p-two-alarms: 2 false alarms against 0 useful", flat)

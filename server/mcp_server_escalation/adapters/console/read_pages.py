@@ -131,7 +131,9 @@ class ReadPages(ConsoleBase):
         found = await escalation_lists.list_escalations(
             self.rt, status="resolved", limit=ANSWERED_SHOWN, within=session.scope
         )
-        return self._page(request, "answered.html", "Answered", session, rows=found.escalations)
+        return self._page(
+            request, "answered.html", "Answered", session, rows=found.escalations, shown=ANSWERED_SHOWN
+        )
 
     async def stats_page(self, request: Request) -> Response:
         """The ``stats`` figures: time to answer, counts by kind and status, notifier health;

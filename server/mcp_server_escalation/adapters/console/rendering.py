@@ -26,6 +26,7 @@ from ...rules.wording.words import (
     field_words,
     kind_words,
     name_words,
+    rate_words,
     readable_time,
     trigger_words,
     yes_no,
@@ -57,7 +58,9 @@ def words(value: Any) -> str:
     if isinstance(value, bool):
         return yes_no(value)
     if isinstance(value, dict):
-        return ", ".join(f"{field_words(str(k))} {words(v)}" for k, v in value.items())
+        return ", ".join(
+            f"{field_words(str(k))} {rate_words(str(k), v) or words(v)}" for k, v in value.items()
+        )
     if isinstance(value, list | tuple):
         return ", ".join(words(item) for item in value)
     if isinstance(value, float):

@@ -76,6 +76,14 @@ def counted(count: int, one: str, many: str) -> str:
     return f"{count:,} {one if count == 1 else many}"
 
 
+def rate_words(key: str, value: object) -> str | None:
+    """A pass rate the store keeps as a share (``best_pass_rate`` 0.8) as a person reads it,
+    "80%"; None for any other field or value."""
+    if key.endswith("pass_rate") and isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:.0%}"
+    return None
+
+
 def yes_no(value: bool) -> str:
     """A flag as a person says it."""
     return "yes" if value else "no"
