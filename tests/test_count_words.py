@@ -16,10 +16,12 @@ import pytest
 
 from conftest import connect
 from console_support import RunningConsole, console_in_thread, logged_in, run_async
+from mcp_server_escalation.cli.monitor import delivery_lines
+from mcp_server_escalation.models.reports import Delivery
 from mcp_server_escalation.services import escalation_answers
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
-from operator_support import run_script
+from operator_support import receiver, run_script, write_config
 
 ERROR = "AssertionError: assert total() == 10\nE   assert 9 == 10"
 
@@ -192,3 +194,42 @@ async def test_the_cli_counts_one_and_several_in_its_lines(
     assert re.search(r"in \S*p-one-alarm: 1 false alarm against 0 useful", flat)
     assert re.search(r"in \S*p-two-alarms: 2 false alarms against 0 useful", flat)
     assert all("(s)" not in out for out in said.values())
+
+
+async def test_a_failed_delivery_counts_its_attempts_and_says_its_next_time_in_words(tmp_path: Path) -> None:
+    db_path = str(tmp_path / "notified.db")
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="Ask", task_id="notified")
+        raised = await agent.call("raise_escalation", task_id="notified", reason="Which?")
+    escalation_id = str(raised["escalation"]["escalation_id"])
+    with receiver([500] * 5) as hook:
+        config = write_config(tmp_path / "notify.toml", webhook_url=hook.url)
+        sent = await run_script(
+            "--db", db_path, "--config", str(config), "escalations", "list", home=tmp_path
+        )
+        code, shown, err = await run_script(
+            "--db", db_path, "escalations", "show", escalation_id, home=tmp_path, COLUMNS="200"
+        )
+    assert sent[0] == 0, sent[2]
+    assert code == 0, err
+    notified = shown.split("\nNotified\n", 1)[1].splitlines()
+    assert re.fullmatch(
+        r"  created  webhook:[0-9a-f]+  not delivered after 1 attempt; "
+        r"next 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC; last error: HTTP 500 Internal Server Error",
+        notified[0],
+    ), notified
+    # Several attempts: the same line, from the same function, for a later try.
+    later = Delivery(
+        outbox_id=1,
+        escalation_id=1,
+        event="created",
+        notifier="webhook:ab12",
+        attempts=3,
+        next_attempt_at="2026-11-28T10:00:05.000Z",
+        lease_until=None,
+        delivered_at=None,
+        last_error=None,
+    )
+    assert delivery_lines([later], 200)[2] == (
+        "  created  webhook:ab12  not delivered after 3 attempts; next 2026-11-28 10:00:05 UTC"
+    )

@@ -327,10 +327,11 @@ def delivery_lines(deliveries: list[Delivery], width: int) -> list[str]:
     lines = []
     for d in deliveries:
         if d.delivered_at:
-            state = f"delivered {d.delivered_at} (attempt {d.attempts})"
+            state = f"delivered {readable_time(d.delivered_at)} (attempt {d.attempts})"
         else:
             tried = counted(d.attempts, "attempt", "attempts")
-            state = f"not delivered after {tried}; next {d.next_attempt_at or '-'}"
+            then = readable_time(d.next_attempt_at) if d.next_attempt_at else "-"
+            state = f"not delivered after {tried}; next {then}"
         error = f"; last error: {d.last_error}" if d.last_error else ""
         lines += wrap(f"{d.event}  {d.notifier}  {state}{error}", width, INDENT, INDENT * 2)
     return ["", "Notified", *lines] if lines else []
