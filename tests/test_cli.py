@@ -393,12 +393,12 @@ async def test_tasks_show_prints_counters_failures_and_escalations(db_path: str,
     text = shown.stdout
     assert "Task      cli-repeat\n          Fix the adder\nStatus    paused;" in text
     assert re.search(r"^consecutive same error +3 +3 +same error repeated$", text, re.MULTILINE)
-    assert "Failures: 1 records, 3 occurrences" in text
+    assert "Failures: 1 record, 3 occurrences" in text
     assert re.search(
         rf"^  #{made['repeated']['escalation_id']} +repeated error +normal +pending", text, re.MULTILINE
     )
     assert "Directive: pause" in text
-    assert "Failures: 1 records, 3 occurrences" in text
+    assert "Failures: 1 record, 3 occurrences" in text
     assert as_json.returncode == 0, as_json.stderr
     assert as_json.json() == view
     assert missing.returncode != 0

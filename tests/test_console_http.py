@@ -441,7 +441,8 @@ async def test_the_task_page_shows_what_the_agent_is_told_its_escalations_and_te
         missing = operator.get("/tasks/no-such-task")
         queue = operator.get("/", params={"agent": "agent"}).text
     assert "Task task-page: Pick a database" in page
-    assert f'<a href="/escalations/{escalation_id}">#{escalation_id}</a>' in page
+    named = f"#{escalation_id} question from the agent, pending"
+    assert f'<a href="/escalations/{escalation_id}">{named}</a>' in page
     assert "pause" in page  # the directive: the question holds the task
     assert "<svg" in runs  # the pass-rate history as bars
     assert "75%" in runs

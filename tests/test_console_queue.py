@@ -223,10 +223,10 @@ def test_the_queue_shows_a_page_says_how_many_there_are_and_links_to_the_next(
         link = next_link(first)
         assert link is not None
         second = operator.get(link).text
-    assert f"Showing 1-{QUEUE_PAGE} of {total} escalation(s) in the queue." in first
+    assert f"Showing 1-{QUEUE_PAGE} of {total} escalations in the queue." in first
     assert len(rows(first)) == QUEUE_PAGE
     assert rows(first)[:2] == ["crowd-bob-1", "crowd-bob-0"]
-    assert f"Showing {QUEUE_PAGE + 1}-{total} of {total} escalation(s)" in second
+    assert f"Showing {QUEUE_PAGE + 1}-{total} of {total} escalations" in second
     assert rows(second) == [f"crowd-ann-{n:03}" for n in range(total - QUEUE_PAGE - 1, -1, -1)]
     assert next_link(second) is None
     assert '<a href="/">← First page</a>' in second
@@ -239,8 +239,8 @@ def test_a_filtered_queue_is_paged_with_its_filter(crowded: RunningConsole) -> N
         assert link is not None
         second = operator.get(link).text
     assert "agent=ann" in link
-    assert f"Showing 1-{QUEUE_PAGE} of {ANN} escalation(s)" in first
-    assert f"Showing {QUEUE_PAGE + 1}-{ANN} of {ANN} escalation(s)" in second
+    assert f"Showing 1-{QUEUE_PAGE} of {ANN} escalations" in first
+    assert f"Showing {QUEUE_PAGE + 1}-{ANN} of {ANN} escalations" in second
     assert all(row.startswith("crowd-ann-") for row in rows(first) + rows(second))
     assert len(set(rows(first) + rows(second))) == ANN
 
@@ -288,4 +288,4 @@ def test_a_thousand_escalations_count_with_a_thousands_separator(tmp_path: Path)
 
     anyio.run(fill)
     with console_in_thread(tmp_path) as running, logged_in(running) as operator:
-        assert "Showing 1-200 of 1,001 escalation(s)" in operator.get("/").text
+        assert "Showing 1-200 of 1,001 escalations" in operator.get("/").text

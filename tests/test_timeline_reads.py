@@ -43,4 +43,4 @@ async def test_the_timeline_pages_after_a_place_and_names_each_failure_by_its_er
     assert [e.what for e in entries] == ["task started", *["failure", "edit check"] * 4]
     assert "ValueError: no rate for 0 'EUR'" in entries[1].said
     assert entries[2].files == ["src/rate0.py"]
-    assert entries[2].said == "1 path(s) allowed"
+    assert entries[2].said == "1 path allowed"

@@ -25,7 +25,7 @@ from typing import Any
 from ..rules.bounds.evidence import is_clipped
 from ..rules.reading.salient import headline, one_line
 from ..rules.wording.fact_lines import INDENT, facts_lines, wrap
-from ..rules.wording.words import field_words, name_words, readable_time
+from ..rules.wording.words import counted, field_words, name_words, readable_time
 from .monitor import table
 
 Facts = dict[str, Any]
@@ -85,7 +85,7 @@ def _occurrences(facts: Facts, width: int, prefix: str, error: str) -> list[str]
         if not said or error.startswith(said)
         else wrap(f"the error: {said}", width, prefix, prefix + INDENT)
     )
-    seen = f"seen {facts.get('occurrence_count', run.get('count', 0))} time(s)"
+    seen = f"seen {counted(int(facts.get('occurrence_count', run.get('count', 0))), 'time', 'times')}"
     lines += wrap(
         f"{seen}: first {when(facts.get('first_seen_at'))}, last {when(facts.get('last_seen_at'))}",
         width,
@@ -114,7 +114,12 @@ def _attempts(facts: Facts, width: int, prefix: str, _error: str) -> list[str]:
 def _test_runs(runs: list[Facts], width: int, prefix: str, baseline: object = None) -> list[str]:
     lines = wrap(f"pass rate when the task started: {_rate(baseline)}", width, prefix) if baseline else []
     rates = " -> ".join(_rate(run.get("pass_rate")) for run in runs)
-    lines += wrap(f"pass rates over {len(runs)} runs, oldest first: {rates}", width, prefix, prefix + INDENT)
+    lines += wrap(
+        f"pass rates over {counted(len(runs), 'run', 'runs')}, oldest first: {rates}",
+        width,
+        prefix,
+        prefix + INDENT,
+    )
     rows = [
         [
             when(run.get("at")),
@@ -152,7 +157,8 @@ def _files(facts: Facts, width: int, prefix: str, _error: str) -> list[str]:
     modified, proposed = facts.get("modified_files") or [], facts["proposed_files"]
     count = facts.get("modified_count", len(modified))
     said = (
-        f"{count} file(s) modified so far, {len(proposed)} more proposed; the limit is {facts.get('limit')}"
+        f"{counted(int(count), 'file', 'files')} modified so far, {len(proposed)} more proposed; "
+        f"the limit is {facts.get('limit')}"
     )
     return [
         *wrap(said, width, prefix),

@@ -13,6 +13,7 @@ import argparse
 import json
 
 from ..models.failures import ShownOccurrence, WholeFailure
+from ..rules.wording.words import counted
 from ..services import guidance
 from ..services.runtime import Runtime
 from .monitor import out
@@ -39,7 +40,9 @@ def whole_lines(whole: WholeFailure, width: int) -> list[str]:
     lines = wrap(f"Failure {record.failure_id}  {record.status}  step {record.step}", width)
     lines += wrap(whole.headline, width)
     lines += ["", *labelled("Task", record.task_id, width, whole_words=True)]
-    lines += labelled("Seen", f"{record.occurrence_count} times, first {record.created_at}", width)
+    lines += labelled(
+        "Seen", f"{counted(record.occurrence_count, 'time', 'times')}, first {record.created_at}", width
+    )
     lines += labelled("", f"last {record.last_seen_at}", width)
     if whole.earlier_omitted:
         lines += labelled("Shown", f"the latest {len(whole.occurrences)}, oldest first", width)

@@ -17,7 +17,7 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
-from ..rules.wording.words import kind_words, name_words, readable_time
+from ..rules.wording.words import counted, kind_words, name_words, readable_time
 from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
@@ -234,7 +234,8 @@ def _verdict_lines(report: StatsReport, width: int) -> list[str]:
     ]
     for advice in report.raise_thresholds:
         lines += wrap(
-            f"{kind_words(advice.type)} in {advice.project}: {advice.false_alarm} false alarm(s) against "
+            f"{kind_words(advice.type)} in {advice.project}: "
+            f"{counted(advice.false_alarm, 'false alarm', 'false alarms')} against "
             f"{advice.useful} useful; raise {advice.threshold} there",
             width,
         )
@@ -326,9 +327,11 @@ def delivery_lines(deliveries: list[Delivery], width: int) -> list[str]:
     lines = []
     for d in deliveries:
         if d.delivered_at:
-            state = f"delivered {d.delivered_at} (attempt {d.attempts})"
+            state = f"delivered {readable_time(d.delivered_at)} (attempt {d.attempts})"
         else:
-            state = f"not delivered after {d.attempts} attempt(s); next {d.next_attempt_at or '-'}"
+            tried = counted(d.attempts, "attempt", "attempts")
+            then = readable_time(d.next_attempt_at) if d.next_attempt_at else "-"
+            state = f"not delivered after {tried}; next {then}"
         error = f"; last error: {d.last_error}" if d.last_error else ""
         lines += wrap(f"{d.event}  {d.notifier}  {state}{error}", width, INDENT, INDENT * 2)
     return ["", "Notified", *lines] if lines else []

@@ -15,7 +15,7 @@ from ..models.escalations import EscalationSummary
 from ..models.results import TaskView
 from ..models.tasks import TimelinePage
 from ..rules.decide.triggers import COUNTER_LIMITS
-from ..rules.wording.words import field_words, name_words, readable_time, yes_no
+from ..rules.wording.words import counted, field_words, name_words, readable_time, yes_no
 from ..services import escalation_lists, tasks
 from ..services.runtime import Runtime
 from .escalation_view import summary_lines
@@ -94,7 +94,8 @@ def show_lines(view: TaskView, history: list[EscalationSummary], width: int, sto
         *_counter_lines(view, width),
         *_file_lines(view, width),
         *_test_lines(view, width),
-        f"Failures: {view.failure_records} records, {view.failure_occurrences} occurrences",
+        f"Failures: {counted(view.failure_records, 'record', 'records')}, "
+        f"{counted(view.failure_occurrences, 'occurrence', 'occurrences')}",
         *_history_lines(history, width),
         "",
         *wrap(f"Directive: {view.directive}: {view.message}", width),
@@ -153,7 +154,8 @@ def _file_lines(view: TaskView, width: int) -> list[str]:
 
 
 def _test_lines(view: TaskView, width: int) -> list[str]:
-    title = f"Test history ({len(view.test_history)} runs; baseline {_rate(view.task.baseline_pass_rate)})"
+    runs_said = counted(len(view.test_history), "run", "runs")
+    title = f"Test history ({runs_said}; baseline {_rate(view.task.baseline_pass_rate)})"
     if not view.test_history:
         return ["", title, "  -"]
     rows = [

@@ -29,7 +29,7 @@ class Place:
 
     first: str
     last: str
-    total: str
+    total: int
     shown: bool
     first_page: str | None
     next_page: str | None
@@ -68,7 +68,7 @@ def queue_place(found: QueuePage, wanted: QueueFilter) -> Place:
     return Place(
         first=f"{found.before + 1:,}",
         last=f"{shown:,}",
-        total=f"{found.total:,}",
+        total=found.total,
         shown=bool(found.escalations),
         first_page=_queue_link(wanted) if found.before > 0 else None,
         next_page=_queue_link(wanted, place_after(found.escalations[-1])) if more else None,

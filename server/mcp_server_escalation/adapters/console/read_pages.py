@@ -93,12 +93,18 @@ class ReadPages(ConsoleBase):
             after = int_field(request.query_params.get("after"), "after") or 0
             view = await tasks.get_task(self.rt, task_id)
             story = await tasks.timeline(self.rt, task_id, after)
+            # Named by kind and status, the latest as many as get_task names, in one read.
+            raised = await escalation_lists.list_escalations(
+                self.rt, status="all", task_id=task_id, limit=tasks.ESCALATION_IDS_SHOWN
+            )
         except NotFound as exc:
             return self._error(request, 404, refusal_text(self.book, exc, self.rt.db.path), session, "/")
         except InvalidInput as exc:
             return self._error(request, 400, str(exc), session, f"/tasks/{path_segment(task_id)}")
         title = f"Task {view.task.task_id}"
-        return self._page(request, "task.html", title, session, view=view, limits=COUNTER_LIMITS, story=story)
+        return self._page(
+            request, "task.html", title, session, view=view, limits=COUNTER_LIMITS, story=story, raised=raised
+        )
 
     async def failure_page(self, request: Request) -> Response:
         """A failure's whole error: each occurrence's whole output and what changed between them."""
@@ -125,7 +131,9 @@ class ReadPages(ConsoleBase):
         found = await escalation_lists.list_escalations(
             self.rt, status="resolved", limit=ANSWERED_SHOWN, within=session.scope
         )
-        return self._page(request, "answered.html", "Answered", session, rows=found.escalations)
+        return self._page(
+            request, "answered.html", "Answered", session, rows=found.escalations, shown=ANSWERED_SHOWN
+        )
 
     async def stats_page(self, request: Request) -> Response:
         """The ``stats`` figures: time to answer, counts by kind and status, notifier health;

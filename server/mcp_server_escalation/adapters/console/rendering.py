@@ -4,7 +4,8 @@ Every value reaches a page escaped unless a template says otherwise (none does):
 agent wrote (errors, questions, paths, options) is text, never markup, by default rather
 than by discipline. A name a template does not get is an error at render, not an empty
 string. The filters say the store's names in words (``rules/wording/words.py``, as the CLI does)
-and dates as a person reads them: "4 min ago", the exact time on hover.
+and dates as a person reads them: "4 min ago", the exact time on hover; a count with its
+noun as a person writes it ("1 time", "4 times": ``n | counted("time", "times")``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,16 @@ from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
 from ...rules.wording.timeline import recent_entry
-from ...rules.wording.words import field_words, kind_words, name_words, readable_time, trigger_words, yes_no
+from ...rules.wording.words import (
+    counted,
+    field_words,
+    kind_words,
+    name_words,
+    rate_words,
+    readable_time,
+    trigger_words,
+    yes_no,
+)
 
 TEMPLATES = Path(__file__).parent / "templates"
 # An empty value (no paths, no detail) as the pages say it.
@@ -48,7 +58,9 @@ def words(value: Any) -> str:
     if isinstance(value, bool):
         return yes_no(value)
     if isinstance(value, dict):
-        return ", ".join(f"{field_words(str(k))} {words(v)}" for k, v in value.items())
+        return ", ".join(
+            f"{field_words(str(k))} {rate_words(str(k), v) or words(v)}" for k, v in value.items()
+        )
     if isinstance(value, list | tuple):
         return ", ".join(words(item) for item in value)
     if isinstance(value, float):
@@ -100,6 +112,7 @@ def environment() -> jinja2.Environment:
     env.globals["nothing"] = NOTHING
     env.filters.update(
         kind=kind_words,
+        counted=counted,
         trigger=trigger_words,
         field=field_words,
         words=words,

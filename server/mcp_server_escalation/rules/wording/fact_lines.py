@@ -15,7 +15,7 @@ from typing import Any
 
 from ..bounds.evidence import is_clipped
 from ..reading.salient import headline, one_line
-from .words import field_words, name_words, yes_no
+from .words import counted, field_words, name_words, rate_words, yes_no
 
 # Every control character (newlines, tabs, ESC of a colour code) becomes a space.
 _CONTROLS = dict.fromkeys((*range(32), 127, *range(128, 160)), " ")
@@ -87,7 +87,12 @@ def _test_runs(name: str, runs: list[dict[str, Any]], width: int, prefix: str) -
     rates = " -> ".join(_rate(r.get("pass_rate")) for r in runs)
     last = runs[-1]
     tail = f" (last: {last.get('passed', 0)} passed, {last.get('failed', 0)} failed)"
-    return wrap(f"{name}: pass rate over {len(runs)} runs {rates}{tail}", width, prefix, prefix + INDENT)
+    return wrap(
+        f"{name}: pass rate over {counted(len(runs), 'run', 'runs')} {rates}{tail}",
+        width,
+        prefix,
+        prefix + INDENT,
+    )
 
 
 def _is_test_runs(value: object) -> bool:
@@ -162,10 +167,10 @@ def facts_lines(facts: dict[str, Any], width: int, prefix: str = INDENT, error: 
         elif isinstance(value, list):
             lines += wrap(f"{name}: {', '.join(_scalar(v) for v in value) or '-'}", width, prefix)
         else:
-            lines += wrap(f"{name}: {_scalar(value)}", width, prefix)
+            lines += wrap(f"{name}: {rate_words(key, value) or _scalar(value)}", width, prefix)
     return lines
 
 
 def pairs_line(value: dict[str, Any]) -> str:
     """``key value, key value`` of a flat record (criteria, observed, an action's detail)."""
-    return ", ".join(f"{field_words(k)} {_scalar(v)}" for k, v in sorted(value.items()))
+    return ", ".join(f"{field_words(k)} {rate_words(k, v) or _scalar(v)}" for k, v in sorted(value.items()))

@@ -15,7 +15,7 @@ from typing import Any
 from ...models.tasks import Action, TimelineEntry
 from ..reading.salient import headline, one_line
 from .fact_lines import pairs_line
-from .words import kind_words, name_words
+from .words import counted, kind_words, name_words
 
 # Characters of an agent's note or an operator's name kept on an entry's line.
 NOTE_CHARS = 160
@@ -72,7 +72,7 @@ def _progress(detail: Detail) -> str:
     return _joined(
         f"step {_text(detail.get('step'))}: {_text(detail.get('outcome')) or 'neutral'}",
         f"pass rate {rate:.0%}" if isinstance(rate, int | float) else "",
-        f"{len(files)} file(s)" if files else "no files",
+        counted(len(files), "file", "files") if files else "no files",
         note,
     )
 
@@ -80,7 +80,7 @@ def _progress(detail: Detail) -> str:
 def _edit(detail: Detail) -> str:
     paths = detail.get("paths") or []
     verdict = "allowed" if detail.get("allowed") else "refused"
-    return f"{len(paths)} path(s) {verdict}"
+    return f"{counted(len(paths), 'path', 'paths')} {verdict}"
 
 
 def _fired(detail: Detail) -> str:
@@ -110,7 +110,7 @@ def _review(detail: Detail) -> str:
         f"{_text(detail.get('stage'))}: {_text(detail.get('kind'))} {name_words(_text(detail.get('status')))}"
     )
     cleared = detail.get("cleared")
-    return _joined(said, f"{cleared} finding(s) cleared" if cleared else "")
+    return _joined(said, f"{counted(cleared, 'finding', 'findings')} cleared" if cleared else "")
 
 
 def _ended(detail: Detail) -> str:

@@ -69,6 +69,21 @@ def name_words(value: str) -> str:
     return value
 
 
+def counted(count: int, one: str, many: str) -> str:
+    """A count and its noun as a person writes them: "1 time", "4 times", "1,234 escalations".
+
+    Both forms are given: English plurals ("1 entry", "2 entries") are not made by rule."""
+    return f"{count:,} {one if count == 1 else many}"
+
+
+def rate_words(key: str, value: object) -> str | None:
+    """A pass rate the store keeps as a share (``best_pass_rate`` 0.8) as a person reads it,
+    "80%"; None for any other field or value."""
+    if key.endswith("pass_rate") and isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:.0%}"
+    return None
+
+
 def yes_no(value: bool) -> str:
     """A flag as a person says it."""
     return "yes" if value else "no"
