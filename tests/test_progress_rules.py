@@ -175,7 +175,7 @@ def test_a_test_run_that_reaches_the_stall_limit_fires_a_test_stall_worded_with_
     )
     assert fired(decision) == ["test_stall"]
     assert decision.fires[0].summary == Wording(
-        "trigger_test_stall", {"count": 3, "threshold": 3, "best_pass_rate": 0.8, "latest_pass_rate": 0.75}
+        "trigger_test_stall", {"count": 3, "threshold": 3, "best_pass_rate": "80%", "latest_pass_rate": "75%"}
     )
 
 

@@ -210,11 +210,16 @@ def _test_stall(c: Counters, t: Thresholds, *, baseline: float | None, latest: f
         {
             "count": c.test_runs_without_improvement,
             "threshold": t.no_test_improvement_after,
-            "best_pass_rate": baseline,
-            "latest_pass_rate": latest,
+            "best_pass_rate": _percent(baseline),
+            "latest_pass_rate": _percent(latest),
         },
     )
     return Fires(firing, summary)
+
+
+def _percent(share: float | None) -> str:
+    """A pass rate as the summary says it: 80%, or "none yet" before any run sets one."""
+    return "none yet" if share is None else f"{share:.0%}"
 
 
 def _edit_fires(task: Task, files: Touched, new_paths: tuple[str, ...]) -> tuple[Fires, ...]:
