@@ -10,8 +10,14 @@ import sqlite3
 import time
 from pathlib import Path
 
-from hooks_support import bash_failure, hook_process
+from hooks_support import bash_failure, environment, hook_process
+from mcp_server_escalation.datafiles import data_dir
+from mcp_server_escalation.hooks.relay import socket_path
+from mcp_server_escalation.hooks.relay_spawn import log_path
+from mcp_server_escalation.hooks.spool import spool_folder
+from mcp_server_escalation.prompts import PromptBook
 
+BOOK = PromptBook.load(data_dir("prompts"))
 BOUND = {
     "ESCALATION_STORE_OPERATION_TIMEOUT_SECONDS": "2",
     "ESCALATION_STORE_STATEMENT_TIMEOUT_SECONDS": "1",
@@ -42,8 +48,15 @@ async def test_a_hook_run_on_a_store_locked_past_the_bound_spools_and_the_next_r
 
     assert locked.returncode == 0
     assert locked.stdout == ""
-    assert "another process held the store's lock longer than 2 s" in locked.stderr
-    assert "the event was kept in" in locked.stderr
+    # What became of the event in the prompts' words; why, in the log they name.
+    socket_file = socket_path(str(store), environment(tmp_path), str(Path.cwd()))
+    assert socket_file is not None
+    log = log_path(socket_file)
+    details = BOOK.render("hook_store_down_details", log=log)
+    folder = spool_folder(str(store), state)
+    kept = BOOK.render("hook_store_down_kept", spool=str(folder), waiting=1, details=details)
+    assert locked.stderr == f"mcp-server-escalation hook: {kept}\n"
+    assert "another process held the store's lock longer than 2 s" in Path(log).read_text(encoding="utf-8")
     assert took < 10.0  # the bound (2 s) and the process's start, well within a host's 15 s
     assert after.returncode == 0
     assert "kept" not in after.stderr
