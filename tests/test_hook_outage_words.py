@@ -127,6 +127,13 @@ def outage_lines(log: Path) -> list[str]:
     return [line for line in log.read_text(encoding="utf-8").splitlines() if OUTAGE_LINE.search(line)]
 
 
+def assert_why_only_in_the_log(line: str, stderr: str) -> None:
+    """The database's words, as an outage line of the log gives them, are not on stderr."""
+    reason = line.split(" is unavailable (", 1)[1].rsplit(")", 1)[0]
+    assert reason, line
+    assert reason not in stderr
+
+
 async def test_a_hook_run_in_an_outage_says_in_words_that_nothing_was_recorded_and_where_why_is(
     tmp_path: Path, down_pg: pg.PgServer, url: str
 ) -> None:
@@ -141,6 +148,7 @@ async def test_a_hook_run_in_an_outage_says_in_words_that_nothing_was_recorded_a
     [line] = outage_lines(log)
     assert f"store {url} is unavailable (" in line
     assert REFUSED in line
+    assert_why_only_in_the_log(line, run.stderr)
 
 
 async def test_without_a_log_the_words_say_where_to_ask_and_still_not_the_databases(
@@ -223,7 +231,7 @@ async def test_a_relayed_run_says_the_same_and_the_relay_logs_why_once_per_outag
     assert_no_database_words(said, url)
     # The relay handles many events: one line per outage, not one per event.
     assert len(first_outage) == 1, first_outage
-    assert REFUSED in first_outage[0]
+    assert_why_only_in_the_log(first_outage[0], said)
     assert len(outage_lines(log)) == 2
     assert list(folder.glob("*.json")) == []  # the kept report was recorded once the store was back
     assert "Traceback" not in own_log.read_text(encoding="utf-8")
@@ -251,4 +259,4 @@ async def test_through_the_daemon_the_words_are_the_same_and_its_log_says_why_on
     # The daemon's log is this one: what the database said is in it once for the outage.
     lines = outage_lines(log)
     assert len(lines) == 1, lines
-    assert REFUSED in lines[0]
+    assert_why_only_in_the_log(lines[0], "".join(run.stderr for run in checks))
