@@ -1,17 +1,27 @@
 """A hook run that meets a SQLite store locked by another process past its bound keeps the
 event in the spool instead of holding the host (15 s) or losing the event; the next run
 records it, once and in order (``hooks/spool.py``; PostgreSQL's outages:
-``test_pg_outage.py``)."""
+``test_pg_outage.py``, ``test_hook_outage_words.py``). A report kept behind earlier events,
+or dropped with the spool full, says so in the prompts' words too."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import shutil
 import sqlite3
 import time
 from pathlib import Path
 
-from hooks_support import bash_failure, hook_process
+from hooks_support import bash_failure, environment, hook_process
+from mcp_server_escalation.datafiles import data_dir
+from mcp_server_escalation.hooks.relay import socket_path
+from mcp_server_escalation.hooks.relay_spawn import log_path
+from mcp_server_escalation.hooks.spool import MAX_SPOOLED, Spool, Spooled, spool_folder
+from mcp_server_escalation.prompts import PromptBook
 
+BOOK = PromptBook.load(data_dir("prompts"))
+PREFIX = "mcp-server-escalation hook: "
 BOUND = {
     "ESCALATION_STORE_OPERATION_TIMEOUT_SECONDS": "2",
     "ESCALATION_STORE_STATEMENT_TIMEOUT_SECONDS": "1",
@@ -42,8 +52,15 @@ async def test_a_hook_run_on_a_store_locked_past_the_bound_spools_and_the_next_r
 
     assert locked.returncode == 0
     assert locked.stdout == ""
-    assert "another process held the store's lock longer than 2 s" in locked.stderr
-    assert "the event was kept in" in locked.stderr
+    # What became of the event in the prompts' words; why, in the log they name.
+    socket_file = socket_path(str(store), environment(tmp_path), str(Path.cwd()))
+    assert socket_file is not None
+    log = log_path(socket_file)
+    details = BOOK.render("hook_store_down_details", log=log)
+    folder = spool_folder(str(store), state)
+    kept = BOOK.render("hook_store_down_kept", spool=str(folder), waiting=1, details=details)
+    assert locked.stderr == f"{PREFIX}{kept}\n"
+    assert "another process held the store's lock longer than 2 s" in Path(log).read_text(encoding="utf-8")
     assert took < 10.0  # the bound (2 s) and the process's start, well within a host's 15 s
     assert after.returncode == 0
     assert "kept" not in after.stderr
@@ -51,3 +68,35 @@ async def test_a_hook_run_on_a_store_locked_past_the_bound_spools_and_the_next_r
         keys = [row[0] for row in conn.execute("SELECT delivery_key FROM hook_events ORDER BY event_id")]
     assert keys == ["post:toolu_lock_0", "post:toolu_lock_1"]
     assert list((tmp_path / "state").glob("mcp-server-escalation/spool/*/*.json")) == []
+
+
+async def test_a_report_kept_behind_earlier_events_or_dropped_with_the_spool_full_says_so_in_words(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    store = tmp_path / "escalations.db"
+    shutil.copyfile(sqlite_template, store)
+    state = {"XDG_STATE_HOME": str(tmp_path / "state"), **BOUND}
+    folder = spool_folder(str(store), state)
+    earlier = bash_failure("pytest -k behind", "E   AssertionError: earlier", "toolu_behind_0")
+    Spool(folder).keep(Spooled("claude-code", json.dumps(earlier), {}, str(tmp_path)))
+    report = bash_failure("pytest -k behind", "E   AssertionError: later", "toolu_behind_1")
+    with (folder / ".lock").open("a") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)  # another hook run is recording the earlier events
+        behind = await hook_process("claude-code", report, db=str(store), tmp=tmp_path, **state)
+        for n in range(MAX_SPOOLED - 2):
+            (folder / f"{n:020d}-filler.json").touch()
+        full = await hook_process("claude-code", report, db=str(store), tmp=tmp_path, **state)
+        for filler in folder.glob("*-filler.json"):
+            filler.unlink()
+    after = await hook_process("claude-code", report, db=str(store), tmp=tmp_path, **state)
+
+    # No outage: the store answers, so there is nothing to look up, only what became of it.
+    kept = BOOK.render("hook_kept_behind", spool=str(folder), waiting=2)
+    assert (behind.returncode, behind.stdout, behind.stderr) == (0, "", f"{PREFIX}{kept}\n")
+    dropped = BOOK.render("hook_dropped_behind", spool=str(folder), limit=MAX_SPOOLED)
+    assert (full.returncode, full.stdout, full.stderr) == (0, "", f"{PREFIX}{dropped}\n")
+    assert after.returncode == 0
+    with sqlite3.connect(store) as conn:
+        keys = [row[0] for row in conn.execute("SELECT delivery_key FROM hook_events ORDER BY event_id")]
+    assert keys == ["post:toolu_behind_0", "post:toolu_behind_1"]  # in order, each once
+    assert list(folder.glob("*.json")) == []

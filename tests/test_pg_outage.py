@@ -31,9 +31,12 @@ import pytest
 
 import pg_local as pg
 from conftest import ToolCallError
-from hooks_support import Run, bash_failure, hook_process, run_script
+from hooks_support import Run, bash_failure, environment, hook_process, run_script
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, TEST_TOKENS, http_client, start_http, stop_http
 from mcp_server_escalation.datafiles import data_dir
+from mcp_server_escalation.hooks.relay import socket_path
+from mcp_server_escalation.hooks.relay_spawn import log_path
+from mcp_server_escalation.hooks.spool import spool_folder
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.store.backends import open_store
 
@@ -466,6 +469,20 @@ def _hook_rows(url: str) -> tuple[list[str], list[str]]:
     return [str(row[0]) for row in keys], [str(row[0]) for row in said]
 
 
+def _hook_log(url: str, tmp_path: Path) -> Path:
+    """Where a hook run writes the store's outage: the log beside its store's relay socket."""
+    socket_file = socket_path(url, environment(tmp_path), str(Path.cwd()))
+    assert socket_file is not None
+    return Path(log_path(socket_file))
+
+
+def _kept_words(spool: Path, waiting: int, log: Path) -> str:
+    """A hook's stderr for a report the store did not take, kept in ``spool``."""
+    details = BOOK.render("hook_store_down_details", log=str(log))
+    kept = BOOK.render("hook_store_down_kept", spool=str(spool), waiting=waiting, details=details)
+    return f"mcp-server-escalation hook: {kept}\n"
+
+
 async def test_hook_events_met_by_an_outage_are_spooled_and_recorded_once_in_order(
     tmp_path: Path, crash_pg: pg.PgServer, crash_url: str
 ) -> None:
@@ -499,12 +516,21 @@ async def test_hook_events_met_by_an_outage_are_spooled_and_recorded_once_in_ord
     spooled[0].write_text(kept_twice, encoding="utf-8")
     again = await run(4)
 
-    for done, took in [*down, stalled]:
+    log = _hook_log(crash_url, tmp_path)
+    for n, (done, took) in enumerate([*down, stalled]):
         assert done.returncode == 0
         assert done.stdout == ""  # no decision: the host goes on
-        assert "is unavailable (" in done.stderr
-        assert "the event was kept in" in done.stderr
+        # What became of the event, in the prompts' words; where the store is and what the
+        # database said are in the log the words name, one line per hook process.
+        assert done.stderr == _kept_words(spooled[0].parent, n + 1, log)
+        assert "postgresql://" not in done.stderr
+        assert urlsplit(crash_url).netloc.rsplit("@", maxsplit=1)[-1] not in done.stderr  # host:port
+        assert "Connection refused" not in done.stderr
         assert took < 15.0  # a host's patience; measured ~0.5 s down and ~3.5 s stalled
+    lines = log.read_text(encoding="utf-8").splitlines()
+    logged = [line for line in lines if f"store {crash_url} is unavailable (" in line]
+    assert len(logged) == 3, logged
+    assert "Connection refused" in logged[0]
     assert len(spooled) == 3
     assert back[0].returncode == 0
     assert again[0].returncode == 0
@@ -571,7 +597,9 @@ async def test_at_max_connections_servers_keep_serving_and_new_processes_fail_fa
     assert "is unavailable (" in cli.stderr
     assert "too many clients" in cli.stderr
     assert hooked.returncode == 0
-    assert "the event was kept in" in hooked.stderr
+    # The database's "too many clients" is in the log the words name, not on stderr.
+    assert hooked.stderr == _kept_words(spool_folder(url, state), 1, _hook_log(url, tmp_path))
+    assert "too many clients" in _hook_log(url, tmp_path).read_text(encoding="utf-8")
     # Refused at once (the database's own "too many clients"), not after a timeout: what time
     # there is, is the processes' start (seconds on a busy machine), within a host's patience.
     assert cli_took < 15.0

@@ -32,6 +32,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Self
 
+# The log in which a store says, once, that it stopped answering (where it is and what its
+# database said) and that it answers again (``store/postgres/pool.py``): the operator's to
+# read. A hook run keeps it off its stderr, which is its host's (``cli/hook.py``).
+OUTAGE_LOG = "mcp_server_escalation.store.outage"
+
 
 class EscalationError(Exception):
     """Base of every error whose message tells the caller how to fix the call."""

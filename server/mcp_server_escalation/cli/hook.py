@@ -11,7 +11,9 @@ work itself, when no server takes it.
 A hook must never break its host. Whatever goes wrong (malformed JSON, an unknown event, a
 store that cannot be opened, a bug) the hook exits 0 with nothing on stdout and one line on
 stderr, which the hosts read as "no decision" (the tool call proceeds); for a bug, that line
-says where its details (the traceback) were written, since stderr is the host's to show.
+says where its details (the traceback) were written, since stderr is the host's to show,
+and so does it for a store that does not answer (where the store is and what its database
+said are written there too, never on stderr).
 Exit 2 would mean "deny" to them, so even an argument error on a hook run exits 0
 (``cli/__init__.py`` and ``cli/parsers.py``).
 Nothing but the host's JSON is ever written to stdout. Imports of what only some of its
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import ConfigError, EscalationError, StoreUnavailable
+from ..errors import OUTAGE_LOG, ConfigError, EscalationError, StoreUnavailable
 from ..hooks.relay import HOSTS
 from ..locations import is_database_url
 from ..process import server_ready
@@ -41,6 +43,7 @@ SCRIPT_NAMES = ("mcp-server-escalation", "mcp-server-escalation.exe")
 
 if TYPE_CHECKING:
     from ..hooks.dispatch import HookInputError
+    from ..hooks.spool import Kept
     from ..hooks.triage import Triaged
     from ..prompts import PromptBook
 
@@ -135,7 +138,7 @@ def _warn(text: str) -> None:
     sys.stderr.write(warning(text))
 
 
-async def _answer(settings: Settings, entry: str, triaged: Triaged, raw: bytes) -> tuple[str, str]:
+async def _answer(settings: Settings, entry: str, triaged: Triaged, raw: bytes) -> tuple[str, Kept | None]:
     from ..hooks.spool import Spool, Spooled, answer_or_keep, kept_env, kept_or_raise, spool_folder  # noqa: PLC0415
     from ..services.runtime import open_runtime  # noqa: PLC0415
 
@@ -148,18 +151,47 @@ async def _answer(settings: Settings, entry: str, triaged: Triaged, raw: bytes) 
         return "", kept_or_raise(exc, triaged, event, spool)
 
 
+def _cwd() -> str:
+    try:
+        return str(Path.cwd())
+    except OSError:  # the working directory was removed: a relative store has no socket
+        return "/"
+
+
 def _failed_words(args: argparse.Namespace, failure: Exception) -> list[str]:
     """The lines on stderr for a bug met handling the event, its details written to the log
     of the store's relay daemons (where a relay that answered would have written them)."""
     from ..hooks.relay_spawn import note_failure  # noqa: PLC0415
     from ..rules.wording.hook_input import hook_failed_words  # noqa: PLC0415
 
-    try:
-        cwd = str(Path.cwd())
-    except OSError:  # the working directory was removed: a relative store has no socket
-        cwd = "/"
-    log = note_failure(args.db, os.environ, cwd, failure)
+    log = note_failure(args.db, os.environ, _cwd(), failure)
     return hook_failed_words(_book(args), log, failure)
+
+
+def _outage_log(args: argparse.Namespace, outage: StoreUnavailable) -> str | None:
+    """Where the store is and what its database said, written to the log of the store's
+    relay daemons (where a relay that answered would have written them, and where the details
+    of a bug go): the host may show the hook's stderr to the model. This process handles one
+    event, so this is once for its outage."""
+    from ..hooks.relay_spawn import note_outage  # noqa: PLC0415
+
+    return note_outage(args.db, os.environ, _cwd(), outage)
+
+
+def _down_words(args: argparse.Namespace, outage: StoreUnavailable) -> str:
+    """The line on stderr for an event the store did not answer, which is not kept (no report)."""
+    from ..rules.wording.hook_input import hook_store_down_words  # noqa: PLC0415
+
+    return hook_store_down_words(_book(args), outage.recorded, _outage_log(args, outage))
+
+
+def _kept_said(args: argparse.Namespace, settings: Settings, kept: Kept) -> str:
+    """The line on stderr for a report kept in the spool (or dropped, the spool full)."""
+    from ..hooks.spool import kept_words  # noqa: PLC0415
+    from ..services.runtime import prompt_book  # noqa: PLC0415
+
+    log = None if kept.outage is None else _outage_log(args, kept.outage)
+    return kept_words(prompt_book(settings), kept, log)
 
 
 def _book(args: argparse.Namespace) -> PromptBook:
@@ -196,28 +228,44 @@ def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> tuple[str,
         return "", ""
     import anyio  # noqa: PLC0415 (a read never starts an event loop)
 
-    return anyio.run(_answer, settings, entry, triaged, raw)
+    output, kept = anyio.run(_answer, settings, entry, triaged, raw)
+    return output, "" if kept is None else _kept_said(args, settings, kept)
 
 
 def run_hook(entry: str, args: argparse.Namespace) -> int:
     """Handle one event from stdin; always exit 0 (see the module docstring)."""
+    # The store's own line of an outage names it and what its database said: a hook run says
+    # the outage in words instead, and writes the store's words to its relay daemons' log.
+    outage_log = logging.getLogger(OUTAGE_LOG)
+    level = outage_log.level
+    outage_log.setLevel(logging.CRITICAL)
+    try:
+        _run_hook(entry, args)
+    finally:
+        outage_log.setLevel(level)
+    return 0
+
+
+def _run_hook(entry: str, args: argparse.Namespace) -> None:
     from ..hooks.dispatch import MAX_INPUT_BYTES  # noqa: PLC0415
 
     try:
         output, said = handle_event(entry, sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), args)
+    except StoreUnavailable as exc:  # no report to keep for later (a check before a tool call)
+        _warn(_down_words(args, exc))
+        return
     except EscalationError as exc:  # a config, prompts or store problem, in words for a person
         _warn(f"no decision: {exc}")
-        return 0
+        return
     except Exception as exc:  # noqa: BLE001 (the top level of a hook: a bug must never block the host)
         for line in _failed_words(args, exc):
             _warn(line)
-        return 0
+        return
     if said:
         _warn(said)
     if output:
         sys.stdout.write(output + "\n")
         sys.stdout.flush()
-    return 0
 
 
 def run_relay(args: argparse.Namespace) -> int:

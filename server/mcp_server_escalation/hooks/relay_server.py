@@ -29,6 +29,11 @@ symlink, dangling or not; a file; an empty folder): the folder is this user's al
 the name this store's, so nothing there is anyone else's. A folder with contents is left
 alone (it may hold somebody's work): the relay says why it does not listen, once, and
 tries again every ``RETRY_SECONDS``.
+
+A store that stops answering is said to the hook in the prompts' words, as the hook process
+says it: what became of the event, no decision, and where the details are. Where the store
+is and what its database said go to the log beside the socket, once per outage
+(``OutageNotes``), never into the hook's stderr, which its host may show the model.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import logging
 import os
 import socket
 import stat
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -50,16 +56,16 @@ import anyio
 import anyio.to_thread
 from anyio.abc import SocketListener, SocketStream
 
-from ..errors import ConfigError, EscalationError
+from ..errors import ConfigError, EscalationError, StoreUnavailable
 from ..locations import is_database_url
-from ..rules.wording.hook_input import hook_failed_words, hook_input_words
+from ..rules.wording.hook_input import hook_failed_words, hook_input_words, hook_store_down_words
 from ..services.background import alongside
 from ..services.runtime import Runtime
 from ..settings import FileStamp, LoadedConfig, Settings, config_path
 from .dispatch import HookInputError, prepare, warning
 from .relay import HOSTS, MAX_STDIN, OPTIONS, PROTOCOL, socket_dir, socket_path
-from .relay_spawn import note_failure
-from .spool import Spool, Spooled, answer_or_keep, kept_env, spool_folder
+from .relay_spawn import log_path, note_failure, note_outage
+from .spool import Kept, Spool, Spooled, answer_or_keep, kept_env, kept_words, spool_folder
 
 log = logging.getLogger(__name__)
 
@@ -170,16 +176,78 @@ async def respond(
             # The hook's machine is this one: its reports wait in this machine's spool.
             event = Spooled(str(host), stdin, kept_env(env_map), cwd)
             spool = Spool(spool_folder(settings.db_path, env_map))
-            out, said = await answer_or_keep(rt, settings, triaged, event, spool)
+            out, kept = await answer_or_keep(rt, settings, triaged, event, spool)
             stdout = out + "\n" if out else ""
-            stderr = warning(said) if said else ""
+            stderr = "" if kept is None else warning(await _kept_said(rt, kept))
+            if kept is None:
+                OUTAGES.over(rt.settings.db_path)  # the store answered: an outage is over
     except HookInputError as exc:  # the relay answers for these settings' prompts only
         stderr = warning(hook_input_words(rt.prompts, exc.problem))
+    except StoreUnavailable as exc:  # no report to keep for later (a check before a tool call)
+        where = await _outage_noted(rt, exc)
+        stderr = warning(hook_store_down_words(rt.prompts, exc.recorded, where))
     except EscalationError as exc:  # as in the hook process: a problem in words for a person
         stderr = warning(f"no decision: {exc}")
     except Exception as exc:  # noqa: BLE001 (as in the hook process: a bug never breaks the host)
         stderr = await _failed(rt, exc)
     return {"protocol": PROTOCOL, "stdout": stdout, "stderr": stderr}
+
+
+class OutageNotes:
+    """The log in which this process noted each store's outage for hook runs (None: none
+    could be written), until the store answers a hook run again. A relay answers many hook
+    runs: where the store is and what its database said are worth one line per outage, as in
+    the store's own log, not one per event for as long as the outage lasts."""
+
+    def __init__(self) -> None:
+        self._noted: dict[str, str | None] = {}
+        self._lock = threading.Lock()  # runs at once note one line
+
+    def note(self, db_path: str, outage: StoreUnavailable) -> str | None:
+        """The log with ``outage``'s words in it, written on the outage's first event.
+        Blocking (a file is written): run in a worker thread."""
+        with self._lock:
+            if db_path not in self._noted:
+                self._noted[db_path] = _note(db_path, outage)
+            return self._noted[db_path]
+
+    def over(self, db_path: str) -> None:
+        self._noted.pop(db_path, None)
+
+
+OUTAGES = OutageNotes()
+
+
+def _note(db_path: str, outage: StoreUnavailable) -> str | None:
+    """``note_outage`` for the store this process serves, in the log beside its socket (the
+    socket the hook found for its store). A daemon's stderr is that very log, where the store
+    has said the outage once already: nothing is written twice. (A relay opens its store
+    without the hook's bound, so only a database's outage, which the store logs, stops it
+    answering.)"""
+    cwd = str(Path.cwd())
+    socket_file = socket_path(db_path, os.environ, cwd)
+    if socket_file is not None and _is_stderr(log_path(socket_file)):
+        return log_path(socket_file)
+    return note_outage(db_path, os.environ, cwd, outage)
+
+
+def _is_stderr(path: str) -> bool:
+    try:
+        ours, theirs = os.fstat(2), Path(path).stat()
+    except OSError:
+        return False
+    return (ours.st_dev, ours.st_ino) == (theirs.st_dev, theirs.st_ino)
+
+
+async def _outage_noted(rt: Runtime, outage: StoreUnavailable) -> str | None:
+    job = functools.partial(OUTAGES.note, rt.settings.db_path, outage)
+    return await anyio.to_thread.run_sync(job)
+
+
+async def _kept_said(rt: Runtime, kept: Kept) -> str:
+    """The hook's line for a report kept in the spool (or dropped, the spool full)."""
+    where = None if kept.outage is None else await _outage_noted(rt, kept.outage)
+    return kept_words(rt.prompts, kept, where)
 
 
 async def _failed(rt: Runtime, failure: Exception) -> str:

@@ -14,8 +14,11 @@ starting at once never start two daemons, and the kernel releases the lock howev
 daemon ends.
 
 The daemons' log, beside the socket, is also where a hook run's unexpected failure (a bug)
-leaves its details (``note_failure``), whether the hook met it or the relay that answered
-it: the hook's stderr is its host's, one line a person reads, and says where they are.
+leaves its details (``note_failure``), and a store's outage its own words (``note_outage``:
+where the store is and what its database said), whether the hook met it or the relay that
+answered it: the hook's stderr is its host's, one line a person reads, and says where they
+are. It is the one log a hook run has (the spool keeps events, not a log), and the one a
+person already looks at for a hook's trouble.
 
 Imported by a hook run only when no relay answered, and it uses the standard library only
 (``relay.py`` explains why).
@@ -78,18 +81,38 @@ def note_failure(db_flag: str | None, env: Mapping[str, str], cwd: str, failure:
     answered it name the same file."""
     import traceback  # noqa: PLC0415 (only on a failure: a hook run's imports stay few)
 
-    socket_file = socket_path(chosen_store(db_flag, env), env, cwd)
-    if socket_file is None:
-        return None
-    when = time.strftime("%Y-%m-%d %H:%M:%S")
-    head = f"{when} ERROR hook run (process {os.getpid()}) failed unexpectedly; no decision:\n"
+    head = f"{_now()} ERROR hook run (process {os.getpid()}) failed unexpectedly; no decision:\n"
     details = "".join(traceback.format_exception(failure)).encode("utf-8", "backslashreplace")
     if len(details) > MAX_FAILURE_BYTES:
         details = details[: MAX_FAILURE_BYTES // 2] + b"\n[...]\n" + details[-MAX_FAILURE_BYTES // 2 :]
+    return _append(_store_socket(db_flag, env, cwd), head.encode("utf-8", "backslashreplace") + details)
+
+
+def note_outage(db_flag: str | None, env: Mapping[str, str], cwd: str, outage: BaseException) -> str | None:
+    """Append to the log of its store's daemons, as ``note_failure`` does, that a hook run met
+    the store down: the outage's own words (where the store is, its password hidden, and what
+    its database said), which the hook's stderr never carries. That log's path, or None."""
+    line = f"{_now()} WARNING hook run (process {os.getpid()}) made no decision: {outage}\n"
+    return _append(_store_socket(db_flag, env, cwd), line.encode("utf-8", "backslashreplace"))
+
+
+def _store_socket(db_flag: str | None, env: Mapping[str, str], cwd: str) -> str | None:
+    return socket_path(chosen_store(db_flag, env), env, cwd)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _append(socket_file: str | None, data: bytes) -> str | None:
+    """``data`` appended to the log of the socket's daemons; its path, or None when the store
+    has no socket (no private socket folder, a store in memory) or it cannot be written."""
+    if socket_file is None:
+        return None
     try:
         fd = open_log(socket_file)
         try:
-            os.write(fd, head.encode("utf-8", "backslashreplace") + details)
+            os.write(fd, data)
         finally:
             os.close(fd)
     except OSError:

@@ -18,6 +18,10 @@ Only reports are spooled (after a tool call, a failure that ended a turn): a dec
 for before a tool call is moot once the call has happened, and replaying it would gate
 nothing. The folder holds at most ``MAX_SPOOLED`` events; past that an event is dropped and
 the hook says so.
+
+What the hook says is in the words of ``prompts/hooks.toml`` (``kept_words``): what became of
+the event, that there is no decision, and, for an outage, where its details are; never where
+the store is or what its database said, which the hook's host may show the model.
 """
 
 from __future__ import annotations
@@ -36,11 +40,12 @@ from typing import TYPE_CHECKING
 
 from ..errors import StoreUnavailable
 from ..locations import FOLDER
-from ..rules.wording.hook_input import hook_input_words
+from ..rules.wording.hook_input import hook_input_words, hook_kept_words
 from .dispatch import HookInputError, answer, prepare, prepare_remote
 from .triage import Triaged
 
 if TYPE_CHECKING:
+    from ..prompts import PromptBook
     from ..services.runtime import Runtime
     from ..settings import Settings
 
@@ -175,46 +180,59 @@ def spoolable(triaged: Triaged) -> bool:
     return triaged.event.kind in SPOOLED_KINDS
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What became of a report the store did not take now: the spool ``folder`` it waits in,
+    how many wait there with it (``waiting``; None: the spool was full and it was dropped),
+    and the ``outage`` that met it (None: it waits behind earlier events still being
+    recorded). Each door words it for its reader (``kept_words``)."""
+
+    folder: Path
+    waiting: int | None
+    outage: StoreUnavailable | None
+
+
 async def answer_or_keep(
     rt: Runtime, settings: Settings, triaged: Triaged, event: Spooled, spool: Spool
-) -> tuple[str, str]:
-    """The host's answer to ``event`` (stdout, stderr), after the spooled events are
-    recorded; a report the store cannot take now is spooled (no decision, one line that says
-    so). The hook process, the relay and the HTTP route all answer through here."""
+) -> tuple[str, Kept | None]:
+    """The host's answer to ``event`` (stdout; "" for none), after the spooled events are
+    recorded; a report the store cannot take now is spooled (no decision, and what became of
+    it). The hook process, the relay and the HTTP route all answer through here."""
     try:
         return await _answer_in_order(rt, settings, triaged, event, spool)
     except StoreUnavailable as exc:
         return "", kept_or_raise(exc, triaged, event, spool)
 
 
-def kept_or_raise(exc: StoreUnavailable, triaged: Triaged, event: Spooled, spool: Spool) -> str:
-    """The event spooled when it is a report (the line that says so); else ``exc`` raised."""
+def kept_or_raise(exc: StoreUnavailable, triaged: Triaged, event: Spooled, spool: Spool) -> Kept:
+    """The event spooled when it is a report; else ``exc`` raised."""
     if not spoolable(triaged):
         raise exc
-    return keep_unrecorded(spool, event, str(exc))
+    return keep_unrecorded(spool, event, exc)
 
 
 async def _answer_in_order(
     rt: Runtime, settings: Settings, triaged: Triaged, event: Spooled, spool: Spool
-) -> tuple[str, str]:
+) -> tuple[str, Kept | None]:
     if spool.waiting() and spoolable(triaged):
         with spool.turn() as mine:
             emptied = mine and await replay(rt, settings, spool)
         if not emptied:
-            return "", keep_unrecorded(spool, event, "earlier events are still being recorded")
+            return "", keep_unrecorded(spool, event, None)
     elif spool.waiting():
         with spool.turn() as mine:
             if mine:
                 await replay(rt, settings, spool)
-    return await answer(rt, event.entry, triaged, settings), ""
+    return await answer(rt, event.entry, triaged, settings), None
 
 
-def keep_unrecorded(spool: Spool, event: Spooled, why: str) -> str:
-    """Spool ``event``; the hook's line on stderr that says so."""
-    waiting = spool.keep(event)
-    if waiting is None:
-        return f"{why}; the spool {spool.folder} is full ({MAX_SPOOLED} events): this event was dropped"
-    return (
-        f"{why}; the event was kept in {spool.folder} ({waiting} waiting)"
-        " and is recorded once the store answers"
+def keep_unrecorded(spool: Spool, event: Spooled, outage: StoreUnavailable | None) -> Kept:
+    """Spool ``event``, kept for ``outage`` (None: behind earlier events)."""
+    return Kept(spool.folder, spool.keep(event), outage)
+
+
+def kept_words(book: PromptBook, kept: Kept, log: str | None) -> str:
+    """The hook's line on stderr for ``kept``; ``log``: where its outage's details were written."""
+    return hook_kept_words(
+        book, str(kept.folder), kept.waiting, MAX_SPOOLED, outage=kept.outage is not None, log=log
     )

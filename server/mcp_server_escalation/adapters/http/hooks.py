@@ -216,9 +216,12 @@ class HookRoutes:
         # A remote agent has no spool of its own: its reports wait in this server's.
         event = Spooled(host, raw.decode("utf-8"), {}, None, remote=True, task=task)
         spool = Spool(spool_folder(self.settings.db_path, os.environ))
-        out, said = await answer_or_keep(self.rt, self.settings, triaged, event, spool)
-        if said:
-            log.info("hook event over HTTP spooled: %s", said)
+        out, kept = await answer_or_keep(self.rt, self.settings, triaged, event, spool)
+        # Why the store does not answer is in this log already, once for the outage.
+        if kept is not None and kept.waiting is None:
+            log.info("hook event over HTTP dropped: the spool %s is full", kept.folder)
+        elif kept is not None:
+            log.info("hook event over HTTP kept in the spool %s (%d waiting)", kept.folder, kept.waiting)
         return out
 
 

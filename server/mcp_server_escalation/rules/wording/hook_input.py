@@ -7,7 +7,10 @@ answers for, the hook route over HTTP sends them as its 400's body and the spool
 They come from the ``hook_input_*`` templates of ``prompts/hooks.toml``: a name on one line,
 clipped, never a repr; the parser's complaint as a line and a column, never its text.
 A hook run that fails unexpectedly (a bug) says so from the ``hook_failed*`` templates, and
-where its details went (``hook_failed_words``).
+where its details went (``hook_failed_words``); a hook run that meets its store down says
+what became of its event from the ``hook_store_down*`` and ``hook_*_behind`` templates, and
+where why the store does not answer was written (``hook_store_down_words``,
+``hook_kept_words``), never the store's location or its database's words.
 
 No prompt book is loaded here (only its type is named): the hook's fast path imports this
 module's ``InputProblem`` and loads the book only when there is a problem to word.
@@ -86,3 +89,48 @@ def _database_error(failure: BaseException) -> bool:
     a hook run that met neither has imported neither)."""
     module = type(failure).__module__
     return module == "sqlite3" or module.split(".")[0] == "psycopg"
+
+
+# Every template the store-down words use and its placeholders, for the prompt book's check
+# of them. {details}: hook_store_down_details (where why the store does not answer is written)
+# or hook_store_down_unlogged.
+STORE_DOWN_TEMPLATES: dict[str, list[str]] = {
+    "hook_store_down": ["details"],
+    "hook_store_down_maybe_recorded": ["details"],
+    "hook_store_down_kept": ["spool", "waiting", "details"],
+    "hook_store_down_dropped": ["spool", "limit", "details"],
+    "hook_store_down_details": ["log"],
+    "hook_store_down_unlogged": [],
+    "hook_kept_behind": ["spool", "waiting"],
+    "hook_dropped_behind": ["spool", "limit"],
+}
+
+
+def _store_down_details(book: PromptBook, log: str | None) -> str:
+    """Where the outage's details are: ``log``, or (none written) who can say why."""
+    if log is None:
+        return book.render("hook_store_down_unlogged")
+    return book.render("hook_store_down_details", log=log)
+
+
+def hook_store_down_words(book: PromptBook, recorded: bool | None, log: str | None) -> str:
+    """The hook's line on stderr for an event the store did not answer and that is not kept
+    (no report): not recorded (``recorded`` False) or maybe recorded (None), no decision."""
+    template = "hook_store_down" if recorded is False else "hook_store_down_maybe_recorded"
+    return book.render(template, details=_store_down_details(book, log))
+
+
+def hook_kept_words(
+    book: PromptBook, spool: str, waiting: int | None, limit: int, *, outage: bool, log: str | None
+) -> str:
+    """The hook's line on stderr for a report kept in ``spool`` with ``waiting`` others (None:
+    the spool held ``limit`` and it was dropped), for an ``outage`` (its details in ``log``) or
+    behind earlier events still being recorded."""
+    if not outage:
+        if waiting is None:
+            return book.render("hook_dropped_behind", spool=spool, limit=limit)
+        return book.render("hook_kept_behind", spool=spool, waiting=waiting)
+    details = _store_down_details(book, log)
+    if waiting is None:
+        return book.render("hook_store_down_dropped", spool=spool, limit=limit, details=details)
+    return book.render("hook_store_down_kept", spool=spool, waiting=waiting, details=details)

@@ -36,11 +36,11 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ...errors import StoreUnavailable
+from ...errors import OUTAGE_LOG, StoreUnavailable
 from ...models.store_config import StoreConfig
 from .connection import PgConn
 
-log = logging.getLogger(__name__)
+log = logging.getLogger(OUTAGE_LOG)
 T = TypeVar("T")
 # The pool logs every failed attempt to connect (several a second while the database is
 # down); ``Health`` logs the outage once instead.
