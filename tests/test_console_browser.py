@@ -130,7 +130,7 @@ def test_an_agents_question_appears_live_is_answered_in_the_page_and_reaches_the
     row = page.locator("#queue tr", has_text="browser-live")
     row.wait_for()
     assert page.evaluate("window.sameDocument") is True  # it came without a reload
-    assert "Showing 1-" in page.inner_text("#queue .count")  # the count came with it
+    assert page.inner_text("#queue .count") == "1 escalation in the queue."  # the count came with it
     assert "waiting for you" in row.inner_text()
     assert "question from the agent" in row.inner_text()
     assert "web" in row.inner_text()
