@@ -12,8 +12,8 @@ A hook must never break its host. Whatever goes wrong (malformed JSON, an unknow
 store that cannot be opened, a bug) the hook exits 0 with nothing on stdout and one line on
 stderr, which the hosts read as "no decision" (the tool call proceeds); for a bug, that line
 says where its details (the traceback) were written, since stderr is the host's to show,
-and so does it for a store that does not answer (where the store is and what its database
-said are written there too, never on stderr).
+and so does it for a store that does not answer or cannot be opened (where the store is and
+what its database said are written there too, never on stderr).
 Exit 2 would mean "deny" to them, so even an argument error on a hook run exits 0
 (``cli/__init__.py`` and ``cli/parsers.py``).
 Nothing but the host's JSON is ever written to stdout. Imports of what only some of its
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import OUTAGE_LOG, ConfigError, EscalationError, StoreUnavailable
+from ..errors import OUTAGE_LOG, ConfigError, EscalationError, StoreError, StoreUnavailable, StoreUnwritable
 from ..hooks.relay import HOSTS
 from ..locations import is_database_url
 from ..process import server_ready
@@ -185,6 +185,20 @@ def _down_words(args: argparse.Namespace, outage: StoreUnavailable) -> str:
     return hook_store_down_words(_book(args), outage.recorded, _outage_log(args, outage))
 
 
+def _error_words(args: argparse.Namespace, error: EscalationError) -> str:
+    """The line on stderr for a problem a person can fix. A config or prompts file's problem
+    as it is: the person needs that text, and it holds no secret. A store that cannot be
+    opened at all in the prompts' words: its message names the store (a database's URL) and
+    what its driver said, which go to the log an outage's go to."""
+    if not isinstance(error, StoreError) or isinstance(error, StoreUnwritable):
+        return f"no decision: {error}"
+    from ..hooks.relay_spawn import note_outage  # noqa: PLC0415
+    from ..rules.wording.hook_input import hook_store_unopened_words  # noqa: PLC0415
+
+    log = note_outage(args.db, os.environ, _cwd(), error)
+    return hook_store_unopened_words(_book(args), log)
+
+
 def _kept_said(args: argparse.Namespace, settings: Settings, kept: Kept) -> str:
     """The line on stderr for a report kept in the spool (or dropped, the spool full)."""
     from ..hooks.spool import kept_words  # noqa: PLC0415
@@ -255,7 +269,7 @@ def _run_hook(entry: str, args: argparse.Namespace) -> None:
         _warn(_down_words(args, exc))
         return
     except EscalationError as exc:  # a config, prompts or store problem, in words for a person
-        _warn(f"no decision: {exc}")
+        _warn(_error_words(args, exc))
         return
     except Exception as exc:  # noqa: BLE001 (the top level of a hook: a bug must never block the host)
         for line in _failed_words(args, exc):
