@@ -1,13 +1,14 @@
 """What a person (or the model) reads when a hook run cannot open its store at all (not a
 store that is down: a path no store can be made at, a file that is no store, a store of a
-newer schema): the prompts' words on stderr (the hook could not open its store, recorded
-nothing, made no decision so the host goes on; which setting to check, the command that says
-why, where the details are), never the store's path or URL, its host and port, or what the
-driver said; those are in the log of the store's relay daemons beside its socket, as for an
-outage (``test_hook_outage_words.py``).
+newer schema) or its store refuses the write: the prompts' words on stderr (the hook could
+not open its store, or the store refused to record the event; nothing recorded, no decision
+so the host goes on; which setting to check, the command that says why, where the details
+are), never the store's path or URL, its host and port, or what the driver said; those are
+in the log of the store's relay daemons beside its socket, as for an outage
+(``test_hook_outage_words.py``).
 
-Real parts throughout: the installed script as the hook, real SQLite files and folders, the
-suite's PostgreSQL server.
+Real parts throughout: the installed script as the hook (by itself and through ``hook
+relay``), real SQLite files and folders, the suite's PostgreSQL server.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from mcp_server_escalation.hooks.relay_spawn import log_path
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.store.backends import open_store
 from store_faults import read_only
+from test_hook_outage_words import relaying
 
 PREFIX = "mcp-server-escalation hook: "
 BOOK = PromptBook.load(data_dir("prompts"))
@@ -41,7 +43,7 @@ def report() -> dict[str, object]:
 
 async def hook_run(db: str, tmp: Path, **env: str) -> tuple[int, str, str]:
     run = await hook_process(
-        "claude-code", report(), db=db, tmp=tmp, XDG_STATE_HOME=str(tmp / "state"), **OFF, **env
+        "claude-code", report(), db=db, tmp=tmp, XDG_STATE_HOME=str(tmp / "state"), **{**OFF, **env}
     )
     return run.returncode, run.stdout, run.stderr
 
@@ -57,6 +59,12 @@ def unopened(log: Path) -> str:
     """The exact line on stderr: the words, and the log the details are in."""
     details = BOOK.render("hook_store_details", log=str(log))
     return PREFIX + BOOK.render("hook_store_unopened", details=details) + "\n"
+
+
+def refused(log: Path) -> str:
+    """The exact line on stderr for a write the store refused."""
+    details = BOOK.render("hook_store_details", log=str(log))
+    return PREFIX + BOOK.render("hook_store_unwritable", details=details) + "\n"
 
 
 def spool_files(tmp_path: Path) -> list[Path]:
@@ -100,6 +108,38 @@ async def test_a_store_path_in_a_folder_that_refuses_writes_says_the_same(tmp_pa
     assert str(folder) not in err
     assert "unable to open" not in err
     assert f"store {store}: unable to open database file" in log.read_text(encoding="utf-8")
+
+
+async def read_only_store(tmp_path: Path) -> str:
+    store = str(tmp_path / "escalations.db")
+    await (await open_store(store)).close()
+    return store
+
+
+async def test_a_store_file_that_refuses_writes_says_so_in_words_and_only_them(tmp_path: Path) -> None:
+    store = await read_only_store(tmp_path)
+    log = hook_log(store, tmp_path)
+
+    with read_only(Path(store)):
+        code, out, err = await hook_run(store, tmp_path)
+
+    # One line: neither the error's text nor the store's own warning of the refused write.
+    assert (code, out, err) == (0, "", refused(log))
+    assert store not in err
+    assert "readonly database" not in err
+    assert f"the store {store} is read-only" in log.read_text(encoding="utf-8")
+
+
+async def test_a_relay_whose_store_refuses_writes_says_the_same(tmp_path: Path) -> None:
+    store = await read_only_store(tmp_path)
+    log = hook_log(store, tmp_path)
+
+    with read_only(Path(store)), relaying(store, tmp_path):
+        code, out, err = await hook_run(store, tmp_path, ESCALATION_HOOK_RELAY="require")
+
+    assert (code, out, err) == (0, "", refused(log))
+    assert store not in err
+    assert f"the store {store} is read-only" in log.read_text(encoding="utf-8")
 
 
 async def test_a_folder_or_a_file_that_is_no_store_says_the_same(tmp_path: Path) -> None:

@@ -40,6 +40,8 @@ from ..process import server_ready
 from ..settings import Settings
 
 SCRIPT_NAMES = ("mcp-server-escalation", "mcp-server-escalation.exe")
+# The loggers of the store's modules (``store/``): kept off a hook run's stderr.
+STORE_LOG = "mcp_server_escalation.store"
 
 if TYPE_CHECKING:
     from ..hooks.dispatch import HookInputError
@@ -187,16 +189,16 @@ def _down_words(args: argparse.Namespace, outage: StoreUnavailable) -> str:
 
 def _error_words(args: argparse.Namespace, error: EscalationError) -> str:
     """The line on stderr for a problem a person can fix. A config or prompts file's problem
-    as it is: the person needs that text, and it holds no secret. A store that cannot be
-    opened at all in the prompts' words: its message names the store (a database's URL) and
-    what its driver said, which go to the log an outage's go to."""
-    if not isinstance(error, StoreError) or isinstance(error, StoreUnwritable):
+    as it is: the person needs that text, and it names no store. A store that cannot be
+    opened at all, or that refused the write, in the prompts' words: its message names the
+    store (a database's URL) and what its driver said, which go to the log an outage's go to."""
+    if not isinstance(error, StoreError):
         return f"no decision: {error}"
     from ..hooks.relay_spawn import note_outage  # noqa: PLC0415
-    from ..rules.wording.hook_input import hook_store_unopened_words  # noqa: PLC0415
+    from ..rules.wording.hook_input import hook_store_error_words  # noqa: PLC0415
 
     log = note_outage(args.db, os.environ, _cwd(), error)
-    return hook_store_unopened_words(_book(args), log)
+    return hook_store_error_words(_book(args), log, unwritable=isinstance(error, StoreUnwritable))
 
 
 def _kept_said(args: argparse.Namespace, settings: Settings, kept: Kept) -> str:
@@ -248,15 +250,18 @@ def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> tuple[str,
 
 def run_hook(entry: str, args: argparse.Namespace) -> int:
     """Handle one event from stdin; always exit 0 (see the module docstring)."""
-    # The store's own line of an outage names it and what its database said: a hook run says
-    # the outage in words instead, and writes the store's words to its relay daemons' log.
-    outage_log = logging.getLogger(OUTAGE_LOG)
-    level = outage_log.level
-    outage_log.setLevel(logging.CRITICAL)
+    # The store's own lines (an outage, a refused write) name it and quote its database: a
+    # hook run says what happened in words instead, and writes the store's words to its relay
+    # daemons' log.
+    store_logs = [logging.getLogger(name) for name in (STORE_LOG, OUTAGE_LOG)]
+    levels = [store_log.level for store_log in store_logs]
+    for store_log in store_logs:
+        store_log.setLevel(logging.CRITICAL)
     try:
         _run_hook(entry, args)
     finally:
-        outage_log.setLevel(level)
+        for store_log, level in zip(store_logs, levels, strict=True):
+            store_log.setLevel(level)
     return 0
 
 
