@@ -22,10 +22,14 @@ import pytest
 from mcp import Client, MCPError
 
 from conftest import connect, make_settings
-from hooks_support import bash_failure, hook
+from hooks_support import bash_failure, environment, hook
 from mcp_server_escalation.adapters.composition.server import build_server
+from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.errors import InvalidInput, StoreError
+from mcp_server_escalation.hooks.relay import socket_path
+from mcp_server_escalation.hooks.relay_spawn import log_path
 from mcp_server_escalation.models.limits import SQLITE_INTEGER_MAX
+from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.services import reports
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
@@ -38,6 +42,7 @@ from store_faults import read_only
 
 TOO_BIG = SQLITE_INTEGER_MAX + 1  # 2**63: no SQLite INTEGER holds it
 LATEST = MIGRATIONS[-1].version
+BOOK = PromptBook.load(data_dir("prompts"))
 
 
 def dump(db_path: str) -> list[Any]:
@@ -332,6 +337,16 @@ async def test_a_hook_on_a_newer_store_says_why_and_records_nothing(db_path: str
     before = dump(db_path)
     run = await hook("claude-code", bash_failure("npm test", "Error: boom"), db=db_path, tmp=tmp_path)
     assert run.returncode == 0  # a hook never blocks its host
-    assert f"schema version {LATEST + 1}" in run.stderr
-    assert f"knows schema version {LATEST}" in run.stderr
+    # Its host may show the model its stderr: the words say it could not open its store and
+    # where why is; the store's location and versions are in that log (test_hook_open_words.py).
+    socket_file = socket_path(db_path, environment(tmp_path), str(Path.cwd()))
+    assert socket_file is not None
+    details = BOOK.render("hook_store_details", log=log_path(socket_file))
+    assert (
+        run.stderr
+        == "mcp-server-escalation hook: " + BOOK.render("hook_store_unopened", details=details) + "\n"
+    )
+    logged = Path(log_path(socket_file)).read_text(encoding="utf-8")
+    assert f"schema version {LATEST + 1}" in logged
+    assert f"knows schema version {LATEST}" in logged
     assert dump(db_path) == before

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .errors import ConfigError
 from .rules.wording.argument_errors import TEMPLATE_FIELDS as ARGUMENT_TEMPLATES
 from .rules.wording.hook_input import STORE_DOWN_TEMPLATES as HOOK_STORE_DOWN_TEMPLATES
+from .rules.wording.hook_input import STORE_ERROR_TEMPLATES as HOOK_STORE_ERROR_TEMPLATES
 from .rules.wording.words import kind_words, name_words
 
 # The wait a message asks for (``get_escalation``'s ``wait_seconds``) is not passed by the
@@ -303,6 +304,8 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "hook_failed_error": ["kind", "message"],
         # a hook run's stderr while its store does not answer, or a report kept behind others
         **HOOK_STORE_DOWN_TEMPLATES,
+        # a hook run's stderr when it cannot open its store, or the store refuses its write
+        **HOOK_STORE_ERROR_TEMPLATES,
         # the console's page while the store does not answer (adapters/console/app.py)
         "console_title_unavailable": [],
         "console_store_unavailable": [],

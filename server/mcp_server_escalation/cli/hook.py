@@ -12,8 +12,8 @@ A hook must never break its host. Whatever goes wrong (malformed JSON, an unknow
 store that cannot be opened, a bug) the hook exits 0 with nothing on stdout and one line on
 stderr, which the hosts read as "no decision" (the tool call proceeds); for a bug, that line
 says where its details (the traceback) were written, since stderr is the host's to show,
-and so does it for a store that does not answer (where the store is and what its database
-said are written there too, never on stderr).
+and so does it for a store that does not answer or cannot be opened (where the store is and
+what its database said are written there too, never on stderr).
 Exit 2 would mean "deny" to them, so even an argument error on a hook run exits 0
 (``cli/__init__.py`` and ``cli/parsers.py``).
 Nothing but the host's JSON is ever written to stdout. Imports of what only some of its
@@ -33,13 +33,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import OUTAGE_LOG, ConfigError, EscalationError, StoreUnavailable
+from ..errors import OUTAGE_LOG, ConfigError, EscalationError, StoreError, StoreUnavailable, StoreUnwritable
 from ..hooks.relay import HOSTS
 from ..locations import is_database_url
 from ..process import server_ready
 from ..settings import Settings
 
 SCRIPT_NAMES = ("mcp-server-escalation", "mcp-server-escalation.exe")
+# The loggers of the store's modules (``store/``): kept off a hook run's stderr.
+STORE_LOG = "mcp_server_escalation.store"
 
 if TYPE_CHECKING:
     from ..hooks.dispatch import HookInputError
@@ -185,6 +187,20 @@ def _down_words(args: argparse.Namespace, outage: StoreUnavailable) -> str:
     return hook_store_down_words(_book(args), outage.recorded, _outage_log(args, outage))
 
 
+def _error_words(args: argparse.Namespace, error: EscalationError) -> str:
+    """The line on stderr for a problem a person can fix. A config or prompts file's problem
+    as it is: the person needs that text, and it names no store. A store that cannot be
+    opened at all, or that refused the write, in the prompts' words: its message names the
+    store (a database's URL) and what its driver said, which go to the log an outage's go to."""
+    if not isinstance(error, StoreError):
+        return f"no decision: {error}"
+    from ..hooks.relay_spawn import note_outage  # noqa: PLC0415
+    from ..rules.wording.hook_input import hook_store_error_words  # noqa: PLC0415
+
+    log = note_outage(args.db, os.environ, _cwd(), error)
+    return hook_store_error_words(_book(args), log, unwritable=isinstance(error, StoreUnwritable))
+
+
 def _kept_said(args: argparse.Namespace, settings: Settings, kept: Kept) -> str:
     """The line on stderr for a report kept in the spool (or dropped, the spool full)."""
     from ..hooks.spool import kept_words  # noqa: PLC0415
@@ -234,15 +250,18 @@ def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> tuple[str,
 
 def run_hook(entry: str, args: argparse.Namespace) -> int:
     """Handle one event from stdin; always exit 0 (see the module docstring)."""
-    # The store's own line of an outage names it and what its database said: a hook run says
-    # the outage in words instead, and writes the store's words to its relay daemons' log.
-    outage_log = logging.getLogger(OUTAGE_LOG)
-    level = outage_log.level
-    outage_log.setLevel(logging.CRITICAL)
+    # The store's own lines (an outage, a refused write) name it and quote its database: a
+    # hook run says what happened in words instead, and writes the store's words to its relay
+    # daemons' log.
+    store_logs = [logging.getLogger(name) for name in (STORE_LOG, OUTAGE_LOG)]
+    levels = [store_log.level for store_log in store_logs]
+    for store_log in store_logs:
+        store_log.setLevel(logging.CRITICAL)
     try:
         _run_hook(entry, args)
     finally:
-        outage_log.setLevel(level)
+        for store_log, level in zip(store_logs, levels, strict=True):
+            store_log.setLevel(level)
     return 0
 
 
@@ -255,7 +274,7 @@ def _run_hook(entry: str, args: argparse.Namespace) -> None:
         _warn(_down_words(args, exc))
         return
     except EscalationError as exc:  # a config, prompts or store problem, in words for a person
-        _warn(f"no decision: {exc}")
+        _warn(_error_words(args, exc))
         return
     except Exception as exc:  # noqa: BLE001 (the top level of a hook: a bug must never block the host)
         for line in _failed_words(args, exc):

@@ -33,7 +33,8 @@ tries again every ``RETRY_SECONDS``.
 A store that stops answering is said to the hook in the prompts' words, as the hook process
 says it: what became of the event, no decision, and where the details are. Where the store
 is and what its database said go to the log beside the socket, once per outage
-(``OutageNotes``), never into the hook's stderr, which its host may show the model.
+(``OutageNotes``), never into the hook's stderr, which its host may show the model; so do
+a store's refusal of a write (``_error_said``).
 """
 
 from __future__ import annotations
@@ -56,9 +57,14 @@ import anyio
 import anyio.to_thread
 from anyio.abc import SocketListener, SocketStream
 
-from ..errors import ConfigError, EscalationError, StoreUnavailable
+from ..errors import ConfigError, EscalationError, StoreError, StoreUnavailable, StoreUnwritable
 from ..locations import is_database_url
-from ..rules.wording.hook_input import hook_failed_words, hook_input_words, hook_store_down_words
+from ..rules.wording.hook_input import (
+    hook_failed_words,
+    hook_input_words,
+    hook_store_down_words,
+    hook_store_error_words,
+)
 from ..services.background import alongside
 from ..services.runtime import Runtime
 from ..settings import FileStamp, LoadedConfig, Settings, config_path
@@ -187,7 +193,7 @@ async def respond(
         where = await _outage_noted(rt, exc)
         stderr = warning(hook_store_down_words(rt.prompts, exc.recorded, where))
     except EscalationError as exc:  # as in the hook process: a problem in words for a person
-        stderr = warning(f"no decision: {exc}")
+        stderr = warning(await _error_said(rt, exc))
     except Exception as exc:  # noqa: BLE001 (as in the hook process: a bug never breaks the host)
         stderr = await _failed(rt, exc)
     return {"protocol": PROTOCOL, "stdout": stdout, "stderr": stderr}
@@ -248,6 +254,18 @@ async def _kept_said(rt: Runtime, kept: Kept) -> str:
     """The hook's line for a report kept in the spool (or dropped, the spool full)."""
     where = None if kept.outage is None else await _outage_noted(rt, kept.outage)
     return kept_words(rt.prompts, kept, where)
+
+
+async def _error_said(rt: Runtime, error: EscalationError) -> str:
+    """The hook's line for a problem a person can fix, as the hook process says it
+    (``cli/hook.py``): a store that refused the write (this process has its store open) in
+    the prompts' words, where the store is and what it said in the log beside the socket,
+    as an outage's are; any other problem as it is."""
+    if not isinstance(error, StoreError):
+        return f"no decision: {error}"
+    job = functools.partial(note_outage, rt.settings.db_path, os.environ, str(Path.cwd()), error)
+    where = await anyio.to_thread.run_sync(job)
+    return hook_store_error_words(rt.prompts, where, unwritable=isinstance(error, StoreUnwritable))
 
 
 async def _failed(rt: Runtime, failure: Exception) -> str:

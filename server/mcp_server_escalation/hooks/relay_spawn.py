@@ -90,8 +90,9 @@ def note_failure(db_flag: str | None, env: Mapping[str, str], cwd: str, failure:
 
 def note_outage(db_flag: str | None, env: Mapping[str, str], cwd: str, outage: BaseException) -> str | None:
     """Append to the log of its store's daemons, as ``note_failure`` does, that a hook run met
-    the store down: the outage's own words (where the store is, its password hidden, and what
-    its database said), which the hook's stderr never carries. That log's path, or None."""
+    the store down, or could not open it at all: the error's own words (where the store is,
+    its password hidden, and what its database said), which the hook's stderr never carries.
+    That log's path, or None."""
     line = f"{_now()} WARNING hook run (process {os.getpid()}) made no decision: {outage}\n"
     return _append(_store_socket(db_flag, env, cwd), line.encode("utf-8", "backslashreplace"))
 

@@ -10,7 +10,10 @@ A hook run that fails unexpectedly (a bug) says so from the ``hook_failed*`` tem
 where its details went (``hook_failed_words``); a hook run that meets its store down says
 what became of its event from the ``hook_store_down*`` and ``hook_*_behind`` templates, and
 where why the store does not answer was written (``hook_store_down_words``,
-``hook_kept_words``), never the store's location or its database's words.
+``hook_kept_words``); a hook run that cannot open its store at all, or whose store refuses
+the write, says so from the ``hook_store_unopened`` and ``hook_store_unwritable`` templates
+(``hook_store_error_words``): never the store's location
+or its database's words.
 
 No prompt book is loaded here (only its type is named): the hook's fast path imports this
 module's ``InputProblem`` and loads the book only when there is a problem to word.
@@ -134,3 +137,25 @@ def hook_kept_words(
     if waiting is None:
         return book.render("hook_store_down_dropped", spool=spool, limit=limit, details=details)
     return book.render("hook_store_down_kept", spool=spool, waiting=waiting, details=details)
+
+
+# Every template of a store the hook cannot open or that refuses its write, and their
+# placeholders, for the prompt book's check of them. {details}: hook_store_details (the
+# command that says why, and the log) or hook_store_unlogged.
+STORE_ERROR_TEMPLATES: dict[str, list[str]] = {
+    "hook_store_unopened": ["details"],
+    "hook_store_unwritable": ["details"],
+    "hook_store_details": ["log"],
+    "hook_store_unlogged": [],
+}
+
+
+def hook_store_error_words(book: PromptBook, log: str | None, *, unwritable: bool = False) -> str:
+    """The hook's line on stderr for a store it could not open at all (no store can be made at
+    its path, the file is no store, its schema is newer) or that refused its write
+    (``unwritable``): nothing recorded, no decision, the setting to check, and where why was
+    written (``log``; None: none could be written)."""
+    template = "hook_store_unwritable" if unwritable else "hook_store_unopened"
+    if log is None:
+        return book.render(template, details=book.render("hook_store_unlogged"))
+    return book.render(template, details=book.render("hook_store_details", log=log))
