@@ -14,8 +14,11 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,8 @@ import anyio
 
 from bounds import HUNG_AFTER
 from in_process import run_main
+from mcp_server_escalation.hooks.relay import connect, socket_path
+from mcp_server_escalation.hooks.relay_spawn import log_path
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 PROJECT = "/work/project"  # the same project as conftest's servers
@@ -135,6 +140,43 @@ def daemons_of(db: str) -> list[int]:
         if b"daemon" in words and b"hook" in words and named:
             pids.append(int(proc.name))
     return sorted(pids)
+
+
+def socket_of(db: str, tmp_path: Path) -> str:
+    """The store's relay socket, as a hook run with ``environment(tmp_path)`` finds it."""
+    socket_file = socket_path(db, environment(tmp_path), str(Path.cwd()))
+    assert socket_file is not None
+    return socket_file
+
+
+def hook_log(db: str, tmp_path: Path) -> Path:
+    """The log beside the store's relay socket, where a hook run's details go."""
+    return Path(log_path(socket_of(db, tmp_path)))
+
+
+@contextmanager
+def relaying(db: str, tmp_path: Path) -> Iterator[Path]:
+    """``hook relay`` for the store while its socket is up; yields the relay's own log."""
+    socket_file = socket_of(db, tmp_path)
+    own_log = tmp_path / "relay.log"
+    with own_log.open("wb") as out:
+        relay = subprocess.Popen(
+            [str(SCRIPT), "--db", db, "hook", "relay"],
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+            env=environment(tmp_path),
+        )
+    try:
+        deadline = time.monotonic() + 20  # a relay listens within a second or two
+        while (conn := connect(socket_file)) is None:
+            assert relay.poll() is None, own_log.read_text(encoding="utf-8")
+            assert time.monotonic() < deadline, "the relay never listened"
+            time.sleep(0.05)
+        conn.close()
+        yield own_log
+    finally:
+        relay.terminate()
+        relay.wait(timeout=30)
 
 
 async def wait_for(condition: Any, seconds: float = 60) -> None:

@@ -13,15 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
-from hooks_support import SCRIPT, bash_failure, environment, hook_process
+from hooks_support import bash_failure, hook_log, hook_process, relaying
 from mcp_server_escalation.datafiles import data_dir
-from mcp_server_escalation.hooks.relay import connect, socket_path
-from mcp_server_escalation.hooks.relay_spawn import log_path
 from mcp_server_escalation.prompts import PromptBook
 
 PREFIX = "mcp-server-escalation hook: "
@@ -45,13 +40,6 @@ async def _broken_store(
     return db
 
 
-def _hook_log(db: str, tmp_path: Path) -> Path:
-    """Where the hook's details go: the log beside its store's relay socket."""
-    socket_file = socket_path(db, environment(tmp_path), str(Path.cwd()))
-    assert socket_file is not None
-    return Path(log_path(socket_file))
-
-
 def _assert_details(log: Path, runs: int) -> None:
     details = log.read_text(encoding="utf-8")
     assert details.count("failed unexpectedly; no decision:") == runs, details
@@ -61,7 +49,7 @@ def _assert_details(log: Path, runs: int) -> None:
 
 async def test_the_hook_says_it_met_a_bug_and_where_the_details_are(tmp_path: Path) -> None:
     db = await _broken_store(tmp_path)
-    log = _hook_log(db, tmp_path)
+    log = hook_log(db, tmp_path)
     run = await hook_process(
         "claude-code", bash_failure("npm test", "Error: two", "toolu_two"), db=db, tmp=tmp_path, **OFF
     )
@@ -89,37 +77,11 @@ async def test_without_a_log_the_hook_says_the_errors_kind_and_message_on_a_seco
     assert list(shared.iterdir()) == []
 
 
-@contextlib.contextmanager
-def _relaying(db: str, tmp_path: Path) -> Iterator[Path]:
-    """``hook relay`` for the store, its stderr (its log) in a file, while its socket is up."""
-    socket_file = socket_path(db, environment(tmp_path), str(Path.cwd()))
-    assert socket_file is not None
-    stderr = tmp_path / "relay.log"
-    with stderr.open("wb") as out:
-        relay = subprocess.Popen(
-            [str(SCRIPT), "--db", db, "hook", "relay"],
-            stdout=subprocess.DEVNULL,
-            stderr=out,
-            env=environment(tmp_path),
-        )
-    try:
-        deadline = time.monotonic() + 20  # a relay listens within a second or two
-        while (conn := connect(socket_file)) is None:
-            assert relay.poll() is None, stderr.read_text(encoding="utf-8")
-            assert time.monotonic() < deadline, "the relay never listened"
-            time.sleep(0.05)
-        conn.close()
-        yield stderr
-    finally:
-        relay.terminate()
-        relay.wait(timeout=30)
-
-
 async def test_a_relayed_hook_run_says_the_same_and_its_details_go_to_the_same_log(tmp_path: Path) -> None:
     db = await _broken_store(tmp_path)
-    log = _hook_log(db, tmp_path)
+    log = hook_log(db, tmp_path)
     event = bash_failure("npm test", "Error: two", "toolu_two")
-    with _relaying(db, tmp_path) as relay_log:
+    with relaying(db, tmp_path) as relay_log:
         run = await hook_process("claude-code", event, db=db, tmp=tmp_path, ESCALATION_HOOK_RELAY="require")
 
     assert (run.returncode, run.stdout) == (0, "")

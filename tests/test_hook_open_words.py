@@ -20,14 +20,11 @@ from urllib.parse import urlsplit
 import pytest
 
 import pg_local as pg
-from hooks_support import bash_failure, environment, hook_process
+from hooks_support import bash_failure, hook_log, hook_process, relaying
 from mcp_server_escalation.datafiles import data_dir
-from mcp_server_escalation.hooks.relay import socket_path
-from mcp_server_escalation.hooks.relay_spawn import log_path
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.store.backends import open_store
 from store_faults import read_only
-from test_hook_outage_words import relaying
 
 PREFIX = "mcp-server-escalation hook: "
 BOOK = PromptBook.load(data_dir("prompts"))
@@ -46,13 +43,6 @@ async def hook_run(db: str, tmp: Path, **env: str) -> tuple[int, str, str]:
         "claude-code", report(), db=db, tmp=tmp, XDG_STATE_HOME=str(tmp / "state"), **{**OFF, **env}
     )
     return run.returncode, run.stdout, run.stderr
-
-
-def hook_log(db: str, tmp_path: Path) -> Path:
-    """The log beside the store's relay socket, where a hook run's details go."""
-    socket_file = socket_path(db, environment(tmp_path), str(Path.cwd()))
-    assert socket_file is not None
-    return Path(log_path(socket_file))
 
 
 def unopened(log: Path) -> str:

@@ -13,7 +13,6 @@ hook run starts. (A report met by an outage is kept and recorded once the store 
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,18 +25,18 @@ import pytest
 
 import pg_local as pg
 from hooks_support import (
-    SCRIPT,
     Run,
     bash_failure,
     claude,
     daemon_running,
-    environment,
+    hook_log,
     hook_process,
+    relaying,
+    socket_of,
     stop_daemons,
 )
 from mcp_server_escalation.datafiles import data_dir
-from mcp_server_escalation.hooks.relay import connect, socket_path
-from mcp_server_escalation.hooks.relay_spawn import lock_path, log_path
+from mcp_server_escalation.hooks.relay_spawn import lock_path
 from mcp_server_escalation.hooks.spool import spool_folder
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.store.backends import open_store
@@ -100,17 +99,6 @@ def pre_tool(tool_use_id: str) -> dict[str, Any]:
     return claude("PreToolUse", tool_name="Bash", tool_input={"command": "npm test"}, tool_use_id=tool_use_id)
 
 
-def socket_of(url: str, tmp_path: Path) -> str:
-    socket_file = socket_path(url, environment(tmp_path), str(Path.cwd()))
-    assert socket_file is not None
-    return socket_file
-
-
-def hook_log(url: str, tmp_path: Path) -> Path:
-    """The log beside the store's relay socket, where a hook run's details go."""
-    return Path(log_path(socket_of(url, tmp_path)))
-
-
 def details(log: Path) -> str:
     return BOOK.render("hook_store_down_details", log=str(log))
 
@@ -168,31 +156,6 @@ async def test_without_a_log_the_words_say_where_to_ask_and_still_not_the_databa
     assert run.stderr == PREFIX + BOOK.render("hook_store_down", details=unlogged) + "\n"
     assert_no_database_words(run.stderr, url)
     assert list(shared.iterdir()) == []
-
-
-@contextmanager
-def relaying(url: str, tmp_path: Path) -> Iterator[Path]:
-    """``hook relay`` for the store while its socket is up; yields the relay's own log."""
-    socket_file = socket_of(url, tmp_path)
-    own_log = tmp_path / "relay.log"
-    with own_log.open("wb") as out:
-        relay = subprocess.Popen(
-            [str(SCRIPT), "--db", url, "hook", "relay"],
-            stdout=subprocess.DEVNULL,
-            stderr=out,
-            env=environment(tmp_path),
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while (conn := connect(socket_file)) is None:
-            assert relay.poll() is None, own_log.read_text(encoding="utf-8")
-            assert time.monotonic() < deadline, "the relay never listened"
-            time.sleep(0.05)
-        conn.close()
-        yield own_log
-    finally:
-        relay.terminate()
-        relay.wait(timeout=30)
 
 
 async def _answered_again(url: str, tmp_path: Path, n: int) -> None:
