@@ -12,7 +12,7 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -251,10 +251,19 @@ def pg_server() -> Iterator[pg.PgServer]:
     No PostgreSQL on the machine is a failure, never a skip: a skipped backend would read as
     a tested one.
     """
+    with own_pg_server() as server:
+        yield server
+
+
+@contextmanager
+def own_pg_server(settings: tuple[str, ...] = pg.SPEED_OVER_SAFETY) -> Iterator[pg.PgServer]:
+    """A real PostgreSQL server started with ``settings`` and stopped on the way out (the
+    session's, or a module's own that its tests stop, kill or fill); none on the machine
+    fails the test."""
     bindir = pg.find_bindir()
     if bindir is None:
         pytest.fail(pg.missing_message(), pytrace=False)
-    with pg.running(bindir) as server:
+    with pg.running(bindir, settings) as server:
         yield server
 
 

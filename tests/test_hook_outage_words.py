@@ -24,6 +24,7 @@ import anyio
 import pytest
 
 import pg_local as pg
+from conftest import own_pg_server
 from hooks_support import (
     Run,
     bash_failure,
@@ -55,10 +56,7 @@ OUTAGE_LINE = re.compile(r"store postgresql://\S+ is unavailable \(")
 @pytest.fixture(scope="module")
 def down_pg() -> Iterator[pg.PgServer]:
     """A PostgreSQL server of this module's own, which its tests stop and start."""
-    bindir = pg.find_bindir()
-    if bindir is None:
-        pytest.fail(pg.missing_message(), pytrace=False)
-    with pg.running(bindir) as server:
+    with own_pg_server() as server:
         yield server
 
 

@@ -30,7 +30,7 @@ import markupsafe
 import pytest
 
 import pg_local as pg
-from conftest import ToolCallError
+from conftest import ToolCallError, own_pg_server
 from hooks_support import Run, bash_failure, environment, hook_process, run_script
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, TEST_TOKENS, http_client, start_http, stop_http
 from mcp_server_escalation.datafiles import data_dir
@@ -65,10 +65,7 @@ BOOK = PromptBook.load(data_dir("prompts"))
 def crash_pg() -> Iterator[pg.PgServer]:
     """A PostgreSQL server of this module's own, which its tests kill and stop (the session's
     serves every other test): commits are durable against a killed postmaster."""
-    bindir = pg.find_bindir()
-    if bindir is None:
-        pytest.fail(pg.missing_message(), pytrace=False)
-    with pg.running(bindir, settings=pg.COMMITS_SURVIVE_A_KILL) as server:
+    with own_pg_server(pg.COMMITS_SURVIVE_A_KILL) as server:
         # Migrated once: servers started together on a new database would each wait for
         # the first one's migration, seconds on a busy machine.
         server.make_template("outage_template", _migrate)
@@ -544,10 +541,7 @@ async def test_hook_events_met_by_an_outage_are_spooled_and_recorded_once_in_ord
 @pytest.fixture
 def full_pg() -> Iterator[pg.PgServer]:
     """A PostgreSQL server that takes 12 connections at most (the superuser's included)."""
-    bindir = pg.find_bindir()
-    if bindir is None:
-        pytest.fail(pg.missing_message(), pytrace=False)
-    with pg.running(bindir, settings=(*pg.SPEED_OVER_SAFETY, "-c max_connections=12")) as server:
+    with own_pg_server((*pg.SPEED_OVER_SAFETY, "-c max_connections=12")) as server:
         server.make_template("outage_template", _migrate)
         yield server
 
