@@ -202,8 +202,8 @@ async def test_stats_reports_counts_median_p95_and_the_share_resolved_within_an_
     assert resolution["counted"] == 6  # five answers and the one pending for three hours
     assert resolution["within_hour_share"] == pytest.approx(0.6667)
     assert resolution["sc010_met"] is False
-    assert "median 10m 00s, p95 2h 00m" in table
-    assert "Resolved within 1 hour (target 95%): 4 of 6 (66.7%): NOT met" in table
+    assert "median 10 min, 95th percentile 2 h" in table
+    assert "Resolved within 1 hour (target 95%): 4 of 6 (66.7%): not met" in table
     # The kind in words, as everywhere a person reads it.
     counts = ["question", "from", "the", "agent", "2", "5", "1", "8"]
     assert any(line.split() == counts for line in table.splitlines())

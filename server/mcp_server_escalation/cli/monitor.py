@@ -17,7 +17,7 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
-from ..rules.wording.words import counted, kind_words, name_words, readable_time
+from ..rules.wording.words import counted, duration, kind_words, name_words, readable_time
 from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
@@ -165,19 +165,6 @@ async def _stats(rt: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    if minutes:
-        return f"{minutes}m {secs:02d}s"
-    return f"{seconds:.1f}s"
-
-
 def _judged_lines(report: StatsReport, width: int) -> list[str]:
     """Per trigger type: the operators' verdicts beside the replay's precision on each corpus."""
     if not report.judged_by_type:
@@ -286,18 +273,16 @@ def stats_lines(report: StatsReport, width: int) -> list[str]:
         lines += ["", *table(headers, rows, right=frozenset(range(1, len(statuses) + 2)), width=width)]
         lines += _per_day_lines(report, width)
     r = report.resolution
-    lines += [
-        "",
-        *wrap(
-            f"Answered by a human: {r.answered}   time to resolution: median "
-            f"{_duration(r.median_seconds)}, p95 {_duration(r.p95_seconds)}",
-            width,
-        ),
-    ]
+    took = (
+        f"median {duration(r.median_seconds)}, 95th percentile {duration(r.p95_seconds)}"
+        if r.median_seconds is not None
+        else duration(None)
+    )
+    lines += ["", *wrap(f"Answered by a human: {r.answered}   time to resolution: {took}", width)]
     if r.within_hour_share is None:
         lines += wrap("Resolved within 1 hour (target 95%): no escalation with a known outcome yet", width)
     else:
-        verdict = "met" if r.sc010_met else "NOT met"
+        verdict = "met" if r.sc010_met else "not met"
         lines += wrap(
             f"Resolved within 1 hour (target 95%): {r.within_hour} of {r.counted} "
             f"({r.within_hour_share:.1%}): {verdict}",

@@ -1,0 +1,106 @@
+"""What the operator reads, said as a person would: durations worded alike by the console and
+the CLI ("10 min", "2 h", "95th percentile", "not met"), readable UTC times in ``failures
+show``, a delivery that no retry follows said so, what is absent said as what it is ("no
+files", "no error"), kinds in words in the queue's filter, a scope check worded as the rule
+it is, and no concurrency number on the escalation page.
+
+One store, written by a real server (the SDK's in-memory client) and the operator services,
+read by a console in this process over HTTP and by the installed command as a process.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import FakeClock, connect
+from console_support import RunningConsole, console_in_thread, logged_in, run_async
+from mcp_server_escalation.services import escalation_answers, escalation_raising, tasks
+from mcp_server_escalation.services.runtime import open_runtime
+from mcp_server_escalation.settings import Settings
+from operator_support import run_script
+
+# Readable UTC, as every other time in the CLI; never ISO's T or Z.
+UTC_TIME = r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+
+
+async def _answered_after(db_path: str, minutes: list[int]) -> None:
+    """One question per entry, answered by an operator that many minutes after it was raised."""
+    clock = FakeClock(datetime.now(UTC) - timedelta(hours=3))
+    async with open_runtime(Settings(db_path=db_path, project_root="/p"), clock) as rt:
+        for n, after in enumerate(minutes):
+            clock.now = datetime.now(UTC) - timedelta(hours=3)
+            await tasks.start_task(rt, title=f"Ask {n}", task_id=f"ask-{n}", project="p-ask")
+            raised = await escalation_raising.raise_escalation(rt, task_id=f"ask-{n}", reason="Which way?")
+            clock.advance(minutes=after)
+            await escalation_answers.resolve_escalation(
+                rt,
+                escalation_id=raised.escalation.escalation_id,
+                response_type="guidance",
+                content="This way.",
+                role="operator",
+            )
+
+
+async def write_the_store(db_path: str) -> dict[str, Any]:
+    """A scope deviation, a failure seen twice, a task whose timeline touched no file, and
+    answers that took 1, 10 and 120 minutes; the ids to look at."""
+    made: dict[str, Any] = {}
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="Calc", task_id="calc", project="p-calc", scope=["src/calc/**"])
+        gate = await agent.call("check_edit", task_id="calc", paths=["web/payments/checkout.py"])
+        made["scope"] = gate["escalation"]["escalation_id"]
+        await agent.call("start_task", title="Fail", task_id="fail", project="p-fail")
+        for _ in range(2):
+            failed = await agent.call("record_failure", task_id="fail", message="E   assert 9 == 10")
+        made["failure"] = failed["failure"]["failure_id"]
+    await _answered_after(db_path, [1, 10, 120])
+    return made
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningConsole, dict[str, Any]]]:
+    with console_in_thread(tmp_path_factory.mktemp("operator-words")) as running:
+        made = run_async(lambda: write_the_store(running.db_path))
+        yield running, made
+
+
+def pages(console: RunningConsole, *paths: str) -> list[str]:
+    with logged_in(console) as operator:
+        return [operator.get(path).text for path in paths]
+
+
+async def cli(console: RunningConsole, home: Path, *args: str) -> str:
+    code, out, err = await run_script("--db", console.db_path, *args, home=home, COLUMNS="200")
+    assert code == 0, err
+    return out
+
+
+async def test_the_cli_and_the_console_say_durations_alike_and_the_percentile_in_words(
+    store: tuple[RunningConsole, dict[str, Any]], tmp_path: Path
+) -> None:
+    console, _ = store
+    said = await cli(console, tmp_path, "stats")
+    page = pages(console, "/stats")[0]
+    assert "Answered by a human: 3   time to resolution: median 10 min, 95th percentile 2 h" in said
+    assert "Resolved within 1 hour (target 95%): 2 of 3 (66.7%): not met" in said
+    assert "<dt>Median time to answer</dt><dd>10 min</dd><dt>95th percentile</dt><dd>2 h</dd>" in page
+    assert "p95" not in said
+    assert "NOT met" not in said
+
+
+async def test_failures_show_gives_its_times_in_readable_utc(
+    store: tuple[RunningConsole, dict[str, Any]], tmp_path: Path
+) -> None:
+    console, made = store
+    said = await cli(console, tmp_path, "failures", "show", made["failure"])
+    lines = said.splitlines()
+    assert any(re.fullmatch(rf"Seen      2 times, first {UTC_TIME}", line) for line in lines), said
+    assert any(re.fullmatch(rf" +last {UTC_TIME}", line) for line in lines), said
+    assert any(re.fullmatch(rf"Occurrence 2 of 2  {UTC_TIME}  agent \S+", line) for line in lines), said
+    assert not re.search(r"\d\dT\d\d:\d\d", said), said
