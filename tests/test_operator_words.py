@@ -20,10 +20,12 @@ import pytest
 
 from conftest import FakeClock, connect
 from console_support import RunningConsole, console_in_thread, logged_in, run_async
+from mcp_server_escalation.cli.monitor import delivery_lines
+from mcp_server_escalation.models.reports import Delivery
 from mcp_server_escalation.services import escalation_answers, escalation_raising, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
-from operator_support import run_script
+from operator_support import receiver, run_script, write_config
 
 # Readable UTC, as every other time in the CLI; never ISO's T or Z.
 UTC_TIME = r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC"
@@ -104,3 +106,50 @@ async def test_failures_show_gives_its_times_in_readable_utc(
     assert any(re.fullmatch(rf" +last {UTC_TIME}", line) for line in lines), said
     assert any(re.fullmatch(rf"Occurrence 2 of 2  {UTC_TIME}  agent \S+", line) for line in lines), said
     assert not re.search(r"\d\dT\d\d:\d\d", said), said
+
+
+async def test_a_delivery_no_retry_follows_says_so_and_why(tmp_path: Path) -> None:
+    db_path = str(tmp_path / "notified.db")
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="Ask", task_id="asked")
+        raised = await agent.call("raise_escalation", task_id="asked", reason="Which?")
+    escalation_id = raised["escalation"]["escalation_id"]
+    with receiver([500] * 5) as hook:
+        config = write_config(tmp_path / "notify.toml", webhook_url=hook.url)
+        sent = await run_script(
+            "--db", db_path, "--config", str(config), "escalations", "list", home=tmp_path
+        )
+    assert sent[0] == 0, sent[2]
+    async with open_runtime(Settings(db_path=db_path, project_root="/p")) as rt:
+        await escalation_answers.resolve_escalation(
+            rt, escalation_id=escalation_id, response_type="guidance", content="This.", role="operator"
+        )
+    code, shown, err = await run_script(
+        "--db", db_path, "escalations", "show", str(escalation_id), home=tmp_path, COLUMNS="200"
+    )
+    assert code == 0, err
+    notified = shown.split("\nNotified\n", 1)[1].splitlines()
+    assert re.fullmatch(
+        r"  created  webhook:[0-9a-f]+  not delivered after 1 attempt; no retry planned: the "
+        r"escalation is resolved; last error: HTTP 500 Internal Server Error",
+        notified[0],
+    ), notified
+    # An older announcement a re-notification replaced is not retried either.
+    older = Delivery(
+        outbox_id=1,
+        escalation_id=1,
+        event="created",
+        notifier="webhook:ab12",
+        attempts=2,
+        next_attempt_at="2026-11-28T10:00:05.000Z",
+        lease_until=None,
+        delivered_at=None,
+        last_error=None,
+    )
+    assert delivery_lines([older], 200, "pending", 2)[2] == (
+        "  created  webhook:ab12  not delivered after 2 attempts; "
+        "no retry planned: a later announcement replaced it"
+    )
+    assert delivery_lines([older], 200, "pending", 1)[2] == (
+        "  created  webhook:ab12  not delivered after 2 attempts; next try 2026-11-28 10:00:05 UTC"
+    )

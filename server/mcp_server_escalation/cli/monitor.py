@@ -307,19 +307,33 @@ def stats_lines(report: StatsReport, width: int) -> list[str]:
     return lines
 
 
-def delivery_lines(deliveries: list[Delivery], width: int) -> list[str]:
-    """How an escalation's notifications went, for ``escalations show`` (nothing if none)."""
+def delivery_lines(deliveries: list[Delivery], width: int, status: str, newest: int | None) -> list[str]:
+    """How an escalation's notifications went, for ``escalations show`` (nothing if none).
+
+    ``status``: the escalation's; ``newest``: the id of its newest announcement. Only the newest
+    announcement of a pending escalation is retried (``store/outbox.py``): any other
+    undelivered one says that no retry is planned, and why, not a next time that never comes."""
     lines = []
     for d in deliveries:
         if d.delivered_at:
             state = f"delivered {readable_time(d.delivered_at)} (attempt {d.attempts})"
         else:
             tried = counted(d.attempts, "attempt", "attempts")
-            then = readable_time(d.next_attempt_at) if d.next_attempt_at else "-"
-            state = f"not delivered after {tried}; next {then}"
+            state = f"not delivered after {tried}; {_retry(d, status, newest)}"
         error = f"; last error: {d.last_error}" if d.last_error else ""
         lines += wrap(f"{d.event}  {d.notifier}  {state}{error}", width, INDENT, INDENT * 2)
     return ["", "Notified", *lines] if lines else []
+
+
+def _retry(delivery: Delivery, status: str, newest: int | None) -> str:
+    """What becomes of an undelivered announcement: its next try, or why there is none."""
+    if status != "pending":
+        return f"no retry planned: the escalation is {name_words(status)}"
+    if newest is not None and delivery.outbox_id != newest:
+        return "no retry planned: a later announcement replaced it"
+    if delivery.next_attempt_at is None:
+        return "next try at the next delivery pass"
+    return f"next try {readable_time(delivery.next_attempt_at)}"
 
 
 async def _backup(rt: Runtime, args: argparse.Namespace) -> int:
