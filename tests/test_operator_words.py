@@ -153,3 +153,32 @@ async def test_a_delivery_no_retry_follows_says_so_and_why(tmp_path: Path) -> No
     assert delivery_lines([older], 200, "pending", 1)[2] == (
         "  created  webhook:ab12  not delivered after 2 attempts; next try 2026-11-28 10:00:05 UTC"
     )
+
+
+def test_the_timeline_says_no_files_where_an_entry_touched_none(
+    store: tuple[RunningConsole, dict[str, Any]],
+) -> None:
+    console, _ = store
+    page = pages(console, "/tasks/fail")[0]
+    timeline = page.split('id="timeline"', 1)[1]
+    assert "<td>no files</td></tr>" in timeline
+    assert "(none)" not in timeline
+
+
+async def test_the_stats_say_no_error_for_a_notifier_that_never_failed(tmp_path: Path) -> None:
+    db_path = str(tmp_path / "delivered.db")
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="Ask", task_id="told")
+        await agent.call("raise_escalation", task_id="told", reason="Which?")
+    with receiver() as hook:
+        config = write_config(tmp_path / "notify.toml", webhook_url=hook.url)
+        sent = await run_script(
+            "--db", db_path, "--config", str(config), "escalations", "list", home=tmp_path
+        )
+        code, said, err = await run_script(
+            "--db", db_path, "--config", str(config), "stats", home=tmp_path, COLUMNS="200"
+        )
+    assert sent[0] == 0, sent[2]
+    assert code == 0, err
+    [row] = [line for line in said.split("\nNotifications\n", 1)[1].splitlines() if "webhook:" in line]
+    assert row.split()[1:] == ["1", "0", "0", "no", "error"], row

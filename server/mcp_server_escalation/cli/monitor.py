@@ -17,7 +17,7 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
-from ..rules.wording.words import counted, duration, kind_words, name_words, readable_time
+from ..rules.wording.words import absent, counted, duration, kind_words, name_words, readable_time
 from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
@@ -291,7 +291,13 @@ def stats_lines(report: StatsReport, width: int) -> list[str]:
     lines += _verdict_lines(report, width)
     if report.notifications:
         rows = [
-            [n.notifier, str(n.delivered), str(n.waiting), str(n.failed_attempts), n.last_error or "-"]
+            [
+                n.notifier,
+                str(n.delivered),
+                str(n.waiting),
+                str(n.failed_attempts),
+                n.last_error or absent("error"),
+            ]
             for n in report.notifications
         ]
         lines += [
