@@ -182,3 +182,17 @@ async def test_the_stats_say_no_error_for_a_notifier_that_never_failed(tmp_path:
     assert code == 0, err
     [row] = [line for line in said.split("\nNotifications\n", 1)[1].splitlines() if "webhook:" in line]
     assert row.split()[1:] == ["1", "0", "0", "no", "error"], row
+
+
+def test_the_queue_filters_by_kind_in_words_and_sends_the_key(
+    store: tuple[RunningConsole, dict[str, Any]],
+) -> None:
+    console, made = store
+    page = pages(console, "/?type=scope_deviation")[0]
+    form = page.split('<form class="filters"', 1)[1].split("</form>", 1)[0]
+    assert '<label>Kind <select name="type"><option value="">any kind</option>' in form
+    assert '<option value="scope_deviation" selected>scope deviation</option>' in form
+    assert '<option value="ask_human">question from the agent</option>' in form
+    assert f'<a href="/escalations/{made["scope"]}">' in page
+    shown = re.sub(r"<[^>]*>", " ", form)
+    assert "_" not in shown, shown
