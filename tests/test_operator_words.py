@@ -10,6 +10,7 @@ read by a console in this process over HTTP and by the installed command as a pr
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,7 @@ from operator_support import receiver, run_script, write_config
 
 # Readable UTC, as every other time in the CLI; never ISO's T or Z.
 UTC_TIME = r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+SCOPE_RULE = "the task's scope src/calc/**; edits outside it escalate"
 
 
 async def _answered_after(db_path: str, minutes: list[int]) -> None:
@@ -196,3 +198,14 @@ def test_the_queue_filters_by_kind_in_words_and_sends_the_key(
     assert f'<a href="/escalations/{made["scope"]}">' in page
     shown = re.sub(r"<[^>]*>", " ", form)
     assert "_" not in shown, shown
+
+
+async def test_a_scope_check_reads_as_the_rule_it_is(
+    store: tuple[RunningConsole, dict[str, Any]], tmp_path: Path
+) -> None:
+    console, made = store
+    page = html.unescape(pages(console, f"/escalations/{made['scope']}")[0])
+    said = await cli(console, tmp_path, "escalations", "show", str(made["scope"]))
+    assert f"Threshold: {SCOPE_RULE}. Measured:" in page
+    assert f"    threshold {SCOPE_RULE}" in said.splitlines()
+    assert "checks its scope" not in page + said

@@ -17,7 +17,7 @@ from ..prompts import PromptBook
 from ..rules.operators.announce import human_answers
 from ..rules.reading.salient import headline
 from ..rules.wording import timeline
-from ..rules.wording.words import absent, kind_words, trigger_words
+from ..rules.wording.words import absent, criteria_words, kind_words, trigger_words
 from .evidence_view import evidence_lines, when
 from .readable import INDENT, cut, labelled, pairs_line, wrap
 
@@ -88,7 +88,7 @@ def escalation_lines(e: Escalation, prompts: PromptBook, width: int, db_path: st
             lines += wrap(f"raised by the agent {when(t.at)}", width, INDENT * 2)
             continue
         measured = {key: value for key, value in t.observed.items() if key != "fingerprint"}
-        lines += wrap(f"threshold {pairs_line(t.criteria)}", width, INDENT * 2)
+        lines += wrap(f"threshold {criteria_words(t.criteria, pairs_line)}", width, INDENT * 2)
         lines += wrap(f"measured {pairs_line(measured)}; fired {when(t.at)}{fired}", width, INDENT * 2)
     lines += _evidence(e, width, db_path) + _actions(e, width) + _answer(e, prompts, width, db_path)
     return lines
