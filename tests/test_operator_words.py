@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from conftest import FakeClock, connect
-from console_support import RunningConsole, console_in_thread, logged_in, run_async
+from console_support import RunningConsole, console_in_thread, form_values, logged_in, run_async
 from mcp_server_escalation.cli.monitor import delivery_lines
 from mcp_server_escalation.models.reports import Delivery
 from mcp_server_escalation.services import escalation_answers, escalation_raising, tasks
@@ -209,3 +209,12 @@ async def test_a_scope_check_reads_as_the_rule_it_is(
     assert f"Threshold: {SCOPE_RULE}. Measured:" in page
     assert f"    threshold {SCOPE_RULE}" in said.splitlines()
     assert "checks its scope" not in page + said
+
+
+def test_the_escalation_page_shows_no_revision_yet_its_form_still_carries_it(
+    store: tuple[RunningConsole, dict[str, Any]],
+) -> None:
+    console, made = store
+    page = pages(console, f"/escalations/{made['scope']}")[0]
+    assert "Revision" not in page
+    assert form_values(page)["revision"] == "1"
