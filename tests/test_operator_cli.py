@@ -332,7 +332,7 @@ async def test_tasks_list_and_show_give_counters_limits_tests_and_escalations(
     by_task = {row.split()[0]: row.split() for row in rows}
     # Only the run with failures is a verification attempt (a passing run verified).
     assert by_task["t-full"][1:7] == ["paused", "agent", "2/20", "0/3", "1/10", f"#{escalation_id}"]
-    assert by_task["t-quiet"][6] == "-"
+    assert by_task["t-quiet"][6] == "none"
     assert show_code == 0, show_err
     lines = shown.splitlines()
     assert "files modified                     2     20  files modified exceeds" in lines
