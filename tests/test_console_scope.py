@@ -253,7 +253,7 @@ async def test_a_scoped_operators_stats_count_only_the_tasks_of_the_scope(tmp_pa
         "all": "2",
         "charted": "1",
         # delivered, waiting, failed attempts, the latest error: the other tasks' failures are not theirs
-        "notifiers": [f"{notifier} / 2 / 0 / 0 / (none)"],
+        "notifiers": [f"{notifier} / 2 / 0 / 0 / no error"],
         "verdicts": ["question from the agent / /srv/ci/shop/backend / 1 / 0 / 100%"],
     }
     assert "/srv/other" not in carols.text

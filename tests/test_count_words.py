@@ -215,7 +215,7 @@ async def test_a_failed_delivery_counts_its_attempts_and_says_its_next_time_in_w
     notified = shown.split("\nNotified\n", 1)[1].splitlines()
     assert re.fullmatch(
         r"  created  webhook:[0-9a-f]+  not delivered after 1 attempt; "
-        r"next 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC; last error: HTTP 500 Internal Server Error",
+        r"next try 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC; last error: HTTP 500 Internal Server Error",
         notified[0],
     ), notified
     # Several attempts: the same line, from the same function, for a later try.
@@ -230,6 +230,6 @@ async def test_a_failed_delivery_counts_its_attempts_and_says_its_next_time_in_w
         delivered_at=None,
         last_error=None,
     )
-    assert delivery_lines([later], 200)[2] == (
-        "  created  webhook:ab12  not delivered after 3 attempts; next 2026-11-28 10:00:05 UTC"
+    assert delivery_lines([later], 200, "pending", 1)[2] == (
+        "  created  webhook:ab12  not delivered after 3 attempts; next try 2026-11-28 10:00:05 UTC"
     )

@@ -202,8 +202,8 @@ async def test_stats_reports_counts_median_p95_and_the_share_resolved_within_an_
     assert resolution["counted"] == 6  # five answers and the one pending for three hours
     assert resolution["within_hour_share"] == pytest.approx(0.6667)
     assert resolution["sc010_met"] is False
-    assert "median 10m 00s, p95 2h 00m" in table
-    assert "Resolved within 1 hour (target 95%): 4 of 6 (66.7%): NOT met" in table
+    assert "median 10 min, 95th percentile 2 h" in table
+    assert "Resolved within 1 hour (target 95%): 4 of 6 (66.7%): not met" in table
     # The kind in words, as everywhere a person reads it.
     counts = ["question", "from", "the", "agent", "2", "5", "1", "8"]
     assert any(line.split() == counts for line in table.splitlines())
@@ -332,7 +332,7 @@ async def test_tasks_list_and_show_give_counters_limits_tests_and_escalations(
     by_task = {row.split()[0]: row.split() for row in rows}
     # Only the run with failures is a verification attempt (a passing run verified).
     assert by_task["t-full"][1:7] == ["paused", "agent", "2/20", "0/3", "1/10", f"#{escalation_id}"]
-    assert by_task["t-quiet"][6] == "-"
+    assert by_task["t-quiet"][6] == "none"
     assert show_code == 0, show_err
     lines = shown.splitlines()
     assert "files modified                     2     20  files modified exceeds" in lines

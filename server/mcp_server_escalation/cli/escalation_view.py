@@ -17,7 +17,7 @@ from ..prompts import PromptBook
 from ..rules.operators.announce import human_answers
 from ..rules.reading.salient import headline
 from ..rules.wording import timeline
-from ..rules.wording.words import kind_words, trigger_words
+from ..rules.wording.words import absent, criteria_words, kind_words, trigger_words
 from .evidence_view import evidence_lines, when
 from .readable import INDENT, cut, labelled, pairs_line, wrap
 
@@ -68,7 +68,7 @@ def escalation_lines(e: Escalation, prompts: PromptBook, width: int, db_path: st
     lines += labelled("Agent", e.agent_id, width)
     if task.get("specification"):
         lines += labelled("Spec", str(task["specification"]), width)
-    lines += labelled("Scope", ", ".join(task.get("scope") or []) or "(any path)", width)
+    lines += labelled("Scope", ", ".join(task.get("scope") or []) or absent("scope"), width)
     lines += labelled("Created", f"{when(e.created_at)}, updated {when(e.updated_at)}", width)
     if e.question or e.reason:
         label = "Error" if e.type == "system_error" else "Question"
@@ -88,7 +88,7 @@ def escalation_lines(e: Escalation, prompts: PromptBook, width: int, db_path: st
             lines += wrap(f"raised by the agent {when(t.at)}", width, INDENT * 2)
             continue
         measured = {key: value for key, value in t.observed.items() if key != "fingerprint"}
-        lines += wrap(f"threshold {pairs_line(t.criteria)}", width, INDENT * 2)
+        lines += wrap(f"threshold {criteria_words(t.criteria, pairs_line)}", width, INDENT * 2)
         lines += wrap(f"measured {pairs_line(measured)}; fired {when(t.at)}{fired}", width, INDENT * 2)
     lines += _evidence(e, width, db_path) + _actions(e, width) + _answer(e, prompts, width, db_path)
     return lines
@@ -130,11 +130,11 @@ def _answer(e: Escalation, prompts: PromptBook, width: int, db_path: str | None)
             *labelled("Answer", f"{r.response_type} by {r.responder}, {when(r.responded_at)}", width),
         ]
         lines += labelled("", r.content, width) if r.content else []
-        if r.new_file_limit or r.add_scope:
-            scope = ", ".join(r.add_scope) or "-"
-            lines += labelled("", f"file limit {r.new_file_limit or '-'}; scope added {scope}", width)
-        delivered = when(e.delivered_at) if e.delivered_at else "not yet"
-        acknowledged = when(e.acknowledged_at) if e.acknowledged_at else "not yet"
+        granted = [f"file limit {r.new_file_limit}"] if r.new_file_limit else []
+        granted += [f"scope added {', '.join(r.add_scope)}"] if r.add_scope else []
+        lines += labelled("", "; ".join(granted), width) if granted else []
+        delivered = when(e.delivered_at) if e.delivered_at else absent("time")
+        acknowledged = when(e.acknowledged_at) if e.acknowledged_at else absent("time")
         lines += labelled("Received", f"{delivered}; acknowledged {acknowledged}", width)
         return lines
     flags = answer_flags(e)

@@ -25,11 +25,10 @@ from typing import Any
 from ..rules.bounds.evidence import is_clipped
 from ..rules.reading.salient import headline, one_line
 from ..rules.wording.fact_lines import INDENT, facts_lines, wrap
-from ..rules.wording.words import counted, field_words, name_words, readable_time
+from ..rules.wording.words import NOTHING, absent, counted, field_words, name_words, readable_time
 from .monitor import table
 
 Facts = dict[str, Any]
-NONE = "(none)"
 
 
 def when(at: object) -> str:
@@ -37,23 +36,23 @@ def when(at: object) -> str:
     try:
         return readable_time(str(at))
     except ValueError:
-        return str(at or NONE)
+        return str(at or NOTHING)
 
 
 def place(item: Facts) -> str:
     """``file:line`` of an occurrence (the file alone without a line)."""
     file = item.get("file")
     if not file:
-        return NONE
+        return absent("place")
     return f"{file}:{item['line']}" if item.get("line") is not None else str(file)
 
 
 def _text(value: object) -> str:
-    return one_line(str(value), 4000) if value not in (None, "") else NONE
+    return one_line(str(value), 4000) if value not in (None, "") else NOTHING
 
 
 def _rate(value: object) -> str:
-    return f"{value:.0%}" if isinstance(value, int | float) and not isinstance(value, bool) else NONE
+    return f"{value:.0%}" if isinstance(value, int | float) and not isinstance(value, bool) else NOTHING
 
 
 def _run_title(name: str, run: Facts) -> str:
@@ -102,9 +101,11 @@ def _attempts(facts: Facts, width: int, prefix: str, _error: str) -> list[str]:
     run = facts["attempts"]
     lines = wrap(_run_title("attempts", run), width, prefix)
     for item in _items(run):
-        files = ", ".join(str(path) for path in item.get("files") or []) or NONE
+        paths = ", ".join(str(path) for path in item.get("files") or [])
+        files = f"files: {paths}" if paths else absent("files")
+        note = _text(item.get("note")) if item.get("note") else absent("note")
         said = (
-            f"{when(item.get('at'))}  {_text(item.get('note'))}; files: {files}; "
+            f"{when(item.get('at'))}  {note}; {files}; "
             f"outcome {name_words(str(item.get('outcome') or 'neutral'))}"
         )
         lines += wrap(said, width, prefix + INDENT, prefix + INDENT * 3)
@@ -148,7 +149,7 @@ def _verification(facts: Facts, width: int, prefix: str, _error: str) -> list[st
 def _paths(title: str, paths: list[Any], width: int, prefix: str) -> list[str]:
     lines = [f"{prefix}{title}:"]
     lines += [line for path in paths for line in wrap(str(path), width, prefix + INDENT)] or [
-        f"{prefix}{INDENT}{NONE}"
+        f"{prefix}{INDENT}{NOTHING}"
     ]
     return lines
 
@@ -171,7 +172,7 @@ def _scope(facts: Facts, width: int, prefix: str, _error: str) -> list[str]:
     return [
         *_paths("outside the scope", facts["out_of_scope_paths"], width, prefix),
         *_paths("the task's scope", facts.get("scope") or [], width, prefix),
-        *wrap(f"project: {facts.get('project') or NONE}", width, prefix),
+        *wrap(f"project: {facts.get('project') or absent('project')}", width, prefix),
     ]
 
 

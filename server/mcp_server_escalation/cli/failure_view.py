@@ -13,7 +13,7 @@ import argparse
 import json
 
 from ..models.failures import ShownOccurrence, WholeFailure
-from ..rules.wording.words import counted
+from ..rules.wording.words import absent, counted, readable_time
 from ..services import guidance
 from ..services.runtime import Runtime
 from .monitor import out
@@ -40,10 +40,9 @@ def whole_lines(whole: WholeFailure, width: int) -> list[str]:
     lines = wrap(f"Failure {record.failure_id}  {record.status}  step {record.step}", width)
     lines += wrap(whole.headline, width)
     lines += ["", *labelled("Task", record.task_id, width, whole_words=True)]
-    lines += labelled(
-        "Seen", f"{counted(record.occurrence_count, 'time', 'times')}, first {record.created_at}", width
-    )
-    lines += labelled("", f"last {record.last_seen_at}", width)
+    seen = counted(record.occurrence_count, "time", "times")
+    lines += labelled("Seen", f"{seen}, first {readable_time(record.created_at)}", width)
+    lines += labelled("", f"last {readable_time(record.last_seen_at)}", width)
     if whole.earlier_omitted:
         lines += labelled("Shown", f"the latest {len(whole.occurrences)}, oldest first", width)
     for occurrence in whole.occurrences:
@@ -52,8 +51,8 @@ def whole_lines(whole: WholeFailure, width: int) -> list[str]:
 
 
 def _occurrence_lines(o: ShownOccurrence, count: int, width: int) -> list[str]:
-    lines = wrap(f"Occurrence {o.number} of {count}  {o.at}  agent {o.agent_id}", width)
-    lines += wrap(f"at {o.place or 'no file named'}", width, INDENT, INDENT * 2)
+    lines = wrap(f"Occurrence {o.number} of {count}  {readable_time(o.at)}  agent {o.agent_id}", width)
+    lines += wrap(f"at {o.place or absent('place')}", width, INDENT, INDENT * 2)
     if o.attempted_action:
         lines += wrap(f"attempted: {o.attempted_action}", width, INDENT, INDENT * 2)
     if o.compared:
@@ -74,9 +73,11 @@ def _changes(o: ShownOccurrence, width: int) -> list[str]:
     lines = wrap(f"changed since occurrence {o.number - 1}:", width, INDENT)
     deeper = INDENT * 2
     if moved:
-        lines += wrap(f"place: {o.previous_place or '-'} -> {o.place or '-'}", width, deeper, deeper + INDENT)
+        said = f"place: {o.previous_place or absent('place')} -> {o.place or absent('place')}"
+        lines += wrap(said, width, deeper, deeper + INDENT)
     if retried:
-        said = f"attempted: {o.previous_action or '-'} -> {o.attempted_action or '-'}"
+        before, after = o.previous_action or absent("action"), o.attempted_action or absent("action")
+        said = f"attempted: {before} -> {after}"
         lines += wrap(said, width, deeper, deeper + INDENT)
     if o.output_changes:
         lines += wrap("output:", width, deeper)

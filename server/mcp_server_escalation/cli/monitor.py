@@ -17,7 +17,7 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
-from ..rules.wording.words import counted, kind_words, name_words, readable_time
+from ..rules.wording.words import absent, counted, duration, kind_words, name_words, readable_time
 from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
@@ -165,19 +165,6 @@ async def _stats(rt: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    if minutes:
-        return f"{minutes}m {secs:02d}s"
-    return f"{seconds:.1f}s"
-
-
 def _judged_lines(report: StatsReport, width: int) -> list[str]:
     """Per trigger type: the operators' verdicts beside the replay's precision on each corpus."""
     if not report.judged_by_type:
@@ -286,18 +273,16 @@ def stats_lines(report: StatsReport, width: int) -> list[str]:
         lines += ["", *table(headers, rows, right=frozenset(range(1, len(statuses) + 2)), width=width)]
         lines += _per_day_lines(report, width)
     r = report.resolution
-    lines += [
-        "",
-        *wrap(
-            f"Answered by a human: {r.answered}   time to resolution: median "
-            f"{_duration(r.median_seconds)}, p95 {_duration(r.p95_seconds)}",
-            width,
-        ),
-    ]
+    took = (
+        f"median {duration(r.median_seconds)}, 95th percentile {duration(r.p95_seconds)}"
+        if r.median_seconds is not None
+        else duration(None)
+    )
+    lines += ["", *wrap(f"Answered by a human: {r.answered}   time to resolution: {took}", width)]
     if r.within_hour_share is None:
         lines += wrap("Resolved within 1 hour (target 95%): no escalation with a known outcome yet", width)
     else:
-        verdict = "met" if r.sc010_met else "NOT met"
+        verdict = "met" if r.sc010_met else "not met"
         lines += wrap(
             f"Resolved within 1 hour (target 95%): {r.within_hour} of {r.counted} "
             f"({r.within_hour_share:.1%}): {verdict}",
@@ -306,7 +291,13 @@ def stats_lines(report: StatsReport, width: int) -> list[str]:
     lines += _verdict_lines(report, width)
     if report.notifications:
         rows = [
-            [n.notifier, str(n.delivered), str(n.waiting), str(n.failed_attempts), n.last_error or "-"]
+            [
+                n.notifier,
+                str(n.delivered),
+                str(n.waiting),
+                str(n.failed_attempts),
+                n.last_error or absent("error"),
+            ]
             for n in report.notifications
         ]
         lines += [
@@ -322,19 +313,33 @@ def stats_lines(report: StatsReport, width: int) -> list[str]:
     return lines
 
 
-def delivery_lines(deliveries: list[Delivery], width: int) -> list[str]:
-    """How an escalation's notifications went, for ``escalations show`` (nothing if none)."""
+def delivery_lines(deliveries: list[Delivery], width: int, status: str, newest: int | None) -> list[str]:
+    """How an escalation's notifications went, for ``escalations show`` (nothing if none).
+
+    ``status``: the escalation's; ``newest``: the id of its newest announcement. Only the newest
+    announcement of a pending escalation is retried (``store/outbox.py``): any other
+    undelivered one says that no retry is planned, and why, not a next time that never comes."""
     lines = []
     for d in deliveries:
         if d.delivered_at:
             state = f"delivered {readable_time(d.delivered_at)} (attempt {d.attempts})"
         else:
             tried = counted(d.attempts, "attempt", "attempts")
-            then = readable_time(d.next_attempt_at) if d.next_attempt_at else "-"
-            state = f"not delivered after {tried}; next {then}"
+            state = f"not delivered after {tried}; {_retry(d, status, newest)}"
         error = f"; last error: {d.last_error}" if d.last_error else ""
         lines += wrap(f"{d.event}  {d.notifier}  {state}{error}", width, INDENT, INDENT * 2)
     return ["", "Notified", *lines] if lines else []
+
+
+def _retry(delivery: Delivery, status: str, newest: int | None) -> str:
+    """What becomes of an undelivered announcement: its next try, or why there is none."""
+    if status != "pending":
+        return f"no retry planned: the escalation is {name_words(status)}"
+    if newest is not None and delivery.outbox_id != newest:
+        return "no retry planned: a later announcement replaced it"
+    if delivery.next_attempt_at is None:
+        return "next try at the next delivery pass"
+    return f"next try {readable_time(delivery.next_attempt_at)}"
 
 
 async def _backup(rt: Runtime, args: argparse.Namespace) -> int:

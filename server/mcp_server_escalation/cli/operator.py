@@ -95,7 +95,8 @@ async def _show(rt: Runtime, args: argparse.Namespace) -> int:
     default = str(default_db_path())
     for line in escalation_lines(shown, rt.prompts, width, None if rt.db.path == default else rt.db.path):
         _out(line)
-    for line in monitor.delivery_lines(await reports.deliveries(rt, args.id), width):
+    deliveries, newest = await reports.deliveries(rt, args.id), await reports.newest_announcement(rt, args.id)
+    for line in monitor.delivery_lines(deliveries, width, shown.status, newest):
         _out(line)
     return 0
 

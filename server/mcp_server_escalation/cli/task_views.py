@@ -15,7 +15,7 @@ from ..models.escalations import EscalationSummary
 from ..models.results import TaskView
 from ..models.tasks import TimelinePage
 from ..rules.decide.triggers import COUNTER_LIMITS
-from ..rules.wording.words import counted, field_words, name_words, readable_time, yes_no
+from ..rules.wording.words import absent, counted, field_words, name_words, readable_time, yes_no
 from ..services import escalation_lists, tasks
 from ..services.runtime import Runtime
 from .escalation_view import summary_lines
@@ -58,7 +58,7 @@ async def run(rt: Runtime, args: argparse.Namespace) -> int:
             f"{t.counters.files_modified}/{t.thresholds.files_modified_exceeds}",
             f"{t.counters.consecutive_same_error}/{t.thresholds.same_error_repeated}",
             f"{t.counters.verification_attempts}/{t.thresholds.total_verification_attempts}",
-            ",".join(open_by_task.get(t.task_id, [])) or "-",
+            ",".join(open_by_task.get(t.task_id, [])) or absent("escalations"),
             t.title,
         ]
         for t in found
@@ -111,7 +111,7 @@ def _task_lines(view: TaskView, width: int) -> list[str]:
         *labelled("", t.title, width),
         *labelled("Status", f"{name_words(t.status)}; agent {t.agent_id} (generation {t.generation})", width),
         *labelled("Project", t.project, width),
-        *labelled("Scope", ", ".join(t.scope) or "(any path)", width),
+        *labelled("Scope", ", ".join(t.scope) or absent("scope"), width),
     ]
     if t.specification:
         lines += labelled("Spec", t.specification, width)
@@ -171,11 +171,11 @@ def _history_lines(history: list[EscalationSummary], width: int) -> list[str]:
     lines = ["", f"Escalations ({len(history)})"]
     for s in sorted(history, key=lambda s: s.escalation_id):
         lines += [f"{INDENT}{line}" for line in summary_lines(s, width - len(INDENT))]
-    return lines if history else [*lines, "  -"]
+    return lines if history else [*lines, f"{INDENT}{absent('escalations')}"]
 
 
 def _rate(rate: float | None) -> str:
-    return "-" if rate is None else f"{rate:.0%}"
+    return absent("rate") if rate is None else f"{rate:.0%}"
 
 
 def timeline_lines(page: TimelinePage, width: int, store: str = "") -> list[str]:

@@ -76,6 +76,12 @@ async def deliveries(rt: Runtime, escalation_id: int) -> list[Delivery]:
     return await rt.db.read(lambda conn: outbox_store.deliveries(conn, escalation_id))
 
 
+async def newest_announcement(rt: Runtime, escalation_id: int) -> int | None:
+    """The id of the escalation's newest announcement (the only one ever retried), or None."""
+    announced = await rt.db.read(lambda conn: outbox_store.announcements(conn, escalation_id))
+    return announced[-1][0] if announced else None
+
+
 async def backup(rt: Runtime, destination: str, *, overwrite: bool = False) -> BackupReport:
     """An online, consistent copy of the store at ``destination`` (SQLite's backup API)."""
     source = rt.settings.db_path

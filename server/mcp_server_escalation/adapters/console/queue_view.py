@@ -5,9 +5,11 @@ starts after)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 from urllib.parse import urlencode
 
 from ...models.escalations import Escalation, QueuePage
+from ...models.limits import EscalationType
 from ...rules.operators.announce import HEADLINE_CHARS
 from ...rules.reading.salient import headline
 from ...services.operator_queue import QueueFilter, awaits_acknowledgement, place_after
@@ -74,3 +76,10 @@ def queue_place(found: QueuePage, wanted: QueueFilter) -> Place:
         next_page=_queue_link(wanted, place_after(found.escalations[-1])) if more else None,
         next_count=min(len(found.escalations), found.total - shown),
     )
+
+
+def kind_choices(wanted: QueueFilter) -> list[str]:
+    """The kinds the queue's filter offers (the form sends the store's key, the page shows
+    the kind in words), with a kind asked for that the server does not know kept as asked."""
+    kinds = list(get_args(EscalationType))
+    return kinds if not wanted.type or wanted.type in kinds else [*kinds, wanted.type]

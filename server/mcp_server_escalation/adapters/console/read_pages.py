@@ -49,7 +49,10 @@ class ReadPages(ConsoleBase):
         except InvalidInput as exc:
             return self._error(request, 400, str(exc), session, "/")
         rows, place = queue_view.queue_rows(found.escalations), queue_view.queue_place(found, wanted)
-        return self._page(request, "queue.html", "Queue", session, wanted=wanted, rows=rows, place=place)
+        kinds = queue_view.kind_choices(wanted)
+        return self._page(
+            request, "queue.html", "Queue", session, wanted=wanted, rows=rows, place=place, kinds=kinds
+        )
 
     async def escalation_page(self, request: Request) -> Response:
         """One escalation: what fired and its evidence, the question, and the answer form or the answer."""

@@ -22,7 +22,11 @@ from starlette.templating import Jinja2Templates
 
 from ...rules.wording.timeline import recent_entry
 from ...rules.wording.words import (
+    NOTHING,
+    absent,
     counted,
+    criteria_words,
+    duration,
     field_words,
     kind_words,
     name_words,
@@ -33,8 +37,6 @@ from ...rules.wording.words import (
 )
 
 TEMPLATES = Path(__file__).parent / "templates"
-# An empty value (no paths, no detail) as the pages say it.
-NOTHING = "(none)"
 
 
 def ago(at: str, now: str) -> str:
@@ -68,15 +70,6 @@ def words(value: Any) -> str:
     return name_words(value) if isinstance(value, str) else str(value)
 
 
-def duration(seconds: float | None) -> str:
-    """A span of time as a person says it: 45 s, 12 min, 2.5 h."""
-    if seconds is None:
-        return NOTHING
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
-
-
 def percent(value: Any) -> str:
     """A rate as a whole percentage; anything else in words."""
     return f"{value:.0%}" if isinstance(value, int | float) and not isinstance(value, bool) else words(value)
@@ -91,7 +84,7 @@ def place(item: dict[str, Any]) -> str:
     """``file:line`` of an occurrence or action (the file alone without a line)."""
     file = item.get("file")
     if not file:
-        return NOTHING
+        return absent("place")
     return f"{file}:{item['line']}" if item.get("line") is not None else str(file)
 
 
@@ -109,11 +102,15 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    # An empty value: what is missing in words where a page knows it (``absent("files")``),
+    # else the generic ``nothing``; both from rules/wording/words.py, as the CLI says them.
     env.globals["nothing"] = NOTHING
+    env.globals["absent"] = absent
     env.filters.update(
         kind=kind_words,
         counted=counted,
         trigger=trigger_words,
+        criteria=lambda criteria: criteria_words(criteria, words),
         field=field_words,
         words=words,
         ago=ago,

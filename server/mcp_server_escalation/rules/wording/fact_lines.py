@@ -15,7 +15,7 @@ from typing import Any
 
 from ..bounds.evidence import is_clipped
 from ..reading.salient import headline, one_line
-from .words import counted, field_words, name_words, rate_words, yes_no
+from .words import absent, counted, field_words, name_words, rate_words, yes_no
 
 # Every control character (newlines, tabs, ESC of a colour code) becomes a space.
 _CONTROLS = dict.fromkeys((*range(32), 127, *range(128, 160)), " ")
@@ -108,7 +108,7 @@ def _files(facts: dict[str, Any], width: int, prefix: str) -> list[str]:
     proposed = facts.get("proposed_files") or []
     count = facts.get("modified_count", len(modified))
     lines = wrap(
-        f"files: {count} modified, {len(proposed)} more proposed; limit {facts.get('limit', '-')}",
+        f"files: {count} modified, {len(proposed)} more proposed; limit {_limit(facts.get('limit'))}",
         width,
         prefix,
     )
@@ -117,6 +117,10 @@ def _files(facts: dict[str, Any], width: int, prefix: str) -> list[str]:
             lines.append(f"{prefix}{INDENT}{title}:")
             lines += [line for path in paths for line in wrap(str(path), width, prefix + INDENT * 2)]
     return lines
+
+
+def _limit(value: object) -> str:
+    return absent("limit") if value is None else str(value)
 
 
 def _scalar(value: object) -> str:

@@ -9,7 +9,9 @@ the same; ids, paths and what an agent wrote are shown as they are.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 KIND_WORDS = {
     "repeated_error": "repeated error",
@@ -39,6 +41,23 @@ FIELD_WORDS = {
     "failure_id": "failure",
     "raised_by": "raised by",
     "attempted_action": "attempted action",
+}
+# An empty value as the pages and the CLI say it where nothing more specific fits.
+NOTHING = "(none)"
+# What is absent, said as what it is where the reader knows what is missing.
+ABSENT_WORDS = {
+    "files": "no files",
+    "note": "no note",
+    "limit": "no limit",
+    "time": "not yet",
+    "error": "no error",
+    "place": "no file named",
+    "action": "none named",
+    "project": "no project",
+    "scope": "any path",
+    "duration": "none yet",
+    "rate": "not measured",
+    "escalations": "none",
 }
 # A value that is itself one of the store's names (a budget, a threshold, a signal type).
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
@@ -92,3 +111,39 @@ def yes_no(value: bool) -> str:
 def readable_time(at: str) -> str:
     """A stored timestamp as a person writes it, in UTC: 2026-11-28 11:24:47 UTC."""
     return datetime.fromisoformat(at).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def absent(what: str = "") -> str:
+    """What is missing in words ("no files", "not yet"), else the generic ``NOTHING``."""
+    return ABSENT_WORDS.get(what, NOTHING)
+
+
+def duration(seconds: float | None) -> str:
+    """A span of time as a person says it: "45 s", "12 min", "2.5 h"; "none yet" for none.
+
+    The console's pages and the CLI's lines both say spans here, so a median reads the same
+    in both."""
+    if seconds is None:
+        return absent("duration")
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{round(seconds / 3600, 1):g} h"
+
+
+def criteria_words(criteria: dict[str, Any], pairs: Callable[[dict[str, Any]], str]) -> str:
+    """A trigger's threshold in words; ``pairs`` words the fields of an ordinary one.
+
+    A scope check is a rule, not a figure: "the task's scope src/calc/**; edits outside it
+    escalate", where the fields read "checks its scope yes, scope src/calc/**"."""
+    if criteria.get("spec_deviation_detected") is not True:
+        return pairs(criteria)
+    scope = ", ".join(str(glob) for glob in criteria.get("scope") or [])
+    rule = (
+        f"the task's scope {scope}; edits outside it escalate"
+        if scope
+        else "edits outside the task's scope escalate"
+    )
+    rest = {key: value for key, value in criteria.items() if key not in ("spec_deviation_detected", "scope")}
+    return f"{rule}; {pairs(rest)}" if rest else rule
