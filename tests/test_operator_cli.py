@@ -312,10 +312,13 @@ async def test_tasks_list_and_show_give_counters_limits_tests_and_escalations(
             "report_progress", task_id="t-full", files_modified=["src/b.py"], tests_passed=5, tests_failed=0
         )
         raised = await agent.call("raise_escalation", task_id="t-full", reason="Ship it?")
-        await agent.call("start_task", title="Quiet", task_id="t-quiet")
+        await agent.call(
+            "start_task", title="Quiet", task_id="t-quiet", thresholds={"spec_deviation_detected": False}
+        )
     escalation_id = raised["escalation"]["escalation_id"]
     code, listed, err = await run_cli("--db", db_path, "tasks", "list", home=home)
     show_code, shown, show_err = await run_cli("--db", db_path, "tasks", "show", "t-full", home=home)
+    quiet = await run_cli("--db", db_path, "tasks", "show", "t-quiet", home=home, COLUMNS="200")
 
     assert code == 0, err
     header, *rows = listed.splitlines()
@@ -342,3 +345,8 @@ async def test_tasks_list_and_show_give_counters_limits_tests_and_escalations(
     assert any(line.split()[4:8] == ["5", "0", "100%", "yes"] for line in lines)
     assert any(f"#{escalation_id}  question from the agent  normal  pending" in line for line in lines)
     assert any(line.startswith("Directive: pause: ") for line in lines)
+    # The scope check is said as the rule it is, as the escalation page says it, either way.
+    assert "Other thresholds: edits outside the task's scope escalate; " in " ".join(shown.split())
+    [others] = [line for line in quiet[1].splitlines() if line.startswith("Other thresholds: ")]
+    assert others.startswith("Other thresholds: edits outside the task's scope do not escalate; blocker")
+    assert "checks its scope" not in shown + quiet[1]

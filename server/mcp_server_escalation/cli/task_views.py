@@ -15,7 +15,15 @@ from ..models.escalations import EscalationSummary
 from ..models.results import TaskView
 from ..models.tasks import TimelinePage
 from ..rules.decide.triggers import COUNTER_LIMITS
-from ..rules.wording.words import absent, counted, field_words, name_words, readable_time, yes_no
+from ..rules.wording.words import (
+    absent,
+    counted,
+    criteria_words,
+    field_words,
+    name_words,
+    readable_time,
+    yes_no,
+)
 from ..services import escalation_lists, tasks
 from ..services.runtime import Runtime
 from .escalation_view import summary_lines
@@ -85,6 +93,10 @@ def _limit(value: object) -> str:
     return "off" if value is None else str(value)  # a budget that is not set
 
 
+def _limit_pairs(limits: dict[str, object]) -> str:
+    return ", ".join(f"{field_words(k)} {_limit(v)}" for k, v in sorted(limits.items()))
+
+
 def show_lines(view: TaskView, history: list[EscalationSummary], width: int, store: str = "") -> list[str]:
     """A task as an operator reads it on a terminal of ``width`` columns (``store``: the
     ``--db`` of the printed command, when the store is not the default one)."""
@@ -138,7 +150,8 @@ def _counter_lines(view: TaskView, width: int) -> list[str]:
         *table(["COUNTER", "VALUE", "LIMIT", "THRESHOLD"], rows, right=frozenset({1, 2}), width=width),
     ]
     shown = {limit for _, limit in COUNTER_LIMITS}
-    others = ", ".join(f"{field_words(k)} {_limit(v)}" for k, v in sorted(limits.items()) if k not in shown)
+    # The scope check is a rule: said as the escalation page says it (the Scope line names the scope).
+    others = criteria_words({k: v for k, v in limits.items() if k not in shown}, _limit_pairs)
     lines += wrap(f"Other thresholds: {others}", width, "", INDENT)
     if view.thresholds.max_minutes is not None:
         since = readable_time(t.counters.budget_since or t.created_at)

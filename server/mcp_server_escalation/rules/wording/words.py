@@ -136,14 +136,17 @@ def criteria_words(criteria: dict[str, Any], pairs: Callable[[dict[str, Any]], s
     """A trigger's threshold in words; ``pairs`` words the fields of an ordinary one.
 
     A scope check is a rule, not a figure: "the task's scope src/calc/**; edits outside it
-    escalate", where the fields read "checks its scope yes, scope src/calc/**"."""
-    if criteria.get("spec_deviation_detected") is not True:
+    escalate", where the fields read "checks its scope yes, scope src/calc/**". A task's
+    settings say a check that is off the same way: "... do not escalate"."""
+    checks = criteria.get("spec_deviation_detected")
+    if not isinstance(checks, bool):
         return pairs(criteria)
     scope = ", ".join(str(glob) for glob in criteria.get("scope") or [])
+    escalate = "escalate" if checks else "do not escalate"
     rule = (
-        f"the task's scope {scope}; edits outside it escalate"
+        f"the task's scope {scope}; edits outside it {escalate}"
         if scope
-        else "edits outside the task's scope escalate"
+        else f"edits outside the task's scope {escalate}"
     )
     rest = {key: value for key, value in criteria.items() if key not in ("spec_deviation_detected", "scope")}
     return f"{rule}; {pairs(rest)}" if rest else rule
