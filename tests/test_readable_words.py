@@ -180,6 +180,30 @@ def test_the_escalation_briefing_the_model_reads_has_no_json_or_python_reprs(
     assert [p for p in problems(told, set()) if not p.startswith("key")] == []
 
 
+def test_the_briefing_says_what_is_absent_in_the_words_the_operators_pages_use(
+    console: RunningConsole, raised: Raised
+) -> None:
+    from conftest import connect
+
+    async def briefings() -> dict[str, str]:
+        async with connect(console.db_path) as agent:
+            told = {}
+            for kind, escalation_id in raised.ids.items():
+                prompt = await agent.client.get_prompt(
+                    "escalation_briefing", {"escalation_id": str(escalation_id)}
+                )
+                told[kind] = prompt.messages[0].content.text  # type: ignore[union-attr]
+            return told
+
+    told = run_async(briefings)
+    assert "\nScope: any path\n" in told["repeated_error"]
+    assert "\nScope: web/auth/**\n" in told["scope_deviation"]
+    assert "\nSpecification: (none)\n" in told["repeated_error"]
+    assert "\n  attempted action: (none)\n" in told["external_blocker"]
+    dashes = [line for text in told.values() for line in text.splitlines() if line.endswith((": -", " -"))]
+    assert dashes == [], dashes
+
+
 def test_a_budgets_summary_says_since_when_as_a_person_writes_a_time(
     records: dict[str, dict[str, Any]],
 ) -> None:

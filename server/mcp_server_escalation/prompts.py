@@ -28,7 +28,7 @@ from .errors import ConfigError
 from .rules.wording.argument_errors import TEMPLATE_FIELDS as ARGUMENT_TEMPLATES
 from .rules.wording.hook_input import STORE_DOWN_TEMPLATES as HOOK_STORE_DOWN_TEMPLATES
 from .rules.wording.hook_input import STORE_ERROR_TEMPLATES as HOOK_STORE_ERROR_TEMPLATES
-from .rules.wording.words import kind_words, name_words
+from .rules.wording.words import absent, kind_words, name_words
 
 # The wait a message asks for (``get_escalation``'s ``wait_seconds``) is not passed by the
 # code that renders it: the book fills it in, with the wait asked of the connection whose call
@@ -409,15 +409,15 @@ def _checked_template(
 
 def _spoken(placeholder: str, value: Any) -> Any:
     """A value as words a person or a model reads: a flag as yes or no, a list as its items
-    separated by commas (never Python's repr: ``['web/auth/**']`` reached the model), and an
-    escalation's ``type`` and a failure's ``signal_type`` as words ("repeated error", "missing
-    dependency", not ``repeated_error``)."""
+    separated by commas (never Python's repr: ``['web/auth/**']`` reached the model), none as
+    absent() says it ("any path" for an empty scope), an escalation's ``type`` and a failure's
+    ``signal_type`` as words ("repeated error", "missing dependency", not ``repeated_error``)."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list | tuple | set | frozenset):
-        return ", ".join(str(_spoken("", item)) for item in value) or "-"
+        return ", ".join(str(_spoken("", item)) for item in value) or absent(placeholder)
     if value is None:
-        return "-"
+        return absent(placeholder)
     if placeholder == "type" and isinstance(value, str):
         return kind_words(value)
     if placeholder == "signal_type" and isinstance(value, str):

@@ -58,7 +58,7 @@ def _evidence_lines(e: Escalation) -> str:
         lines.append(trigger_words(key))
         if isinstance(facts, dict):
             lines += facts_lines(facts, BRIEFING_WIDTH, "  ", errors.get(key, ""))
-    return "\n".join(lines) or "-"
+    return "\n".join(lines)
 
 
 async def escalation_briefing(rt: Runtime, escalation_id: int) -> str:
@@ -85,11 +85,11 @@ async def escalation_briefing(rt: Runtime, escalation_id: int) -> str:
             priority=e.priority,
             task_id=e.task_id,
             title=task.get("title", ""),
-            specification=task.get("specification", "") or "-",
-            scope=", ".join(task.get("scope") or []) or "(any path)",
+            specification=task.get("specification") or None,
+            scope=task.get("scope") or [],
             agent_id=e.agent_id,
             triggers=triggers,
-            evidence=_evidence_lines(e),
+            evidence=_evidence_lines(e) or None,
             response_options=", ".join(e.response_options),
         )
 
@@ -116,7 +116,7 @@ async def resume_after_response(rt: Runtime, escalation_id: int) -> str:
             task_id=e.task_id,
             type=e.type,
             response_type=e.response.response_type,
-            content=e.response.content or "-",
+            content=e.response.content or None,
             directive=directive,
         )
 

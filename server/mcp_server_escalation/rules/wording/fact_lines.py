@@ -125,12 +125,12 @@ def _limit(value: object) -> str:
 
 def _scalar(value: object) -> str:
     if value is None or value == "":
-        return "-"
+        return absent()
     if isinstance(value, bool):
         return yes_no(value)
     if isinstance(value, list | dict):
         return (
-            (", ".join(_scalar(v) for v in value) or "-")
+            (", ".join(_scalar(v) for v in value) or absent())
             if isinstance(value, list)
             else f"({pairs_line(value)})"
         )
@@ -169,7 +169,7 @@ def facts_lines(facts: dict[str, Any], width: int, prefix: str = INDENT, error: 
                 text = pairs_line(item) if isinstance(item, dict) else _scalar(item)
                 lines += wrap(text, width, prefix + INDENT + "- ", prefix + INDENT * 2)
         elif isinstance(value, list):
-            lines += wrap(f"{name}: {', '.join(_scalar(v) for v in value) or '-'}", width, prefix)
+            lines += wrap(f"{name}: {', '.join(_scalar(v) for v in value) or absent()}", width, prefix)
         else:
             lines += wrap(f"{name}: {rate_words(key, value) or _scalar(value)}", width, prefix)
     return lines
