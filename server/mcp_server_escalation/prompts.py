@@ -230,7 +230,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "refused_answered": ["escalation_id", "status", "task_id", "next"],
         "refused_closed": ["escalation_id", "status", "task_id", "next"],
         "refused_task_ended": ["escalation_id", "task_id", "task_status", "next"],
-        "refused_changed": ["escalation_id", "seen", "current", "next"],
+        "refused_changed": ["escalation_id", "next"],
         "refused_not_an_answer": ["escalation_id", "type", "answer", "answers"],
         "refused_needs_text": ["answer", "limit"],
         "refused_approve_only": ["answer", "approve", "file_limit", "add_scope"],

@@ -117,7 +117,8 @@ _VALUES: dict[str, Callable[[Facts, Door], Facts]] = {
     "answered": _as_given,
     "closed": _as_given,
     "task_ended": _as_given,
-    "changed": _as_given,
+    # The revision numbers are the form's, not the page's: a person never sees them.
+    "changed": lambda facts, _door: {"escalation_id": facts["escalation_id"]},
     "not_an_answer": _not_an_answer,
     "needs_text": lambda facts, door: {"answer": door.called(str(facts["response_type"])), "limit": TEXT_MAX},
     "approve_only": _approve_only,
