@@ -8,19 +8,23 @@ in the log of the store's relay daemons beside its socket, as for an outage
 (``test_hook_outage_words.py``).
 
 Real parts throughout: the installed script as the hook (by itself and through ``hook
-relay``), real SQLite files and folders, the suite's PostgreSQL server.
+relay``), real SQLite files and folders, the suite's PostgreSQL server; the hook route of
+``serve --transport http`` (in a thread) says a refused write is its store's, with a 503.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx2
 import pytest
 
 import pg_local as pg
 from hooks_support import bash_failure, hook_log, hook_process, relaying
+from http_support import AGENT_TOKEN, http_in_thread
 from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.store.backends import open_store
@@ -130,6 +134,29 @@ async def test_a_relay_whose_store_refuses_writes_says_the_same(tmp_path: Path) 
     assert (code, out, err) == (0, "", refused(log))
     assert store not in err
     assert f"the store {store} is read-only" in log.read_text(encoding="utf-8")
+
+
+async def test_the_hook_route_says_its_store_refused_the_write_not_that_the_server_failed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await read_only_store(tmp_path)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {AGENT_TOKEN}"}
+
+    with read_only(Path(store)), http_in_thread(tmp_path, "--db", store) as port:
+        answer = httpx2.post(
+            f"http://127.0.0.1:{port}/hooks/claude-code",
+            content=json.dumps(report()).encode(),
+            headers=headers,
+            timeout=60,
+        )
+
+    assert (answer.status_code, answer.text) == (
+        503,
+        "the store refused to record the event (its file, folder or file system is read-only, "
+        "or the disk is full), so nothing was recorded; the server's log says why; no decision\n",
+    )
+    assert store not in answer.text
+    assert f"the store {store} is read-only" in caplog.text  # the details: the server's log
 
 
 async def test_a_folder_or_a_file_that_is_no_store_says_the_same(tmp_path: Path) -> None:

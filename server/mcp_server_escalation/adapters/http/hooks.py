@@ -19,6 +19,9 @@ a command hook's exit 0 with nothing on stdout; the status says what went wrong:
   agent's ``ESCALATION_TASK`` (``allowedEnvVars``); empty means none;
 - an event the hooks cannot use, or one without an absolute ``cwd`` (400): the remote
   agent's project is its event's ``cwd``, never this server's working directory;
+- a store that refuses the write (a read-only store, a full disk) or whose database fails
+  (503), said as the store's failure, not the server's; where it is and what it said go to
+  the server's log;
 - an event outside the scope of a person's token (``projects``, ``task_prefixes`` in the
   tokens file; 403, nothing recorded): a task not named, or named without one of the
   prefixes (before the body is read), or a ``cwd`` outside every folder.
@@ -44,7 +47,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from ...errors import StoreUnavailable
+from ...errors import StoreUnavailable, StoreUnwritable
 from ...hooks.dispatch import HTTP_PATH, HookInputError, prepare_remote
 from ...hooks.relay import MAX_STDIN
 from ...hooks.spool import Spool, Spooled, answer_or_keep, spool_folder
@@ -52,7 +55,7 @@ from ...models.limits import TASK_ID_PATTERN
 from ...prompts import PromptBook
 from ...rules.bounds.token_scope import Scope
 from ...rules.reading.salient import one_line
-from ...rules.wording.hook_input import NAME_CHARS, hook_input_words
+from ...rules.wording.hook_input import NAME_CHARS, hook_http_failed_template, hook_input_words
 from ...rules.wording.scope_refusals import scope_refusal_words
 from ...services.runtime import Runtime, open_runtime, prompt_book
 from ...settings import Settings
@@ -182,14 +185,26 @@ class HookRoutes:
             down = "hook_http_store_down" if exc.recorded is False else "hook_http_store_down_maybe_recorded"
             said = self.book.render("hook_http_no_decision", reason=self.book.render(down))
             return _refusal(503, said, **{"Retry-After": "30"})
-        except Exception:  # as in the hook process: never an answer the host misreads
-            log.exception("hook event over HTTP failed")
-            failed = self.book.render("hook_http_failed")
-            return _refusal(500, self.book.render("hook_http_no_decision", reason=failed))
+        except Exception as exc:  # noqa: BLE001 (as in the hook process: never an answer the host misreads)
+            return self._failed(exc)
         if out is None:
             not_open = self.book.render("hook_http_store_not_open")
             return _refusal(503, self.book.render("hook_http_no_decision", reason=not_open))
         return Response(out, status_code=200, media_type="application/json" if out else None)
+
+    def _failed(self, failure: Exception) -> Response:
+        """The answer to an event that failed: the store's failure (it refused the write, or its
+        database failed) said as the store's, 503, where it is and what it said in this
+        server's log, without a traceback (no bug of ours); anything else a bug, 500."""
+        template = hook_http_failed_template(failure, unwritable=isinstance(failure, StoreUnwritable))
+        failed = self.book.render("hook_http_no_decision", reason=self.book.render(template))
+        if template == "hook_http_failed":
+            log.error("hook event over HTTP failed", exc_info=failure)
+            return _refusal(500, failed)
+        log.error(
+            "hook event over HTTP not recorded: its store failed: %s: %s", type(failure).__name__, failure
+        )
+        return _refusal(503, failed)
 
     async def _answer(self, host: str, request: Request, scope: Scope | None) -> str | None:
         """The host's JSON for the event ("" for no decision); None while the store is closed.

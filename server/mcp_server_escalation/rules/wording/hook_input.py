@@ -79,7 +79,7 @@ def hook_failed_words(book: PromptBook, log: str | None, failure: BaseException)
     its details were written to; without one, the error's kind and message on a second line
     (never its traceback: that is for a log). A database's own error (a full disk, a store
     that refused the write) is not a bug of ours, and the words say which it was."""
-    template = "hook_store_failed" if _database_error(failure) else "hook_failed"
+    template = "hook_store_failed" if database_error(failure) else "hook_failed"
     if log is not None:
         return [book.render(template, log=log)]
     message = one_line(str(failure)) or "(no message)"
@@ -87,7 +87,15 @@ def hook_failed_words(book: PromptBook, log: str | None, failure: BaseException)
     return [book.render(f"{template}_unlogged"), error]
 
 
-def _database_error(failure: BaseException) -> bool:
+def hook_http_failed_template(failure: BaseException, *, unwritable: bool) -> str:
+    """The hook route's reason for an event it could not answer: the store refused the write
+    (``unwritable``: a read-only store, a full disk), the store's database failed, or a bug."""
+    if unwritable:
+        return "hook_http_store_unwritable"
+    return "hook_http_store_failed" if database_error(failure) else "hook_http_failed"
+
+
+def database_error(failure: BaseException) -> bool:
     """Whether SQLite's or PostgreSQL's driver raised ``failure`` (told by its class's module:
     a hook run that met neither has imported neither)."""
     module = type(failure).__module__
@@ -141,12 +149,15 @@ def hook_kept_words(
 
 # Every template of a store the hook cannot open or that refuses its write, and their
 # placeholders, for the prompt book's check of them. {details}: hook_store_details (the
-# command that says why, and the log) or hook_store_unlogged.
+# command that says why, and the log) or hook_store_unlogged. The hook route's own for a
+# store that refused the write or failed it (hook_http_failed_template) have none.
 STORE_ERROR_TEMPLATES: dict[str, list[str]] = {
     "hook_store_unopened": ["details"],
     "hook_store_unwritable": ["details"],
     "hook_store_details": ["log"],
     "hook_store_unlogged": [],
+    "hook_http_store_unwritable": [],
+    "hook_http_store_failed": [],
 }
 
 
