@@ -114,6 +114,35 @@ async def test_a_server_failure_is_a_500_in_words_and_the_error_goes_to_the_log(
     env.update(TEST_TOKENS)
     process, port, log = start_http(tmp_path, "--db", str(db), "--prompts", str(folder), env=env)
     try:
+        url = f"http://127.0.0.1:{port}/hooks/claude-code"
+        with httpx2.Client(timeout=30) as client:
+            first = client.post(
+                url, content=json.dumps(bash_failure("npm test", "Error: one")), headers=HEADERS
+            )
+            # A store someone broke under the running server, in a way no code path expects
+            # (no database error: a database's own is the store's failure, a 503).
+            with sqlite3.connect(db) as conn:
+                conn.execute("UPDATE tasks SET thresholds_json = '{not json'")
+            event = json.dumps(bash_failure("npm test", "Error: boom"))
+            failed = client.post(url, content=event, headers=HEADERS)
+    finally:
+        stop_http(process)
+    assert first.status_code == 200
+    said = "ours: ours: the server failed to handle the event (its log says why); no decision\n"
+    assert (failed.status_code, failed.text) == (500, said)
+    logged = " ".join(log.read_text(encoding="utf-8").split())  # its lines wrapped to a width
+    assert "hook event over HTTP failed" in logged
+    assert "validation error for Thresholds" in logged  # the operator's log has the error, the body not
+
+
+async def test_a_database_error_is_the_stores_failure_a_503_and_its_words_go_to_the_log(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    process, port, log = start_http(tmp_path, "--db", str(db), env=env)
+    try:
         with sqlite3.connect(db) as conn:  # a store someone broke under the running server
             conn.execute("DROP TABLE tasks")
         event = json.dumps(bash_failure("npm test", "Error: boom"))
@@ -121,11 +150,14 @@ async def test_a_server_failure_is_a_500_in_words_and_the_error_goes_to_the_log(
             failed = client.post(f"http://127.0.0.1:{port}/hooks/claude-code", content=event, headers=HEADERS)
     finally:
         stop_http(process)
-    said = "ours: ours: the server failed to handle the event (its log says why); no decision\n"
-    assert (failed.status_code, failed.text) == (500, said)
+    said = (
+        "the store failed to record the event (a database error, not a bug in the server);"
+        " the server's log says why; no decision\n"
+    )
+    assert (failed.status_code, failed.text) == (503, said)
     logged = " ".join(log.read_text(encoding="utf-8").split())  # its lines wrapped to a width
-    assert "hook event over HTTP failed" in logged
-    assert "no such table: tasks" in logged  # the operator's log has the error, the body does not
+    assert "its store failed: OperationalError: no such table: tasks" in logged
+    assert "Traceback" not in logged  # no bug of ours: one line, not a traceback
 
 
 async def test_a_spooled_event_that_cannot_be_used_is_removed_with_words_in_the_log(tmp_path: Path) -> None:
