@@ -357,6 +357,20 @@ def sample(soak: Soak, db: str, servers: list[int], began: float) -> None:
             "failed_so_far": len(soak.failed),
         }
     )
+    print(_progress(soak.samples[-1]), flush=True)  # so that a long run can be watched
+
+
+def _progress(s: dict[str, Any]) -> str:
+    rss = max((p["rss_kb"] for p in s["servers"].values()), default=0) / 1024
+    medians = ", ".join(
+        f"{tool} {p['p50_ms']}" for tool, p in s["latency"].items() if p and tool in LATENCY_TOOLS
+    )
+    noop = (s["latency"].get("noop") or {}).get("p50_ms")
+    return (
+        f"minute {s['minute']}: load {s['load_average']}, largest RSS {rss:.1f} MB,"
+        f" WAL {s['wal_bytes'] / 2**20:.2f} MB, store {s['db_bytes'] / 2**20:.2f} MB,"
+        f" failed {s['failed_so_far']}; medians ms: noop {noop}, {medians}"
+    )
 
 
 async def sampler(soak: Soak, db: str, servers: list[int], every: float, began: float) -> None:
