@@ -18,7 +18,7 @@ uses it, for ``--minutes`` (default 60), and watches what a long life does to th
   on the shared machine shows on both sides.
 
 The calls of all agents together come at ``--rate`` per second (default 4: the driver, the
-servers and the operator's commands use ~15-25% of one core). Every window
+servers and the operator's commands used 10% of one core over 55 minutes). Every window
 (``--window-minutes``, default a tenth or so of the run, 15 s to 5 min) records each
 server's RSS, open file descriptors and threads (``/proc``), the store's and its ``-wal``
 file's sizes, each tool's median and 95th percentile latency, the largest result per tool
