@@ -617,7 +617,9 @@ def report(figures: dict[str, Any], json_to: str | None) -> None:
     loads = [s["load_average"] for s in samples]
     cpu = ", ".join(f"{c:.0f}" for c in figures["run"]["servers_cpu_s"].values())
     print(f"load average (1 min) {min(loads)}-{max(loads)} at the samples; servers' CPU s: {cpu}")
-    print(f"counts: {figures['counts']}; store rows {figures['integrity']['rows']}")
+    counted = ", ".join(f"{number:,} {name}" for name, number in figures["counts"].items())
+    rows = ", ".join(f"{number:,} {table}" for table, number in figures["integrity"]["rows"].items())
+    print(f"counted: {counted or 'nothing'}; rows in the store: {rows}")
     print(f"servers' stderr: {figures['server_stderr']}\n")
     print("\n".join(_resources_table(samples)) + "\n")
     print("\n".join(_tools_table(samples)) + "\n")
