@@ -197,12 +197,12 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "tool_text_unit": [],
         "store_unavailable": [],
         "store_outcome_unknown": [],
-        # a report outside the scope of a person's token, over MCP and the hook route alike
-        # (rules/wording/scope_refusals.py); {task_field}: where the caller names a task
+        # a report outside a token's scope, on every route (rules/wording/scope_refusals.py)
         "scope_refused_task": ["task_id", "prefixes"],
         "scope_refused_no_task": ["prefixes", "task_field"],
         "scope_refused_project": ["project", "folders"],
         "scope_allowed_more": ["listed", "more"],
+        "scope_method_unknown": ["method"],
         "notify_text_renotify": [
             "priority",
             "escalation_id",

@@ -64,6 +64,13 @@ async def read_wait(rt: Runtime, wait_id: str, owner: str) -> tuple[Wait, Escala
     return await rt.db.read(read)
 
 
+async def escalation_of(rt: Runtime, wait_id: str) -> int | None:
+    """The escalation a wait waits on, whoever started it (None: no such wait), for the scope
+    check, which must not depend on who asks."""
+    wait = await rt.db.read(lambda conn: wait_store.get(conn, wait_id))
+    return None if wait is None else wait.escalation_id
+
+
 async def complete_wait(rt: Runtime, wait: Wait, result: dict[str, Any]) -> Wait:
     """The wait ends with ``result`` (a wait cancelled or completed meanwhile keeps its own)."""
     now, cutoff = rt.now(), _cutoff(rt)
