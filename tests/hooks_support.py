@@ -155,8 +155,9 @@ def hook_log(db: str, tmp_path: Path) -> Path:
 
 
 @contextmanager
-def relaying(db: str, tmp_path: Path) -> Iterator[Path]:
-    """``hook relay`` for the store while its socket is up; yields the relay's own log."""
+def relaying(db: str, tmp_path: Path, **env: str) -> Iterator[Path]:
+    """``hook relay`` for the store while its socket is up (``env`` added to its
+    environment); yields the relay's own log."""
     socket_file = socket_of(db, tmp_path)
     own_log = tmp_path / "relay.log"
     with own_log.open("wb") as out:
@@ -164,7 +165,7 @@ def relaying(db: str, tmp_path: Path) -> Iterator[Path]:
             [str(SCRIPT), "--db", db, "hook", "relay"],
             stdout=subprocess.DEVNULL,
             stderr=out,
-            env=environment(tmp_path),
+            env=environment(tmp_path, **env),
         )
     try:
         deadline = time.monotonic() + 20  # a relay listens within a second or two

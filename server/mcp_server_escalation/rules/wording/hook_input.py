@@ -114,6 +114,7 @@ STORE_DOWN_TEMPLATES: dict[str, list[str]] = {
     "hook_store_down_unlogged": [],
     "hook_kept_behind": ["spool", "waiting"],
     "hook_dropped_behind": ["spool", "limit"],
+    "hook_dropped_unsafe_spool": ["spool"],
 }
 
 
@@ -132,11 +133,20 @@ def hook_store_down_words(book: PromptBook, recorded: bool | None, log: str | No
 
 
 def hook_kept_words(
-    book: PromptBook, spool: str, waiting: int | None, limit: int, *, outage: bool, log: str | None
+    book: PromptBook,
+    spool: str,
+    waiting: int | None,
+    limit: int,
+    *,
+    outage: bool,
+    log: str | None,
+    unsafe: bool = False,
 ) -> str:
     """The hook's line on stderr for a report kept in ``spool`` with ``waiting`` others (None:
-    the spool held ``limit`` and it was dropped), for an ``outage`` (its details in ``log``) or
-    behind earlier events still being recorded."""
+    the spool held ``limit`` and it was dropped; ``unsafe``: dropped, the folder not private),
+    for an ``outage`` (its details in ``log``) or behind earlier events still being recorded."""
+    if unsafe:
+        return book.render("hook_dropped_unsafe_spool", spool=spool)
     if not outage:
         if waiting is None:
             return book.render("hook_dropped_behind", spool=spool, limit=limit)
