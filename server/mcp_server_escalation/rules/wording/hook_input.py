@@ -115,6 +115,9 @@ STORE_DOWN_TEMPLATES: dict[str, list[str]] = {
     "hook_kept_behind": ["spool", "waiting"],
     "hook_dropped_behind": ["spool", "limit"],
     "hook_dropped_unsafe_spool": ["spool"],
+    # the hook route's 507 for a report dropped, before hook_http_not_recorded
+    "hook_http_spool_full": ["limit"],
+    "hook_http_spool_unsafe": [],
 }
 
 
