@@ -90,6 +90,9 @@ def _json_flag(value: object) -> object:
 
 # A yes-or-no argument: true or false, never "yes", "on" or 1 (pydantic's lax bool took them).
 Flag = Annotated[StrictBool, BeforeValidator(_json_flag)]
+# Waits run as MCP tasks kept per escalation (services/waits.py): the newest, the older
+# forgotten (a client that polls one of them is told it is unknown or expired).
+WAITS_PER_ESCALATION_MAX = 8
 WaitSeconds = Annotated[float, Field(ge=0, le=WAIT_MAX_SECONDS, allow_inf_nan=False)]
 EscalationId = Annotated[int, Field(ge=1, le=SQLITE_INTEGER_MAX)]
 Revision = Annotated[int, Field(ge=1, le=SQLITE_INTEGER_MAX)]

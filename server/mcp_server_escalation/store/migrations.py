@@ -615,4 +615,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX escalation_waits_by_age ON escalation_waits (created_at)",
         ),
     ),
+    Migration(
+        17,
+        "waits looked up by their escalation",
+        (
+            # An escalation keeps its newest WAITS_PER_ESCALATION_MAX waits: each new one
+            # finds the escalation's others by this index, not by reading every wait.
+            "CREATE INDEX escalation_waits_by_escalation ON escalation_waits (escalation_id, created_at)",
+        ),
+    ),
 )

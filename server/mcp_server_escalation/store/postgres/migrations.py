@@ -402,9 +402,15 @@ _WAITS = (
     "CREATE INDEX escalation_waits_by_age ON escalation_waits (created_at)",
 )
 
+# An escalation keeps its newest waits only, found by this index (SQLite's migration 17).
+_WAITS_BY_ESCALATION = (
+    "CREATE INDEX escalation_waits_by_escalation ON escalation_waits (escalation_id, created_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "schema", _TABLES + _TRIGGERS),
     Migration(2, "guidance search: failures' words as a tsvector under GIN, bm25's counts", _SEARCH),
     Migration(3, "operators' verdicts on escalations", _VERDICTS),
     Migration(4, "waits for a human's answer run as MCP tasks", _WAITS),
+    Migration(5, "waits looked up by their escalation", _WAITS_BY_ESCALATION),
 )
