@@ -340,3 +340,28 @@ async def test_a_wait_older_than_its_lifetime_is_gone_once_another_starts(db_pat
             await _wait_as_task(client, second)
 
     assert (_waits_of(db_path, first), _waits_of(db_path, second)) == (0, 1)
+
+
+async def test_over_stdio_a_task_is_served_to_stdio_callers_with_its_id_and_an_http_task_is_not(
+    tmp_path: Any,
+) -> None:
+    """What a task id protects over stdio (docs/security.md): a second stdio process of the
+    store serves a stdio task given its id, and no stdio process serves a task an HTTP token
+    started, nor an id one character off."""
+    db_path = str(tmp_path / "esc.db")
+    with http_in_thread(tmp_path) as port, anyio.fail_after(120):
+        async with _http(f"http://127.0.0.1:{port}/mcp", AGENT_TOKEN) as over_http:
+            http_task = await _wait_as_task(over_http, await _question(Agent(over_http), "t-http-owned"))
+        async with _stdio(db_path) as first:
+            stdio_task = await _wait_as_task(first, await _question(Agent(first), "t-stdio-owned"))
+        async with _stdio(db_path) as second:
+            served = await get_task(second, stdio_task.task_id)
+            with pytest.raises(MCPError) as http_owned:
+                await get_task(second, http_task.task_id)
+            with pytest.raises(MCPError) as off_by_one:
+                await get_task(
+                    second, stdio_task.task_id[:-1] + ("A" if stdio_task.task_id[-1] != "A" else "B")
+                )
+
+    assert served.status == "working"
+    assert http_owned.value.error.code == off_by_one.value.error.code == -32602
