@@ -213,6 +213,8 @@ async def test_every_tool_resource_and_prompt_naming_another_scopes_task_is_refu
                     for argument in sorted(set(tool.input_schema.get("properties", {})) & set(naming)):
                         result = await narrow.call_tool(tool.name, {argument: naming[argument]})
                         texts[f"{tool.name}({argument})"] = result.content[0].text  # type: ignore[union-attr]
+                # Raw arguments of a type no tool takes are left to the tool's own words.
+                typed = await narrow.call_tool("start_task", {"title": "t", "task_id": "a-1", "project": 5})
                 uris = [
                     f"escalation://{escalation_id}",
                     "task://b-1",
@@ -230,6 +232,7 @@ async def test_every_tool_resource_and_prompt_naming_another_scopes_task_is_refu
                 served_prompts = {p.name for p in (await narrow.list_prompts()).prompts}
 
     assert len(texts) >= 16
+    assert typed.content[0].text.startswith("Error executing tool start_task: project")  # type: ignore[union-attr]
     assert {name: text for name, text in texts.items() if not text.endswith(OUTSIDE)} == {}
     assert reads == {uri: f"{uri}: {OUTSIDE}" for uri in uris}
     assert set(prompts) == served_prompts

@@ -139,7 +139,7 @@ def _read_ids(arguments: object) -> dict[str, Any]:
         if name in read:
             value = number(read[name])
             read[name] = int(value) if value is not None and value.is_integer() else None
-    for name in (*FAILURE_ARGUMENTS, "task_id"):
+    for name in (*FAILURE_ARGUMENTS, "task_id", "project"):
         if name in read and not isinstance(read[name], str):
             read[name] = None
     return read
