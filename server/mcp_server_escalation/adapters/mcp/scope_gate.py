@@ -25,12 +25,13 @@ from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.types import INVALID_PARAMS, INVALID_REQUEST, CallToolResult, TextContent
 
-from ...errors import Forbidden
+from ...errors import Forbidden, StoreUnavailable
 from ...rules.bounds.token_scope import Scope
 from ...services import waits
 from ...services.runtime import Runtime
 from ...services.scope import ESCALATION_ARGUMENTS, FAILURE_ARGUMENTS, refuse_outside
 from .context import AppContext
+from .registry import unavailable_text
 from .surfaces import named_by_uri
 from .waits import number
 
@@ -84,11 +85,13 @@ class ScopeGate:
             raise MCPError(code=INVALID_REQUEST, message=words)
         try:
             await _check(rt, scope, names, params)
-        except Forbidden as exc:
+        except (Forbidden, StoreUnavailable) as exc:
+            # A store that does not answer cannot tell the scope: refused, in the tools' words.
+            words = unavailable_text(rt.prompts, exc) if isinstance(exc, StoreUnavailable) else str(exc)
             if names == "tool":
-                text = TOOL_ERROR.format(tool=params.get("name"), words=exc)
+                text = TOOL_ERROR.format(tool=params.get("name"), words=words)
                 return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+            raise MCPError(code=INVALID_PARAMS, message=words) from None
         return await call_next(ctx)
 
 
