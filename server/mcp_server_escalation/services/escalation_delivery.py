@@ -17,7 +17,7 @@ from ..models.escalations import Escalation, EscalationRef, EscalationResponse
 from ..models.limits import ENDED_STATUSES, WAIT_MAX_SECONDS, Directive
 from ..models.results import AcknowledgeResult, EscalationResult
 from ..models.tasks import Task
-from ..rules.decide.triggers import COUNTER_RESET_ON_ACK, budget_resets
+from ..rules.decide.triggers import ack_resets, budget_resets
 from ..store import escalation_lookups
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
@@ -215,13 +215,8 @@ def _acknowledge(
 
 def _counter_resets(escalation: Escalation, now: str) -> dict[str, object]:
     """The counters (and budgets) an acknowledged escalation's triggers start again."""
-    resets: dict[str, object] = {
-        name: 0 for trigger in escalation.triggers for name in COUNTER_RESET_ON_ACK.get(trigger.type, ())
-    }
+    resets = ack_resets([trigger.type for trigger in escalation.triggers])
     resets.update(budget_resets([t.key for t in escalation.triggers], now))
-    if "consecutive_same_error" in resets:
-        resets["last_fingerprint"] = None
-        resets["last_failed_operation"] = None
     return resets
 
 

@@ -9,12 +9,14 @@ escalation named, its status and revision, its task).
 from __future__ import annotations
 
 from ..models.escalations import Escalation, EscalationRef
+from ..rules.triggers.records import RAISED_BY_AGENT
 from .escalations import escalation_of_row, storable_id
 from .sql import Conn, Row, for_update, is_postgres
 
 # An objective trigger may join an open escalation only if that one was itself raised by a
 # trigger: merging it into an agent's own question would let the agent withdraw it.
-_QUESTION_TYPES = ("ask_human", "system_error")
+_QUESTION_TYPES = RAISED_BY_AGENT
+_QUESTION_MARKS = ", ".join("?" * len(_QUESTION_TYPES))
 
 
 def open_triggered(conn: Conn, task_id: str) -> Escalation | None:
@@ -22,7 +24,7 @@ def open_triggered(conn: Conn, task_id: str) -> Escalation | None:
     lock = for_update(conn)
     row = conn.execute(
         "SELECT * FROM escalations WHERE task_id = ? AND status = 'pending'"  # noqa: S608 (constant)
-        f" AND type NOT IN (?, ?) ORDER BY escalation_id LIMIT 1{lock}",
+        f" AND type NOT IN ({_QUESTION_MARKS}) ORDER BY escalation_id LIMIT 1{lock}",
         (task_id, *_QUESTION_TYPES),
     ).fetchone()
     return escalation_of_row(row) if row else None
