@@ -231,15 +231,19 @@ def failed_limits(worst_fold: dict[str, Any], limits: dict[str, float]) -> list[
     """The limits a worst fold misses, in words (none: admissible on this corpus)."""
     missed = []
     solved = worst_fold["solved_paused"]
-    if solved is None or solved > limits["solved_paused"]:
+    if solved is None:
+        missed.append("a fold without solved runs")
+    elif solved > limits["solved_paused"]:
         missed.append(f"solved runs paused {_percent(solved)} > {limits['solved_paused']:.0%}")
-    if worst_fold["lift"] is None or worst_fold["lift"] < limits["lift"]:
-        missed.append(f"lift {_number(worst_fold['lift'])} < {limits['lift']:g}")
-    margin = worst_fold["precision_over_base_rate"]
-    if margin is None or margin <= 0:
-        missed.append("precision not above the base rate")
+    if worst_fold["lift"] is None or worst_fold["precision_over_base_rate"] is None:
+        missed.append("a fold with no run paused")
+    else:
+        if worst_fold["lift"] < limits["lift"]:
+            missed.append(f"lift {_number(worst_fold['lift'])} < {limits['lift']:g}")
+        if worst_fold["precision_over_base_rate"] <= 0:
+            missed.append("precision not above the base rate")
     if worst_fold["hook_errors"]:
-        missed.append(f"{worst_fold['hook_errors']} hook errors")
+        missed.append(f"{worst_fold['hook_errors']:g} hook errors")
     return missed
 
 
@@ -289,7 +293,7 @@ def table(name: str, figures: dict[str, Any]) -> str:
     """One corpus's figures: whole, worst fold, spread, and the length cap beside them."""
     whole, worst_fold, spread = figures["whole"], figures["worst"], figures["spread"]
     lines = [
-        f"### {name}: {whole['runs']} runs ({whole['solved']} solved, {whole['unsolved']} unsolved; "
+        f"### {name}, {whole['runs']} runs ({whole['solved']} solved, {whole['unsolved']} unsolved; "
         f"base rate {_percent(whole['base_rate'])}), {len(figures['folds'])} folds",
         "",
         "| figure | whole | worst fold | spread (min-max) |",

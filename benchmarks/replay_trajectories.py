@@ -54,6 +54,7 @@ from replay_core import (
     SHARED,
     Pause,
     Replayed,
+    agent_of,
     benign,
     carries,
     editor_call,
@@ -67,6 +68,7 @@ from replay_core import (
 )
 from replay_folds import by_folds, table
 from replay_outcomes import CACHE, outcomes
+from replay_sweep import sweep
 
 # The replay's parts, for the benchmarks and tests that use them by this module's name.
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "SHARED",
     "Pause",
     "Replayed",
+    "agent_of",
     "benign",
     "carries",
     "editor_call",
@@ -270,6 +273,13 @@ def _arguments() -> argparse.ArgumentParser:
         "--cache", type=Path, default=CACHE, help=f"where each run's outcome is kept (default {CACHE})"
     )
     parser.add_argument("--no-cache", action="store_true", help="replay every run, keep nothing")
+    parser.add_argument(
+        "--sweep",
+        nargs="+",
+        metavar="CANDIDATE",
+        help="judge candidates by the protocol (docs/triggers.md): config files, and grids "
+        "section.key=v1,v2,... on [thresholds] and [hooks] keys (over --config)",
+    )
     return parser
 
 
@@ -281,6 +291,17 @@ def main(argv: list[str] | None = None) -> int:
     if not corpora:
         raise SystemExit(f"no corpus: none of the development corpora is in {SHARED} (give --data)")
     cache = None if args.no_cache else args.cache
+    if args.sweep:
+        return sweep(
+            args.sweep,
+            corpora,
+            base=args.config,
+            jobs=args.jobs,
+            process=args.process,
+            limit=args.limit,
+            cache=cache,
+            json_path=args.json,
+        )
     results = {}
     for corpus in corpora:
         began = time.perf_counter()
@@ -301,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
             "folds": folds,
             "runs": [r._asdict() for r in replayed],
         }
-        print(f"## {corpus.name}\n\n{_table(figures)}\n\n{table(corpus.name, folds)}\n")
+        named = f"{agent_of(corpus.name)} ({corpus.name})"
+        print(f"## {corpus.name}\n\n{_table(figures)}\n\n{table(named, folds)}\n")
         print(f"replayed (or read back from the cache) in {took:.1f} s\n")
         _show(replayed, args.show)
     if len(results) > 1:
