@@ -270,9 +270,9 @@ ROWS: tuple[tuple[str, str, Callable[[float | None], str]], ...] = (
     ),
     ("unsolved_steps_saved", "steps saved on unsolved runs", _percent),
     ("solved_steps_held", "solved steps held up", _percent),
-    ("pause_step", "first pause, median step", _number),
+    ("pause_step", "first pause, median step", lambda v: "-" if v is None else f"{v:g}"),
     ("pause_share", "first pause, median share of the run", _percent),
-    ("warning_step", "first warning, median step", _number),
+    ("warning_step", "first warning, median step", lambda v: "-" if v is None else f"{v:g}"),
     ("warning_share", "first warning, median share of the run", _percent),
     ("hook_errors", "hook errors", lambda v: "-" if v is None else f"{v:g}"),
     (
@@ -312,4 +312,32 @@ def table(name: str, figures: dict[str, Any]) -> str:
         f"{_percent(whole['cap_unsolved_steps_saved'])} of unsolved runs' steps, against the config's "
         f"{_percent(whole['unsolved_steps_saved'])}",
     ]
+    return "\n".join(lines)
+
+
+def combined_table(by_agent: dict[str, dict[str, Any]]) -> str:
+    """Every corpus side by side: each figure as whole / worst fold (spread across the folds),
+    then the length cap at the same solved-paused share."""
+    agents = list(by_agent)
+    lines = [
+        "| figure: whole / worst fold (spread) | " + " | ".join(agents) + " |",
+        "| --- |" + " ---: |" * len(agents),
+    ]
+    for key, words, written in ROWS:
+        cells = []
+        for agent in agents:
+            f = by_agent[agent]
+            low_high = f["spread"].get(key)
+            ranged = "-" if low_high is None else f"{written(low_high[0])} to {written(low_high[1])}"
+            cells.append(f"{written(f['whole'][key])} / {written(f['worst'][key])} ({ranged})")
+        lines.append(f"| {words} | " + " | ".join(cells) + " |")
+    cap_cells = []
+    for agent in agents:
+        whole, spread = by_agent[agent]["whole"], by_agent[agent]["spread"]["cap_step"]
+        cap_cells.append(
+            f"step {whole['cap_step']} (folds {spread[0]:g}-{spread[1]:g}): "
+            f"{_percent(whole['cap_solved_paused'])} solved paused, "
+            f"saves {_percent(whole['cap_unsolved_steps_saved'])}"
+        )
+    lines.append("| length cap at the same solved-paused share | " + " | ".join(cap_cells) + " |")
     return "\n".join(lines)

@@ -66,7 +66,7 @@ from replay_core import (
     runs,
     work_steps,
 )
-from replay_folds import by_folds, table
+from replay_folds import by_folds, combined_table, table
 from replay_outcomes import CACHE, outcomes
 from replay_sweep import sweep
 
@@ -328,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         _show(replayed, args.show)
     if len(results) > 1:
         print(_side_by_side({name: r["figures"] for name, r in results.items()}))
+        print(f"\n{combined_table({agent_of(name): r['folds'] for name, r in results.items()})}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))
     if args.figures:
