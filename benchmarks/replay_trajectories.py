@@ -1,15 +1,14 @@
 """Replay real agent runs through the host hook path and measure what the triggers do.
 
-The data (``--data``: a gzipped JSON-lines file kept outside this repository, by default
-``trajectories-dev.jsonl.gz`` in a ``shared/data`` folder beside the checkout) holds real
-SWE-bench runs of a coding agent: every shell command, its exit code and output, and whether
-the run went on to solve its task. Each run is fed to the product exactly as Claude Code
-delivers a shell command to its hooks: ``PreToolUse`` before the command, then
-``PostToolUse`` (exit 0) or ``PostToolUseFailure`` (``error`` = ``"Exit code N"`` and the
-output) after it, each a JSON payload handed to the same two functions the hook process and
-the relay run (``hooks/dispatch.py``), on a real SQLite store with the default config (or
-``--config``). Every run gets a store of its own, with ``/testbed`` as its project (the
-folder the agent worked in, which its commands and outputs name).
+The data (``--data``: gzipped JSON-lines files kept outside this repository, by default the
+three development corpora in a ``shared/data`` folder beside the checkout) holds real
+SWE-bench runs of coding agents: every command, its exit code and output, and whether the run
+went on to solve its task. Each run is fed to the product exactly as Claude Code delivers a
+call to its hooks (``replay_core.py``): ``PreToolUse`` before the call, then ``PostToolUse``
+(exit 0) or ``PostToolUseFailure`` (``error`` = ``"Exit code N"`` and the output) after it,
+each a JSON payload handed to the same two functions the hook process and the relay run
+(``hooks/dispatch.py``), on a real SQLite store with the default config (or ``--config``).
+Every run gets a store of its own, with the folder the agent worked in as its project.
 
 A run stops where it is paused: the ``PreToolUse`` of its next command is denied, because a
 human is now in the loop (the recorded agent went on, so nothing after that point is
@@ -32,9 +31,15 @@ What it reports, per escalation type and in total:
 relay daemon its first run starts): slower, and the proof that the in-process path decides
 exactly as the installed one does (``tests/test_replay.py`` compares the two).
 
+Each run's outcome is replayed once per config and kept (``replay_outcomes.py``, ``--jobs``
+processes, ``--cache``); the figures of each corpus's whole, its five folds and a length cap
+beside it are computed from the outcomes (``replay_folds.py``), and ``--sweep`` judges
+candidate configs by the protocol of docs/triggers.md (``replay_sweep.py``).
+
     python benchmarks/replay_trajectories.py                    # the whole set
     python benchmarks/replay_trajectories.py --limit 20 --json replay.json
     python benchmarks/replay_trajectories.py --config tuned.toml --show 5
+    python benchmarks/replay_trajectories.py --sweep hooks.repeat_grace_calls=10,20,30
 """
 
 from __future__ import annotations
