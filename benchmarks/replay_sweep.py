@@ -141,12 +141,12 @@ def _check(candidate: Candidate) -> None:
 
 
 def admissible(candidate: Candidate, corpora: Sequence[str]) -> list[str]:
-    """What keeps the candidate from being admissible on ``corpora`` (nothing: admissible)."""
-    return [
-        f"{corpus}: {miss}"
-        for corpus in corpora
-        for miss in failed_limits(candidate.figures[corpus]["worst"], limits_for(corpus))
-    ]
+    """What keeps the candidate from being admissible on ``corpora``, a line per corpus that
+    misses a limit (nothing: admissible)."""
+    missed = {
+        corpus: failed_limits(candidate.figures[corpus]["worst"], limits_for(corpus)) for corpus in corpora
+    }
+    return [f"{corpus}: {', '.join(misses)}" for corpus, misses in missed.items() if misses]
 
 
 def score(candidate: Candidate, corpora: Sequence[str]) -> float:
@@ -175,9 +175,10 @@ class Judged:
     """A candidate judged on a set of corpora."""
 
     candidate: Candidate
-    missed: list[str]  # the limits it misses
+    missed: list[str]  # the limits it misses, a line per corpus
     narrow: list[str]  # its neighbours that are not admissible
     score: float
+    limits_missed: int  # how many limits, over every corpus
 
     @property
     def eligible(self) -> bool:
@@ -193,6 +194,7 @@ def judge(candidates: list[Candidate], corpora: Sequence[str]) -> list[Judged]:
             missed[id(c)],
             [n.name for n in neighbours(c, candidates) if missed[id(n)]],
             score(c, corpora),
+            sum(len(failed_limits(c.figures[corpus]["worst"], limits_for(corpus))) for corpus in corpora),
         )
         for c in candidates
     ]
@@ -218,7 +220,7 @@ def why(judged: list[Judged], corpora: Sequence[str]) -> str:
     on = ", ".join(corpora)
     best = judged[0]
     if not best.eligible:
-        closest = min(judged, key=lambda j: (len(j.missed), -j.score))
+        closest = min(judged, key=lambda j: (j.limits_missed, -j.score))
         return (
             f"no candidate is admissible on {on}; the closest, {closest.candidate.name}, misses: "
             + "; ".join(closest.missed or [f"narrow window: a fit (beside {', '.join(closest.narrow)})"])

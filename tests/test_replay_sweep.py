@@ -73,10 +73,7 @@ def test_the_short_run_agent_has_limits_of_its_own_and_every_limit_counts() -> N
     short = _on_grid(0, SWE_agent=_worst(0.045, 2.5, 0.10))
     assert sweep.admissible(short, AGENTS) == []
     long_ = _on_grid(0, OpenHands=_worst(0.045, 2.5, 0.10))
-    assert sweep.admissible(long_, AGENTS) == [
-        "OpenHands: solved runs paused 4.5% > 4%",
-        "OpenHands: lift 2.50 < 3",
-    ]
+    assert sweep.admissible(long_, AGENTS) == ["OpenHands: solved runs paused 4.5% > 4%, lift 2.50 < 3"]
     below = _on_grid(0, mini_swe_agent=_worst(0.0, float("inf"), 0.1, precision_over=-0.01))
     assert sweep.admissible(below, AGENTS) == ["mini-swe-agent: precision not above the base rate"]
     never = _on_grid(0, SWE_agent=_worst(0.0, None, 0.0, precision_over=None))  # type: ignore[arg-type]
@@ -149,3 +146,16 @@ def test_a_candidate_the_server_would_refuse_is_refused_before_any_replay(
         sweep.candidates_of([item], None, tmp_path)
     assert said in str(refused.value)
     assert item.split("=", maxsplit=1)[0] in str(refused.value)
+
+
+def test_when_none_is_admissible_the_closest_is_the_one_missing_the_fewest_limits() -> None:
+    grid = [
+        _on_grid(0, OpenHands=_worst(0.10, 1.2, 0.30), SWE_agent=_worst(0.09, 1.0, 0.30)),
+        _on_grid(10, OpenHands=_worst(0.045, 4.0, 0.02)),
+    ]
+    ranked = sweep.judge(grid, AGENTS)
+    assert not any(j.eligible for j in ranked)
+    assert sweep.why(ranked, AGENTS) == (
+        "no candidate is admissible on mini-swe-agent, OpenHands, SWE-agent; the closest, "
+        "hooks.repeat_grace_calls=10, misses: OpenHands: solved runs paused 4.5% > 4%"
+    )
