@@ -152,7 +152,7 @@ def admissible(candidate: Candidate, corpora: Sequence[str]) -> list[str]:
 def score(candidate: Candidate, corpora: Sequence[str]) -> float:
     """Steps saved on unsolved runs at the worst fold of the worst of ``corpora``."""
     saved = [candidate.figures[c]["worst"]["unsolved_steps_saved"] for c in corpora]
-    return -math.inf if None in saved else min(saved)
+    return -math.inf if None in saved or not saved else min(saved)
 
 
 def neighbours(candidate: Candidate, grid: list[Candidate]) -> list[Candidate]:
@@ -311,9 +311,11 @@ def sweep(
             print(f"replayed {candidate.name}", flush=True)
     judged = judge(candidates, names)
     print(f"\n## The candidates, at each corpus's worst fold\n\n{candidates_table(judged, names)}\n")
-    print(f"**Chosen on all {len(names)} corpora:** {why(judged, names)}\n")
-    table, rows = left_out(candidates, names)
-    print(f"## Leave one agent out\n\n{table}\n")
+    print(f"**Chosen on {', '.join(names)}:** {why(judged, names)}\n")
+    rows: list[dict[str, Any]] = []
+    if len(names) > 1:  # one agent left out needs another to choose on
+        table, rows = left_out(candidates, names)
+        print(f"## Leave one agent out\n\n{table}\n")
     if json_path:
         found = {
             "candidates": [
