@@ -112,11 +112,11 @@ SHAPES = (
           lambda rt: check_edit(rt, task_id="t-1", paths=["/p/src/a.py"]),
           fires=False, tasks=1, escalations=None, may_repeat=("escalations",)),
     Shape("get_escalation, the answer (delivers it)", an_answer, poll(), fires=True,
-          tasks=1, escalations=None, may_repeat=("escalations",), by_id=1),
+          tasks=1, escalations=None, by_id=1),
     Shape("get_escalation, pending", a_question, poll(), fires=True,
-          tasks=1, escalations=None, may_repeat=("escalations",), by_id=1),
+          tasks=1, escalations=None, by_id=1),
     Shape("get_escalation, unchanged (known revision)", a_question, poll(known_revision=1),
-          fires=False, tasks=1, escalations=None, may_repeat=("escalations",), by_id=1),
+          fires=False, tasks=1, escalations=None, by_id=1),
 )  # fmt: skip
 
 
