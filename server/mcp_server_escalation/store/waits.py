@@ -1,5 +1,5 @@
 """Waits run as MCP tasks (migration 16): one row per task, kept for ``WAIT_KEPT_SECONDS``,
-at most ``WAITS_PER_ESCALATION_MAX`` per escalation (migration 17 finds them)."""
+at most ``WAITS_PER_ESCALATION_MAX`` per escalation (migration 18 finds them)."""
 
 from __future__ import annotations
 
