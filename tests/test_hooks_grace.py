@@ -48,7 +48,7 @@ def test_the_grace_is_twenty_recorded_calls_by_default() -> None:
     assert HooksConfig().repeat_grace_calls == 20
 
 
-async def test_an_agents_own_reports_have_no_grace(tmp_path: Path) -> None:
+async def test_an_agents_own_reports_have_every_repeat_counts(tmp_path: Path) -> None:
     async with connect(str(tmp_path / "tool.db")) as agent:
         await agent.call("start_task", title="Fix the adder", task_id="t1")
         for _ in range(3):

@@ -77,6 +77,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "task_wait_cancelled": ["escalation_id"],
         # one line per trigger, for the operator and the model
         "trigger_repeated_error": ["count", "threshold", "message"],
+        "trigger_repeated_error_after_change": ["count", "threshold", "message"],
         "trigger_latest_error": ["error", "summary"],
         "trigger_verification_limit": ["count", "threshold"],
         "trigger_no_file_progress": ["count", "threshold"],
@@ -90,6 +91,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         # the warning a step before a threshold (Thresholds.warn_before)
         "warning_repeated_error": ["count", "threshold", "error", "tries", "guidance"],
         "warning_repeated_error_grace": ["count", "grace", "error", "tries", "guidance"],
+        "warning_repeated_error_after_change": ["count", "threshold", "error", "tries", "guidance"],
         "warning_no_file_progress": ["count", "threshold"],
         "warning_test_stall": ["count", "threshold", "best_pass_rate", "latest_pass_rate"],
         "warning_verification_limit": ["count", "threshold"],

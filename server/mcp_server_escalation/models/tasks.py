@@ -22,6 +22,10 @@ class Counters(Record):
     )
     previous_count: int = Field(0, description="That run's count")
     previous_operation: str | None = Field(None, description="Key of that run's failing operation")
+    changed_since_error: bool = Field(
+        False, description="A file changed since the current run's error last occurred (a remedy tried)"
+    )
+    changed_since_previous: bool = Field(False, description="The same, for the interrupted run")
     last_test_operation: str | None = Field(
         None, description="Key of the latest test command; its own best rate is the stall baseline"
     )

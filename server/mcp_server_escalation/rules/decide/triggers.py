@@ -86,7 +86,9 @@ def response_options(types: list[str]) -> list[ResponseType]:
     return [option for option in _OPTION_ORDER if option in allowed]
 
 
-def after_failure(counters: Counters, fingerprint: str, operation: str | None = None) -> Counters:
+def after_failure(
+    counters: Counters, fingerprint: str, operation: str | None = None, *, needs_change: bool = False
+) -> Counters:
     """The counts after a failure: a run of the same error goes on through one other failure.
 
     The same fingerprint as the current run: +1. The fingerprint of the run one other failure
@@ -94,15 +96,53 @@ def after_failure(counters: Counters, fingerprint: str, operation: str | None = 
     and so is alternating between two errors). Anything else starts a run at 1 and keeps
     the run it interrupts to come back to; a second failure of the interrupting error ends
     the run before it. ``operation`` (a key of ``rules.reading.shell_work.operation_key``) is what
-    failed: its later success ends its run (``after_success``)."""
+    failed: its later success ends its run (``after_success``).
+
+    ``needs_change`` (the host hooks, which see every call): the error occurring again counts
+    only when the agent changed something in between (``after_change``): a remedy was tried
+    and the same error came back. Running the same check again with nothing changed
+    reproduces the error; it keeps the run as it is, neither raising nor ending it."""
     c = counters
     if c.consecutive_same_error > 0 and c.last_fingerprint == fingerprint:
-        current, previous = _Run(fingerprint, c.consecutive_same_error + 1, operation), _NO_RUN
+        again = _Run(fingerprint, c.consecutive_same_error, operation, c.changed_since_error)
+        current, previous = _again(again, needs_change), _NO_RUN
     elif c.previous_count > 0 and c.previous_fingerprint == fingerprint:
-        current, previous = _Run(fingerprint, c.previous_count + 1, operation), _current_run(c)
+        again = _Run(fingerprint, c.previous_count, operation, c.changed_since_previous)
+        current, previous = _again(again, needs_change), _current_run(c)
     else:
         current, previous = _Run(fingerprint, 1, operation), _current_run(c)
     return _with_runs(c, current, previous)
+
+
+def after_change(counters: Counters, files: list[str] | tuple[str, ...]) -> Counters:
+    """Files changed: a remedy tried for each run of errors whose failing command does not
+    name one of them.
+
+    Editing the script or test that a command runs changes what is checked, not what is
+    wrong: the same error after such an edit is not a remedy that failed (``after_failure``).
+    """
+    current, previous = _current_run(counters), _previous_run(counters)
+    return _with_runs(counters, _changed(current, files), _changed(previous, files))
+
+
+def _again(run: _Run, needs_change: bool) -> _Run:
+    """The run after its error occurred once more: it counts unless a change was needed and
+    none was made; either way the next occurrence needs a change of its own."""
+    counts = not needs_change or run.changed
+    return _Run(run.fingerprint, run.times + 1 if counts else run.times, run.operation)
+
+
+def _changed(run: _Run, files: list[str] | tuple[str, ...]) -> _Run:
+    if run.times == 0 or run.changed:
+        return run
+    remedy = any(not _named_by(path, run.operation) for path in files)
+    return run._replace(changed=remedy)
+
+
+def _named_by(path: str, operation: str | None) -> bool:
+    """True when the failing command names the file (its name, as a command writes it)."""
+    name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    return bool(name) and operation is not None and name in operation
 
 
 def after_success(counters: Counters, operation: str | None = None) -> Counters:
@@ -121,22 +161,24 @@ def after_success(counters: Counters, operation: str | None = None) -> Counters:
 
 
 class _Run(NamedTuple):
-    """A run of one error: its fingerprint, how many times it occurred, what failed."""
+    """A run of one error: its fingerprint, how many times it occurred, what failed, and
+    whether something was changed since its last occurrence (``after_change``)."""
 
     fingerprint: str | None
     times: int
     operation: str | None
+    changed: bool = False
 
 
 _NO_RUN = _Run(None, 0, None)
 
 
 def _current_run(c: Counters) -> _Run:
-    return _Run(c.last_fingerprint, c.consecutive_same_error, c.last_failed_operation)
+    return _Run(c.last_fingerprint, c.consecutive_same_error, c.last_failed_operation, c.changed_since_error)
 
 
 def _previous_run(c: Counters) -> _Run:
-    return _Run(c.previous_fingerprint, c.previous_count, c.previous_operation)
+    return _Run(c.previous_fingerprint, c.previous_count, c.previous_operation, c.changed_since_previous)
 
 
 def _with_runs(c: Counters, current: _Run, previous: _Run) -> Counters:
@@ -145,9 +187,11 @@ def _with_runs(c: Counters, current: _Run, previous: _Run) -> Counters:
             "consecutive_same_error": current.times,
             "last_fingerprint": current.fingerprint,
             "last_failed_operation": current.operation,
+            "changed_since_error": current.changed,
             "previous_fingerprint": previous.fingerprint,
             "previous_count": previous.times,
             "previous_operation": previous.operation,
+            "changed_since_previous": previous.changed,
         }
     )
 
