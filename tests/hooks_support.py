@@ -214,7 +214,7 @@ ENVELOPE = {
 }
 
 
-def every_repeat_counts(folder: Path) -> str:
+def every_repeat(folder: Path) -> str:
     """A config file in which the hooks count every repeat of an error, a re-run with nothing
     changed too, for tests of the pause loop that repeat one failing command (how the hooks
     count repeats by default has tests of its own: test_hooks_repeats.py)."""
@@ -607,8 +607,8 @@ def count(db_path: str, table: str) -> int:
 
 async def escalation_loop(db: str, tmp: Path, **env: str) -> list[Run]:
     """Three identical failing test runs, an edit (denied), the operator's answer, two edits
-    (counting every repeat of an error, unless ``env`` names a config: ``every_repeat_counts``)."""
-    env = {"ESCALATION_CONFIG": every_repeat_counts(tmp), **env}
+    (counting every repeat of an error, unless ``env`` names a config: ``every_repeat``)."""
+    env = {"ESCALATION_CONFIG": every_repeat(tmp), **env}
     runs = [
         await hook(
             "claude-code",

@@ -26,6 +26,12 @@ class Counters(Record):
         False, description="A file changed since the current run's error last occurred (a remedy tried)"
     )
     changed_since_previous: bool = Field(False, description="The same, for the interrupted run")
+    failed_command_files: list[str] = Field(
+        default_factory=list, description="Names of files the failing command names (its check, no remedy)"
+    )
+    previous_command_files: list[str] = Field(
+        default_factory=list, description="The same, for the interrupted run"
+    )
     last_test_operation: str | None = Field(
         None, description="Key of the latest test command; its own best rate is the stall baseline"
     )

@@ -25,7 +25,7 @@ from ...models.thresholds import Thresholds
 from ..reading.classify import PatternBook, classify, extract_details
 from ..reading.fingerprint import fingerprint
 from ..reading.salient import headline
-from ..reading.shell_work import operation_key
+from ..reading.shell_work import named_files, operation_key
 from . import triggers
 from .budgets import count_call
 from .decisions import Fires, Wording
@@ -156,7 +156,11 @@ def decide(
     ordinary = not (failure.refusal or failure.blocker or failure.signal_type == TRANSIENT)
     after_change = needs_change and ordinary
     after = triggers.after_failure(
-        counters, failure.fingerprint, operation_key(action) if action else None, needs_change=after_change
+        counters,
+        failure.fingerprint,
+        operation_key(action) if action else None,
+        needs_change=after_change,
+        names=named_files(action) if action else (),
     )
     after = count_call(after)
     count = after.consecutive_same_error

@@ -87,7 +87,12 @@ def response_options(types: list[str]) -> list[ResponseType]:
 
 
 def after_failure(
-    counters: Counters, fingerprint: str, operation: str | None = None, *, needs_change: bool = False
+    counters: Counters,
+    fingerprint: str,
+    operation: str | None = None,
+    *,
+    needs_change: bool = False,
+    names: tuple[str, ...] = (),
 ) -> Counters:
     """The counts after a failure: a run of the same error goes on through one other failure.
 
@@ -101,16 +106,17 @@ def after_failure(
     ``needs_change`` (the host hooks, which see every call): the error occurring again counts
     only when the agent changed something in between (``after_change``): a remedy was tried
     and the same error came back. Running the same check again with nothing changed
-    reproduces the error; it keeps the run as it is, neither raising nor ending it."""
+    reproduces the error; it keeps the run as it is, neither raising nor ending it. ``names``:
+    the files the failing command names (``rules.reading.shell_work.named_files``)."""
     c = counters
     if c.consecutive_same_error > 0 and c.last_fingerprint == fingerprint:
-        again = _Run(fingerprint, c.consecutive_same_error, operation, c.changed_since_error)
+        again = _current_run(c)._replace(operation=operation, names=names)
         current, previous = _again(again, needs_change), _NO_RUN
     elif c.previous_count > 0 and c.previous_fingerprint == fingerprint:
-        again = _Run(fingerprint, c.previous_count, operation, c.changed_since_previous)
+        again = _previous_run(c)._replace(operation=operation, names=names)
         current, previous = _again(again, needs_change), _current_run(c)
     else:
-        current, previous = _Run(fingerprint, 1, operation), _current_run(c)
+        current, previous = _Run(fingerprint, 1, operation, names=names), _current_run(c)
     return _with_runs(c, current, previous)
 
 
@@ -129,20 +135,18 @@ def _again(run: _Run, needs_change: bool) -> _Run:
     """The run after its error occurred once more: it counts unless a change was needed and
     none was made; either way the next occurrence needs a change of its own."""
     counts = not needs_change or run.changed
-    return _Run(run.fingerprint, run.times + 1 if counts else run.times, run.operation)
+    return run._replace(times=run.times + 1 if counts else run.times, changed=False)
 
 
 def _changed(run: _Run, files: list[str] | tuple[str, ...]) -> _Run:
     if run.times == 0 or run.changed:
         return run
-    remedy = any(not _named_by(path, run.operation) for path in files)
+    remedy = any(_file_name(path) not in run.names for path in files)
     return run._replace(changed=remedy)
 
 
-def _named_by(path: str, operation: str | None) -> bool:
-    """True when the failing command names the file (its name, as a command writes it)."""
-    name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    return bool(name) and operation is not None and name in operation
+def _file_name(path: str) -> str:
+    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
 
 
 def after_success(counters: Counters, operation: str | None = None) -> Counters:
@@ -168,17 +172,30 @@ class _Run(NamedTuple):
     times: int
     operation: str | None
     changed: bool = False
+    names: tuple[str, ...] = ()  # the files the failing command names
 
 
 _NO_RUN = _Run(None, 0, None)
 
 
 def _current_run(c: Counters) -> _Run:
-    return _Run(c.last_fingerprint, c.consecutive_same_error, c.last_failed_operation, c.changed_since_error)
+    return _Run(
+        c.last_fingerprint,
+        c.consecutive_same_error,
+        c.last_failed_operation,
+        c.changed_since_error,
+        tuple(c.failed_command_files),
+    )
 
 
 def _previous_run(c: Counters) -> _Run:
-    return _Run(c.previous_fingerprint, c.previous_count, c.previous_operation, c.changed_since_previous)
+    return _Run(
+        c.previous_fingerprint,
+        c.previous_count,
+        c.previous_operation,
+        c.changed_since_previous,
+        tuple(c.previous_command_files),
+    )
 
 
 def _with_runs(c: Counters, current: _Run, previous: _Run) -> Counters:
@@ -188,10 +205,12 @@ def _with_runs(c: Counters, current: _Run, previous: _Run) -> Counters:
             "last_fingerprint": current.fingerprint,
             "last_failed_operation": current.operation,
             "changed_since_error": current.changed,
+            "failed_command_files": list(current.names),
             "previous_fingerprint": previous.fingerprint,
             "previous_count": previous.times,
             "previous_operation": previous.operation,
             "changed_since_previous": previous.changed,
+            "previous_command_files": list(previous.names),
         }
     )
 
