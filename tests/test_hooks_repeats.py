@@ -19,6 +19,7 @@ from hooks_support import PROJECT, PYTEST_FAIL, bash_failure, claude, hook, hook
 from mcp_server_escalation.models.hook_config import HooksConfig
 from mcp_server_escalation.models.tasks import Counters
 from mcp_server_escalation.rules.decide import triggers
+from mcp_server_escalation.rules.reading.shell_work import named_files
 
 SOURCE = f"{PROJECT}/src/calc.py"
 REPRO = f"{PROJECT}/reproduce.py"
@@ -199,3 +200,10 @@ def test_an_interrupted_run_counts_a_change_made_while_it_was_interrupted() -> N
     back = triggers.after_failure(changed, "fp-a", "pytest", needs_change=True)
     assert back.last_fingerprint == "fp-a"
     assert back.consecutive_same_error == 2
+
+
+def test_the_files_a_command_names_are_read_from_its_words_even_when_a_quote_is_unclosed() -> None:
+    assert named_files("Bash: cd /work && python reproduce.py 2>&1 | tail") == ("reproduce.py",)
+    assert named_files("Bash: python -m pytest tests/test_calc.py::test_add -q") == ("test_calc.py",)
+    assert named_files("Bash: pytest -q") == ()
+    assert named_files("Bash: python reproduce.py --name 'unclosed") == ("reproduce.py",)

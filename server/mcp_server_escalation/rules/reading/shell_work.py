@@ -163,7 +163,7 @@ def named_files(action: str) -> tuple[str, ...]:
     _tool, sep, command = action.partition(": ")
     names: dict[str, None] = {}
     for line in command_lines(command if sep else action):
-        for word in shell_words(line):
+        for word in shell_words(line) or line.split():  # an unclosed quote: its plain words
             found = _FILE_NAME.search(word.strip("'\"()"))
             if found and len(found.group(1)) <= NAMED_FILE_CHARS:
                 names[found.group(1)] = None
