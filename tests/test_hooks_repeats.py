@@ -207,3 +207,11 @@ def test_the_files_a_command_names_are_read_from_its_words_even_when_a_quote_is_
     assert named_files("Bash: python -m pytest tests/test_calc.py::test_add -q") == ("test_calc.py",)
     assert named_files("Bash: pytest -q") == ()
     assert named_files("Bash: python reproduce.py --name 'unclosed") == ("reproduce.py",)
+
+
+def test_a_new_script_written_and_then_run_is_a_change_of_the_check_not_a_remedy() -> None:
+    first = triggers.after_failure(Counters(), "fp-1", "op-a", needs_change=True, names=("reproduce.py",))
+    wrote = triggers.after_change(first, ["/work/project/check_path.py"])
+    assert wrote.changed_since_error == ["check_path.py"]  # the first command does not name it
+    again = triggers.after_failure(wrote, "fp-1", "op-b", needs_change=True, names=("check_path.py",))
+    assert again.consecutive_same_error == 1  # the command that fails next runs that very file

@@ -22,10 +22,13 @@ class Counters(Record):
     )
     previous_count: int = Field(0, description="That run's count")
     previous_operation: str | None = Field(None, description="Key of that run's failing operation")
-    changed_since_error: bool = Field(
-        False, description="A file changed since the current run's error last occurred (a remedy tried)"
+    changed_since_error: list[str] = Field(
+        default_factory=list,
+        description="Names of files changed since the current run's error last occurred (remedies tried)",
     )
-    changed_since_previous: bool = Field(False, description="The same, for the interrupted run")
+    changed_since_previous: list[str] = Field(
+        default_factory=list, description="The same, for the interrupted run"
+    )
     failed_command_files: list[str] = Field(
         default_factory=list, description="Names of files the failing command names (its check, no remedy)"
     )

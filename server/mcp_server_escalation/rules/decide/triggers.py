@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from ...models.limits import EscalationType, Priority, ResponseType
 from ...models.tasks import Counters
 from ...models.thresholds import Thresholds
+from ..reading.shell_work import NAMED_FILES
 
 # The response types an operator may choose, by trigger type. Approve only makes sense
 # where there is a limit or a scope to widen; an agent's own question may also be approved
@@ -110,43 +111,45 @@ def after_failure(
     the files the failing command names (``rules.reading.shell_work.named_files``)."""
     c = counters
     if c.consecutive_same_error > 0 and c.last_fingerprint == fingerprint:
-        again = _current_run(c)._replace(operation=operation, names=names)
-        current, previous = _again(again, needs_change), _NO_RUN
+        current, previous = _again(_current_run(c), operation, names, needs_change), _NO_RUN
     elif c.previous_count > 0 and c.previous_fingerprint == fingerprint:
-        again = _previous_run(c)._replace(operation=operation, names=names)
-        current, previous = _again(again, needs_change), _current_run(c)
+        current, previous = _again(_previous_run(c), operation, names, needs_change), _current_run(c)
     else:
         current, previous = _Run(fingerprint, 1, operation, names=names), _current_run(c)
     return _with_runs(c, current, previous)
 
 
 def after_change(counters: Counters, files: list[str] | tuple[str, ...]) -> Counters:
-    """Files changed: a remedy tried for each run of errors whose failing command does not
-    name one of them.
+    """Files changed: each is a remedy tried for a run of errors unless its failing command
+    names it (``after_failure`` also asks the command that fails next).
 
     Editing the script or test that a command runs changes what is checked, not what is
-    wrong: the same error after such an edit is not a remedy that failed (``after_failure``).
+    wrong: the same error after such an edit is not a remedy that failed.
     """
     current, previous = _current_run(counters), _previous_run(counters)
     return _with_runs(counters, _changed(current, files), _changed(previous, files))
 
 
-def _again(run: _Run, needs_change: bool) -> _Run:
-    """The run after its error occurred once more: it counts unless a change was needed and
-    none was made; either way the next occurrence needs a change of its own."""
-    counts = not needs_change or run.changed
-    return run._replace(times=run.times + 1 if counts else run.times, changed=False)
+def _again(run: _Run, operation: str | None, names: tuple[str, ...], needs_change: bool) -> _Run:
+    """The run after its error occurred once more, by ``operation`` naming ``names``: it
+    counts unless a change was needed and none was made outside both commands' files;
+    either way the next occurrence needs a change of its own."""
+    counts = not needs_change or any(name not in names for name in run.changed)
+    return run._replace(
+        times=run.times + 1 if counts else run.times, operation=operation, names=names, changed=()
+    )
 
 
 def _changed(run: _Run, files: list[str] | tuple[str, ...]) -> _Run:
-    if run.times == 0 or run.changed:
+    """The run with the names of ``files`` its command does not name among its changes."""
+    if run.times == 0:
         return run
-    remedy = any(_file_name(path) not in run.names for path in files)
-    return run._replace(changed=remedy)
-
-
-def _file_name(path: str) -> str:
-    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    found = dict.fromkeys(run.changed)
+    for path in files:
+        name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+        if name and name not in run.names:
+            found[name] = None
+    return run._replace(changed=tuple(found)[:NAMED_FILES])
 
 
 def after_success(counters: Counters, operation: str | None = None) -> Counters:
@@ -171,7 +174,7 @@ class _Run(NamedTuple):
     fingerprint: str | None
     times: int
     operation: str | None
-    changed: bool = False
+    changed: tuple[str, ...] = ()  # files changed since, that its command does not name
     names: tuple[str, ...] = ()  # the files the failing command names
 
 
@@ -183,7 +186,7 @@ def _current_run(c: Counters) -> _Run:
         c.last_fingerprint,
         c.consecutive_same_error,
         c.last_failed_operation,
-        c.changed_since_error,
+        tuple(c.changed_since_error),
         tuple(c.failed_command_files),
     )
 
@@ -193,7 +196,7 @@ def _previous_run(c: Counters) -> _Run:
         c.previous_fingerprint,
         c.previous_count,
         c.previous_operation,
-        c.changed_since_previous,
+        tuple(c.changed_since_previous),
         tuple(c.previous_command_files),
     )
 
@@ -204,12 +207,12 @@ def _with_runs(c: Counters, current: _Run, previous: _Run) -> Counters:
             "consecutive_same_error": current.times,
             "last_fingerprint": current.fingerprint,
             "last_failed_operation": current.operation,
-            "changed_since_error": current.changed,
+            "changed_since_error": list(current.changed),
             "failed_command_files": list(current.names),
             "previous_fingerprint": previous.fingerprint,
             "previous_count": previous.times,
             "previous_operation": previous.operation,
-            "changed_since_previous": previous.changed,
+            "changed_since_previous": list(previous.changed),
             "previous_command_files": list(previous.names),
         }
     )
