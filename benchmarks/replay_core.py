@@ -27,6 +27,19 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DATA = SHARED / "trajectories-dev.jsonl.gz"
 SHORT_RUNS = SHARED / "trajectories-sweagent-dev.jsonl.gz"
 CORPORA = (DATA, SHARED / "trajectories-openhands-dev.jsonl.gz", SHORT_RUNS)
+# The agent each one is, as tables name it.
+AGENTS = {
+    DATA.name: "mini-swe-agent",
+    "trajectories-openhands-dev.jsonl.gz": "OpenHands",
+    SHORT_RUNS.name: "SWE-agent",
+}
+
+
+def agent_of(corpus: str) -> str:
+    """The corpus's agent, or its file's name for another corpus."""
+    return AGENTS.get(corpus, corpus)
+
+
 ENTRY = "claude-code"
 # The agent's final step: its output is the submitted diff, not work the hooks would see.
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

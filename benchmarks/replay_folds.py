@@ -231,15 +231,19 @@ def failed_limits(worst_fold: dict[str, Any], limits: dict[str, float]) -> list[
     """The limits a worst fold misses, in words (none: admissible on this corpus)."""
     missed = []
     solved = worst_fold["solved_paused"]
-    if solved is None or solved > limits["solved_paused"]:
+    if solved is None:
+        missed.append("a fold without solved runs")
+    elif solved > limits["solved_paused"]:
         missed.append(f"solved runs paused {_percent(solved)} > {limits['solved_paused']:.0%}")
-    if worst_fold["lift"] is None or worst_fold["lift"] < limits["lift"]:
-        missed.append(f"lift {_number(worst_fold['lift'])} < {limits['lift']:g}")
-    margin = worst_fold["precision_over_base_rate"]
-    if margin is None or margin <= 0:
-        missed.append("precision not above the base rate")
+    if worst_fold["lift"] is None or worst_fold["precision_over_base_rate"] is None:
+        missed.append("a fold with no run paused")
+    else:
+        if worst_fold["lift"] < limits["lift"]:
+            missed.append(f"lift {_number(worst_fold['lift'])} < {limits['lift']:g}")
+        if worst_fold["precision_over_base_rate"] <= 0:
+            missed.append("precision not above the base rate")
     if worst_fold["hook_errors"]:
-        missed.append(f"{worst_fold['hook_errors']} hook errors")
+        missed.append(f"{worst_fold['hook_errors']:g} hook errors")
     return missed
 
 
@@ -266,9 +270,9 @@ ROWS: tuple[tuple[str, str, Callable[[float | None], str]], ...] = (
     ),
     ("unsolved_steps_saved", "steps saved on unsolved runs", _percent),
     ("solved_steps_held", "solved steps held up", _percent),
-    ("pause_step", "first pause, median step", _number),
+    ("pause_step", "first pause, median step", lambda v: "-" if v is None else f"{v:g}"),
     ("pause_share", "first pause, median share of the run", _percent),
-    ("warning_step", "first warning, median step", _number),
+    ("warning_step", "first warning, median step", lambda v: "-" if v is None else f"{v:g}"),
     ("warning_share", "first warning, median share of the run", _percent),
     ("hook_errors", "hook errors", lambda v: "-" if v is None else f"{v:g}"),
     (
@@ -289,7 +293,7 @@ def table(name: str, figures: dict[str, Any]) -> str:
     """One corpus's figures: whole, worst fold, spread, and the length cap beside them."""
     whole, worst_fold, spread = figures["whole"], figures["worst"], figures["spread"]
     lines = [
-        f"### {name}: {whole['runs']} runs ({whole['solved']} solved, {whole['unsolved']} unsolved; "
+        f"### {name}, {whole['runs']} runs ({whole['solved']} solved, {whole['unsolved']} unsolved; "
         f"base rate {_percent(whole['base_rate'])}), {len(figures['folds'])} folds",
         "",
         "| figure | whole | worst fold | spread (min-max) |",
@@ -308,4 +312,32 @@ def table(name: str, figures: dict[str, Any]) -> str:
         f"{_percent(whole['cap_unsolved_steps_saved'])} of unsolved runs' steps, against the config's "
         f"{_percent(whole['unsolved_steps_saved'])}",
     ]
+    return "\n".join(lines)
+
+
+def combined_table(by_agent: dict[str, dict[str, Any]]) -> str:
+    """Every corpus side by side: each figure as whole / worst fold (spread across the folds),
+    then the length cap at the same solved-paused share."""
+    agents = list(by_agent)
+    lines = [
+        "| figure: whole / worst fold (spread) | " + " | ".join(agents) + " |",
+        "| --- |" + " ---: |" * len(agents),
+    ]
+    for key, words, written in ROWS:
+        cells = []
+        for agent in agents:
+            f = by_agent[agent]
+            low_high = f["spread"].get(key)
+            ranged = "-" if low_high is None else f"{written(low_high[0])} to {written(low_high[1])}"
+            cells.append(f"{written(f['whole'][key])} / {written(f['worst'][key])} ({ranged})")
+        lines.append(f"| {words} | " + " | ".join(cells) + " |")
+    cap_cells = []
+    for agent in agents:
+        whole, spread = by_agent[agent]["whole"], by_agent[agent]["spread"]["cap_step"]
+        cap_cells.append(
+            f"step {whole['cap_step']} (folds {spread[0]:g}-{spread[1]:g}): "
+            f"{_percent(whole['cap_solved_paused'])} solved paused, "
+            f"saves {_percent(whole['cap_unsolved_steps_saved'])}"
+        )
+    lines.append("| length cap at the same solved-paused share | " + " | ".join(cap_cells) + " |")
     return "\n".join(lines)

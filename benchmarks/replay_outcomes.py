@@ -157,12 +157,12 @@ def outcomes(
 
 
 def _replay_all(
-    jobs_list: list[tuple[int, dict[str, Any], str | None, bool]], jobs: int
+    work: list[tuple[int, dict[str, Any], str | None, bool]], jobs: int
 ) -> Iterable[tuple[int, Replayed]]:
-    """Each job's outcome as it comes (in order), in ``jobs`` processes (1: in this one)."""
-    if jobs <= 1 or len(jobs_list) <= 1:
-        yield from map(_replay_in_worker, jobs_list)
+    """Each run's outcome as it comes (in order), in ``jobs`` processes (1: in this one)."""
+    if jobs <= 1 or len(work) <= 1:
+        yield from map(_replay_in_worker, work)
         return
     # spawn: a worker starts clean, holding none of this process's open stores or loops.
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-        yield from pool.map(_replay_in_worker, jobs_list, chunksize=4)
+        yield from pool.map(_replay_in_worker, work, chunksize=4)

@@ -1,15 +1,14 @@
 """Replay real agent runs through the host hook path and measure what the triggers do.
 
-The data (``--data``: a gzipped JSON-lines file kept outside this repository, by default
-``trajectories-dev.jsonl.gz`` in a ``shared/data`` folder beside the checkout) holds real
-SWE-bench runs of a coding agent: every shell command, its exit code and output, and whether
-the run went on to solve its task. Each run is fed to the product exactly as Claude Code
-delivers a shell command to its hooks: ``PreToolUse`` before the command, then
-``PostToolUse`` (exit 0) or ``PostToolUseFailure`` (``error`` = ``"Exit code N"`` and the
-output) after it, each a JSON payload handed to the same two functions the hook process and
-the relay run (``hooks/dispatch.py``), on a real SQLite store with the default config (or
-``--config``). Every run gets a store of its own, with ``/testbed`` as its project (the
-folder the agent worked in, which its commands and outputs name).
+The data (``--data``: gzipped JSON-lines files kept outside this repository, by default the
+three development corpora in a ``shared/data`` folder beside the checkout) holds real
+SWE-bench runs of coding agents: every command, its exit code and output, and whether the run
+went on to solve its task. Each run is fed to the product exactly as Claude Code delivers a
+call to its hooks (``replay_core.py``): ``PreToolUse`` before the call, then ``PostToolUse``
+(exit 0) or ``PostToolUseFailure`` (``error`` = ``"Exit code N"`` and the output) after it,
+each a JSON payload handed to the same two functions the hook process and the relay run
+(``hooks/dispatch.py``), on a real SQLite store with the default config (or ``--config``).
+Every run gets a store of its own, with the folder the agent worked in as its project.
 
 A run stops where it is paused: the ``PreToolUse`` of its next command is denied, because a
 human is now in the loop (the recorded agent went on, so nothing after that point is
@@ -32,9 +31,15 @@ What it reports, per escalation type and in total:
 relay daemon its first run starts): slower, and the proof that the in-process path decides
 exactly as the installed one does (``tests/test_replay.py`` compares the two).
 
+Each run's outcome is replayed once per config and kept (``replay_outcomes.py``, ``--jobs``
+processes, ``--cache``); the figures of each corpus's whole, its five folds and a length cap
+beside it are computed from the outcomes (``replay_folds.py``), and ``--sweep`` judges
+candidate configs by the protocol of docs/triggers.md (``replay_sweep.py``).
+
     python benchmarks/replay_trajectories.py                    # the whole set
     python benchmarks/replay_trajectories.py --limit 20 --json replay.json
     python benchmarks/replay_trajectories.py --config tuned.toml --show 5
+    python benchmarks/replay_trajectories.py --sweep hooks.repeat_grace_calls=10,20,30
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from replay_core import (
     SHARED,
     Pause,
     Replayed,
+    agent_of,
     benign,
     carries,
     editor_call,
@@ -65,8 +71,9 @@ from replay_core import (
     runs,
     work_steps,
 )
-from replay_folds import by_folds, table
+from replay_folds import by_folds, combined_table, table
 from replay_outcomes import CACHE, outcomes
+from replay_sweep import sweep
 
 # The replay's parts, for the benchmarks and tests that use them by this module's name.
 __all__ = [
@@ -75,6 +82,7 @@ __all__ = [
     "SHARED",
     "Pause",
     "Replayed",
+    "agent_of",
     "benign",
     "carries",
     "editor_call",
@@ -270,6 +278,13 @@ def _arguments() -> argparse.ArgumentParser:
         "--cache", type=Path, default=CACHE, help=f"where each run's outcome is kept (default {CACHE})"
     )
     parser.add_argument("--no-cache", action="store_true", help="replay every run, keep nothing")
+    parser.add_argument(
+        "--sweep",
+        nargs="+",
+        metavar="CANDIDATE",
+        help="judge candidates by the protocol (docs/triggers.md): config files, and grids "
+        "section.key=v1,v2,... on [thresholds] and [hooks] keys (over --config)",
+    )
     return parser
 
 
@@ -281,6 +296,17 @@ def main(argv: list[str] | None = None) -> int:
     if not corpora:
         raise SystemExit(f"no corpus: none of the development corpora is in {SHARED} (give --data)")
     cache = None if args.no_cache else args.cache
+    if args.sweep:
+        return sweep(
+            args.sweep,
+            corpora,
+            base=args.config,
+            jobs=args.jobs,
+            process=args.process,
+            limit=args.limit,
+            cache=cache,
+            json_path=args.json,
+        )
     results = {}
     for corpus in corpora:
         began = time.perf_counter()
@@ -301,11 +327,13 @@ def main(argv: list[str] | None = None) -> int:
             "folds": folds,
             "runs": [r._asdict() for r in replayed],
         }
-        print(f"## {corpus.name}\n\n{_table(figures)}\n\n{table(corpus.name, folds)}\n")
+        named = f"{agent_of(corpus.name)} ({corpus.name})"
+        print(f"## {corpus.name}\n\n{_table(figures)}\n\n{table(named, folds)}\n")
         print(f"replayed (or read back from the cache) in {took:.1f} s\n")
         _show(replayed, args.show)
     if len(results) > 1:
         print(_side_by_side({name: r["figures"] for name, r in results.items()}))
+        print(f"\n{combined_table({agent_of(name): r['folds'] for name, r in results.items()})}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))
     if args.figures:

@@ -40,6 +40,7 @@ from .firing import (
     keep_told_if_created,
     stop_if_ended,
 )
+from .gathering import gatherer
 from .guidance import build_guidance
 from .runtime import Runtime
 from .tasks import load_task
@@ -193,6 +194,7 @@ def _evidence(
     return fired
 
 
+@gatherer("blocker")
 def _blocker_evidence(
     rt: Runtime, decided: FailureReport, record: failure_store.Counted, fires: Fires, now: str
 ) -> Evidence:
@@ -260,6 +262,7 @@ def _repeat_warning(
     return rt.prompts.render(template, threshold=warned.allowance, **said)
 
 
+@gatherer("occurrences")
 def _repeat_evidence(
     rt: Runtime,
     conn: Conn,
