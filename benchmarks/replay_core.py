@@ -59,11 +59,19 @@ _ERROR_LINE = re.compile(
 _CUT_SUMMARY = re.compile(r"^(?:(?:FAILED|ERROR) \S+ - .*\.\.\.|FAILED \((?:failures|errors)=.*\))$")
 
 
+# A lint guard's finding, as flake8 prints it in the list of a refused edit (``- E999
+# IndentationError: unexpected indent``): the guard lists the cause first.
+_LINT_FINDING = re.compile(r"^- ([A-Z]\d{3} \S.*)$", re.MULTILINE)
+
+
 def error_line(output: str) -> str | None:
     """The last line of ``output`` that names an error (module docstring); None if none does.
 
     A cut pytest summary or unittest's totals count only when no whole error line is
-    printed above them."""
+    printed above them; a lint guard's refusal is named by its first finding."""
+    lint = _LINT_FINDING.search(output)
+    if lint is not None:
+        return lint.group(1).strip()
     found = [
         re.sub(r"^E\s+", "", stripped)  # pytest's marker of an assertion line
         for stripped in (line.strip() for line in output.splitlines())

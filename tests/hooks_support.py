@@ -215,12 +215,13 @@ ENVELOPE = {
 }
 
 
-def no_grace(folder: Path) -> str:
-    """A config file without the hooks' grace for repeated errors, for tests of the pause
-    loop from a task's first calls (the grace has tests of its own: test_hooks_grace.py)."""
-    config = folder / "no-grace.toml"
+def every_repeat(folder: Path) -> str:
+    """A config file in which the hooks count every repeat of an error, a re-run with nothing
+    changed too, for tests of the pause loop that repeat one failing command (how the hooks
+    count repeats by default has tests of its own: test_hooks_repeats.py)."""
+    config = folder / "every-repeat.toml"
     if not config.exists():  # written once: a relay answers only for the config it loaded, unchanged
-        config.write_text("[hooks]\nrepeat_grace_calls = 0\n", encoding="utf-8")
+        config.write_text("[hooks]\nrepeats_need_a_change = false\n", encoding="utf-8")
     return str(config)
 
 
@@ -607,8 +608,8 @@ def count(db_path: str, table: str) -> int:
 
 async def escalation_loop(db: str, tmp: Path, **env: str) -> list[Run]:
     """Three identical failing test runs, an edit (denied), the operator's answer, two edits
-    (without the grace for repeated errors, unless ``env`` names a config: ``no_grace``)."""
-    env = {"ESCALATION_CONFIG": no_grace(tmp), **env}
+    (counting every repeat of an error, unless ``env`` names a config: ``every_repeat``)."""
+    env = {"ESCALATION_CONFIG": every_repeat(tmp), **env}
     runs = [
         await hook(
             "claude-code",

@@ -20,6 +20,7 @@ from hooks_support import (
     RUNNERS,
     bash_failure,
     claude,
+    every_repeat,
     hook,
     post_bash,
     post_edit,
@@ -212,14 +213,25 @@ async def test_only_the_failing_command_succeeding_ends_an_error_run_and_no_succ
 ) -> None:
     hooked, _ = stores
     await start(hooked)
+    counting = {"ESCALATION_CONFIG": every_repeat(tmp_path)}  # the same command failing twice counts
     for n in (1, 2):
         await hook(
-            "claude-code", bash_failure("npm run lint", PYTEST_FAIL, f"toolu_f{n}"), db=hooked, tmp=tmp_path
+            "claude-code",
+            bash_failure("npm run lint", PYTEST_FAIL, f"toolu_f{n}"),
+            db=hooked,
+            tmp=tmp_path,
+            **counting,
         )
     before = snapshot(hooked)["tasks"][0]
     assert before["consecutive_same_error"] == 2
     for n in range(6):  # other commands: an agent edits and looks around between its tries
-        await hook("claude-code", post_bash("npm run build", "ok", f"toolu_b{n}"), db=hooked, tmp=tmp_path)
+        await hook(
+            "claude-code",
+            post_bash("npm run build", "ok", f"toolu_b{n}"),
+            db=hooked,
+            tmp=tmp_path,
+            **counting,
+        )
     between = snapshot(hooked)["tasks"][0]
     # The failing command again, with what does not change what it runs (cd, 2>&1, | tail).
     await hook(
@@ -227,6 +239,7 @@ async def test_only_the_failing_command_succeeding_ends_an_error_run_and_no_succ
         post_bash("cd /work && npm run lint 2>&1 | tail -5", "ok", "toolu_ok"),
         db=hooked,
         tmp=tmp_path,
+        **counting,
     )
     after = snapshot(hooked)
     assert (between["consecutive_same_error"], between["attempts_without_file_change"]) == (2, 0)

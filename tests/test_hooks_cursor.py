@@ -21,9 +21,9 @@ from hooks_support import (
     bash_failure,
     count,
     cursor,
+    every_repeat,
     hook,
     hook_process,
-    no_grace,
     snapshot,
 )
 from mcp_server_escalation.rules.reading.shell_output import digest
@@ -161,7 +161,7 @@ async def test_the_pause_denies_shell_commands_and_stop_follows_up_once(
     await start(hooked)
     for n in (1, 2, 3):
         failed = shell_post("pytest -q", PYTEST_FAIL, 1, f"call_p{n}")
-        await hook("cursor", failed, db=hooked, tmp=tmp_path, ESCALATION_CONFIG=no_grace(tmp_path))
+        await hook("cursor", failed, db=hooked, tmp=tmp_path, ESCALATION_CONFIG=every_repeat(tmp_path))
     before = cursor("beforeShellExecution", command="pip install requests", cwd=PROJECT, sandbox=False)
     denied = (await hook("cursor", before, db=hooked, tmp=tmp_path)).json()
     assert denied["permission"] == "deny"

@@ -28,8 +28,8 @@ from hooks_support import (
     daemons_of,
     environment,
     escalation_loop,
+    every_repeat,
     hook,
-    no_grace,
     post_bash,
     run_script,
     snapshot,
@@ -70,7 +70,7 @@ def _failure(n: int) -> dict[str, object]:
 async def _started_daemon(db: str, tmp: Path, **env: str) -> tuple[Path, Path]:
     """A first hook run on ``db`` and the daemon it started (and waited for), listening."""
     sock, lock = _files(db, tmp)
-    env = {"ESCALATION_CONFIG": no_grace(tmp), **env}  # a pause from the first calls
+    env = {"ESCALATION_CONFIG": every_repeat(tmp), **env}  # a pause from the first calls
     first = await hook("claude-code", _failure(0), db=db, tmp=tmp, **ON, **env)
     assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
     assert daemon_running(lock)
@@ -82,7 +82,7 @@ async def test_a_hook_run_with_no_server_starts_a_daemon_that_answers_the_next_r
     db = str(tmp_path / "daemon.db")
     _sock, lock = await _started_daemon(db, tmp_path)
     assert len(snapshot(db)["occurrences"]) == 1  # the first run's event, recorded once
-    graceless = {"ESCALATION_CONFIG": no_grace(tmp_path)}  # the daemon's config
+    graceless = {"ESCALATION_CONFIG": every_repeat(tmp_path)}  # the daemon's config
     second = await hook("claude-code", _failure(1), db=db, tmp=tmp_path, **REQUIRE, **graceless)
     assert (second.returncode, second.stderr) == (0, "")  # answered by the daemon:
     assert "Warning: the same error 2 times" in second.json()["hookSpecificOutput"]["additionalContext"]
@@ -101,7 +101,7 @@ async def test_runs_through_a_daemon_answer_and_record_exactly_like_the_hook_alo
     sock, _lock = _files(daemon_db, tmp_path)
     # The daemon takes the config of the run that starts it: the loop's (escalation_loop).
     started = await hook(
-        "claude-code", build, db=daemon_db, tmp=tmp_path, ESCALATION_CONFIG=no_grace(tmp_path), **ON
+        "claude-code", build, db=daemon_db, tmp=tmp_path, ESCALATION_CONFIG=every_repeat(tmp_path), **ON
     )
     assert relay_server._is_live(str(sock))
     through_daemon = [started, *await escalation_loop(daemon_db, tmp_path, **REQUIRE)]

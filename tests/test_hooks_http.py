@@ -23,8 +23,8 @@ from hooks_support import (
     PYTEST_FAIL,
     bash_failure,
     claude,
+    every_repeat,
     hook,
-    no_grace,
     pre_edit,
     pre_tool,
     run_cli,
@@ -48,7 +48,7 @@ def served(tmp_path: Path, db_path: str) -> Iterator[str]:
     """The base URL of the HTTP server on the test's store (in a thread: the installed
     script's HTTP start is tested with the other ``serve`` tests), without the hooks' grace
     for repeated errors, as the command form here (``by_command``)."""
-    with http_in_thread(tmp_path, "--db", db_path, "--config", no_grace(tmp_path)) as port:
+    with http_in_thread(tmp_path, "--db", db_path, "--config", every_repeat(tmp_path)) as port:
         yield f"http://127.0.0.1:{port}"
 
 
@@ -83,7 +83,7 @@ async def start(db: str, **extra: Any) -> None:
 
 async def by_command(db: str, event: dict[str, Any], tmp: Path) -> str:
     run = await hook(
-        "claude-code", event, db=db, tmp=tmp, ESCALATION_TASK=TASK, ESCALATION_CONFIG=no_grace(tmp)
+        "claude-code", event, db=db, tmp=tmp, ESCALATION_TASK=TASK, ESCALATION_CONFIG=every_repeat(tmp)
     )
     assert run.returncode == 0, run.stderr
     return run.stdout.rstrip("\n")

@@ -15,9 +15,9 @@ from hooks_support import (
     PROJECT,
     PYTEST_FAIL,
     bash_failure,
+    every_repeat,
     hook,
     hook_process,
-    no_grace,
     pre_edit,
     pre_tool,
     run_cli,
@@ -40,7 +40,7 @@ async def _fail_three_times(db: str, tmp: Path) -> str:
     for n in (1, 2, 3):
         run = await hook(
             "claude-code", bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_run{n}"), db=db, tmp=tmp,
-            ESCALATION_CONFIG=no_grace(tmp),
+            ESCALATION_CONFIG=every_repeat(tmp),
         )  # fmt: skip
         assert run.returncode == 0
         context = run.json()["hookSpecificOutput"]["additionalContext"] if run.stdout else ""

@@ -30,8 +30,8 @@ from hooks_support import (
     bash_failure,
     environment,
     escalation_loop,
+    every_repeat,
     hook,
-    no_grace,
     snapshot,
 )
 from mcp_server_escalation.adapters.composition import server as composition_server
@@ -88,7 +88,7 @@ def serving(db: str, tmp: Path, command: tuple[str, ...] = ("serve",), **env: st
 async def test_a_relayed_loop_answers_and_records_exactly_like_the_hook_alone(tmp_path: Path) -> None:
     alone_db, relayed_db = str(tmp_path / "alone.db"), str(tmp_path / "relayed.db")
     alone = await escalation_loop(alone_db, tmp_path, ESCALATION_HOOK_RELAY="off")
-    with serving(relayed_db, tmp_path, ESCALATION_CONFIG=no_grace(tmp_path)):  # the loop's config
+    with serving(relayed_db, tmp_path, ESCALATION_CONFIG=every_repeat(tmp_path)):  # the loop's config
         relayed = await escalation_loop(relayed_db, tmp_path, **REQUIRE)
     assert [(r.returncode, r.stdout, r.stderr) for r in relayed] == [
         (r.returncode, r.stdout, r.stderr) for r in alone

@@ -14,6 +14,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import replay_trajectories as replay  # noqa: E402
 from hooks_support import daemons_of, stop_daemons  # noqa: E402
+from mcp_server_escalation.rules.reading.salient import headline  # noqa: E402
 
 SLICE = ROOT / "tests" / "data" / "trajectories-slice.jsonl.gz"
 
@@ -153,3 +154,14 @@ def test_a_refusal_worked_around_never_pauses_and_one_repeated_pages_only_after_
     assert run.pause.step == len(worked_around) + 4  # the fourth refusal paged, not the third
     assert run.pause.types == ("repeated_error",)
     assert run.warnings == (len(worked_around) + 2,)  # the third refusal warned
+
+
+def test_a_lint_guards_refusal_is_named_by_its_first_finding_and_the_product_headlines_it() -> None:
+    output = (
+        "Your proposed edit has introduced new syntax error(s).\nERRORS:\n"
+        "- E999 IndentationError: unexpected indent\n- F821 undefined name 'x'\n"
+        "Your changes have NOT been applied. Please fix your edit command and try again.\n"
+        "DO NOT re-run the same failed edit command. Running it again will lead to the same error.\n"
+    )
+    assert replay.error_line(output) == "E999 IndentationError: unexpected indent"
+    assert replay.carries(headline(output), "E999 IndentationError: unexpected indent")

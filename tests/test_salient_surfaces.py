@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, types
 
 from conftest import Agent, connect, make_settings
-from hooks_support import bash_failure, hook, no_grace
+from hooks_support import bash_failure, every_repeat, hook
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.settings import NotifyConfig
 from operator_support import eventually, run_cli
@@ -170,7 +170,7 @@ async def test_the_hook_context_of_an_escalation_names_the_error_line(tmp_path: 
     for n in (1, 2, 3):
         failed = bash_failure("python reproduce.py", TRACEBACK, f"toolu_tb{n}")
         # the pause from the task's first calls: no grace
-        run = await hook("claude-code", failed, db=db, tmp=tmp_path, ESCALATION_CONFIG=no_grace(tmp_path))
+        run = await hook("claude-code", failed, db=db, tmp=tmp_path, ESCALATION_CONFIG=every_repeat(tmp_path))
         assert run.returncode == 0, run.stderr
         if run.stdout:
             context = run.json()["hookSpecificOutput"]["additionalContext"]

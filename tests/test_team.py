@@ -17,7 +17,7 @@ import httpx2
 import pytest
 
 from console_support import form_values
-from hooks_support import PYTEST_FAIL, bash_failure, no_grace, stop
+from hooks_support import PYTEST_FAIL, bash_failure, every_repeat, stop
 from http_support import AGENT_TOKEN, http_client, start_http, stop_http, token_digest
 
 
@@ -77,7 +77,7 @@ def servers(tmp_path: Path, pg_url: str) -> Iterator[dict[str, str]]:
     """Two HTTP servers on one PostgreSQL database, with one token per person."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
     env["ESCALATION_TOKENS_FILE"] = str(_tokens_file(tmp_path))
-    env["ESCALATION_CONFIG"] = no_grace(tmp_path)  # the remote agent's loop pauses from its first calls
+    env["ESCALATION_CONFIG"] = every_repeat(tmp_path)  # the remote agent's loop pauses from its first calls
     first, first_port, first_log = start_http(tmp_path, "--db", pg_url, env=env)
     try:
         second, second_port, second_log = start_http(tmp_path, "--db", pg_url, env=env)

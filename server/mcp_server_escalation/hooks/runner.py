@@ -261,7 +261,11 @@ def _failure_recording(
         return None
     report = observed_failure(task_id=task.task_id, step=call.cfg.step, **failure._asdict())
     return failures.failure_recording(
-        call.rt, report, grace_calls=call.cfg.repeat_grace_calls, within=call.triaged.within
+        call.rt,
+        report,
+        grace_calls=call.cfg.repeat_grace_calls,
+        needs_change=call.cfg.repeats_need_a_change,
+        within=call.triaged.within,
     )
 
 

@@ -89,11 +89,18 @@ class HooksConfig(BaseModel):
         "that answers the next hook runs and exits after this many minutes without one; 0: never "
         "start one",
     )
+    repeats_need_a_change: bool = Field(
+        True,
+        description="An error the hooks see counts again only when the agent changed a file in "
+        "between that the failing command does not name (it tried a remedy); running the same "
+        "check again with nothing changed reproduces the error and does not count. A tool's "
+        "refusal and a blocker count every time",
+    )
     repeat_grace_calls: Annotated[int, Field(ge=0, le=100000)] = Field(
-        20,
+        0,
         description="Among a task's first this many recorded tool calls, an error the hooks see "
         "repeated to same_error_repeated warns the model instead of pausing; its next repeat "
-        "after them pauses (0: no grace)",
+        "after them pauses (0, the default: no grace)",
     )
     api_error_minutes: Annotated[float, Field(gt=0, le=10080)] = Field(
         30,

@@ -22,6 +22,19 @@ class Counters(Record):
     )
     previous_count: int = Field(0, description="That run's count")
     previous_operation: str | None = Field(None, description="Key of that run's failing operation")
+    changed_since_error: list[str] = Field(
+        default_factory=list,
+        description="Names of files changed since the current run's error last occurred (remedies tried)",
+    )
+    changed_since_previous: list[str] = Field(
+        default_factory=list, description="The same, for the interrupted run"
+    )
+    failed_command_files: list[str] = Field(
+        default_factory=list, description="Names of files the failing command names (its check, no remedy)"
+    )
+    previous_command_files: list[str] = Field(
+        default_factory=list, description="The same, for the interrupted run"
+    )
     last_test_operation: str | None = Field(
         None, description="Key of the latest test command; its own best rate is the stall baseline"
     )

@@ -11,6 +11,8 @@ each read once in the call: the task, as this call's writes leave it, is passed 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..errors import InvalidInput
 from ..models.failures import FailureReport
 from ..models.results import FailureSummary, RecordFailureResult
@@ -45,12 +47,18 @@ from .tasks import load_task
 
 
 def failure_recording(
-    rt: Runtime, report: FailureReport, *, grace_calls: int = 0, within: Scope | None = None
+    rt: Runtime,
+    report: FailureReport,
+    *,
+    grace_calls: int = 0,
+    needs_change: bool = False,
+    within: Scope | None = None,
 ) -> Recording[RecordFailureResult]:
     """Store one failure occurrence and fire whatever trigger it completes.
 
     The recording, to run in a transaction (``record_failure`` runs it in its own).
-    ``grace_calls``: the host hooks' grace for repeated errors (``rules.decide.failures.decide``);
+    ``grace_calls`` and ``needs_change``: how the host hooks count repeated errors
+    (``rules.decide.failures.decide``);
     ``within``: a scoped token's, whose warning names only fixes of tasks it may see."""
     problem = pointer_problem(report.context_refs)
     if problem is not None:
@@ -59,12 +67,19 @@ def failure_recording(
     now = rt.now()
 
     def work(conn: Conn) -> tuple[RecordFailureResult, Fired | None]:
-        return _record(rt, conn, report, failure, now, grace_calls, within)
+        return _record(rt, conn, report, failure, now, _Counting(grace_calls, needs_change), within)
 
     return work
 
 
 record_failure = committed(failure_recording)
+
+
+class _Counting(NamedTuple):
+    """How repeats of an error count for this caller (``rules.decide.failures.decide``)."""
+
+    grace_calls: int
+    needs_change: bool
 
 
 def _record(
@@ -73,7 +88,7 @@ def _record(
     report: FailureReport,
     failure: Classified,
     now: str,
-    grace_calls: int,
+    counting: _Counting,
     within: Scope | None,
 ) -> tuple[RecordFailureResult, Fired | None]:
     """Read, store, decide, write, fire, direct: the whole of one failure, inside its transaction."""
@@ -89,7 +104,8 @@ def _record(
         occurrences=record.occurrence_count,
         counters=task.counters,
         thresholds=task.thresholds,
-        grace_calls=grace_calls,
+        grace_calls=counting.grace_calls,
+        needs_change=counting.needs_change,
     )
     task_store.save_counters(conn, task.task_id, decision.counters, now)
     action = {
@@ -242,7 +258,8 @@ def _repeat_warning(
     said = {"count": warned.count, "error": headline(message), "tries": tries or "-", "guidance": guidance}
     if warned.grace:
         return rt.prompts.render("warning_repeated_error_grace", grace=warned.grace, **said)
-    return rt.prompts.render("warning_repeated_error", threshold=warned.allowance, **said)
+    template = "warning_repeated_error_after_change" if warned.after_change else "warning_repeated_error"
+    return rt.prompts.render(template, threshold=warned.allowance, **said)
 
 
 @gatherer("occurrences")

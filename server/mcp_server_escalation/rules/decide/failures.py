@@ -25,7 +25,7 @@ from ...models.thresholds import Thresholds
 from ..reading.classify import PatternBook, classify, extract_details
 from ..reading.fingerprint import fingerprint
 from ..reading.salient import headline
-from ..reading.shell_work import operation_key
+from ..reading.shell_work import named_files, operation_key
 from . import triggers
 from .budgets import count_call
 from .decisions import Fires, Wording
@@ -76,6 +76,7 @@ class Warned:
     count: int
     allowance: int
     grace: int = 0  # the grace that held back a page (``decide``); 0: none did
+    after_change: bool = False  # the count is of occurrences after a change (``needs_change``)
 
 
 @dataclass(frozen=True)
@@ -133,29 +134,41 @@ def decide(
     counters: Counters,
     thresholds: Thresholds,
     grace_calls: int = 0,
+    needs_change: bool = False,
 ) -> FailureDecision:
     """The consequences of a failure the store just counted as its record's ``occurrences``-th.
 
     ``counters`` are the task's before it. A failure goes on (or starts) a run of its
     fingerprint, and every failure recorded is a tool call.
 
-    ``grace_calls`` (the host hooks', ``[hooks] repeat_grace_calls``): among a task's first
+    ``needs_change`` (the host hooks', ``[hooks] repeats_need_a_change``): the hooks see every
+    call, the agent's reproductions of a bug too, so an ordinary error counts again only
+    when the agent changed a file in between (``triggers.after_failure``): it tried a remedy
+    and the same error came back. A tool's refusal and a blocker count every time: nothing
+    the agent edits removes them. A caller of ``record_failure`` reports on purpose, and
+    every report counts.
+
+    ``grace_calls`` (``[hooks] repeat_grace_calls``, off by default): among a task's first
     that many recorded tool calls, an error repeated to its threshold warns instead of
-    paging; the run keeps counting, and its next occurrence after the grace pages. The hooks
-    record every call an agent makes, its first explorations too, and on real runs of two
-    agents an error repeated early was mostly an agent finding its footing, one repeated
-    later mostly a loop (docs/triggers.md). A caller of ``record_failure`` reports on
-    purpose, and has no grace.
+    paging; its next occurrence after them pages.
     """
     action = report.attempted_action
-    after = triggers.after_failure(counters, failure.fingerprint, operation_key(action) if action else None)
+    ordinary = not (failure.refusal or failure.blocker or failure.signal_type == TRANSIENT)
+    after_change = needs_change and ordinary
+    after = triggers.after_failure(
+        counters,
+        failure.fingerprint,
+        operation_key(action) if action else None,
+        needs_change=after_change,
+        names=named_files(action) if action else (),
+    )
     after = count_call(after)
     count = after.consecutive_same_error
     allowance = triggers.repeat_allowance(
         thresholds, blocker=failure.blocker, declared=failure.declared, refusal=failure.refusal
     )
     blocker = _blocker(report, failure, count) if failure.blocker and count >= allowance else None
-    repeated = _repeated(report, failure, after, thresholds)
+    repeated = _repeated(report, failure, after, thresholds, after_change=after_change)
     graced = repeated is not None and after.tool_calls < grace_calls
     if graced:
         repeated = None
@@ -171,7 +184,7 @@ def decide(
             "occurrences": occurrences,
         },
     )
-    warning = Warned(count, allowance, grace_calls if graced else 0) if warned else None
+    warning = Warned(count, allowance, grace_calls if graced else 0, after_change) if warned else None
     return FailureDecision(after, blocker, repeated, warning, message)
 
 
@@ -190,7 +203,9 @@ def _blocker(report: FailureReport, failure: Classified, count: int) -> Fires:
     return Fires(firing, _blocker_wording(report, failure), key=f"external_blocker:{failure.fingerprint}")
 
 
-def _repeated(report: FailureReport, failure: Classified, counters: Counters, t: Thresholds) -> Fires | None:
+def _repeated(
+    report: FailureReport, failure: Classified, counters: Counters, t: Thresholds, *, after_change: bool
+) -> Fires | None:
     """The same error ``same_error_repeated`` times in a row; a transient one is a blocker."""
     firing = triggers.repeated_error(
         counters, t, transient=failure.signal_type == TRANSIENT, refusal=failure.refusal
@@ -201,7 +216,7 @@ def _repeated(report: FailureReport, failure: Classified, counters: Counters, t:
         summary = _blocker_wording(report, failure)
     else:
         summary = Wording(
-            "trigger_repeated_error",
+            "trigger_repeated_error_after_change" if after_change else "trigger_repeated_error",
             {
                 "count": counters.consecutive_same_error,
                 "threshold": firing.criteria.get("refusal_repeated", t.same_error_repeated),

@@ -144,6 +144,8 @@ def _measure(report: Report, task: Task, *, changed_files: bool, now: str) -> _M
     counters = task.counters
     if report.attempt or changed_files:
         counters = triggers.after_attempt(counters, changed_files=changed_files, succeeded=report.succeeded)
+    if changed_files:
+        counters = triggers.after_change(counters, report.files)
     key = report.operation_key
     # A success ends runs of errors; so does the named operation going through without a
     # failure (a hook's edit that was applied: its outcome says nothing of the work yet).

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from ...models.limits import EscalationType, Priority, ResponseType
 from ...models.tasks import Counters
 from ...models.thresholds import Thresholds
+from ..reading.shell_work import NAMED_FILES
 from ..triggers.records import BY_TYPE, RECORDS
 
 # The answers an operator may give each trigger type (its record's).
@@ -65,7 +66,14 @@ def response_options(types: list[str]) -> list[ResponseType]:
     return [option for option in _OPTION_ORDER if option in allowed]
 
 
-def after_failure(counters: Counters, fingerprint: str, operation: str | None = None) -> Counters:
+def after_failure(
+    counters: Counters,
+    fingerprint: str,
+    operation: str | None = None,
+    *,
+    needs_change: bool = False,
+    names: tuple[str, ...] = (),
+) -> Counters:
     """The counts after a failure: a run of the same error goes on through one other failure.
 
     The same fingerprint as the current run: +1. The fingerprint of the run one other failure
@@ -73,15 +81,54 @@ def after_failure(counters: Counters, fingerprint: str, operation: str | None = 
     and so is alternating between two errors). Anything else starts a run at 1 and keeps
     the run it interrupts to come back to; a second failure of the interrupting error ends
     the run before it. ``operation`` (a key of ``rules.reading.shell_work.operation_key``) is what
-    failed: its later success ends its run (``after_success``)."""
+    failed: its later success ends its run (``after_success``).
+
+    ``needs_change`` (the host hooks, which see every call): the error occurring again counts
+    only when the agent changed something in between (``after_change``): a remedy was tried
+    and the same error came back. Running the same check again with nothing changed
+    reproduces the error; it keeps the run as it is, neither raising nor ending it. ``names``:
+    the files the failing command names (``rules.reading.shell_work.named_files``)."""
     c = counters
     if c.consecutive_same_error > 0 and c.last_fingerprint == fingerprint:
-        current, previous = _Run(fingerprint, c.consecutive_same_error + 1, operation), _NO_RUN
+        current, previous = _again(_current_run(c), operation, names, needs_change), _NO_RUN
     elif c.previous_count > 0 and c.previous_fingerprint == fingerprint:
-        current, previous = _Run(fingerprint, c.previous_count + 1, operation), _current_run(c)
+        current, previous = _again(_previous_run(c), operation, names, needs_change), _current_run(c)
     else:
-        current, previous = _Run(fingerprint, 1, operation), _current_run(c)
+        current, previous = _Run(fingerprint, 1, operation, names=names), _current_run(c)
     return _with_runs(c, current, previous)
+
+
+def after_change(counters: Counters, files: list[str] | tuple[str, ...]) -> Counters:
+    """Files changed: each is a remedy tried for a run of errors unless its failing command
+    names it (``after_failure`` also asks the command that fails next).
+
+    Editing the script or test that a command runs changes what is checked, not what is
+    wrong: the same error after such an edit is not a remedy that failed.
+    """
+    current, previous = _current_run(counters), _previous_run(counters)
+    return _with_runs(counters, _changed(current, files), _changed(previous, files))
+
+
+def _again(run: _Run, operation: str | None, names: tuple[str, ...], needs_change: bool) -> _Run:
+    """The run after its error occurred once more, by ``operation`` naming ``names``: it
+    counts unless a change was needed and none was made outside both commands' files;
+    either way the next occurrence needs a change of its own."""
+    counts = not needs_change or any(name not in names for name in run.changed)
+    return run._replace(
+        times=run.times + 1 if counts else run.times, operation=operation, names=names, changed=()
+    )
+
+
+def _changed(run: _Run, files: list[str] | tuple[str, ...]) -> _Run:
+    """The run with the names of ``files`` its command does not name among its changes."""
+    if run.times == 0:
+        return run
+    found = dict.fromkeys(run.changed)
+    for path in files:
+        name = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+        if name and name not in run.names:
+            found[name] = None
+    return run._replace(changed=tuple(found)[:NAMED_FILES])
 
 
 def after_success(counters: Counters, operation: str | None = None) -> Counters:
@@ -100,22 +147,37 @@ def after_success(counters: Counters, operation: str | None = None) -> Counters:
 
 
 class _Run(NamedTuple):
-    """A run of one error: its fingerprint, how many times it occurred, what failed."""
+    """A run of one error: its fingerprint, how many times it occurred, what failed, and
+    whether something was changed since its last occurrence (``after_change``)."""
 
     fingerprint: str | None
     times: int
     operation: str | None
+    changed: tuple[str, ...] = ()  # files changed since, that its command does not name
+    names: tuple[str, ...] = ()  # the files the failing command names
 
 
 _NO_RUN = _Run(None, 0, None)
 
 
 def _current_run(c: Counters) -> _Run:
-    return _Run(c.last_fingerprint, c.consecutive_same_error, c.last_failed_operation)
+    return _Run(
+        c.last_fingerprint,
+        c.consecutive_same_error,
+        c.last_failed_operation,
+        tuple(c.changed_since_error),
+        tuple(c.failed_command_files),
+    )
 
 
 def _previous_run(c: Counters) -> _Run:
-    return _Run(c.previous_fingerprint, c.previous_count, c.previous_operation)
+    return _Run(
+        c.previous_fingerprint,
+        c.previous_count,
+        c.previous_operation,
+        tuple(c.changed_since_previous),
+        tuple(c.previous_command_files),
+    )
 
 
 def _with_runs(c: Counters, current: _Run, previous: _Run) -> Counters:
@@ -124,9 +186,13 @@ def _with_runs(c: Counters, current: _Run, previous: _Run) -> Counters:
             "consecutive_same_error": current.times,
             "last_fingerprint": current.fingerprint,
             "last_failed_operation": current.operation,
+            "changed_since_error": list(current.changed),
+            "failed_command_files": list(current.names),
             "previous_fingerprint": previous.fingerprint,
             "previous_count": previous.times,
             "previous_operation": previous.operation,
+            "changed_since_previous": list(previous.changed),
+            "previous_command_files": list(previous.names),
         }
     )
 

@@ -4,6 +4,10 @@ A summary that keeps the first characters of a multi-line output keeps its banne
 (``Traceback (most recent call last):``, ``=====``, ``> shop@1.4.0 build``), not its error.
 This module finds the line(s) that name the error, by the formats each tool prints:
 
+- a lint guard that refused an edit (an agent's editor that runs flake8 on the edited file
+  and keeps the file as it was): the first error of its ``ERRORS:`` list (``E999
+  IndentationError: unexpected indent``), else its line saying the edit was not applied; the
+  instructions the guard prints after them (do not re-run the same edit) are no error;
 - pytest: the first ``E   ...`` line of a failure's explanation;
 - Python: the exception line after the innermost ``File "...", line N`` frame (of the last
   traceback of a chain: the one that ended the program), with that frame;
@@ -220,6 +224,28 @@ def _exception(text: str) -> Salient | None:
     return Salient("exception", found[0], _first(found)) if found else None
 
 
+# --- a lint guard's refusal of an edit -----------------------------------------------------
+
+# The guard lists flake8's findings (``- E999 IndentationError: unexpected indent``, ``- F821
+# undefined name 'x'``) under ``ERRORS:`` and says the edit was not applied. A finding may
+# stand without its dash where a summary of the output already led with it.
+_LINT_FINDING = r"^(?:- )?([A-Z]\d{3} \S.*)$"
+_LINT_NOT_APPLIED = r"^Your (?:changes|edit) ha(?:ve|s) NOT been applied\b.*$"
+
+
+def _lint_guard(text: str) -> Salient | None:
+    if "NOT been applied" not in text:
+        return None
+    refused = _rx(_LINT_NOT_APPLIED).search(text)
+    if refused is None:
+        return None
+    findings = [m.group(1).strip() for m in _rx(_LINT_FINDING).finditer(text, 0, refused.start())]
+    if findings:
+        return Salient("lint", findings[0], _first(findings))
+    said = refused.group(0).strip()
+    return Salient("lint", said, (said,))
+
+
 # --- jest -------------------------------------------------------------------------------
 
 _JEST_HEADER = r"^[ \t]*● (?!Console\b)(.+)$"
@@ -374,6 +400,7 @@ def _phrase(text: str) -> Salient | None:
 
 
 _FINDERS: tuple[Callable[[str], Salient | None], ...] = (
+    _lint_guard,  # first: the refused edit's quoted code may hold any other format's lines
     _pytest,
     _python,
     _pytest_summary,

@@ -14,6 +14,10 @@ of identical errors: the command with what does not change what it does taken aw
 ``cd``, ``source`` and ``export`` steps, ``2>&1``, a trailing ``| head``/``| tail``/``| grep``
 filter, runs of blanks). ``python reproduce.py`` failing and ``cd /testbed && python
 reproduce.py 2>&1 | tail -20`` succeeding are the same operation.
+
+The *files a command names* are the names of the files among its words (``reproduce.py`` in
+``python reproduce.py``, ``test_calc.py`` in ``pytest tests/test_calc.py::test_add``): an
+edit of one of them changes the check the command runs, not the code it checks.
 """
 
 from __future__ import annotations
@@ -144,3 +148,23 @@ def operation_key(action: str) -> str:
     return hashlib.sha256(" ".join(text.split()).encode("utf-8", "surrogatepass")).hexdigest()[
         :OPERATION_KEY_CHARS
     ]
+
+
+# Of the files a command names, at most this many names are kept, each at most this long.
+NAMED_FILES = 8
+NAMED_FILE_CHARS = 120
+# A word naming a file: a name with an extension (``reproduce.py``, ``calc.test.ts``), after
+# any folders; a pytest node id's ``::test`` part is not the file's.
+_FILE_NAME = re.compile(r"(?:^|/)([\w.-]*\w\.[A-Za-z]\w{0,9})(?:::\S*)?$")
+
+
+def named_files(action: str) -> tuple[str, ...]:
+    """The names of the files ``action``'s command names (module docstring), in order."""
+    _tool, sep, command = action.partition(": ")
+    names: dict[str, None] = {}
+    for line in command_lines(command if sep else action):
+        for word in shell_words(line) or line.split():  # an unclosed quote: its plain words
+            found = _FILE_NAME.search(word.strip("'\"()"))
+            if found and len(found.group(1)) <= NAMED_FILE_CHARS:
+                names[found.group(1)] = None
+    return tuple(names)[:NAMED_FILES]
