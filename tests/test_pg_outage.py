@@ -456,6 +456,40 @@ def test_the_cli_names_the_store_and_why_without_its_password(crash_pg: pg.PgSer
     assert took < 8.0
 
 
+def _error_paragraph(stderr: str) -> str:
+    """The ``error:`` a command ended with, its wrapped lines joined."""
+    start = stderr.index("error: ")
+    return " ".join(stderr[start:].split())
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_server_started_while_the_database_is_down_exits_with_one_error_not_a_traceback(
+    transport: str, tmp_path: Path
+) -> None:
+    down = f"postgresql://esc@127.0.0.1:{pg.free_port()}/escalations"  # nothing listens there
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    http = ["--transport", "http", "--port", str(pg.free_port())] if transport == "http" else []
+    done = subprocess.run(
+        [SCRIPT, "serve", *http, "--db", down],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert " ERROR " not in done.stderr, done.stderr
+    said = _error_paragraph(done.stderr)
+    assert said.startswith(f"error: store {down} is unavailable (connection failed:"), said
+    assert said.endswith("; nothing was recorded"), said
+    assert done.stdout == ""
+
+
 def _hook_rows(url: str) -> tuple[list[str], list[str]]:
     """The delivery keys of the hook events recorded, and the failures' messages, in order."""
     import psycopg
