@@ -197,6 +197,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "tool_text_unit": [],
         "store_unavailable": [],
         "store_outcome_unknown": [],
+        "tool_result_in_structured": ["message"],
         # a report outside the scope of a person's token, over MCP and the hook route alike
         # (rules/wording/scope_refusals.py); {task_field}: where the caller names a task
         "scope_refused_task": ["task_id", "prefixes"],
