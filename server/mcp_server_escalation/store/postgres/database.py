@@ -123,9 +123,8 @@ class PgConnections:
         self._readers = StorePool(
             "readers", self._info, config.readers, self._health, self._watchdog, self.location
         )
-        # Callers take turns here, in the order they came, before a pool's connection: a
-        # queue that waits without a bound of its own (the operation's deadline is set when
-        # its turn comes), as the single writer queued writes before.
+        # Callers take turns here, in the order they came, before a pool's connection, as
+        # the single writer queued writes before; the wait counts in the operation's bound.
         self._write_turn = anyio.CapacityLimiter(config.writers)
         self._read_turn = anyio.CapacityLimiter(config.readers)
         self.closed = False
@@ -182,17 +181,30 @@ class PgConnections:
 
     async def run(self, fn: Callable[[PgConn], T], *, write: bool, reader: bool, seconds: float | None) -> T:
         """``fn`` in a transaction on a connection of a pool, in a worker thread, within
-        ``seconds`` (the operation timeout when None) from when its turn comes."""
+        ``seconds`` (the operation timeout when None) from the call, its turn included."""
         if self.closed:
             raise StoreError("the store is closed")
         pool, turn = (self._readers, self._read_turn) if reader else (self._writers, self._write_turn)
         bound = self._config.operation_timeout_seconds if seconds is None else seconds
+        # The bound runs from the call, its wait for a turn included: behind a write that the
+        # database stalls, a queued call would otherwise wait out that write's bound and then
+        # its own.
+        deadline = time.monotonic() + bound
         # Shielded: a caller cancelled mid-way must not go on while its transaction runs (it
         # ends by its deadline in any case).
         with anyio.CancelScope(shield=True):
-            async with turn:
-                job = functools.partial(self._attempts, pool, fn, write, time.monotonic() + bound, bound)
+            turn_came = False
+            with anyio.move_on_after(bound):
+                await turn.acquire()
+                turn_came = True
+            if not turn_came:
+                # Nothing was sent: the database was not even asked.
+                raise StoreUnavailable(self.location, f"no connection was free within {bound:g} s")
+            try:
+                job = functools.partial(self._attempts, pool, fn, write, deadline, bound)
                 result = await anyio.to_thread.run_sync(job)
+            finally:
+                turn.release()
         return result
 
     def _attempts(
