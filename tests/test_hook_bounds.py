@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from conftest import connect
 from hooks_support import hook_process, pre_edit
+from mcp_server_escalation.store.db import BUSY_TIMEOUT_MS
 from test_hooks_relay import serving
 
 # The hosts kill a hook at 15 s; a hook answers within this, with room for a busy machine.
@@ -63,3 +65,21 @@ async def test_a_relayed_check_before_an_edit_answers_within_the_hosts_limit_whi
     assert took < HOOK_ANSWERS_WITHIN, f"the hook answered after {took:.1f} s: {run.stderr}"
     assert (run.returncode, run.stdout) == (0, "")  # no decision: the host goes on
     assert "the store is not answering" in run.stderr, run.stderr
+
+
+async def test_a_tool_call_ends_within_its_bound_while_another_process_holds_the_stores_lock(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "locked.db")
+    async with connect(db) as agent:
+        await agent.call("start_task", title="Locked", task_id="locked")
+        with write_lock_held(db):
+            started = time.monotonic()
+            said = await agent.error("record_failure", task_id="locked", message="RuntimeError: locked out")
+            took = time.monotonic() - started
+
+    bound = BUSY_TIMEOUT_MS / 1000  # the 30 s docs/architecture.md gives a call
+    assert bound - 1 < took < bound + 3, f"the call ended after {took:.1f} s"
+    assert "Nothing of this call was recorded" in said, said
+    with sqlite3.connect(db) as conn:  # the failure was not kept
+        assert conn.execute("SELECT COUNT(*) FROM failure_occurrences").fetchone() == (0,)
