@@ -24,7 +24,6 @@ line loads anyway, the settings and the errors, is imported here at once).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import shutil
@@ -35,7 +34,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import OUTAGE_LOG, ConfigError, EscalationError, StoreError, StoreUnavailable, StoreUnwritable
-from ..hooks.relay import HOSTS, seconds_left
+from ..hooks.budget import within_what_is_left
+from ..hooks.relay import HOSTS
 from ..locations import is_database_url
 from ..process import server_ready
 from ..settings import Settings
@@ -247,28 +247,6 @@ def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> tuple[str,
 
     output, kept = anyio.run(_answer, within_what_is_left(settings), entry, triaged, raw)
     return output, "" if kept is None else _kept_said(args, settings, kept)
-
-
-# However little of the run's budget is left, the store gets this long to answer.
-_STORE_SECONDS_AT_LEAST = 0.5
-
-
-def within_what_is_left(settings: Settings) -> Settings:
-    """``settings`` whose store waits no longer than what is left of the hook run's budget
-    (after a relay that did not answer in time, say), so the run still answers the host
-    within its limit: a store that does not answer by then is an outage, said in its words."""
-    left = seconds_left()
-    bound = settings.store.operation_timeout_seconds
-    if left is None or left >= bound:
-        return settings
-    seconds = max(_STORE_SECONDS_AT_LEAST, left)
-    store = settings.store.model_copy(
-        update={
-            "operation_timeout_seconds": seconds,
-            "statement_timeout_seconds": min(settings.store.statement_timeout_seconds, seconds * 0.8),
-        }
-    )
-    return dataclasses.replace(settings, store=store)
 
 
 def run_hook(entry: str, args: argparse.Namespace) -> int:

@@ -136,10 +136,10 @@ def serve_http(args: argparse.Namespace, settings: Settings) -> int:
 
 async def store_opens(settings: Settings) -> None:
     """The store opens (migrated, as the server will use it), or its ``StoreError`` is raised."""
-    from ..store.backends import open_store  # noqa: PLC0415
+    from ..services.runtime import open_runtime  # noqa: PLC0415
 
-    store = await open_store(settings.db_path, config=settings.store)
-    await store.close()
+    async with open_runtime(settings):
+        pass
 
 
 def run_until_stopped(server: uvicorn.Server) -> int:
