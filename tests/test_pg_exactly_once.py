@@ -29,7 +29,7 @@ AGENTS = 4
 # How often the loop terminates every session of the agents' database.
 KILL_EVERY_SECONDS = 0.2
 # Each agent's calls alternate record_failure and report_progress.
-CALLS_PER_AGENT = 100
+CALLS_PER_AGENT = 250
 # Every commit flushed and, before its flush, delayed (commit_delay, in microseconds): the
 # time in which a terminated session has applied its COMMIT but not yet answered it.
 SLOW_COMMITS = (
