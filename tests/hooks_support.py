@@ -155,8 +155,9 @@ def hook_log(db: str, tmp_path: Path) -> Path:
 
 
 @contextmanager
-def relaying(db: str, tmp_path: Path) -> Iterator[Path]:
-    """``hook relay`` for the store while its socket is up; yields the relay's own log."""
+def relaying(db: str, tmp_path: Path, **env: str) -> Iterator[Path]:
+    """``hook relay`` for the store while its socket is up (``env`` added to its
+    environment); yields the relay's own log."""
     socket_file = socket_of(db, tmp_path)
     own_log = tmp_path / "relay.log"
     with own_log.open("wb") as out:
@@ -164,7 +165,7 @@ def relaying(db: str, tmp_path: Path) -> Iterator[Path]:
             [str(SCRIPT), "--db", db, "hook", "relay"],
             stdout=subprocess.DEVNULL,
             stderr=out,
-            env=environment(tmp_path),
+            env=environment(tmp_path, **env),
         )
     try:
         deadline = time.monotonic() + 20  # a relay listens within a second or two
@@ -555,8 +556,16 @@ def snapshot(db_path: str) -> dict[str, Any]:
     try:
         return {
             "tasks": rows(
-                "SELECT task_id, project, status, scope_json, consecutive_same_error, last_fingerprint,"
-                " verification_attempts, attempts_without_file_change, test_runs_without_improvement,"
+                "SELECT task_id, project, status, scope_json,"
+                " coalesce(json_extract(counters_json, '$.consecutive_same_error'), 0)"
+                " AS consecutive_same_error,"
+                " json_extract(counters_json, '$.last_fingerprint') AS last_fingerprint,"
+                " coalesce(json_extract(counters_json, '$.verification_attempts'), 0)"
+                " AS verification_attempts,"
+                " coalesce(json_extract(counters_json, '$.attempts_without_file_change'), 0)"
+                " AS attempts_without_file_change,"
+                " coalesce(json_extract(counters_json, '$.test_runs_without_improvement'), 0)"
+                " AS test_runs_without_improvement,"
                 " best_pass_rate FROM tasks ORDER BY task_id"
             ),
             "files": rows("SELECT task_id, path, source FROM modified_files ORDER BY task_id, path"),

@@ -62,6 +62,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "mcp",
         "aiosqlite",
         "anyio",
+        # prompts.py reads the rules' words and the triggers' records; a rule names the book
+        # it is handed by its protocol (rules/wording/book.py), so the two never import each other.
+        "mcp_server_escalation.prompts",
         "mcp_server_escalation.store",
         "mcp_server_escalation.services",
         "mcp_server_escalation.adapters",

@@ -104,6 +104,17 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("raise_escalation", {"task_id": "t-1", "reason": "r", "kind": "panic"}, ("kind", "ask_human")),
     ("raise_escalation", {"task_id": "t-1", "reason": "r", "follow_up_of": 77}, ("follow_up_of", "77")),
     ("resolve_escalation", {"escalation_id": 5, "response_type": "ignore"}, ("response_type", "guidance")),
+    # A yes-or-no flag is true or false: "yes" (or "1", "on") was taken for true.
+    (
+        "raise_escalation",
+        {"task_id": "t-1", "reason": "r", "blocking": "yes"},
+        ("blocking: must be true or false",),
+    ),
+    (
+        "raise_escalation",
+        {"task_id": "t-1", "reason": "r", "blocking": 1},
+        ("blocking: must be true or false",),
+    ),
 ]
 
 
@@ -227,7 +238,9 @@ async def test_lists_and_numbers_sent_as_json_strings_are_still_accepted(db_path
             tests_failed="1",
         )
         checked = await agent.call("check_edit", task_id="t-2", paths='["src/b.py", "docs/x.md"]')
+        asked = await agent.call("raise_escalation", task_id="t-2", reason="Which?", blocking="false")
     assert started["task"]["scope"] == ["src/**"]
     assert progress["counters"]["files_modified"] == 1
     assert progress["test_run"]["passed"] == 3
     assert [(p["path"], p["allowed"]) for p in checked["paths"]] == [("src/b.py", True), ("docs/x.md", False)]
+    assert asked["escalation"]["blocking"] is False  # a flag sent as JSON's false, in a string

@@ -343,7 +343,8 @@ async def test_hook_events_count_one_call_per_recorded_tool_call_and_pause_at_th
     assert "escalation 1 (budget)" in contexts[2]
     assert repeat.stdout == ""
     row = _task_row(db, "claude-code-abc123")
-    assert (row["status"], row["tool_calls"], row["failing_test_runs"]) == ("paused", 3, 1)
+    counters = json.loads(row["counters_json"])
+    assert (row["status"], counters["tool_calls"], counters["failing_test_runs"]) == ("paused", 3, 1)
     conn = sqlite3.connect(db)
     try:
         [[triggers_json]] = conn.execute("SELECT triggers_json FROM escalations").fetchall()

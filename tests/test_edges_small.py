@@ -4,10 +4,13 @@ text limits that count characters where bytes are what things cost."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import signal
 import sys
+import uuid
 from pathlib import Path
 
 import anyio
@@ -262,3 +265,43 @@ async def test_text_limits_say_they_count_characters_and_wide_characters_cost_bo
     assert stored["directive"] == "proceed"
     assert "note" in over
     assert f"{TEXT_MAX} characters" in over
+
+
+def _left(marker: str) -> list[int]:
+    """The live processes whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            words = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if entry.name.isdigit() and marker.encode() in words and _running(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize(
+    "ending",
+    ["kill -9 $PPID", "trap 'kill -KILL 0' EXIT; exit 0"],
+    ids=["kills its parent", "kills its own group"],
+)
+async def test_a_notifier_command_that_kills_its_reaper_leaves_no_process_behind(
+    tmp_path: Path, ending: str
+) -> None:
+    """A command that kills the process watching it (its parent, or its whole group on exit)
+    left its children, in its group and out of it, to init: five or six per attempt."""
+    marker = str(uuid.uuid4().int)[:6]  # digits: a part of each child's sleep, to find them by
+    sleeps = " ".join(f"sleep 1{n}{marker}.5 &" for n in range(3))
+    escaped = f"setsid sh -c 'sleep 2{marker}.5 & sleep 3{marker}.5' < /dev/null > /dev/null 2>&1 &"
+    command = Notifier("command", f"{sleeps} {escaped} sleep 0.3; {ending}")
+    payload = {"escalation_id": 1, "event": "created", "text": "t"}
+    try:
+        with anyio.fail_after(60), contextlib.suppress(DeliveryFailed):
+            await send(command, payload, limit_seconds=20)
+        await eventually(lambda: not _left(f"{marker}.5"), 30, "every child of the command ended")
+    finally:
+        left = _left(f"{marker}.5")
+        for pid in left:  # what a failing run leaves, ended here (they are this test's)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert left == []

@@ -170,9 +170,10 @@ async def test_a_relayed_run_says_the_same_and_the_relay_logs_why_once_per_outag
     tmp_path: Path, down_pg: pg.PgServer, url: str
 ) -> None:
     log = hook_log(url, tmp_path)
-    folder = spool_folder(url, {"XDG_STATE_HOME": str(tmp_path / "state")})
+    state = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    folder = spool_folder(url, state)
     report = bash_failure("npm test", "Error: relayed", "toolu_relayed")
-    with relaying(url, tmp_path) as own_log:
+    with relaying(url, tmp_path, **state) as own_log:  # a relayed report waits in the relay's spool
         with stopped(down_pg):
             kept = await hook_run(report, db=url, tmp=tmp_path, **REQUIRE)
             checks = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import threading
 from collections.abc import Iterator
@@ -22,12 +23,13 @@ import pytest
 from mcp import Client
 
 from conftest import make_settings
-from hooks_support import PYTEST_FAIL, bash_failure, hook, snapshot
+from hooks_support import PYTEST_FAIL, bash_failure, environment, hook, relaying, snapshot, socket_of
 from mcp_server_escalation.adapters.composition import server as composition_server
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.hooks import relay_server
 from mcp_server_escalation.hooks.relay import PROTOCOL, socket_path
 from mcp_server_escalation.hooks.relay_server import RelayLimits, respond
+from mcp_server_escalation.hooks.spool import spool_folder
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
 
@@ -278,3 +280,87 @@ async def test_a_folder_with_contents_at_the_socket_path_is_left_and_said_once(
         with anyio.fail_after(30):
             while not relay_server._is_live(path):
                 await anyio.sleep(0.02)
+
+
+def _relayed(path: str, request: dict[str, Any]) -> dict[str, Any] | str:
+    """The relay's reply to ``request`` on the socket ``path``, or why there was none within
+    20 s (a frozen relay)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(20)  # bounds a test that fails; a passing one never waits this long
+        conn.connect(path)
+        conn.sendall(json.dumps(request).encode())
+        conn.shutdown(socket.SHUT_WR)
+        chunks = []
+        try:
+            while chunk := conn.recv(65536):
+                chunks.append(chunk)
+        except TimeoutError:
+            return "no answer within 20 s"
+    reply = json.loads(b"".join(chunks))
+    assert isinstance(reply, dict)
+    return reply
+
+
+def _release(fifo: Path) -> None:
+    """Let go of whoever waits on ``fifo`` to open it (a writer waits for a reader, and a
+    reader for a writer), so that a test that fails still ends."""
+    for flags in (os.O_RDONLY | os.O_NONBLOCK, os.O_WRONLY | os.O_NONBLOCK):
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, flags))
+
+
+async def test_a_relayed_request_never_chooses_the_spool_and_never_removes_a_projects_files(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    """A request's XDG_STATE_HOME whose spool folder is a link to a project: the relay keeps
+    to its own spool, and the project keeps its files."""
+    db = tmp_path / "cfg.db"
+    shutil.copyfile(sqlite_template, db)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "package.json").write_text('{"name": "shop"}\n', encoding="utf-8")
+    (project / "tsconfig.json").write_text('{"compilerOptions": {}}\n', encoding="utf-8")
+    theirs = {"XDG_STATE_HOME": str(tmp_path / "their-state")}
+    linked = spool_folder(str(db), theirs)
+    linked.parent.mkdir(parents=True)
+    linked.symlink_to(project, target_is_directory=True)
+    own = {"XDG_STATE_HOME": str(tmp_path / "own-state")}
+    with relaying(str(db), tmp_path, **own):
+        request = {**_request(tmp_path, "toolu_link1"), "env": {**environment(tmp_path), **theirs}}
+        reply = await anyio.to_thread.run_sync(_relayed, socket_of(str(db), tmp_path), request)
+
+    assert isinstance(reply, dict), reply
+    assert "fallback" not in reply
+    assert sorted(p.name for p in project.iterdir()) == ["package.json", "tsconfig.json"]
+    assert (project / "package.json").read_text(encoding="utf-8") == '{"name": "shop"}\n'
+    assert len(snapshot(str(db))["occurrences"]) == 1  # the relay recorded the event
+
+
+async def test_fifos_in_the_relays_spool_never_freeze_it(tmp_path: Path, sqlite_template: Path) -> None:
+    """A FIFO placed as the spool's lock and another as a spooled event: the relay answers at
+    once, removes both (its folder is private), and records the event it was sent."""
+    db = tmp_path / "cfg.db"
+    shutil.copyfile(sqlite_template, db)
+    own = {"XDG_STATE_HOME": str(tmp_path / "own-state")}
+    folder = spool_folder(str(db), own)
+    folder.mkdir(parents=True, mode=0o700)
+    lock, event = folder / ".lock", folder / f"{0:020d}-00000001-0001.json"
+    os.mkfifo(lock)
+    os.mkfifo(event)
+    try:
+        with relaying(str(db), tmp_path, **own):
+            path = socket_of(str(db), tmp_path)
+            env = {**environment(tmp_path), **own}  # the hook's own folder is the relay's here
+            sent = [{**_request(tmp_path, f"toolu_fifo{n}"), "env": env} for n in (1, 2)]
+            first = await anyio.to_thread.run_sync(_relayed, path, sent[0])
+            second = await anyio.to_thread.run_sync(_relayed, path, sent[1])
+    finally:
+        _release(lock)
+        _release(event)
+
+    assert isinstance(first, dict), first
+    assert isinstance(second, dict), second
+    assert first["stderr"] == second["stderr"] == ""
+    assert not event.exists()
+    assert lock.is_file()  # a regular file in the FIFO's place
+    assert len(snapshot(str(db))["occurrences"]) == 2

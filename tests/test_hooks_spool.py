@@ -9,13 +9,18 @@ from __future__ import annotations
 import fcntl
 import json
 import shutil
+import socket
 import sqlite3
 import time
 from pathlib import Path
 
-from hooks_support import bash_failure, environment, hook_process
+import httpx2
+import pytest
+
+from hooks_support import bash_failure, environment, hook_process, relaying, socket_of
+from http_support import AGENT_TOKEN, http_in_thread
 from mcp_server_escalation.datafiles import data_dir
-from mcp_server_escalation.hooks.relay import socket_path
+from mcp_server_escalation.hooks.relay import PROTOCOL, socket_path
 from mcp_server_escalation.hooks.relay_spawn import log_path
 from mcp_server_escalation.hooks.spool import MAX_SPOOLED, Spool, Spooled, spool_folder
 from mcp_server_escalation.prompts import PromptBook
@@ -100,3 +105,57 @@ async def test_a_report_kept_behind_earlier_events_or_dropped_with_the_spool_ful
         keys = [row[0] for row in conn.execute("SELECT delivery_key FROM hook_events ORDER BY event_id")]
     assert keys == ["post:toolu_behind_0", "post:toolu_behind_1"]  # in order, each once
     assert list(folder.glob("*.json")) == []
+
+
+def _relayed(path: str, request: dict[str, object]) -> dict[str, object]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(30)  # bounds a test that fails
+        conn.connect(path)
+        conn.sendall(json.dumps(request).encode())
+        conn.shutdown(socket.SHUT_WR)
+        reply = json.loads(b"".join(iter(lambda: conn.recv(65536), b"")))
+    assert isinstance(reply, dict)
+    return reply
+
+
+async def test_a_report_dropped_with_the_spool_full_is_told_to_the_host_by_the_route_and_the_relay(
+    tmp_path: Path, sqlite_template: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the spool's limit the HTTP hook route answered 200 with an empty body, which the
+    host reads as an event taken: now a 507 that says it was dropped; the relay's answer says
+    so on the hook's stderr."""
+    store = tmp_path / "escalations.db"
+    shutil.copyfile(sqlite_template, store)
+    state = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    monkeypatch.setenv("XDG_STATE_HOME", state["XDG_STATE_HOME"])  # the server's own spool
+    folder = spool_folder(str(store), state)
+    report = bash_failure("pytest -k full", "E   AssertionError: full", "toolu_full_route")
+    Spool(folder).keep(Spooled("claude-code", json.dumps(report), {}, str(tmp_path)))
+    for n in range(MAX_SPOOLED - 1):
+        (folder / f"{n:020d}-filler.json").touch()
+    headers = {"Authorization": f"Bearer {AGENT_TOKEN}", "X-Escalation-Task": "full-1"}
+    with (folder / ".lock").open("a") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)  # another run is recording the earlier events
+        with http_in_thread(tmp_path, "--db", str(store)) as port, httpx2.Client(timeout=60) as client:
+            posted = client.post(f"http://127.0.0.1:{port}/hooks/claude-code", json=report, headers=headers)
+        with relaying(str(store), tmp_path, **state):
+            request = {
+                "protocol": PROTOCOL,
+                "host": "claude-code",
+                "options": {"--db": str(store)},
+                "env": {**environment(tmp_path), **state},
+                "cwd": str(tmp_path),
+                "stdin": json.dumps(
+                    bash_failure("pytest -k full", "E   AssertionError: x", "toolu_full_relay")
+                ),
+            }
+            relayed = _relayed(socket_of(str(store), tmp_path), request)
+
+    dropped = BOOK.render("hook_http_spool_full", limit=MAX_SPOOLED)
+    assert (posted.status_code, posted.text) == (
+        507,
+        BOOK.render("hook_http_not_recorded", reason=dropped) + "\n",
+    )
+    told = BOOK.render("hook_dropped_behind", spool=str(folder), limit=MAX_SPOOLED)
+    assert relayed["stderr"] == f"{PREFIX}{told}\n"
+    assert len(list(folder.glob("*.json"))) == MAX_SPOOLED  # nothing more was kept

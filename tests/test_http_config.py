@@ -80,6 +80,21 @@ async def test_a_token_shorter_than_32_characters_is_refused_naming_its_variable
     assert "32" in done.stderr
 
 
+@pytest.mark.parametrize("token", [" " * 32, " " * 8 + "a" * 32, "a" * 32 + "\t", "a" * 16 + " " + "b" * 16])
+async def test_a_blank_or_padded_token_is_refused_at_start_naming_its_variable(
+    tmp_path: Path, token: str
+) -> None:
+    """32 spaces were a token anybody could guess; a padded one is one nobody can present."""
+    with anyio.fail_after(60):  # a server that starts on it would serve until then
+        done = await _serve_once(
+            tmp_path, {"ESCALATION_AGENT_TOKEN": token, "ESCALATION_OPERATOR_TOKEN": OPERATOR_TOKEN}
+        )
+
+    assert done.returncode == 1
+    said = " ".join(done.stderr.split())  # wrapped to the terminal's width
+    assert "ESCALATION_AGENT_TOKEN: holds white space (blank or padded): a token is one word" in said
+
+
 async def test_a_wrong_token_gets_a_plain_401_that_points_at_no_oauth_server(
     default_server: tuple[int, Path],
 ) -> None:

@@ -194,6 +194,11 @@ async def _serve_once(env: dict[str, str], tmp_path: Path, command: str = "serve
 
 BAD_FILES = (
     (
+        '[[tokens]]\nname = "ci"\nrole = "agent"\ntoken = "' + " " * 40 + '"\n',
+        "[[tokens]] entry 1 ('ci'), token: holds white space (blank or padded): a token is one word",
+        " " * 40,
+    ),
+    (
         f'[[tokens]]\nname = "ci"\nrole = "agent"\ntoken = "{RUNNER}"\nprojects = ["srv/shop"]\n',
         "[[tokens]] entry 1 ('ci'), projects.0: a list of 1 to 100 absolute folders",
         RUNNER,

@@ -5,20 +5,25 @@ task's store on both backends where it is what is tested."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from typing import Any
 
 import anyio
 import httpx2
+import psycopg
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
-from conftest import Agent, make_settings
+from conftest import Agent, FakeClock, make_settings
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, http_in_thread
 from mcp_server_escalation.adapters.composition.server import build_server
+from mcp_server_escalation.locations import is_database_url
+from mcp_server_escalation.models.limits import WAITS_PER_ESCALATION_MAX
+from mcp_server_escalation.services.waits import WAIT_KEPT_SECONDS
 from operator_support import SCRIPT, run_cli
 from task_client import CreatedTask, TasksClient, call_as_task, cancel_task, get_task, update_task
 from test_elicitation_modern import GUIDANCE, Human
@@ -291,3 +296,72 @@ async def test_the_server_declares_the_tasks_extension(db_path: str) -> None:
 
     assert capabilities is not None
     assert capabilities.extensions == {"io.modelcontextprotocol/tasks": {}}
+
+
+def _waits_of(db_path: str, escalation_id: int) -> int:
+    """The rows ``escalation_waits`` holds for the escalation, read from the store itself."""
+    query = "SELECT COUNT(*) FROM escalation_waits WHERE escalation_id = "
+    if is_database_url(db_path):
+        with psycopg.connect(db_path) as pg_conn:
+            row = pg_conn.execute(query + "%s", (escalation_id,)).fetchone()
+    else:
+        with closing(sqlite3.connect(db_path)) as conn:
+            row = conn.execute(query + "?", (escalation_id,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.mark.both_backends
+async def test_two_thousand_waits_on_one_escalation_leave_at_most_the_bound(db_path: str) -> None:
+    """A client that turns waits into tasks in a loop left a row per wait (2,000 rows, 5 MB):
+    an escalation keeps its newest WAITS_PER_ESCALATION_MAX, and the newest still answers."""
+    with anyio.fail_after(300):
+        async with _client(db_path) as client:
+            escalation_id = await _question(Agent(client), "t-many")
+            created = [await _wait_as_task(client, escalation_id) for _ in range(2000)]
+            newest = await get_task(client, created[-1].task_id)
+            with pytest.raises(MCPError) as forgotten:
+                await get_task(client, created[0].task_id)
+
+    assert _waits_of(db_path, escalation_id) == WAITS_PER_ESCALATION_MAX
+    assert newest.status == "working"
+    assert forgotten.value.error.code == -32602  # unknown, expired, or another caller's
+
+
+@pytest.mark.both_backends
+async def test_a_wait_older_than_its_lifetime_is_gone_once_another_starts(db_path: str) -> None:
+    clock = FakeClock()
+    with anyio.fail_after(60):
+        async with Client(build_server(make_settings(db_path), clock), extensions=[TasksClient()]) as client:
+            first = await _question(Agent(client), "t-old")
+            second = await _question(Agent(client), "t-new")
+            await _wait_as_task(client, first)
+            clock.advance(seconds=WAIT_KEPT_SECONDS + 1)
+            await _wait_as_task(client, second)
+
+    assert (_waits_of(db_path, first), _waits_of(db_path, second)) == (0, 1)
+
+
+async def test_over_stdio_a_task_is_served_to_stdio_callers_with_its_id_and_an_http_task_is_not(
+    tmp_path: Any,
+) -> None:
+    """What a task id protects over stdio (docs/security.md): a second stdio process of the
+    store serves a stdio task given its id, and no stdio process serves a task an HTTP token
+    started, nor an id one character off."""
+    db_path = str(tmp_path / "esc.db")
+    with http_in_thread(tmp_path) as port, anyio.fail_after(120):
+        async with _http(f"http://127.0.0.1:{port}/mcp", AGENT_TOKEN) as over_http:
+            http_task = await _wait_as_task(over_http, await _question(Agent(over_http), "t-http-owned"))
+        async with _stdio(db_path) as first:
+            stdio_task = await _wait_as_task(first, await _question(Agent(first), "t-stdio-owned"))
+        async with _stdio(db_path) as second:
+            served = await get_task(second, stdio_task.task_id)
+            with pytest.raises(MCPError) as http_owned:
+                await get_task(second, http_task.task_id)
+            with pytest.raises(MCPError) as off_by_one:
+                await get_task(
+                    second, stdio_task.task_id[:-1] + ("A" if stdio_task.task_id[-1] != "A" else "B")
+                )
+
+    assert served.status == "working"
+    assert http_owned.value.error.code == off_by_one.value.error.code == -32602

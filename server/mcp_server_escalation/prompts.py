@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .rules.triggers.records import TEMPLATES as TRIGGER_TEMPLATES
 from .rules.wording.argument_errors import TEMPLATE_FIELDS as ARGUMENT_TEMPLATES
 from .rules.wording.hook_input import STORE_DOWN_TEMPLATES as HOOK_STORE_DOWN_TEMPLATES
 from .rules.wording.hook_input import STORE_ERROR_TEMPLATES as HOOK_STORE_ERROR_TEMPLATES
@@ -75,31 +76,11 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "task_wait_asking": ["escalation_id"],
         "task_wait_completed": ["escalation_id"],
         "task_wait_cancelled": ["escalation_id"],
-        # one line per trigger, for the operator and the model
-        "trigger_repeated_error": ["count", "threshold", "message"],
+        # one line per trigger, for the operator and the model, and the warning a step
+        # before a threshold (Thresholds.warn_before): each trigger's record declares its own
+        **TRIGGER_TEMPLATES,
+        # a counting trigger's summary led by the task's latest error (services/headlines.py)
         "trigger_latest_error": ["error", "summary"],
-        "trigger_verification_limit": ["count", "threshold"],
-        "trigger_no_file_progress": ["count", "threshold"],
-        "trigger_test_stall": ["count", "threshold", "best_pass_rate", "latest_pass_rate"],
-        "trigger_file_limit": ["count", "limit", "proposed"],
-        "trigger_scope_deviation": ["paths", "scope"],
-        "trigger_external_blocker": ["signal_type", "subject", "error"],
-        "trigger_budget_tool_calls": ["used", "limit", "since"],
-        "trigger_budget_minutes": ["used", "limit", "since"],
-        "trigger_budget_failing_test_runs": ["used", "limit", "since"],
-        # the warning a step before a threshold (Thresholds.warn_before)
-        "warning_repeated_error": ["count", "threshold", "error", "tries", "guidance"],
-        "warning_repeated_error_grace": ["count", "grace", "error", "tries", "guidance"],
-        "warning_no_file_progress": ["count", "threshold"],
-        "warning_test_stall": ["count", "threshold", "best_pass_rate", "latest_pass_rate"],
-        "warning_verification_limit": ["count", "threshold"],
-        "warning_try": ["action"],
-        "warning_guidance": ["adjustment", "failure_id"],
-        "warning_no_guidance": [],
-        "trigger_ask_human": ["reason"],
-        "trigger_system_error": ["reason"],
-        "trigger_host_error_notice": ["error_type", "error"],
-        "trigger_host_error_persists": ["error_type", "error", "count"],
         # why check_edit refused a path
         "reason_outside_root": ["path"],
         "reason_out_of_scope": ["path", "scope"],
@@ -117,7 +98,6 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "message_attempt_recorded": ["task_id", "step", "attempt_number", "cycle"],
         "message_attempt_accepted": ["task_id", "step", "attempt_number"],
         "message_stagnation_cycle": ["task_id", "step", "cycle", "escalated_to"],
-        "trigger_stagnation": ["step", "cycles", "max_cycles"],
         "failure_summary": ["step", "cycle", "count", "patterns", "approaches", "latest"],
         "summary_pattern": ["pattern", "count"],
         "summary_approach": ["attempt_number", "approach"],
@@ -197,12 +177,12 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "store_unavailable": [],
         "store_outcome_unknown": [],
         "tool_result_in_structured": ["message"],
-        # a report outside the scope of a person's token, over MCP and the hook route alike
-        # (rules/wording/scope_refusals.py); {task_field}: where the caller names a task
+        # a report outside a token's scope, on every route (rules/wording/scope_refusals.py)
         "scope_refused_task": ["task_id", "prefixes"],
         "scope_refused_no_task": ["prefixes", "task_field"],
         "scope_refused_project": ["project", "folders"],
         "scope_allowed_more": ["listed", "more"],
+        "scope_method_unknown": ["method"],
         "notify_text_renotify": [
             "priority",
             "escalation_id",

@@ -16,6 +16,7 @@ from ..models.escalations import Escalation, EscalationSummary
 from ..prompts import PromptBook
 from ..rules.operators.announce import human_answers
 from ..rules.reading.salient import headline
+from ..rules.triggers.records import RAISED_BY_AGENT
 from ..rules.wording import timeline
 from ..rules.wording.words import absent, criteria_words, kind_words, trigger_words
 from .evidence_view import evidence_lines, when
@@ -29,8 +30,6 @@ ANSWER_FLAGS = {
     "terminate": "--terminate [TEXT]",
 }
 RECENT_ACTIONS_SHOWN = 10
-# Kinds the agent raises itself: no threshold, and the question or error is their evidence.
-RAISED_BY_AGENT = ("ask_human", "system_error")
 
 
 def answer_flags(escalation: Escalation) -> list[str]:

@@ -1,5 +1,6 @@
-"""Each kind of trigger's evidence as ``escalations show`` prints it (pure, no I/O): a view
-written for the kind, the same as the console's (``adapters/console/templates/evidence.html``).
+"""Each kind of trigger's evidence as ``escalations show`` prints it (pure, no I/O): the view
+its record names (``rules/triggers/records.py``), the same as the console's
+(``adapters/console/templates/evidence.html``).
 
 - repeated error: the error once, then each occurrence's time, place and attempted action,
   and the command for the whole error;
@@ -13,8 +14,9 @@ written for the kind, the same as the console's (``adapters/console/templates/ev
 - a question or error the agent raised: nothing here (the question and its options come
   first on the page).
 
-Any other kind (or evidence stored by an older version) falls back to labelled lines
-(``rules/wording/fact_lines.py``). Times are written as a person writes them, in UTC.
+Any other kind (stagnation: its record names the generic view), or evidence stored by an
+older version, falls back to labelled lines (``rules/wording/fact_lines.py``). Times are
+written as a person writes them, in UTC.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 from ..rules.bounds.evidence import is_clipped
 from ..rules.reading.salient import headline, one_line
+from ..rules.triggers.records import view_of
 from ..rules.wording.fact_lines import INDENT, facts_lines, wrap
 from ..rules.wording.words import NOTHING, absent, counted, field_words, name_words, readable_time
 from .monitor import table
@@ -198,24 +201,24 @@ def _raised(_facts: Facts, _width: int, _prefix: str, _error: str) -> list[str]:
     return []  # the question (or error) and its options are printed above
 
 
-# Each kind's view, and the field its evidence must hold for it (older evidence falls back).
+# Each view a trigger's record may name, and the field its evidence must hold for it (older
+# evidence falls back to the generic view, as does a kind whose record names that one).
 VIEWS: dict[str, tuple[str | None, Callable[[Facts, int, str, str], list[str]]]] = {
-    "repeated_error": ("occurrences", _occurrences),
-    "no_file_progress": ("attempts", _attempts),
-    "test_stall": ("history", _stall),
-    "verification_limit": ("verification_history", _verification),
-    "file_limit": ("proposed_files", _files),
-    "scope_deviation": ("out_of_scope_paths", _scope),
-    "external_blocker": ("signal_type", _blocker),
+    "occurrences": ("occurrences", _occurrences),
+    "attempts": ("attempts", _attempts),
+    "pass rates": ("history", _stall),
+    "verification history": ("verification_history", _verification),
+    "files": ("proposed_files", _files),
+    "scope": ("out_of_scope_paths", _scope),
+    "blocker": ("signal_type", _blocker),
     "budget": ("used", _budget),
-    "ask_human": (None, _raised),
-    "system_error": (None, _raised),
+    "question": (None, _raised),
 }
 
 
 def evidence_lines(kind: str, facts: Facts, width: int, prefix: str, error: str) -> list[str]:
-    """One trigger's evidence, in the view written for its ``kind``; ``error``: its headline."""
-    view = VIEWS.get(kind)
+    """One trigger's evidence, in the view its ``kind``'s record names; ``error``: its headline."""
+    view = VIEWS.get(view_of(kind))
     if view is not None and (view[0] is None or view[0] in facts):
         return view[1](facts, width, prefix, error)
     return facts_lines(facts, width, prefix, error)

@@ -34,8 +34,18 @@ from ..locations import is_database_url
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings
 from .relay import socket_path
-from .relay_server import LIMITS, LOOKUP_THREADS, RelayLimits, accept, bind, release, serve_one, socket_inode
+from .relay_server import (
+    LIMITS,
+    LOOKUP_THREADS,
+    RelayLimits,
+    accept,
+    bind,
+    release,
+    serve_one,
+    socket_inode,
+)
 from .relay_spawn import lock_path, open_lock, take_lock
+from .spool import own_spool
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +140,7 @@ async def serve_until_done(rt: Runtime, path: str, idle_seconds: float, limits: 
     bound = socket_inode(path)
     life = Lifetime(idle_seconds, rt.settings.db_path, store_identity(rt.settings.db_path))
     lookups = anyio.CapacityLimiter(LOOKUP_THREADS)
+    spool = own_spool(rt.settings.db_path)
 
     async def handle(stream: SocketStream) -> None:
         if life.reason is None and life.store_replaced():
@@ -139,7 +150,7 @@ async def serve_until_done(rt: Runtime, path: str, idle_seconds: float, limits: 
             return
         life.run_started()
         try:
-            await serve_one(rt, stream, limits, lookups)
+            await serve_one(rt, stream, limits, lookups, spool)
         finally:
             life.run_ended()
 

@@ -17,6 +17,7 @@ wait for anyone on its event loop, which also runs the MCP server's tool calls:
 - The config file a hook names is never read here. A hook whose config is not the very
   file this process loaded, unchanged since (``FileStamp``), is declined; the hook then
   reads its own. Looking it up (``stat``, ``realpath``) runs in a worker thread.
+- Reports wait in the relay's own spool (``own_spool``), never in one a request names.
 - At most ``RelayLimits.connections`` connections at once (the rest are closed at once, and
   their hooks run themselves), each with a size limit and a time limit on its request and
   on the whole exchange. A failed ``accept`` (no file descriptor left) is logged and
@@ -71,7 +72,7 @@ from ..settings import FileStamp, LoadedConfig, Settings, config_path
 from .dispatch import HookInputError, prepare, warning
 from .relay import HOSTS, MAX_STDIN, OPTIONS, PROTOCOL, socket_dir, socket_path
 from .relay_spawn import log_path, note_failure, note_outage
-from .spool import Kept, Spool, Spooled, answer_or_keep, kept_env, kept_words, spool_folder
+from .spool import Kept, Spool, Spooled, answer_or_keep, kept_env, kept_words, own_spool
 
 log = logging.getLogger(__name__)
 
@@ -144,11 +145,14 @@ def _hook_settings(
 
 
 async def respond(
-    rt: Runtime, request: Mapping[str, Any], lookups: anyio.CapacityLimiter | None = None
+    rt: Runtime,
+    request: Mapping[str, Any],
+    lookups: anyio.CapacityLimiter | None = None,
+    spool: Spool | None = None,
 ) -> dict[str, Any]:
     """The reply to one forwarded hook run: its stdout and stderr, or ``fallback``.
 
-    ``lookups`` limits the worker threads that look up its file names (None: anyio's own)."""
+    ``lookups``: the threads that look up its file names; ``spool``: the relay's own."""
     host, options, env, cwd, stdin = (
         request.get("host"),
         request.get("options"),
@@ -179,10 +183,11 @@ async def respond(
     try:
         triaged = prepare(stdin.encode("utf-8", "surrogatepass"), settings, env_map, cwd, entry=str(host))
         if triaged is not None:
-            # The hook's machine is this one: its reports wait in this machine's spool.
+            # The hook's machine is this one: its reports wait in the relay's spool.
             event = Spooled(str(host), stdin, kept_env(env_map), cwd)
-            spool = Spool(spool_folder(settings.db_path, env_map))
-            out, kept = await answer_or_keep(rt, settings, triaged, event, spool)
+            out, kept = await answer_or_keep(
+                rt, settings, triaged, event, spool or own_spool(rt.settings.db_path)
+            )
             stdout = out + "\n" if out else ""
             stderr = "" if kept is None else warning(await _kept_said(rt, kept))
             if kept is None:
@@ -287,12 +292,13 @@ async def serve_one(
     stream: SocketStream,
     limits: RelayLimits = LIMITS,
     lookups: anyio.CapacityLimiter | None = None,
+    spool: Spool | None = None,
 ) -> None:
     """One connection; whatever it sends, the listener (and the MCP server) keeps running."""
     try:
         async with stream:
             with anyio.move_on_after(limits.exchange_seconds):
-                await _exchange(rt, stream, limits, lookups)
+                await _exchange(rt, stream, limits, lookups, spool)
     except Exception:  # a bad peer or a bug must never take the server down
         log.exception("hook relay: a connection failed")
 
@@ -314,9 +320,7 @@ async def _receive(stream: SocketStream, limits: RelayLimits) -> bytes | None:
     return None
 
 
-async def _exchange(
-    rt: Runtime, stream: SocketStream, limits: RelayLimits, lookups: anyio.CapacityLimiter | None
-) -> None:
+async def _exchange(rt: Runtime, stream: SocketStream, limits: RelayLimits, *served: Any) -> None:
     body = await _receive(stream, limits)
     if body is None:
         return
@@ -326,7 +330,7 @@ async def _exchange(
         return
     if not isinstance(request, dict):
         return
-    reply = await respond(rt, request, lookups)
+    reply = await respond(rt, request, *served)  # the relay's look-up threads and spool
     encoded = json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         await stream.send(encoded)
@@ -442,6 +446,7 @@ async def bind(path: str) -> SocketListener | str:
 async def _listen(rt: Runtime, path: str, limits: RelayLimits) -> None:
     """Serve the socket, or wait for it to be free and then serve it."""
     lookups = anyio.CapacityLimiter(LOOKUP_THREADS)
+    spool = own_spool(rt.settings.db_path)
     said = SERVED  # what was last said about why it does not listen: said once, not every retry
     while True:
         listener = await bind(path)
@@ -459,7 +464,7 @@ async def _listen(rt: Runtime, path: str, limits: RelayLimits) -> None:
         try:
 
             async def handle(stream: SocketStream) -> None:
-                await serve_one(rt, stream, limits, lookups)
+                await serve_one(rt, stream, limits, lookups, spool)
 
             await accept(listener, handle, limits)
         finally:

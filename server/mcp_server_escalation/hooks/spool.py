@@ -22,6 +22,14 @@ the hook says so.
 What the hook says is in the words of ``prompts/hooks.toml`` (``kept_words``): what became of
 the event, that there is no decision, and, for an outage, where its details are; never where
 the store is or what its database said, which the hook's host may show the model.
+
+The folder is the process's own (``spool_folder`` of its own environment; the relay's is
+computed at its start, never from a request), and it is used only as the relay's socket
+folder is: a folder, not a link, of this user's, open to nobody else (mode 0700). One that
+is not is never read, written or emptied: a report that would be kept there is dropped, and
+the hook says why. Every file in it is opened without following a link and without waiting
+on a FIFO, and read only when it is a regular file, so nothing placed there can freeze the
+process or have it remove a file elsewhere.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
@@ -42,6 +51,7 @@ from ..errors import StoreUnavailable
 from ..locations import FOLDER
 from ..rules.wording.hook_input import hook_input_words, hook_kept_words
 from .dispatch import HookInputError, answer, prepare, prepare_remote
+from .relay import MAX_STDIN
 from .triage import Triaged
 
 if TYPE_CHECKING:
@@ -57,6 +67,11 @@ SPOOLED_KINDS = frozenset({"post_tool", "post_tool_failure", "stop_failure"})
 # host's patience (15 s in all), beside the store's own bounds.
 REPLAY_SECONDS = 3.0
 MAX_SPOOLED = 10_000
+# A spooled event is its stdin (at most what the relay takes) JSON-escaped, six bytes a
+# character at worst, and a few variables: a larger file is none of ours.
+SPOOLED_FILE_BYTES = 6 * MAX_STDIN + 64 * 1024
+# Opening a file of the spool: never through a link, never waiting on a FIFO's writer.
+NO_LINK_NO_WAIT = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 # The variables a spooled event is triaged with again (hooks/triage.py reads these).
 KEPT_VARIABLES = ("ESCALATION_TASK", "CLAUDE_PROJECT_DIR", "CURSOR_PROJECT_DIR")
 
@@ -67,6 +82,13 @@ def spool_folder(db_path: str, env: Mapping[str, str]) -> Path:
     base = Path(given) if given else Path(env.get("HOME") or Path.home()) / ".local" / "state"
     digest = hashlib.sha256(db_path.encode("utf-8")).hexdigest()[:16]
     return base / FOLDER / "spool" / digest
+
+
+def own_spool(db_path: str) -> Spool:
+    """The spool of the store at ``db_path`` in the folder this process's own environment
+    names: the relay's, computed at its start, so a request's environment never chooses
+    where the relay writes or what it removes."""
+    return Spool(spool_folder(db_path, os.environ))
 
 
 @dataclass(frozen=True)
@@ -92,6 +114,10 @@ def kept_env(env: Mapping[str, str]) -> dict[str, str]:
     return {name: env[name] for name in KEPT_VARIABLES if name in env}
 
 
+class UnsafeSpool(Exception):
+    """The spool folder is not this user's private folder (a link, another's, open to others)."""
+
+
 class Spool:
     """The spool folder of one store on this machine."""
 
@@ -99,36 +125,54 @@ class Spool:
         self.folder = folder
         self._made = 0
 
+    def private(self, *, make: bool = False) -> bool:
+        """Is the folder a folder (not a link) of this user's alone (``make``: made when missing)?
+        Checked as the relay's socket folder is (``hooks/relay.py``)."""
+        try:
+            if make:
+                self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            found = os.lstat(self.folder)
+        except OSError:
+            return False
+        private = stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o077
+        if not private:
+            log.warning("hook spool: %s is not a private folder of this user's; not used", self.folder)
+        return private
+
     def waiting(self) -> list[Path]:
-        """The spooled events, oldest first."""
+        """The spooled events, oldest first (none in a folder that is not private)."""
+        if not self.folder.exists() or not self.private():
+            return []
         try:
             return sorted(self.folder.glob("*.json"))
         except OSError:
             return []
 
     def keep(self, event: Spooled) -> int | None:
-        """Write ``event`` behind the others; how many now wait (None: the spool is full)."""
+        """Write ``event`` behind the others; how many now wait (None: the spool is full).
+        Raises ``UnsafeSpool`` when the folder is not private."""
+        if not self.private(make=True):
+            raise UnsafeSpool(str(self.folder))
         waiting = len(self.waiting())
         if waiting >= MAX_SPOOLED:
             return None
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._made += 1
         name = f"{time.time_ns():020d}-{os.getpid():08d}-{self._made:04d}"
         partial = self.folder / f"{name}.part"
-        partial.write_text(json.dumps(asdict(event), ensure_ascii=False), encoding="utf-8")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_LINK_NO_WAIT
+        with os.fdopen(os.open(partial, flags, 0o600), "w", encoding="utf-8") as out:
+            out.write(json.dumps(asdict(event), ensure_ascii=False))
         partial.rename(self.folder / f"{name}.json")  # whole, or not there
         return waiting + 1
 
     @contextlib.contextmanager
     def turn(self) -> Iterator[bool]:
         """This process's turn to replay: True when no other process holds it."""
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            handle = (self.folder / ".lock").open("a")
-        except OSError:
+        handle = self._lock() if self.private(make=True) else None
+        if handle is None:
             yield False
             return
-        with handle:
+        try:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -138,16 +182,51 @@ class Spool:
                 yield True
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+        finally:
+            os.close(handle)
+
+    def _lock(self) -> int | None:
+        """The lock file, opened (None: it cannot be). Anything else in its place (a FIFO, a
+        link) is removed once and a regular file made: the folder is private."""
+        lock = self.folder / ".lock"
+        for flags in (os.O_CREAT, os.O_CREAT | os.O_EXCL):
+            try:
+                handle: int | None = os.open(lock, os.O_RDONLY | flags | NO_LINK_NO_WAIT, 0o600)
+            except OSError:
+                handle = None
+            if handle is not None and stat.S_ISREG(os.fstat(handle).st_mode):
+                return handle
+            if handle is not None:
+                os.close(handle)
+            log.warning("hook spool: %s is not a regular file; replaced", lock)
+            with contextlib.suppress(OSError):
+                lock.unlink()
+        return None
 
 
 def _load(path: Path) -> Spooled | None:
+    """The event in ``path``; None (and the entry removed: a link itself, never its target)
+    when it is no event of ours."""
     try:
-        return Spooled(**json.loads(path.read_text(encoding="utf-8")))
+        return Spooled(**json.loads(_read_regular(path)))
     except (OSError, ValueError, TypeError) as exc:
         log.warning("hook spool: %s is unreadable (%s); removed", path.name, exc)
         with contextlib.suppress(OSError):
             path.unlink()
         return None
+
+
+def _read_regular(path: Path) -> str:
+    """The text of ``path`` when it is a regular file of a spooled event's size; else OSError
+    (a link, a FIFO, a device, a folder, a file too large)."""
+    handle = os.open(path, os.O_RDONLY | NO_LINK_NO_WAIT)
+    with os.fdopen(handle, "rb") as opened:
+        found = os.fstat(handle)
+        if not stat.S_ISREG(found.st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        if found.st_size > SPOOLED_FILE_BYTES:
+            raise OSError(f"{path.name} is larger than a spooled event ({SPOOLED_FILE_BYTES} bytes)")
+        return opened.read(SPOOLED_FILE_BYTES + 1).decode("utf-8")
 
 
 async def replay(rt: Runtime, settings: Settings, spool: Spool, seconds: float = REPLAY_SECONDS) -> bool:
@@ -190,6 +269,7 @@ class Kept:
     folder: Path
     waiting: int | None
     outage: StoreUnavailable | None
+    unsafe: bool = False  # the folder was not private: dropped, not kept
 
 
 async def answer_or_keep(
@@ -228,11 +308,20 @@ async def _answer_in_order(
 
 def keep_unrecorded(spool: Spool, event: Spooled, outage: StoreUnavailable | None) -> Kept:
     """Spool ``event``, kept for ``outage`` (None: behind earlier events)."""
-    return Kept(spool.folder, spool.keep(event), outage)
+    try:
+        return Kept(spool.folder, spool.keep(event), outage)
+    except UnsafeSpool:
+        return Kept(spool.folder, None, outage, unsafe=True)
 
 
 def kept_words(book: PromptBook, kept: Kept, log: str | None) -> str:
     """The hook's line on stderr for ``kept``; ``log``: where its outage's details were written."""
     return hook_kept_words(
-        book, str(kept.folder), kept.waiting, MAX_SPOOLED, outage=kept.outage is not None, log=log
+        book,
+        str(kept.folder),
+        kept.waiting,
+        MAX_SPOOLED,
+        outage=kept.outage is not None,
+        log=log,
+        unsafe=kept.unsafe,
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, StrictBool
 
 TEXT_MAX = 64 * 1024
 LARGE_TEXT_MAX = 1024 * 1024
@@ -80,6 +80,19 @@ Options = Annotated[
     _at_most_characters(OPTIONS_TOTAL_MAX),
 ]
 Count = Annotated[int, Field(ge=0, le=10_000_000)]
+
+
+def _json_flag(value: object) -> object:
+    """A flag as JSON spells it, also inside a string (hosts that send every argument as text
+    send ``"false"``); anything else, "yes" or 1 included, is left for StrictBool to refuse."""
+    return {"true": True, "false": False}.get(value, value) if isinstance(value, str) else value
+
+
+# A yes-or-no argument: true or false, never "yes", "on" or 1 (pydantic's lax bool took them).
+Flag = Annotated[StrictBool, BeforeValidator(_json_flag)]
+# Waits run as MCP tasks kept per escalation (services/waits.py): the newest, the older
+# forgotten (a client that polls one of them is told it is unknown or expired).
+WAITS_PER_ESCALATION_MAX = 8
 WaitSeconds = Annotated[float, Field(ge=0, le=WAIT_MAX_SECONDS, allow_inf_nan=False)]
 EscalationId = Annotated[int, Field(ge=1, le=SQLITE_INTEGER_MAX)]
 Revision = Annotated[int, Field(ge=1, le=SQLITE_INTEGER_MAX)]

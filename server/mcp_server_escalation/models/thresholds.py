@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 PositiveLimit = Annotated[int, Field(ge=1, le=1_000_000)]
 Similarity = Annotated[float, Field(gt=0.0, le=1.0)]
@@ -48,22 +48,29 @@ class Thresholds(BaseModel):
         return self.model_copy(update=changes) if changes else self
 
 
-class ThresholdOverrides(BaseModel):
-    """Per-task (or config) changes to the defaults; unset fields keep the default."""
+def _overrides_of(defaults: type[BaseModel]) -> type[BaseModel]:
+    """A model of the same fields as ``defaults``, each optional and unset by default, with
+    the same constraints and descriptions: a threshold is declared once, in ``Thresholds``."""
+    hints = get_type_hints(defaults, include_extras=True)
+    fields: dict[str, Any] = {
+        name: (hints[name] | None, Field(None, description=info.description))
+        for name, info in defaults.model_fields.items()
+    }
+    return create_model(
+        "ThresholdOverrides",
+        __config__=ConfigDict(extra="forbid", defer_build=True),
+        __doc__="Per-task (or config) changes to the defaults; unset fields keep the default.",
+        __module__=__name__,
+        **fields,
+    )
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    same_error_repeated: PositiveLimit | None = None
-    blocker_repeated: PositiveLimit | None = None
-    total_verification_attempts: PositiveLimit | None = None
-    no_file_changes_after_attempts: PositiveLimit | None = None
-    no_test_improvement_after: PositiveLimit | None = None
-    files_modified_exceeds: PositiveLimit | None = None
-    spec_deviation_detected: bool | None = None
-    stagnation_patience: PositiveLimit | None = None
-    stagnation_similarity: Similarity | None = None
-    max_escalation_cycles: Annotated[int, Field(ge=0, le=1000)] | None = None
-    warn_before: Annotated[int, Field(ge=0, le=1000)] | None = None
-    max_tool_calls: PositiveLimit | None = None
-    max_minutes: PositiveLimit | None = None
-    max_failing_test_runs: PositiveLimit | None = None
+if TYPE_CHECKING:
+    # What the checker reads: a model whose every field is a threshold or None.
+    class ThresholdOverrides(BaseModel):
+        """Per-task (or config) changes to the defaults; unset fields keep the default."""
+
+        def __getattr__(self, name: str) -> Any: ...
+
+else:
+    ThresholdOverrides = _overrides_of(Thresholds)

@@ -33,6 +33,7 @@ from .firing import (
     publish_fired,
     stop_if_ended,
 )
+from .gathering import gatherer
 from .headlines import lead_with_latest_error
 from .runtime import Runtime
 from .tasks import load_task
@@ -162,6 +163,7 @@ def _evidence(
     return fired
 
 
+@gatherer("cycle summaries")
 def _stagnation_evidence(rt: Runtime, conn: Conn, task: Task, step: str, fires: Fires) -> Evidence:
     """The step's cycle summaries (the one just stored included) as a run."""
     cycles = [c for c in feedback_store.cycle_feedback(conn, task.task_id, step) if c.source_step == step]
@@ -171,7 +173,10 @@ def _stagnation_evidence(rt: Runtime, conn: Conn, task: Task, step: str, fires: 
 
 
 def _verification_evidence(rt: Runtime, conn: Conn, task: Task, step: str, fires: Fires) -> Evidence:
-    """The step's latest attempts and the task's latest test runs, led by its latest error."""
+    """The step's latest attempts and the task's latest test runs, led by its latest error.
+
+    A verdict's own evidence of the verification limit, beside the record's (the test runs'
+    history a report gathers): the CLI and the console show it as labelled lines."""
     history = feedback_store.attempts(conn, task.task_id, step, limit=RUN_READ)
     runs = progress_store.list_test_runs(conn, task.task_id, TEST_RUNS_SHOWN)
     summary = lead_with_latest_error(rt, conn, task.task_id, fires.summary.template, **fires.summary.values)

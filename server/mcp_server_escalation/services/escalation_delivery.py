@@ -9,6 +9,7 @@ terminated). A wait that times out is never an answer: the escalation stays pend
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import anyio
 
@@ -17,7 +18,7 @@ from ..models.escalations import Escalation, EscalationRef, EscalationResponse
 from ..models.limits import ENDED_STATUSES, WAIT_MAX_SECONDS, Directive
 from ..models.results import AcknowledgeResult, EscalationResult
 from ..models.tasks import Task
-from ..rules.decide.triggers import COUNTER_RESET_ON_ACK, budget_resets
+from ..rules.decide.triggers import ack_resets, budget_resets
 from ..store import escalation_lookups
 from ..store import escalations as escalation_store
 from ..store import progress as progress_store
@@ -77,35 +78,50 @@ async def get_escalation(
     still at that revision the answer leaves the record out (a waiting agent polls it every
     30 s, and each whole record went into its context again); any change sends it whole.
     """
-    current = await rt.db.read(lambda conn: escalation_lookups.get_ref(conn, escalation_id))
-    if current is None:
-        raise NotFound("escalation_id", escalation_id, "list_escalations shows the ids.")
-    if known_revision is not None and known_revision > current.revision:
-        raise InvalidInput(
-            "known_revision",
-            f"{known_revision} is above escalation {escalation_id}'s revision {current.revision}; "
-            "pass the revision of the last answer that held the record, or leave it out",
-        )
     if wait_seconds > 0:
+        # A wrong id or revision is refused at once, not after a minute's wait for it.
+        current = await rt.db.read(lambda conn: escalation_lookups.get_ref(conn, escalation_id))
+        _check_revision(_found(current, escalation_id), known_revision)
         await _wait_for_change(rt, escalation_id, wait_seconds, on_wait)
     now = rt.now()
 
     def work(conn: Conn) -> EscalationResult:
-        named = escalation_lookups.get_ref(conn, escalation_id)
-        if named is None:
-            raise NotFound("escalation_id", escalation_id, "list_escalations shows the ids.")
-        if named.revision == known_revision:
-            return _unchanged(rt, conn, named)
-        escalation = load_escalation(conn, escalation_id)
+        # The escalation's row is read once: its short form answers a poll that finds nothing
+        # new, the whole record is built from the same row, and delivering it revises that.
+        named = _found(escalation_lookups.get_named(conn, escalation_id), escalation_id)
+        _check_revision(named.ref, known_revision)
+        if named.ref.revision == known_revision:
+            return _unchanged(rt, conn, named.ref, named.task_id)
+        escalation = named.whole()
         if deliver and escalation.response is not None and escalation.delivered_at is None:
-            escalation_store.mark_delivered(conn, escalation_id, now)
-            escalation = load_escalation(conn, escalation_id)
+            escalation = escalation_store.mark_delivered(conn, escalation, now)
         task = load_task(conn, escalation.task_id)
         directed = direct(rt, conn, task)
         message = escalation_message(rt, escalation, task, directed.message)
         return _whole(escalation, directed.directive, message, directed.holding)
 
     return await rt.db.write(work)
+
+
+F = TypeVar("F")
+
+
+def _found(found: F | None, escalation_id: int) -> F:
+    """What was read of the escalation, or a NotFound naming the field."""
+    if found is None:
+        raise NotFound("escalation_id", escalation_id, "list_escalations shows the ids.")
+    return found
+
+
+def _check_revision(current: EscalationRef, known_revision: int | None) -> None:
+    """An InvalidInput for a revision the escalation never had."""
+    escalation_id = current.escalation_id
+    if known_revision is not None and known_revision > current.revision:
+        raise InvalidInput(
+            "known_revision",
+            f"{known_revision} is above escalation {escalation_id}'s revision {current.revision}; "
+            "pass the revision of the last answer that held the record, or leave it out",
+        )
 
 
 def _whole(
@@ -123,10 +139,9 @@ def _whole(
     )
 
 
-def _unchanged(rt: Runtime, conn: Conn, named: EscalationRef) -> EscalationResult:
+def _unchanged(rt: Runtime, conn: Conn, named: EscalationRef, task_id: str) -> EscalationResult:
     """The compact answer of a poll that finds nothing new: status, revision, what to do."""
     escalation_id = named.escalation_id
-    task_id = escalation_lookups.task_of(conn, escalation_id)
     task = load_task(conn, task_id)
     directed = direct(rt, conn, task)
     message = directed.message
@@ -215,13 +230,8 @@ def _acknowledge(
 
 def _counter_resets(escalation: Escalation, now: str) -> dict[str, object]:
     """The counters (and budgets) an acknowledged escalation's triggers start again."""
-    resets: dict[str, object] = {
-        name: 0 for trigger in escalation.triggers for name in COUNTER_RESET_ON_ACK.get(trigger.type, ())
-    }
+    resets = ack_resets([trigger.type for trigger in escalation.triggers])
     resets.update(budget_resets([t.key for t in escalation.triggers], now))
-    if "consecutive_same_error" in resets:
-        resets["last_fingerprint"] = None
-        resets["last_failed_operation"] = None
     return resets
 
 

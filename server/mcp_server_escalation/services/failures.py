@@ -38,6 +38,7 @@ from .firing import (
     keep_told_if_created,
     stop_if_ended,
 )
+from .gathering import gatherer
 from .guidance import build_guidance
 from .runtime import Runtime
 from .tasks import load_task
@@ -177,6 +178,7 @@ def _evidence(
     return fired
 
 
+@gatherer("blocker")
 def _blocker_evidence(
     rt: Runtime, decided: FailureReport, record: failure_store.Counted, fires: Fires, now: str
 ) -> Evidence:
@@ -243,6 +245,7 @@ def _repeat_warning(
     return rt.prompts.render("warning_repeated_error", threshold=warned.allowance, **said)
 
 
+@gatherer("occurrences")
 def _repeat_evidence(
     rt: Runtime,
     conn: Conn,

@@ -26,6 +26,7 @@ from ..rules.decide.edits import (
     refused_all,
 )
 from ..rules.decide.progress import ProgressDecision, Report, decide, touched
+from ..rules.triggers.records import BY_TYPE, COUNTED_EVIDENCE
 from ..store import escalation_lookups
 from ..store import progress as progress_store
 from ..store import tasks as task_store
@@ -41,6 +42,7 @@ from .firing import (
     keep_told_if_created,
     stop_if_ended,
 )
+from .gathering import GATHERERS, gatherer
 from .headlines import counted_evidence
 from .runtime import Runtime
 from .tasks import load_task
@@ -237,9 +239,11 @@ Gather = Callable[[Runtime, Conn, Task, Fires], Evidence]
 
 
 def _evidence(rt: Runtime, conn: Conn, task: Task, fires: Fires) -> Evidence:
-    return _GATHER[fires.firing.type](rt, conn, task, fires)
+    gather: Gather = GATHERERS[BY_TYPE[fires.firing.type].evidence]
+    return gather(rt, conn, task, fires)
 
 
+@gatherer("attempts")
 def _no_file_progress(rt: Runtime, conn: Conn, task: Task, fires: Fires) -> Evidence:
     """The attempts that changed nothing, as a run."""
     count = fires.firing.observed["attempts_without_file_change"]
@@ -248,10 +252,12 @@ def _no_file_progress(rt: Runtime, conn: Conn, task: Task, fires: Fires) -> Evid
     return counted_evidence(rt, conn, task.task_id, fires, run=run)
 
 
+@gatherer("pass rates")
 def _test_stall(rt: Runtime, conn: Conn, task: Task, fires: Fires) -> Evidence:
     return counted_evidence(rt, conn, task.task_id, fires, read=_pass_rates(conn, task))
 
 
+@gatherer("verification history")
 def _verification_limit(rt: Runtime, conn: Conn, task: Task, fires: Fires) -> Evidence:
     history = _pass_rates(conn, task)["history"]
     return counted_evidence(rt, conn, task.task_id, fires, read={"verification_history": history})
@@ -274,11 +280,13 @@ def _pass_rates(conn: Conn, task: Task) -> dict[str, object]:
     }
 
 
+@gatherer("scope")
 def _scope_deviation(rt: Runtime, conn: Conn, task: Task, fires: Fires) -> Evidence:  # noqa: ARG001
     """All its facts are the decision's: a change outside the scope needs no read."""
     return Evidence(fires.firing, _render(rt, fires.summary), dict(fires.facts), key=fires.key)
 
 
+@gatherer("files")
 def _file_limit(rt: Runtime, conn: Conn, task: Task, fires: Fires) -> Evidence:
     """The files the task modified before the proposal, ahead of it."""
     proposed = fires.facts["proposed_files"]
@@ -288,15 +296,8 @@ def _file_limit(rt: Runtime, conn: Conn, task: Task, fires: Fires) -> Evidence:
     return Evidence(fires.firing, _render(rt, fires.summary), {**read, **fires.facts}, key=fires.key)
 
 
-def _budget(rt: Runtime, conn: Conn, task: Task, fires: Fires) -> Evidence:
+@gatherer(COUNTED_EVIDENCE)
+def _counted(rt: Runtime, conn: Conn, task: Task, fires: Fires) -> Evidence:
+    """A counting trigger's summary led by the latest error, and the facts its decision knew
+    (a budget; any counting trigger with no evidence of its own)."""
     return counted_evidence(rt, conn, task.task_id, fires)
-
-
-_GATHER: dict[str, Gather] = {
-    "no_file_progress": _no_file_progress,
-    "test_stall": _test_stall,
-    "verification_limit": _verification_limit,
-    "scope_deviation": _scope_deviation,
-    "file_limit": _file_limit,
-    "budget": _budget,
-}

@@ -13,6 +13,12 @@ kills its children, takes each one's orphans in turn, and exits only once it has
 left. Elsewhere (no ``prctl``) it says so on stderr once and relies on the command's
 process group, which the notifier kills.
 
+The command cannot end this process on the way: its shell's parent (``$PPID``) is a shell
+of its own between them, and that shell and the command run in a process group of their own,
+so ``kill -9 $PPID`` ends only that shell and ``trap 'kill -KILL 0' EXIT`` only the command's
+group. Whatever they leave running is then handed to this process, which is still there to end
+it. (Without a subreaper the command stays in this process's group, the one the notifier kills.)
+
 Exit status: the command's; 143 when stopped by SIGTERM before the command exited.
 """
 
@@ -88,8 +94,13 @@ def main(command: str) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        # stdin, stdout and stderr are the notifier's pipes, passed through as they are.
-        return subprocess.call(command, shell=True)  # noqa: S602 (the user's own configured command)
+        # stdin, stdout and stderr are the notifier's pipes, passed through as they are. The
+        # outer shell waits for the command's (``; exit``: it cannot exec it in its place), so
+        # the command's $PPID is that shell, never this process.
+        if sys.platform == "win32":
+            return subprocess.call(command, shell=True)  # noqa: S602 (the user's own configured command)
+        between = ["/bin/sh", "-c", '/bin/sh -c "$1"; exit $?', "sh", command]
+        return subprocess.call(between, process_group=0 if contained else None)  # noqa: S603 (as above)
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop is enough: the sweep finishes
         if contained:

@@ -5,7 +5,9 @@ started since. Its state is the escalation's: working while the escalation is pe
 complete once it is not (the adapter then keeps ``get_escalation``'s result with it, once);
 cancelled when the client stops waiting, which leaves the escalation as it is, like a wait
 that timed out. Only the caller that started a wait reads it (``owner``). Waits are kept for
-``WAIT_KEPT_SECONDS`` from their start and then deleted, by age, as new ones start.
+``WAIT_KEPT_SECONDS`` from their start and then deleted, by age, as new ones start; an
+escalation keeps its newest ``WAITS_PER_ESCALATION_MAX`` (a client polls one wait at a time:
+one that starts waits in a loop leaves no more rows than that, each at most a result's size).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from ..clock import iso
 from ..errors import NotFound
 from ..models.escalations import Escalation
+from ..models.limits import WAITS_PER_ESCALATION_MAX
 from ..models.waits import Asking, Wait
 from ..store import waits as wait_store
 from ..store.sql import Conn
@@ -48,6 +51,7 @@ async def start_wait(rt: Runtime, escalation_id: int, owner: str, asking: Asking
         wait_store.forget_before(conn, cutoff)
         load_escalation(conn, escalation_id)
         wait_store.insert(conn, wait_id, escalation_id, owner, asking, now)
+        wait_store.keep_newest(conn, escalation_id, WAITS_PER_ESCALATION_MAX)
         return _load(conn, wait_id, owner, cutoff)
 
     return await rt.db.write(work)
@@ -62,6 +66,13 @@ async def read_wait(rt: Runtime, wait_id: str, owner: str) -> tuple[Wait, Escala
         return wait, load_escalation(conn, wait.escalation_id)
 
     return await rt.db.read(read)
+
+
+async def escalation_of(rt: Runtime, wait_id: str) -> int | None:
+    """The escalation a wait waits on, whoever started it (None: no such wait), for the scope
+    check, which must not depend on who asks."""
+    wait = await rt.db.read(lambda conn: wait_store.get(conn, wait_id))
+    return None if wait is None else wait.escalation_id
 
 
 async def complete_wait(rt: Runtime, wait: Wait, result: dict[str, Any]) -> Wait:

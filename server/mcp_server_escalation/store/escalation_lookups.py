@@ -2,19 +2,23 @@
 
 The one that holds the task (blocking and pending, or answered and not yet acknowledged),
 whole or only named; the open one a trigger may join; the newest with a trigger's key; the
-pending ones; the latest ids; and the cheap reads a waiting or polling agent makes (an
-escalation named, its status and revision, its task).
+pending ones; the latest ids; and the reads a waiting or polling agent makes (an escalation
+named, read once; its status and revision; its task).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..models.escalations import Escalation, EscalationRef
+from ..rules.triggers.records import RAISED_BY_AGENT
 from .escalations import escalation_of_row, storable_id
 from .sql import Conn, Row, for_update, is_postgres
 
 # An objective trigger may join an open escalation only if that one was itself raised by a
 # trigger: merging it into an agent's own question would let the agent withdraw it.
-_QUESTION_TYPES = ("ask_human", "system_error")
+_QUESTION_TYPES = RAISED_BY_AGENT
+_QUESTION_MARKS = ", ".join("?" * len(_QUESTION_TYPES))
 
 
 def open_triggered(conn: Conn, task_id: str) -> Escalation | None:
@@ -22,7 +26,7 @@ def open_triggered(conn: Conn, task_id: str) -> Escalation | None:
     lock = for_update(conn)
     row = conn.execute(
         "SELECT * FROM escalations WHERE task_id = ? AND status = 'pending'"  # noqa: S608 (constant)
-        f" AND type NOT IN (?, ?) ORDER BY escalation_id LIMIT 1{lock}",
+        f" AND type NOT IN ({_QUESTION_MARKS}) ORDER BY escalation_id LIMIT 1{lock}",
         (task_id, *_QUESTION_TYPES),
     ).fetchone()
     return escalation_of_row(row) if row else None
@@ -59,6 +63,32 @@ def holding(conn: Conn, task_id: str) -> EscalationRef | None:
     """The escalation that holds the task, named (its record is not read: every call asks)."""
     row = conn.execute(f"SELECT {_REF_COLUMNS}{_HOLDING}", (task_id,)).fetchone()
     return _ref(row) if row else None
+
+
+@dataclass(frozen=True)
+class Named:
+    """An escalation read once by its id: its short form and its task at once, the whole
+    record built from the same row only when the caller needs it (a poll that finds
+    nothing new parses none of it)."""
+
+    ref: EscalationRef
+    task_id: str
+    row: Row
+
+    def whole(self) -> Escalation:
+        """The escalation the row holds."""
+        return escalation_of_row(self.row)
+
+
+def get_named(conn: Conn, escalation_id: int) -> Named | None:
+    """The escalation named, read once (and, in a write, locked until it commits), or None."""
+    if not storable_id(escalation_id):
+        return None
+    row = conn.execute(
+        "SELECT * FROM escalations WHERE escalation_id = ?" + for_update(conn),  # noqa: S608 (constant)
+        (escalation_id,),
+    ).fetchone()
+    return Named(_ref(row), str(row["task_id"]), row) if row else None
 
 
 def get_ref(conn: Conn, escalation_id: int) -> EscalationRef | None:

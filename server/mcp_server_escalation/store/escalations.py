@@ -217,9 +217,13 @@ def record_response(
     )
 
 
-def mark_delivered(conn: Conn, escalation_id: int, now: str) -> None:
-    """The agent has received the answer."""
-    _update(conn, escalation_id, now, delivered_at=now)
+def mark_delivered(conn: Conn, escalation: Escalation, now: str) -> Escalation:
+    """The agent has received the answer: the escalation as this transaction read it, at
+    its new revision (returned without reading it again)."""
+    _update(conn, escalation.escalation_id, now, delivered_at=now)
+    return escalation.model_copy(
+        update={"delivered_at": now, "revision": escalation.revision + 1, "updated_at": now}
+    )
 
 
 def acknowledge(conn: Conn, escalation: Escalation, note: str | None, now: str) -> None:

@@ -42,6 +42,28 @@ _FTS_COLUMNS = "message, error_type, tool_name, signal_type, recommended_adjustm
 _FTS_COLUMNS_7 = "message, error_type, tool_name, signal_type, recommended_adjustment"
 
 
+# The counters migration 17 moves from their columns into ``counters_json``, as they stood
+# then (the model has named every counter since: ``models.tasks.Counters``). Frozen here like
+# every shipped migration; PostgreSQL's migration 5 moves the same.
+COUNTER_COLUMNS_17 = (
+    "consecutive_same_error",
+    "last_fingerprint",
+    "last_failed_operation",
+    "previous_fingerprint",
+    "previous_count",
+    "previous_operation",
+    "last_test_operation",
+    "test_operation_best",
+    "verification_attempts",
+    "attempts_without_file_change",
+    "test_runs_without_improvement",
+    "tool_calls",
+    "failing_test_runs",
+    "budget_since",
+)
+COUNTERS_AS_JSON_17 = ", ".join(f"'{name}', {name}" for name in COUNTER_COLUMNS_17)
+
+
 # Python's str.strip() removes exactly these characters (those with str.isspace()); as SQL
 # for trim(X, Y). Frozen here like every shipped migration; tests/test_feedback_budget.py
 # checks it against the running Python.
@@ -613,6 +635,28 @@ MIGRATIONS: tuple[Migration, ...] = (
                 updated_at TEXT NOT NULL
             )""",
             "CREATE INDEX escalation_waits_by_age ON escalation_waits (created_at)",
+        ),
+    ),
+    Migration(
+        17,
+        "a task's counters as one JSON document",
+        (
+            # Three migrations (11, 12, 13) only added counters, and every counter was named
+            # in four places of the store. As one document, as the thresholds are, a counter
+            # is a field of the model alone: one a store does not hold yet reads as its
+            # default, so a new counter needs no migration.
+            "ALTER TABLE tasks ADD COLUMN counters_json TEXT NOT NULL DEFAULT '{}'",
+            f"UPDATE tasks SET counters_json = json_object({COUNTERS_AS_JSON_17})",
+            *(f"ALTER TABLE tasks DROP COLUMN {name}" for name in COUNTER_COLUMNS_17),
+        ),
+    ),
+    Migration(
+        18,
+        "waits looked up by their escalation",
+        (
+            # An escalation keeps its newest WAITS_PER_ESCALATION_MAX waits: each new one
+            # finds the escalation's others by this index, not by reading every wait.
+            "CREATE INDEX escalation_waits_by_escalation ON escalation_waits (escalation_id, created_at)",
         ),
     ),
 )

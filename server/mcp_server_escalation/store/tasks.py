@@ -31,20 +31,7 @@ _UPDATABLE = frozenset(
         "best_pass_rate",
         "approach",
         "end_note",
-        "consecutive_same_error",
-        "last_fingerprint",
-        "last_failed_operation",
-        "previous_fingerprint",
-        "previous_count",
-        "previous_operation",
-        "last_test_operation",
-        "test_operation_best",
-        "verification_attempts",
-        "attempts_without_file_change",
-        "test_runs_without_improvement",
-        "tool_calls",
-        "failing_test_runs",
-        "budget_since",
+        "counters_json",
         "ended_at",
     }
 )
@@ -54,6 +41,17 @@ _UPDATABLE = frozenset(
 def _thresholds(text: str) -> Thresholds:
     # Thresholds are frozen and a store holds few distinct sets: parse each one once.
     return Thresholds.model_validate_json(text)
+
+
+# Counters the store derives rather than keeps: a task's distinct modified paths are its
+# rows of ``modified_files``.
+_DERIVED_COUNTERS = {"files_modified"}
+
+
+def _counters(text: str, files_modified: int) -> Counters:
+    """The counters a task row keeps as one document; a counter it does not hold yet (one
+    added since it was written) reads as its default."""
+    return Counters.model_validate({**json.loads(text), "files_modified": files_modified})
 
 
 def _task(row: Row) -> Task:
@@ -71,23 +69,7 @@ def _task(row: Row) -> Task:
         best_pass_rate=row["best_pass_rate"],
         approach=row["approach"],
         end_note=row["end_note"],
-        counters=Counters(
-            consecutive_same_error=row["consecutive_same_error"],
-            last_fingerprint=row["last_fingerprint"],
-            last_failed_operation=row["last_failed_operation"],
-            previous_fingerprint=row["previous_fingerprint"],
-            previous_count=row["previous_count"],
-            previous_operation=row["previous_operation"],
-            last_test_operation=row["last_test_operation"],
-            test_operation_best=row["test_operation_best"],
-            verification_attempts=row["verification_attempts"],
-            attempts_without_file_change=row["attempts_without_file_change"],
-            test_runs_without_improvement=row["test_runs_without_improvement"],
-            files_modified=row["files_modified"],
-            tool_calls=row["tool_calls"],
-            failing_test_runs=row["failing_test_runs"],
-            budget_since=row["budget_since"],
-        ),
+        counters=_counters(row["counters_json"], row["files_modified"]),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         ended_at=row["ended_at"],
@@ -197,26 +179,7 @@ def set_limits(conn: Conn, task_id: str, thresholds: Thresholds, scope: list[str
 
 
 def _save_counters(conn: Conn, task_id: str, counters: Counters, now: str, **extra: Any) -> None:
-    _update(
-        conn,
-        task_id,
-        now,
-        consecutive_same_error=counters.consecutive_same_error,
-        last_fingerprint=counters.last_fingerprint,
-        last_failed_operation=counters.last_failed_operation,
-        previous_fingerprint=counters.previous_fingerprint,
-        previous_count=counters.previous_count,
-        previous_operation=counters.previous_operation,
-        last_test_operation=counters.last_test_operation,
-        test_operation_best=counters.test_operation_best,
-        verification_attempts=counters.verification_attempts,
-        attempts_without_file_change=counters.attempts_without_file_change,
-        test_runs_without_improvement=counters.test_runs_without_improvement,
-        tool_calls=counters.tool_calls,
-        failing_test_runs=counters.failing_test_runs,
-        budget_since=counters.budget_since,
-        **extra,
-    )
+    _update(conn, task_id, now, counters_json=counters.model_dump_json(exclude=_DERIVED_COUNTERS), **extra)
 
 
 def save_counters(conn: Conn, task_id: str, counters: Counters, now: str) -> None:

@@ -1,4 +1,5 @@
-"""Waits run as MCP tasks (migration 16): one row per task, kept for ``WAIT_KEPT_SECONDS``."""
+"""Waits run as MCP tasks (migration 16): one row per task, kept for ``WAIT_KEPT_SECONDS``,
+at most ``WAITS_PER_ESCALATION_MAX`` per escalation (migration 18 finds them)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,17 @@ def cancel(conn: Conn, wait_id: str, now: str) -> None:
 def forget_before(conn: Conn, cutoff: str) -> None:
     """Waits created before ``cutoff`` are gone: the table holds a bounded window."""
     conn.execute("DELETE FROM escalation_waits WHERE created_at < ?", (cutoff,))
+
+
+def keep_newest(conn: Conn, escalation_id: int, kept: int) -> None:
+    """Only the escalation's ``kept`` newest waits stay (ties by id): the table holds a bounded
+    number per escalation, however many waits a client starts on one."""
+    conn.execute(
+        "DELETE FROM escalation_waits WHERE escalation_id = ? AND wait_id NOT IN ("
+        "SELECT wait_id FROM escalation_waits WHERE escalation_id = ?"
+        " ORDER BY created_at DESC, wait_id DESC LIMIT ?)",
+        (escalation_id, escalation_id, kept),
+    )
 
 
 def _wait(row: Row) -> Wait:

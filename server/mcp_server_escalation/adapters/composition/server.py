@@ -44,6 +44,7 @@ def build_server(
     role. With ``hook_relay`` (``serve`` sets it)
     the process also answers the store's host hooks (``hooks/relay_server.py``).
     """
+    from ..mcp.scope_gate import ScopeGate  # noqa: PLC0415
     from ..mcp.surfaces import register_prompts, register_resources  # noqa: PLC0415
     from ..mcp.task_waits import WaitAsTask  # noqa: PLC0415
     from ..mcp.tools import build_tools  # noqa: PLC0415
@@ -64,8 +65,13 @@ def build_server(
         lifespan=lifespan,
         log_level="WARNING",
         tools=build_tools(settings, prompts, http=http),
-        # Outermost: the waits fitted to the connection hold for everything the call runs.
-        middleware=[WaitFitting(settings.waiting, http=http), *side.middleware],
+        # Outermost over HTTP, the token's scope: nothing of a request runs before it is
+        # checked. Then the waits fitted to the connection hold for everything the call runs.
+        middleware=[
+            *([ScopeGate()] if http else []),
+            WaitFitting(settings.waiting, http=http),
+            *side.middleware,
+        ],
         subscriptions=side.bus,
         extensions=[tasks],
         **(_bearer_tokens(tokens) if http else {}),

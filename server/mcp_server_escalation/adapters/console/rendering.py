@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
+from ...rules.triggers.records import RAISED_BY_AGENT, view_of
 from ...rules.wording.timeline import recent_entry
 from ...rules.wording.words import (
     NOTHING,
@@ -121,7 +122,9 @@ def environment() -> jinja2.Environment:
         without=without,
         segment=path_segment,
         story=recent_entry,
+        view=view_of,
     )
+    env.globals["raised_by_agent"] = RAISED_BY_AGENT
     return env
 
 

@@ -33,7 +33,7 @@ from mcp.server.auth.settings import AuthSettings
 from ...errors import ConfigError
 from ...models.limits import Role
 from ...rules.bounds.token_scope import Scope
-from .token_file import TOKEN_MIN_CHARS, TOKENS_FILE_ENV, read_tokens_file, token_digest
+from .token_file import TOKEN_MIN_CHARS, TOKENS_FILE_ENV, WHITE_SPACE_REFUSAL, read_tokens_file, token_digest
 
 AGENT_TOKEN_ENV = "ESCALATION_AGENT_TOKEN"  # noqa: S105 (a variable name, not a secret)
 OPERATOR_TOKEN_ENV = "ESCALATION_OPERATOR_TOKEN"  # noqa: S105
@@ -131,6 +131,8 @@ def load_tokens(env: Mapping[str, str] | None = None) -> TokenBook:
 def _check_shared(shared: dict[str, str]) -> None:
     """The shared tokens are long enough and not one value for both roles."""
     for env, token in shared.items():
+        if not token.strip() or any(character.isspace() for character in token):
+            raise ConfigError(f"{env}: {WHITE_SPACE_REFUSAL}")
         if len(token) < TOKEN_MIN_CHARS:
             raise ConfigError(
                 f"{env}: {len(token)} characters, fewer than the {TOKEN_MIN_CHARS} a token needs "

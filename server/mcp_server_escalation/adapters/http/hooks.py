@@ -22,6 +22,8 @@ a command hook's exit 0 with nothing on stdout; the status says what went wrong:
 - a store that refuses the write (a read-only store, a full disk) or whose database fails
   (503), said as the store's failure, not the server's; where it is and what it said go to
   the server's log;
+- a report the store cannot take now and the spool cannot keep either (it holds
+  ``MAX_SPOOLED`` events, or its folder is not private: 507): dropped, and the body says so;
 - an event outside the scope of a person's token (``projects``, ``task_prefixes`` in the
   tokens file; 403, nothing recorded): a task not named, or named without one of the
   prefixes (before the body is read), or a ``cwd`` outside every folder.
@@ -36,7 +38,6 @@ and the runtime is opened on that same book.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -50,7 +51,7 @@ from starlette.routing import Route
 from ...errors import StoreUnavailable, StoreUnwritable
 from ...hooks.dispatch import HTTP_PATH, HookInputError, prepare_remote
 from ...hooks.relay import MAX_STDIN
-from ...hooks.spool import Spool, Spooled, answer_or_keep, spool_folder
+from ...hooks.spool import MAX_SPOOLED, Kept, Spooled, answer_or_keep, own_spool
 from ...models.limits import TASK_ID_PATTERN
 from ...prompts import PromptBook
 from ...rules.bounds.token_scope import Scope
@@ -126,6 +127,13 @@ class TooLarge(Refused):
     status = 413
 
 
+class Dropped(Refused):
+    """A report the store could not take now and the spool could not keep: dropped (507,
+    Insufficient Storage: the host's retry would meet the same full spool)."""
+
+    status = 507
+
+
 class HookRoutes:
     """The hook routes of one server: its settings, its tokens, its Host/Origin checks."""
 
@@ -140,6 +148,8 @@ class HookRoutes:
         self.book = book
         self.verifier = verifier
         self.check = TransportSecurityMiddleware(security)
+        # A remote agent has no spool of its own: its reports wait in this server's.
+        self.spool = own_spool(settings.db_path)
         self.rt: Runtime | None = None  # open while the app runs
 
     async def _refused(self, request: Request, host: str) -> Response | Holder:
@@ -228,16 +238,23 @@ class HookRoutes:
         if refusal:
             raise OutOfScope(scope_refusal_words(self.book, refusal, TASK_HEADER))
         triaged = triaged._replace(within=scope)
-        # A remote agent has no spool of its own: its reports wait in this server's.
         event = Spooled(host, raw.decode("utf-8"), {}, None, remote=True, task=task)
-        spool = Spool(spool_folder(self.settings.db_path, os.environ))
-        out, kept = await answer_or_keep(self.rt, self.settings, triaged, event, spool)
+        out, kept = await answer_or_keep(self.rt, self.settings, triaged, event, self.spool)
         # Why the store does not answer is in this log already, once for the outage.
         if kept is not None and kept.waiting is None:
-            log.info("hook event over HTTP dropped: the spool %s is full", kept.folder)
-        elif kept is not None:
+            raise self._dropped(kept)
+        if kept is not None:
             log.info("hook event over HTTP kept in the spool %s (%d waiting)", kept.folder, kept.waiting)
         return out
+
+    def _dropped(self, kept: Kept) -> Dropped:
+        """The host's answer to a report neither recorded nor kept: it is told, not answered
+        with an empty body that reads as an event taken."""
+        if kept.unsafe:
+            log.warning("hook event over HTTP dropped: the spool %s is not a private folder", kept.folder)
+            return Dropped(self.book.render("hook_http_spool_unsafe"))
+        log.warning("hook event over HTTP dropped: the spool %s is full", kept.folder)
+        return Dropped(self.book.render("hook_http_spool_full", limit=MAX_SPOOLED))
 
 
 def build_hook_app(

@@ -58,6 +58,12 @@ TOKENS_FILE_ENV = "ESCALATION_TOKENS_FILE"
 # Length cannot prove randomness, but it refuses the short words people type as tokens.
 TOKEN_MIN_CHARS = 32
 TOKEN_MAX_CHARS = 4096
+# A token travels after "Bearer " in a header, where white space ends it: one blank, or
+# padded with spaces, would be a token nobody can present (or, 32 spaces, one anybody can).
+TOKEN_PATTERN = r"^\S+$"  # noqa: S105 (a pattern, not a secret)
+WHITE_SPACE_REFUSAL = (
+    "holds white space (blank or padded): a token is one word (make one with: openssl rand -hex 16)"
+)
 # A name is recorded as who answered and shown in the console: a login name or an email
 # address, nothing that could pass for markup or another field.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$"
@@ -76,7 +82,9 @@ class TokenEntry(BaseModel):
 
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     role: Literal["agent", "operator"]
-    token: Annotated[str | None, Field(min_length=TOKEN_MIN_CHARS, max_length=TOKEN_MAX_CHARS)] = None
+    token: Annotated[
+        str | None, Field(min_length=TOKEN_MIN_CHARS, max_length=TOKEN_MAX_CHARS, pattern=TOKEN_PATTERN)
+    ] = None
     sha256: Annotated[str | None, Field(pattern=r"^[0-9a-fA-F]{64}$")] = None
     projects: Annotated[
         list[Annotated[str, Field(pattern=PROJECT_PATTERN)]] | None,
@@ -162,6 +170,8 @@ def _said(message: str, kind: str, field: str) -> str:
     words = FIELD_WORDS.get(field.split(".", maxsplit=1)[0])
     if words is not None:
         return words
+    if field == "token" and kind == "string_pattern_mismatch":
+        return WHITE_SPACE_REFUSAL
     if field == "token" and "at least" in message:
         return f"{message}: a token needs {TOKEN_MIN_CHARS} (make one with: openssl rand -hex 16)"
     return message.removeprefix("Value error, ")

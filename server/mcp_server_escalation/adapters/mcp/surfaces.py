@@ -6,8 +6,9 @@ Resources: ``escalation://pending``, ``escalation://{escalation_id}``, ``task://
 ``resume_after_response``. Descriptions come from ``prompts/tools.toml``.
 
 Over HTTP a person's token may carry a scope: a resource or prompt on a task outside it is
-refused by the tools' own check (``services/scope.py``), and the pending list keeps the
-scope's escalations only.
+refused before it is read, by the check every request passes (``adapters/mcp/scope_gate.py``,
+with what ``named_by_uri`` reads of a URI), and the pending list keeps the scope's
+escalations only.
 """
 
 from __future__ import annotations
@@ -20,18 +21,18 @@ from typing import TypeVar
 
 from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.server.mcpserver.resources import ResourceTemplate
+from mcp.shared.uri_template import UriTemplate
 from mcp.types import INVALID_PARAMS
 
-from ...errors import ConfigError, EscalationError, Forbidden, NotFound
+from ...errors import ConfigError, EscalationError, NotFound
 from ...prompts import PromptBook
 from ...rules.bounds.token_scope import Scope
 from ...services import briefings, escalation_lists, escalations, guidance, tasks
 from ...services import feedback as feedback_service
 from ...services.runtime import Runtime
-from ...services.scope import refuse_outside
 from ..sdk_private import add_resource_template
 from .context import AppContext, LiveRuntimes
 
@@ -61,23 +62,10 @@ def _token_scope() -> Scope | None:
     return request_scope()
 
 
-async def _within_scope(rt: Runtime, **named: object) -> None:
-    """Raise ``Forbidden`` when what ``named`` names (a task, an escalation, a failure
-    record) belongs to a task outside the scope of the request's token."""
-    scope = _token_scope()
-    if scope is not None:
-        await refuse_outside(rt, scope, "read", named)
-
-
-async def _read(uri: str, rt: Runtime, read: Callable[[], Awaitable[T]], **named: object) -> T:
-    """``read`` once ``named`` is within the token's scope; a name that names nothing is
-    resource-not-found, one outside the scope a resource error naming the scope."""
-    try:
-        with _not_found(uri):
-            await _within_scope(rt, **named)
-            return await read()
-    except Forbidden as exc:
-        raise ResourceError(f"{uri}: {exc}") from exc
+async def _read(uri: str, read: Callable[[], Awaitable[T]]) -> T:
+    """``read``; a name that names nothing is resource-not-found."""
+    with _not_found(uri):
+        return await read()
 
 
 def register_resources(server: MCPServer[AppContext], prompts: PromptBook, live: LiveRuntimes) -> None:
@@ -118,18 +106,14 @@ def _template(
 
 async def escalation(escalation_id: int, ctx: Ctx) -> str:
     rt = _rt(ctx)
-    found = await _read(
-        f"escalation://{escalation_id}",
-        rt,
-        lambda: escalations.show_escalation(rt, escalation_id),
-        escalation_id=escalation_id,
-    )
+    uri = f"escalation://{escalation_id}"
+    found = await _read(uri, lambda: escalations.show_escalation(rt, escalation_id))
     return found.model_dump_json()
 
 
 async def task(task_id: str, ctx: Ctx) -> str:
     rt = _rt(ctx)
-    view = await _read(f"task://{task_id}", rt, lambda: tasks.get_task(rt, task_id), task_id=task_id)
+    view = await _read(f"task://{task_id}", lambda: tasks.get_task(rt, task_id))
     return view.model_dump_json()
 
 
@@ -137,11 +121,9 @@ async def step_feedback(task_id: str, step: str, ctx: Ctx) -> str:
     rt = _rt(ctx)
     found = await _read(
         f"task://{task_id}/feedback/{step}",
-        rt,
         lambda: feedback_service.get_feedback(
             rt, task_id=task_id, step=step, max_chars=RESOURCE_FEEDBACK_CHARS
         ),
-        task_id=task_id,
     )
     return found.rendered
 
@@ -149,7 +131,7 @@ async def step_feedback(task_id: str, step: str, ctx: Ctx) -> str:
 async def failure(failure_id: str, ctx: Ctx) -> str:
     rt = _rt(ctx)
     uri = f"failure://{failure_id}"
-    view = await _read(uri, rt, lambda: guidance.show_failure(rt, failure_id), failure_id=failure_id)
+    view = await _read(uri, lambda: guidance.show_failure(rt, failure_id))
     return view.model_dump_json()
 
 
@@ -161,6 +143,18 @@ TEMPLATES: dict[str, tuple[Callable[..., Awaitable[str]], str]] = {
     "failure://{failure_id}": (failure, "application/json"),
 }
 RESOURCES = ("escalation://pending", *TEMPLATES)
+# Each template as the SDK parses and matches it (percent-escapes decoded alike).
+_PARSED = tuple(UriTemplate.parse(uri) for uri in TEMPLATES)
+
+
+def named_by_uri(uri: str) -> dict[str, str]:
+    """What a resource URI names (``task_id``, ``escalation_id``, ``failure_id``, ``step``),
+    for the scope check: nothing for the pending list or a URI that is no resource's."""
+    for template in _PARSED:
+        found = template.match(uri)
+        if found is not None:
+            return {name: value for name, value in found.items() if isinstance(value, str)}
+    return {}
 
 
 def _prompt(server: MCPServer[AppContext], prompts: PromptBook, fn: Callable[..., Awaitable[str]]) -> None:
@@ -207,10 +201,9 @@ def _escalation_id(value: str) -> int:
     return number
 
 
-async def _text(call: Callable[[], Awaitable[str]], rt: Runtime, **named: object) -> str:
-    """The prompt's text, once what it names is within the token's scope."""
+async def _text(call: Callable[[], Awaitable[str]]) -> str:
+    """The prompt's text (what it names is within the token's scope: adapters/mcp/scope_gate.py)."""
     try:
-        await _within_scope(rt, **named)
         return await call()
     except EscalationError as exc:
         # A prompt failure is a protocol error; the SDK keeps the message only of an MCPError.
@@ -233,19 +226,19 @@ def register_prompts(server: MCPServer[AppContext], prompts: PromptBook) -> None
 
     async def retry_with_feedback(task_id: str, step: str, ctx: Ctx) -> str:
         rt = _rt(ctx)
-        return await _text(lambda: briefings.retry_with_feedback(rt, task_id, step), rt, task_id=task_id)
+        return await _text(lambda: briefings.retry_with_feedback(rt, task_id, step))
 
     async def fix_review_findings(task_id: str, ctx: Ctx) -> str:
         rt = _rt(ctx)
-        return await _text(lambda: briefings.fix_review_findings(rt, task_id), rt, task_id=task_id)
+        return await _text(lambda: briefings.fix_review_findings(rt, task_id))
 
     async def escalation_briefing(escalation_id: str, ctx: Ctx) -> str:
         rt, number = _rt(ctx), _escalation_id(escalation_id)
-        return await _text(lambda: briefings.escalation_briefing(rt, number), rt, escalation_id=number)
+        return await _text(lambda: briefings.escalation_briefing(rt, number))
 
     async def resume_after_response(escalation_id: str, ctx: Ctx) -> str:
         rt, number = _rt(ctx), _escalation_id(escalation_id)
-        return await _text(lambda: briefings.resume_after_response(rt, number), rt, escalation_id=number)
+        return await _text(lambda: briefings.resume_after_response(rt, number))
 
     for fn in (retry_with_feedback, fix_review_findings, escalation_briefing, resume_after_response):
         _prompt(server, prompts, fn)

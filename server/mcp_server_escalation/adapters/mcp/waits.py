@@ -134,7 +134,7 @@ def waited_on(arguments: Any) -> int | None:
     """The escalation id of ``get_escalation`` arguments that wait for it, or None."""
     if not isinstance(arguments, dict):
         return None
-    escalation_id, wait = _number(arguments.get("escalation_id")), _number(arguments.get("wait_seconds"))
+    escalation_id, wait = number(arguments.get("escalation_id")), number(arguments.get("wait_seconds"))
     # Only a wait the tool accepts: NaN, infinite or out-of-range ones fail validation.
     if escalation_id is None or not escalation_id.is_integer() or wait is None:
         return None
@@ -143,8 +143,8 @@ def waited_on(arguments: Any) -> int | None:
     return int(escalation_id)
 
 
-def _number(value: object) -> float | None:
-    # Raw arguments, before validation: the Inspector sends numbers as strings.
+def number(value: object) -> float | None:
+    """A raw argument as a number, or None: the Inspector sends numbers as strings."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:

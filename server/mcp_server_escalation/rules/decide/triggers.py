@@ -15,26 +15,10 @@ from typing import Any, NamedTuple
 from ...models.limits import EscalationType, Priority, ResponseType
 from ...models.tasks import Counters
 from ...models.thresholds import Thresholds
+from ..triggers.records import BY_TYPE, RECORDS
 
-# The response types an operator may choose, by trigger type. Approve only makes sense
-# where there is a limit or a scope to widen; an agent's own question may also be approved
-# (it may ask for permission) or withdrawn by the agent.
-_ANSWERS: tuple[ResponseType, ...] = ("guidance", "override", "terminate")
-RESPONSE_OPTIONS: dict[str, tuple[ResponseType, ...]] = {
-    "repeated_error": _ANSWERS,
-    "verification_limit": _ANSWERS,
-    "no_file_progress": _ANSWERS,
-    "test_stall": _ANSWERS,
-    "file_limit": ("approve", *_ANSWERS),
-    "scope_deviation": ("approve", *_ANSWERS),
-    "external_blocker": _ANSWERS,
-    "stagnation": _ANSWERS,
-    # Acknowledging any answer grants a fresh allowance; a different cap is a threshold
-    # change (start_task), so approve has nothing to widen here.
-    "budget": _ANSWERS,
-    "ask_human": ("guidance", "override", "approve", "terminate", "withdraw"),
-    "system_error": ("guidance", "override", "terminate", "withdraw"),
-}
+# The answers an operator may give each trigger type (its record's).
+RESPONSE_OPTIONS: dict[str, tuple[ResponseType, ...]] = {r.type: r.answers for r in RECORDS}
 _OPTION_ORDER: tuple[ResponseType, ...] = (
     "approve",
     "guidance",
@@ -44,25 +28,13 @@ _OPTION_ORDER: tuple[ResponseType, ...] = (
 )
 
 # Each counter of a task and the threshold it is compared with, as the operator's views list
-# them (``tasks show``, the console's task page).
-COUNTER_LIMITS: tuple[tuple[str, str], ...] = (
-    ("consecutive_same_error", "same_error_repeated"),
-    ("verification_attempts", "total_verification_attempts"),
-    ("attempts_without_file_change", "no_file_changes_after_attempts"),
-    ("test_runs_without_improvement", "no_test_improvement_after"),
-    ("files_modified", "files_modified_exceeds"),
-    ("tool_calls", "max_tool_calls"),
-    ("failing_test_runs", "max_failing_test_runs"),
-)
+# them (``tasks show``, the console's task page): every record's, in the records' order.
+COUNTER_LIMITS: tuple[tuple[str, str], ...] = tuple(pair for r in RECORDS for pair in r.limits)
 
-# The counter each trigger type measures; an acknowledged human answer starts it afresh,
+# The counters each trigger type measures; an acknowledged human answer starts them afresh,
 # so one answer buys the agent a full new allowance rather than an instant re-escalation.
 COUNTER_RESET_ON_ACK: dict[str, tuple[str, ...]] = {
-    "repeated_error": ("consecutive_same_error",),
-    "external_blocker": ("consecutive_same_error",),
-    "verification_limit": ("verification_attempts",),
-    "no_file_progress": ("attempts_without_file_change",),
-    "test_stall": ("test_runs_without_improvement",),
+    r.type: r.resets_on_ack for r in RECORDS if r.resets_on_ack
 }
 
 
@@ -76,8 +48,15 @@ class Firing:
 
     @property
     def priority(self) -> Priority:
-        """External blockers are urgent: a human must act, the agent cannot."""
-        return "high" if self.type == "external_blocker" else "normal"
+        """Its record's: external blockers are urgent (a human must act, the agent cannot)."""
+        return BY_TYPE[self.type].priority
+
+
+def ack_resets(types: list[str]) -> dict[str, object]:
+    """The counters an acknowledged answer to triggers of ``types`` starts again, each with
+    its value for a new task (0, no fingerprint)."""
+    fields = Counters.model_fields
+    return {name: fields[name].default for t in types for name in COUNTER_RESET_ON_ACK.get(t, ())}
 
 
 def response_options(types: list[str]) -> list[ResponseType]:
@@ -249,26 +228,24 @@ def repeated_error(
     )
 
 
+def at_limit(kind: EscalationType, counters: Counters, t: Thresholds) -> Firing | None:
+    """A counting trigger of one counter and one threshold (its record's ``limits``) whose
+    count reached its threshold: what it measured against what it allows."""
+    [(counter, threshold)] = BY_TYPE[kind].limits
+    count, limit = getattr(counters, counter), getattr(t, threshold)
+    if count < limit:
+        return None
+    return Firing(kind, {threshold: limit}, {counter: count})
+
+
 def verification_limit(counters: Counters, t: Thresholds) -> Firing | None:
     """Total verification attempts of the task reached the limit."""
-    if counters.verification_attempts < t.total_verification_attempts:
-        return None
-    return Firing(
-        "verification_limit",
-        {"total_verification_attempts": t.total_verification_attempts},
-        {"verification_attempts": counters.verification_attempts},
-    )
+    return at_limit("verification_limit", counters, t)
 
 
 def no_file_progress(counters: Counters, t: Thresholds) -> Firing | None:
     """Too many attempts in a row changed no file."""
-    if counters.attempts_without_file_change < t.no_file_changes_after_attempts:
-        return None
-    return Firing(
-        "no_file_progress",
-        {"no_file_changes_after_attempts": t.no_file_changes_after_attempts},
-        {"attempts_without_file_change": counters.attempts_without_file_change},
-    )
+    return at_limit("no_file_progress", counters, t)
 
 
 def test_stall(counters: Counters, t: Thresholds, *, best: float | None, latest: float) -> Firing | None:
@@ -404,4 +381,4 @@ def budget_resets(trigger_keys: list[str], now: str) -> dict[str, Any]:
     """
     if not any(key.startswith(BUDGET_KEY_PREFIX) for key in trigger_keys):
         return {}
-    return {"tool_calls": 0, "failing_test_runs": 0, "budget_since": now}
+    return {**ack_resets(["budget"]), "budget_since": now}

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ...models.feedback import Attempt, CycleFeedback, FindingEntry, HumanResponse, RetryEntry, ReviewFinding
-from ...prompts import PromptBook
 from ..reading.fingerprint import normalise_message
+from ..wording.book import Book
 
 APPROACH_CHARS = 300
 
 
-def failure_summary(prompts: PromptBook, step: str, cycle: int, rejected: list[Attempt]) -> str:
+def failure_summary(prompts: Book, step: str, cycle: int, rejected: list[Attempt]) -> str:
     """The summary a stagnation cycle leaves: error patterns, approaches tried, latest feedback."""
     patterns: dict[str, int] = {}
     for attempt in rejected:
@@ -96,7 +96,7 @@ def _newest_first(section: int, entries: Sequence[Any], times: Iterable[str]) ->
     )
 
 
-def _escalation_section(prompts: PromptBook, step: str, escalations: Sequence[CycleFeedback]) -> _Section:
+def _escalation_section(prompts: Book, step: str, escalations: Sequence[CycleFeedback]) -> _Section:
     fill = prompts.filler("feedback_escalation_entry", "cycle", "source_step", "source_cycle", "summary")
 
     def text(e: CycleFeedback) -> str:
@@ -110,7 +110,7 @@ def _escalation_section(prompts: PromptBook, step: str, escalations: Sequence[Cy
     )
 
 
-def _retry_section(prompts: PromptBook, step: str, retries: Iterable[RetryEntry], count: int) -> _Section:
+def _retry_section(prompts: Book, step: str, retries: Iterable[RetryEntry], count: int) -> _Section:
     """Retries come newest first from the store and are read only as far as the fill goes."""
     fill = prompts.filler("feedback_retry_entry", "attempts", "count", "feedback", "guard")
 
@@ -125,7 +125,7 @@ def _retry_section(prompts: PromptBook, step: str, retries: Iterable[RetryEntry]
     )
 
 
-def _finding_section(prompts: PromptBook, findings: Sequence[FindingEntry]) -> _Section:
+def _finding_section(prompts: Book, findings: Sequence[FindingEntry]) -> _Section:
     fill = prompts.filler(
         "feedback_finding_entry", "stage", "kind", "status", "iteration", "failure_reason", "response"
     )
@@ -137,7 +137,7 @@ def _finding_section(prompts: PromptBook, findings: Sequence[FindingEntry]) -> _
     )
 
 
-def _human_section(prompts: PromptBook, responses: Sequence[HumanResponse]) -> _Section:
+def _human_section(prompts: Book, responses: Sequence[HumanResponse]) -> _Section:
     fill = prompts.filler(
         "feedback_human_entry", "escalation_id", "type", "response_type", "content", "responder", "at"
     )
@@ -160,7 +160,7 @@ def _human_section(prompts: PromptBook, responses: Sequence[HumanResponse]) -> _
     )
 
 
-def _guidance_section(prompts: PromptBook, guidance: Sequence[str]) -> _Section:
+def _guidance_section(prompts: Book, guidance: Sequence[str]) -> _Section:
     """Guidance has no time: it is the last to be left out ("~" sorts after every ISO time)."""
     return _Section(
         prompts.render("feedback_guidance_header"),
@@ -171,7 +171,7 @@ def _guidance_section(prompts: PromptBook, guidance: Sequence[str]) -> _Section:
 
 
 def render_sections(
-    prompts: PromptBook,
+    prompts: Book,
     *,
     step: str,
     escalations: Sequence[CycleFeedback],
@@ -269,7 +269,7 @@ def _fill(budget: _Budget, newest: Iterator[Keyed], total: int) -> tuple[Kept, K
     return kept, None
 
 
-def _assemble(budget: _Budget, kept: Kept, omitted: int, prompts: PromptBook) -> Budgeted:
+def _assemble(budget: _Budget, kept: Kept, omitted: int, prompts: Book) -> Budgeted:
     """The text of the kept entries, each section in its entries' order, after the notice."""
     by_section: tuple[list[tuple[int, str]], ...] = tuple([] for _ in budget.headers)
     for section, key, text in kept:

@@ -12,9 +12,9 @@ from typing import Any
 from ...clock import parse_iso
 from ...models.escalations import Escalation
 from ...models.limits import OPERATOR_ANSWERS
-from ...prompts import PromptBook
 from ..bounds.evidence import clip, clip_texts, shortened
 from ..reading.salient import headline as salient_headline
+from ..wording.book import Book
 
 HEADLINE_CHARS = 500
 # What one notification may weigh, as sent (JSON, non-ASCII escaped): chat webhooks refuse
@@ -70,7 +70,7 @@ def _values(escalation: Escalation) -> dict[str, Any]:
     }
 
 
-def notification_text(prompts: PromptBook, escalation: Escalation, event: str, now: datetime) -> str:
+def notification_text(prompts: Book, escalation: Escalation, event: str, now: datetime) -> str:
     """The one-paragraph summary a chat webhook displays (``text``)."""
     if event == "renotify":
         return prompts.render(
@@ -82,7 +82,7 @@ def notification_text(prompts: PromptBook, escalation: Escalation, event: str, n
 
 
 def notification_payload(
-    prompts: PromptBook,
+    prompts: Book,
     escalation: Escalation,
     event: str,
     now: datetime,
@@ -134,7 +134,7 @@ def payload_body(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, sort_keys=True).encode("utf-8")
 
 
-def client_message(prompts: PromptBook, escalation: Escalation, event: str) -> str | None:
+def client_message(prompts: Book, escalation: Escalation, event: str) -> str | None:
     """The log message a connected client gets for this change (None: resource update only)."""
     values = _values(escalation)
     if event in ("created", "updated"):
@@ -169,7 +169,7 @@ def human_answers(escalation: Escalation) -> list[str]:
 
 
 def elicitation_question(
-    prompts: PromptBook, escalation: Escalation, *, template: str = "elicitation_question"
+    prompts: Book, escalation: Escalation, *, template: str = "elicitation_question"
 ) -> str:
     """The question a client shows its human for a pending blocking escalation (above the
     form, or next to the console link with ``template="elicitation_url_message"``)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ...errors import EscalationError
 from ...models.limits import OPERATOR_ANSWERS, TEXT_MAX
-from ...prompts import PromptBook
+from ..wording.book import Book
 
 # refusal -> the door's next step after it (its ``{door}_next_{kind}`` template)
 _NEXT = {
@@ -45,7 +45,7 @@ class Door:
         return self.names.get(name, name)
 
 
-def worded(book: PromptBook, error: EscalationError, door: Door) -> str:
+def worded(book: Book, error: EscalationError, door: Door) -> str:
     """What the operator reads about ``error`` at ``door``."""
     values = _values(error.refusal, dict(error.facts), door)
     if values is None:

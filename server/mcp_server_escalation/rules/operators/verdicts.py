@@ -9,20 +9,12 @@ the threshold to raise is named.
 from __future__ import annotations
 
 from ...models.reports import ReplayFigure, ThresholdAdvice, TypeJudgement, VerdictCount
+from ..triggers.records import RECORDS
 
 VERDICTS = ("useful", "false_alarm")
-# The threshold that decides when each type fires (docs/triggers.md).
-THRESHOLD_OF = {
-    "repeated_error": "same_error_repeated",
-    "verification_limit": "total_verification_attempts",
-    "no_file_progress": "no_file_changes_after_attempts",
-    "test_stall": "no_test_improvement_after",
-    "file_limit": "files_modified_exceeds",
-    "external_blocker": "blocker_repeated",
-    "stagnation": "stagnation_patience",
-    "budget": "max_tool_calls, max_failing_test_runs or max_minutes",
-    "scope_deviation": "the task's scope",
-}
+# The threshold that decides when each type fires (docs/triggers.md); a type the agent
+# raises itself has none.
+THRESHOLD_OF = {r.type: r.raise_on_false_alarm for r in RECORDS if r.raise_on_false_alarm is not None}
 
 
 def per_project(counts: list[VerdictCount]) -> list[VerdictCount]:

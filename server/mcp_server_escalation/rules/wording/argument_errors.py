@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ...prompts import PromptBook
+    from .book import Book
 
 # A call may break a limit in every item of a 500-item list: the words name this many problems.
 SHOWN_PROBLEMS = 5
@@ -59,14 +59,14 @@ TEMPLATE_FIELDS: dict[str, list[str]] = {
 }
 
 
-def argument_error_words(book: PromptBook, errors: Sequence[Mapping[str, Any]]) -> str:
+def argument_error_words(book: Book, errors: Sequence[Mapping[str, Any]]) -> str:
     """The problems of one call (pydantic's ``ValidationError.errors()``), in words."""
     shown = "; ".join(_problem(book, error) for error in errors[:SHOWN_PROBLEMS])
     more = len(errors) - SHOWN_PROBLEMS
     return book.render("argument_problems_more", problems=shown, more=more) if more > 0 else shown
 
 
-def _problem(book: PromptBook, error: Mapping[str, Any]) -> str:
+def _problem(book: Book, error: Mapping[str, Any]) -> str:
     field = field_path(error.get("loc", ()))
     ctx = error.get("ctx") or {}
     worded = _WORDED.get(str(error.get("type")))

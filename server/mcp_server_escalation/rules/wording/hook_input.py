@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 from ..reading.salient import one_line
 
 if TYPE_CHECKING:
-    from ...prompts import PromptBook
+    from .book import Book
 
 Problem = Literal[
     "too_large",
@@ -58,7 +58,7 @@ class InputProblem:
     byte: int = 0
 
 
-def hook_input_words(book: PromptBook, found: InputProblem) -> str:
+def hook_input_words(book: Book, found: InputProblem) -> str:
     """What a person (or a model) reads about ``found``."""
     if found.problem in ("too_large", "no_cwd"):
         return book.render(f"hook_input_{found.problem}", limit=found.limit)
@@ -74,7 +74,7 @@ def hook_input_words(book: PromptBook, found: InputProblem) -> str:
     return book.render(f"hook_input_{found.problem}")
 
 
-def hook_failed_words(book: PromptBook, log: str | None, failure: BaseException) -> list[str]:
+def hook_failed_words(book: Book, log: str | None, failure: BaseException) -> list[str]:
     """The hook's lines on stderr for an unexpected ``failure``: no decision, and the ``log``
     its details were written to; without one, the error's kind and message on a second line
     (never its traceback: that is for a log). A database's own error (a full disk, a store
@@ -114,17 +114,21 @@ STORE_DOWN_TEMPLATES: dict[str, list[str]] = {
     "hook_store_down_unlogged": [],
     "hook_kept_behind": ["spool", "waiting"],
     "hook_dropped_behind": ["spool", "limit"],
+    "hook_dropped_unsafe_spool": ["spool"],
+    # the hook route's 507 for a report dropped, before hook_http_not_recorded
+    "hook_http_spool_full": ["limit"],
+    "hook_http_spool_unsafe": [],
 }
 
 
-def _store_down_details(book: PromptBook, log: str | None) -> str:
+def _store_down_details(book: Book, log: str | None) -> str:
     """Where the outage's details are: ``log``, or (none written) who can say why."""
     if log is None:
         return book.render("hook_store_down_unlogged")
     return book.render("hook_store_down_details", log=log)
 
 
-def hook_store_down_words(book: PromptBook, recorded: bool | None, log: str | None) -> str:
+def hook_store_down_words(book: Book, recorded: bool | None, log: str | None) -> str:
     """The hook's line on stderr for an event the store did not answer and that is not kept
     (no report): not recorded (``recorded`` False) or maybe recorded (None), no decision."""
     template = "hook_store_down" if recorded is False else "hook_store_down_maybe_recorded"
@@ -132,11 +136,20 @@ def hook_store_down_words(book: PromptBook, recorded: bool | None, log: str | No
 
 
 def hook_kept_words(
-    book: PromptBook, spool: str, waiting: int | None, limit: int, *, outage: bool, log: str | None
+    book: Book,
+    spool: str,
+    waiting: int | None,
+    limit: int,
+    *,
+    outage: bool,
+    log: str | None,
+    unsafe: bool = False,
 ) -> str:
     """The hook's line on stderr for a report kept in ``spool`` with ``waiting`` others (None:
-    the spool held ``limit`` and it was dropped), for an ``outage`` (its details in ``log``) or
-    behind earlier events still being recorded."""
+    the spool held ``limit`` and it was dropped; ``unsafe``: dropped, the folder not private),
+    for an ``outage`` (its details in ``log``) or behind earlier events still being recorded."""
+    if unsafe:
+        return book.render("hook_dropped_unsafe_spool", spool=spool)
     if not outage:
         if waiting is None:
             return book.render("hook_dropped_behind", spool=spool, limit=limit)
@@ -161,7 +174,7 @@ STORE_ERROR_TEMPLATES: dict[str, list[str]] = {
 }
 
 
-def hook_store_error_words(book: PromptBook, log: str | None, *, unwritable: bool = False) -> str:
+def hook_store_error_words(book: Book, log: str | None, *, unwritable: bool = False) -> str:
     """The hook's line on stderr for a store it could not open at all (no store can be made at
     its path, the file is no store, its schema is newer) or that refused its write
     (``unwritable``): nothing recorded, no decision, the setting to check, and where why was

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...prompts import PromptBook
 from ..bounds.token_scope import ScopeRefusal
 from ..reading.salient import one_line
+from .book import Book
 
 # A scope may list a hundred prefixes or folders: the refusal names the first few.
 SHOWN_ALLOWED = 5
@@ -22,7 +22,7 @@ SHOWN_ALLOWED = 5
 NAME_CHARS = 200
 
 
-def scope_refusal_words(book: PromptBook, refusal: ScopeRefusal, task_field: str) -> str:
+def scope_refusal_words(book: Book, refusal: ScopeRefusal, task_field: str) -> str:
     """What the caller reads about ``refusal``; ``task_field`` names where it names a task
     (``task_id``, the hook's ``X-Escalation-Task`` header)."""
     allowed = listed_few(book, refusal.allowed)
@@ -38,7 +38,7 @@ def _name(named: str) -> str | None:
     return one_line(named, NAME_CHARS) or None
 
 
-def listed_few(book: PromptBook, names: Sequence[str]) -> str:
+def listed_few(book: Book, names: Sequence[str]) -> str:
     """The first few ``names``, each on one line and clipped, and how many more: a scope's
     prefixes or folders here, the steps or stages that refuse ``end_task`` elsewhere."""
     shown = ", ".join(one_line(item, NAME_CHARS) for item in names[:SHOWN_ALLOWED])

@@ -13,19 +13,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-KIND_WORDS = {
-    "repeated_error": "repeated error",
-    "verification_limit": "verification limit",
-    "no_file_progress": "no file progress",
-    "test_stall": "test stall",
-    "file_limit": "file limit",
-    "scope_deviation": "scope deviation",
-    "external_blocker": "external blocker",
-    "stagnation": "stagnation",
-    "budget": "budget",
-    "ask_human": "question from the agent",
-    "system_error": "system error",
-}
+from ..triggers.records import RECORDS
+
+# Each escalation type in words, in the records' order (the console's charts colour by it).
+KIND_WORDS: dict[str, str] = {record.type: record.words for record in RECORDS}
 # Field names whose plain rewording would mislead or read badly.
 FIELD_WORDS = {
     "count_at_firing": "count when it fired",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..migrations import (
     AWAITING_ACKNOWLEDGEMENT,
+    COUNTER_COLUMNS_17,
     ESCALATION_STATUSES,
     TASK_STATUSES,
     WHITESPACE_CODES,
@@ -402,9 +403,25 @@ _WAITS = (
     "CREATE INDEX escalation_waits_by_age ON escalation_waits (created_at)",
 )
 
+# A task's counters as one JSON document, as on SQLite (its migration 17).
+_COUNTERS = (
+    "ALTER TABLE tasks ADD COLUMN counters_json TEXT NOT NULL DEFAULT '{}'",
+    "UPDATE tasks SET counters_json = json_build_object("
+    + ", ".join(f"'{name}', {name}" for name in COUNTER_COLUMNS_17)
+    + ")::text",
+    "ALTER TABLE tasks " + ", ".join(f"DROP COLUMN {name}" for name in COUNTER_COLUMNS_17),
+)
+
+# An escalation keeps its newest waits only, found by this index (SQLite's migration 18).
+_WAITS_BY_ESCALATION = (
+    "CREATE INDEX escalation_waits_by_escalation ON escalation_waits (escalation_id, created_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "schema", _TABLES + _TRIGGERS),
     Migration(2, "guidance search: failures' words as a tsvector under GIN, bm25's counts", _SEARCH),
     Migration(3, "operators' verdicts on escalations", _VERDICTS),
     Migration(4, "waits for a human's answer run as MCP tasks", _WAITS),
+    Migration(5, "a task's counters as one JSON document", _COUNTERS),
+    Migration(6, "waits looked up by their escalation", _WAITS_BY_ESCALATION),
 )

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from ....models.limits import (
     EscalationId,
+    Flag,
     GlobList,
     Name,
     Options,
@@ -35,7 +36,7 @@ async def raise_escalation(
     kind: Literal["ask_human", "system_error"] = "ask_human",
     question: ShortText | None = None,
     options: Options = [],  # noqa: B006 (pydantic copies defaults)
-    blocking: bool = True,
+    blocking: Flag = True,
     follow_up_of: EscalationId | None = None,
 ) -> RaiseEscalationResult:
     """Ask a human (or report an unrecoverable error); blocking questions pause the task."""

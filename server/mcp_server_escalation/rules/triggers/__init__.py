@@ -1,0 +1,1 @@
+"""What each kind of trigger is, as data: one record per escalation type (``records``)."""
