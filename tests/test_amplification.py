@@ -93,6 +93,27 @@ async def test_an_escalation_after_twenty_progress_reports_at_their_limits_stays
     assert more == f"(+{500 - len(first)} more)"
 
 
+async def test_a_long_result_travels_once_its_text_a_short_pointer_to_it(db_path: str) -> None:
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="big", task_id="big", scope=["src/**"], thresholds=QUIET)
+        await _progress_at_limits(agent, "big", reports=3)
+        long = await agent.client.call_tool("get_task", {"task_id": "big"})
+        short = await agent.client.call_tool("report_progress", {"task_id": "big", "note": "small"})
+
+    assert long.structured_content is not None
+    whole = json.dumps(long.structured_content, separators=(",", ":"))
+    assert len(whole) > 4096, "the task's result is not long: it proves nothing"
+    [text] = long.content
+    assert text.text == (  # type: ignore[union-attr]
+        f"{long.structured_content['message']} The whole result is in this call's structured content."
+    )
+    wire = len(long.model_dump_json(by_alias=True).encode())
+    assert wire < len(whole.encode()) + 512, f"{wire} bytes on the wire for a {len(whole)}-byte result"
+    # A short result keeps its JSON as its text, for a client that gives the model the text alone.
+    assert short.structured_content is not None
+    assert json.loads(short.content[0].text) == short.structured_content  # type: ignore[union-attr]
+
+
 async def test_one_actions_summary_is_bounded_whatever_its_detail_holds(db_path: str) -> None:
     async with connect(db_path) as agent:
         await agent.call("start_task", title="one", task_id="one", scope=["src/**"], thresholds=QUIET)

@@ -30,13 +30,14 @@ import markupsafe
 import pytest
 
 import pg_local as pg
-from conftest import ToolCallError, own_pg_server
+from conftest import Agent, ToolCallError, connect, own_pg_server
 from hooks_support import Run, bash_failure, environment, hook_process, run_script
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, TEST_TOKENS, http_client, start_http, stop_http
 from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.hooks.relay import socket_path
 from mcp_server_escalation.hooks.relay_spawn import log_path
 from mcp_server_escalation.hooks.spool import spool_folder
+from mcp_server_escalation.models.store_config import StoreConfig
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.store.backends import open_store
 
@@ -351,6 +352,39 @@ async def test_a_stalled_database_fails_calls_within_the_bound_and_they_serve_ag
     _assert_one_log_line_per_outage(team)
 
 
+async def test_calls_queued_behind_a_stalled_write_end_within_the_bound_from_their_start(
+    crash_pg: pg.PgServer, crash_url: str
+) -> None:
+    bound = 2.0
+    bounds = StoreConfig(
+        operation_timeout_seconds=bound, statement_timeout_seconds=1, connect_timeout_seconds=2
+    )
+    took: dict[int, float] = {}
+    said: dict[int, str] = {}
+
+    async def report(agent: Agent, n: int) -> None:
+        started = time.monotonic()
+        said[n] = await agent.error(
+            "report_progress", task_id="queued", note=f"queued {n}", tests_passed=n + 1
+        )
+        took[n] = time.monotonic() - started
+
+    async with connect(crash_url, store=bounds) as agent:
+        await agent.call("start_task", title="Queued", task_id="queued")
+        pg.signal_all(crash_pg, signal.SIGSTOP)
+        try:
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    for n in range(3):  # one writer connection: the second and third queue
+                        tg.start_soon(report, agent, n)
+        finally:
+            pg.signal_all(crash_pg, signal.SIGCONT)
+
+    assert max(took.values()) < bound + 1.0, took
+    for text in said.values():
+        assert UNAVAILABLE in text or "stopped answering while this call was being recorded" in text, text
+
+
 def _logged_reasons(logged: str) -> list[str]:
     """What the database said, as each outage's one warning in a server's log gives it."""
     text = " ".join(logged.split())  # its lines wrapped to a width
@@ -454,6 +488,40 @@ def test_the_cli_names_the_store_and_why_without_its_password(crash_pg: pg.PgSer
     assert "hunter2" not in done.stderr
     assert "Traceback" not in done.stderr
     assert took < 8.0
+
+
+def _error_paragraph(stderr: str) -> str:
+    """The ``error:`` a command ended with, its wrapped lines joined."""
+    start = stderr.index("error: ")
+    return " ".join(stderr[start:].split())
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_server_started_while_the_database_is_down_exits_with_one_error_not_a_traceback(
+    transport: str, tmp_path: Path
+) -> None:
+    down = f"postgresql://esc@127.0.0.1:{pg.free_port()}/escalations"  # nothing listens there
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    http = ["--transport", "http", "--port", str(pg.free_port())] if transport == "http" else []
+    done = subprocess.run(
+        [SCRIPT, "serve", *http, "--db", down],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert " ERROR " not in done.stderr, done.stderr
+    said = _error_paragraph(done.stderr)
+    assert said.startswith(f"error: store {down} is unavailable (connection failed:"), said
+    assert said.endswith("; nothing was recorded"), said
+    assert done.stdout == ""
 
 
 def _hook_rows(url: str) -> tuple[list[str], list[str]]:

@@ -173,10 +173,10 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "notify_text": ["priority", "escalation_id", "type", "task_id", "title", "headline", "options"],
         "notify_more": ["escalation_id", "bytes"],
         "notify_link": ["link"],
-        # appended to the description of every long text argument (adapters/mcp/registry.py)
-        "tool_text_unit": [],
+        "tool_text_unit": [],  # appended to every long text argument's description (adapters/mcp)
         "store_unavailable": [],
         "store_outcome_unknown": [],
+        "tool_result_in_structured": ["message"],
         # a report outside a token's scope, on every route (rules/wording/scope_refusals.py)
         "scope_refused_task": ["task_id", "prefixes"],
         "scope_refused_no_task": ["prefixes", "task_field"],

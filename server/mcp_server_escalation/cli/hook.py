@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import OUTAGE_LOG, ConfigError, EscalationError, StoreError, StoreUnavailable, StoreUnwritable
+from ..hooks.budget import within_what_is_left
 from ..hooks.relay import HOSTS
 from ..locations import is_database_url
 from ..process import server_ready
@@ -244,7 +245,7 @@ def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> tuple[str,
         return "", ""
     import anyio  # noqa: PLC0415 (a read never starts an event loop)
 
-    output, kept = anyio.run(_answer, settings, entry, triaged, raw)
+    output, kept = anyio.run(_answer, within_what_is_left(settings), entry, triaged, raw)
     return output, "" if kept is None else _kept_said(args, settings, kept)
 
 

@@ -126,8 +126,20 @@ def serve_settings(args: argparse.Namespace) -> Settings:
 def serve_http(args: argparse.Namespace, settings: Settings) -> int:
     """``serve --transport http`` until the process is stopped."""
     server = http_server(args, settings)
+    # Opened once before uvicorn runs: a store that does not answer (a database down at
+    # start) is then the one-line error of every command, not a traceback that uvicorn logs
+    # from the apps' start-up, where each app opens the store again.
+    anyio.run(store_opens, settings)
     server_ready()
     return run_until_stopped(server)
+
+
+async def store_opens(settings: Settings) -> None:
+    """The store opens (migrated, as the server will use it), or its ``StoreError`` is raised."""
+    from ..services.runtime import open_runtime  # noqa: PLC0415
+
+    async with open_runtime(settings):
+        pass
 
 
 def run_until_stopped(server: uvicorn.Server) -> int:

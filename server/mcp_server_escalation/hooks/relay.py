@@ -38,14 +38,20 @@ HOSTS = ("claude-code", "cursor", "codex")
 OPTIONS = ("--db", "--config", "--prompts")
 # Reaching a live server takes microseconds; a refused or missing socket fails at once.
 CONNECT_TIMEOUT = 0.5
-# The hosts give a hook 15 s (``hook install``); after 10 s without an answer the hook does
-# the work itself, and de-duplication by tool call keeps an event from counting twice.
-ANSWER_TIMEOUT = 10.0
+# The hosts give a hook 15 s (``hook install``); after 8 s without an answer the hook does
+# the work itself, within what is left of ``HOOK_BUDGET_SECONDS``, and de-duplication by tool
+# call keeps an event from counting twice.
+ANSWER_TIMEOUT = 8.0
 MAX_STDIN = 8 * 1024 * 1024  # bigger events (a Write of a huge file) are handled locally
 # A first run waits this long for the daemon it started to listen (it takes ~0.3 s), then
 # does the work itself: within the 15 s the hosts give a hook, with room for that.
 DAEMON_WAIT_SECONDS = 5.0
 DAEMON_POLL_SECONDS = 0.005
+# A hook run answers within this, in all: the hosts' 15 s, less room for the process's
+# start, its imports and its answer (3 s measured on a loaded machine). A run that does the
+# work itself after waiting for a relay has what is left of it (``seconds_left``), not a
+# fresh bound for the store on top.
+HOOK_BUDGET_SECONDS = 10.0
 SUN_PATH_MAX = 100  # sockaddr_un.sun_path is 104-108 bytes depending on the platform
 # "off": never forward; "require": a run no server answers gives no decision (and says so
 # on stderr) instead of doing the work itself, for tests and benchmarks that must know;
@@ -152,12 +158,25 @@ def forward(conn: socket.socket, request: Mapping[str, object]) -> dict[str, obj
     return reply
 
 
+# When this process's latest hook run began (``try_relay``); None before any did.
+_began: list[float] = []
+
+
+def seconds_left() -> float | None:
+    """What is left of ``HOOK_BUDGET_SECONDS`` for this process's hook run (None: no run
+    began through ``try_relay``, as in a test that calls the command itself)."""
+    if not _began:
+        return None
+    return HOOK_BUDGET_SECONDS - (time.monotonic() - _began[-1])
+
+
 def try_relay(argv: Sequence[str]) -> int | None:
     """Run a hook command line through a live server; None when the hook must run itself.
 
     On None nothing has been read from stdin unless it was too big or not UTF-8, in which
     case it is put back for the full path (``sys.stdin`` is replaced by a buffer holding it).
     """
+    _began[:] = [time.monotonic()]
     env = os.environ
     mode = env.get(MODE_ENV, "").lower()
     if mode in ("off", "0", "false", "no"):

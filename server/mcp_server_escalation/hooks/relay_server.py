@@ -94,7 +94,7 @@ class RelayLimits:
     request_bytes: int = 2 * MAX_STDIN
     # A hook sends its whole request as soon as it is connected (it has read its stdin).
     request_seconds: float = 5.0
-    # The whole exchange; the hook itself gives up after ``relay.ANSWER_TIMEOUT`` (10 s) and
+    # The whole exchange; the hook itself gives up after ``relay.ANSWER_TIMEOUT`` (8 s) and
     # runs itself, and the claim of its event keeps the two from counting twice.
     exchange_seconds: float = 60.0
 

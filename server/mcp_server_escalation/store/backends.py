@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar
 from ..errors import StoreError
 from ..locations import is_database_url
 from ..models.store_config import StoreConfig
-from .db import Database
+from .db import BUSY_TIMEOUT_MS, Database
 
 T = TypeVar("T")
 
@@ -38,11 +38,14 @@ async def open_store(
 
     ``config`` bounds its waits and sizes its pools (the defaults without one). PostgreSQL's
     bounds always hold; a SQLite store waits for another process's lock up to
-    ``operation_timeout_seconds`` only when ``bounded`` (a hook run, whose host waits 15 s at
-    most), else up to its busy timeout, retried."""
+    ``operation_timeout_seconds`` when ``bounded`` (a hook run, whose host waits 15 s at
+    most), else up to its busy timeout (30 s), once."""
     config = config or StoreConfig.model_construct()
     if not is_database_url(location):
-        wait = config.operation_timeout_seconds if bounded else None
+        # Unbounded callers (a server's tool calls, the console, the CLI) wait for another
+        # process's lock up to the busy timeout once, the bound the docs give a tool call:
+        # then the call is told the store is unavailable and that nothing was recorded.
+        wait = config.operation_timeout_seconds if bounded else BUSY_TIMEOUT_MS / 1000
         return await Database.open(location, create=create, wait_seconds=wait)
     try:
         from .postgres.database import PgDatabase  # noqa: PLC0415 (psycopg only when asked for)

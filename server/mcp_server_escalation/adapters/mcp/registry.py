@@ -41,6 +41,10 @@ CALL_PARAMETER = "call"
 # The name the SDK passes the request's context under, to the function it calls.
 CONTEXT_PARAMETER = "ctx"
 COMPACT = (",", ":")  # json.dumps separators without spaces
+# A result whose compact JSON is longer than this (characters) is not copied into its text:
+# the text names where the whole result is instead. Shorter ones keep the JSON as their text,
+# for clients that show the model the text alone; a long one copied would double the answer.
+JSON_TEXT_MAX = 2048
 
 
 class Caller(Protocol):
@@ -230,9 +234,11 @@ def tool_result(
 
     The feedback and guidance tools name their rendered text: the model reads it as written
     instead of JSON-escaped inside a copy of the structured result, which would double the
-    payload. The others' JSON has no indentation (the SDK indents by two): it is the same
-    result in fewer characters and tokens of the model's context. The result is the model's
-    own dump, so it is not validated again on the way out.
+    payload. The others' text is their JSON without indentation (the SDK indents by two):
+    the same result in fewer characters and tokens of the model's context; once that is
+    longer than ``JSON_TEXT_MAX``, the text is the result's message and where the whole
+    result is (its structured content, which hosts give the model in place of the text).
+    The result is the model's own dump, so it is not validated again on the way out.
 
     A result larger than ``RESULT_MAX_BYTES`` (texts stored at their input limits) is shown
     with its longest texts clipped (``rules/bounds/results.py``): the resources hold them whole.
@@ -256,6 +262,8 @@ def tool_result(
         if len(shown) > RESULT_MAX_BYTES // 4 and len(shown.encode()) > RESULT_MAX_BYTES:
             structured = fit(structured, RESULT_MAX_BYTES)
             shown = _shown(structured, text)
+        if text is None and prompts is not None and len(shown) > JSON_TEXT_MAX:
+            shown = prompts.render("tool_result_in_structured", message=structured.get("message", ""))
         return CallToolResult(content=[TextContent(type="text", text=shown)], structured_content=structured)
 
     return call

@@ -14,8 +14,11 @@ Design (the mechanism itself, shared with SQLite, is ``store/database.py``):
   READ ONLY transactions: one consistent snapshot, like a SQLite read.
 - Connections come from psycopg's pool and come back after the database restarts or drops
   them; every operation ends within ``[store] operation_timeout_seconds`` (``pool.py``). A
-  transaction whose connection broke before COMMIT is run once more; one whose COMMIT got no
-  answer is never run again (it may have been applied) and says so.
+  transaction whose connection broke before COMMIT is run again (nothing of it was kept).
+  One whose session ended with COMMIT on its way (no answer, or "terminating connection"
+  after the commit was applied) is asked after by its transaction id on a new session
+  (``pg_xact_status``): committed, its outcome is the call's, never a second run; aborted,
+  it is run again; when the database cannot say, the call says it may have been recorded.
 - Migrations are PostgreSQL's own (``postgres/migrations.py``), each applied under a
   transaction-scoped advisory lock, so servers starting together migrate once.
 """
@@ -40,7 +43,7 @@ from .. import database
 from ..database import MIGRATION_SECONDS, transact
 from .connection import PgConn
 from .migrations import CHANGE_CHANNEL, MIGRATIONS
-from .pool import Broken, CommitUnknown, Stalled, StorePool, Watchdog, conninfo, health_of
+from .pool import Broken, CommitUnknown, Stalled, StorePool, Watchdog, conninfo, health_of, lost
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,6 +51,14 @@ T = TypeVar("T")
 # A transaction PostgreSQL aborted to resolve a conflict is run again up to this many times.
 _RETRIES = 5
 _RETRIED = (errors.SerializationFailure, errors.DeadlockDetected)
+# A transaction whose session ended before it committed (the database says so) is run again,
+# up to this many runs in all, within the operation's bound.
+_RUNS = 3
+# What ``pg_xact_status`` says of a transaction that ended; and how often it is asked again
+# while the transaction is still in progress on a session that lost its answer.
+_COMMITTED = "committed"
+_ABORTED = "aborted"
+_STATUS_POLL_SECONDS = 0.05
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 _BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
 # How long a listener whose connection was lost waits before it connects again.
@@ -70,16 +81,18 @@ def _end(raw: psycopg.Connection[Any], *, write: bool) -> None:
     if not write:
         raw.execute("ROLLBACK")
         return
+    # Asked before COMMIT, on the same session: if the answer to COMMIT is lost, a new
+    # session can still ask the database whether this transaction committed.
+    row = raw.execute("SELECT pg_current_xact_id_if_assigned()::text").fetchone()
+    xid = None if row is None else row[0]
     try:
         raw.execute("COMMIT")
     except psycopg.Error as exc:
-        if raw.broken and exc.sqlstate is None:
-            # No answer came: the COMMIT may have reached the server and been applied before
-            # the connection was lost, and running the transaction again could apply it
-            # twice. (An answer with an error, such as the "terminating connection" of
-            # pg_terminate_backend or a fast stop, says it was not: the server takes such an
-            # interrupt before a commit or after it has answered, never in between.)
-            raise CommitUnknown(" ".join(str(exc).split())) from exc
+        if lost(raw, exc):
+            # The session ended with COMMIT on its way: the server may have applied it and
+            # then lost its answer, or said "terminating connection" after applying it.
+            # Only the transaction's status, asked anew, tells which.
+            raise CommitUnknown(" ".join(str(exc).split()), xid) from exc
         raise
 
 
@@ -110,9 +123,8 @@ class PgConnections:
         self._readers = StorePool(
             "readers", self._info, config.readers, self._health, self._watchdog, self.location
         )
-        # Callers take turns here, in the order they came, before a pool's connection: a
-        # queue that waits without a bound of its own (the operation's deadline is set when
-        # its turn comes), as the single writer queued writes before.
+        # Callers take turns here, in the order they came, before a pool's connection, as
+        # the single writer queued writes before; the wait counts in the operation's bound.
         self._write_turn = anyio.CapacityLimiter(config.writers)
         self._read_turn = anyio.CapacityLimiter(config.readers)
         self.closed = False
@@ -169,49 +181,97 @@ class PgConnections:
 
     async def run(self, fn: Callable[[PgConn], T], *, write: bool, reader: bool, seconds: float | None) -> T:
         """``fn`` in a transaction on a connection of a pool, in a worker thread, within
-        ``seconds`` (the operation timeout when None) from when its turn comes."""
+        ``seconds`` (the operation timeout when None) from the call, its turn included."""
         if self.closed:
             raise StoreError("the store is closed")
         pool, turn = (self._readers, self._read_turn) if reader else (self._writers, self._write_turn)
         bound = self._config.operation_timeout_seconds if seconds is None else seconds
+        # The bound runs from the call, its wait for a turn included: behind a write that the
+        # database stalls, a queued call would otherwise wait out that write's bound and then
+        # its own.
+        deadline = time.monotonic() + bound
         # Shielded: a caller cancelled mid-way must not go on while its transaction runs (it
         # ends by its deadline in any case).
         with anyio.CancelScope(shield=True):
-            async with turn:
-                job = functools.partial(self._attempts, pool, fn, write, time.monotonic() + bound, bound)
+            turn_came = False
+            with anyio.move_on_after(bound):
+                await turn.acquire()
+                turn_came = True
+            if not turn_came:
+                # Nothing was sent: the database was not even asked.
+                raise StoreUnavailable(self.location, f"no connection was free within {bound:g} s")
+            try:
+                job = functools.partial(self._attempts, pool, fn, write, deadline, bound)
                 result = await anyio.to_thread.run_sync(job)
+            finally:
+                turn.release()
         return result
 
     def _attempts(
         self, pool: StorePool, fn: Callable[[Any], T], write: bool, deadline: float, bound: float
     ) -> T:
-        """The transaction, run a second time only when that is known to be safe."""
-        job = functools.partial(transact, self, fn=fn, write=write)
+        """The transaction, run again only when the database says nothing of it was kept."""
+        outcome: list[T] = []  # what the latest run of ``fn`` returned
+
+        def kept(conn: Any) -> T:
+            result = fn(conn)
+            outcome[:] = [result]
+            return result
+
+        job = functools.partial(transact, self, fn=kept, write=write)
         began = deadline - bound
         unavailable = functools.partial(self._unavailable, began=began)
-        for attempt in (1, 2):
+        for attempt in range(1, _RUNS + 1):
+            last = attempt == _RUNS or time.monotonic() >= deadline
             try:
                 return pool.run(job, deadline)
             except Broken as broken:
                 # Safe to run again: the connection ended before COMMIT was sent, and
                 # PostgreSQL keeps nothing of a transaction whose session ended uncommitted.
-                # Once: a server that drops the second connection as well is down.
-                if attempt == 2 or time.monotonic() >= deadline:
+                if last:
                     raise unavailable(str(broken)) from broken
-            except Stalled as stalled:
-                # Cut before COMMIT was sent (a COMMIT cut off is ``CommitUnknown``): nothing kept.
-                raise unavailable(f"the database did not answer within {bound:g} s") from stalled
             except CommitUnknown as unknown:
-                raise unavailable(str(unknown), recorded=None) from unknown
-            except errors.QueryCanceled as exc:
-                raise unavailable(
-                    f"a statement ran longer than {self._config.statement_timeout_seconds:g} s"
-                ) from exc
-            except errors.LockNotAvailable as exc:
-                raise unavailable(
-                    f"a lock was held by another session longer than {self._config.lock_timeout_seconds:g} s"
-                ) from exc
+                status = self._status_of(pool, unknown.xid, deadline)
+                if status == _COMMITTED:
+                    self._health.answered(began)
+                    return outcome[0]  # applied once: its outcome, not a second run
+                if status != _ABORTED or last:
+                    # Aborted: nothing was kept. Not known: it may have been.
+                    raise unavailable(str(unknown), recorded=False if status else None) from unknown
+            except (Stalled, errors.QueryCanceled, errors.LockNotAvailable) as exc:
+                raise unavailable(self._why(exc, bound)) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _why(self, exc: Exception, bound: float) -> str:
+        """The reason an operation ended before COMMIT was sent (nothing of it was kept)."""
+        if isinstance(exc, Stalled):  # cut before COMMIT (a COMMIT cut off is ``CommitUnknown``)
+            return f"the database did not answer within {bound:g} s"
+        if isinstance(exc, errors.QueryCanceled):
+            return f"a statement ran longer than {self._config.statement_timeout_seconds:g} s"
+        return f"a lock was held by another session longer than {self._config.lock_timeout_seconds:g} s"
+
+    def _status_of(self, pool: StorePool, xid: str | None, deadline: float) -> str | None:
+        """Whether transaction ``xid`` committed or aborted, asked on a new session before
+        ``deadline``; None when the database could not say (down, or the transaction still
+        in progress on the session that lost its answer)."""
+        if xid is None:
+            return _COMMITTED  # it wrote nothing: nothing to keep or to double
+
+        def status(conn: PgConn) -> str | None:
+            row = conn.raw.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
+            return None if row is None else row[0]
+
+        while time.monotonic() < deadline:
+            try:
+                said = pool.run(status, deadline)
+            except StoreUnavailable:
+                return None  # no session to ask: the database is down
+            except (Broken, Stalled, CommitUnknown, psycopg.Error):
+                said = None  # this session ended too: ask on another one
+            if said in (_COMMITTED, _ABORTED):
+                return said
+            time.sleep(_STATUS_POLL_SECONDS)
+        return None
 
     def _unavailable(self, reason: str, *, began: float, recorded: bool | None = False) -> StoreUnavailable:
         self._health.failed(reason, began)
@@ -232,8 +292,15 @@ class PgConnections:
     def abandon(self, conn: PgConn) -> None:
         conn.locks_rows = False
         raw = conn.raw
-        if not raw.broken and raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        if raw.broken or raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            return
+        try:
             raw.execute("ROLLBACK")
+        except psycopg.Error:
+            # A session that ended mid-statement (in a pipeline, psycopg may not know it yet)
+            # takes no ROLLBACK: it is closed instead, which keeps nothing of the transaction,
+            # and the error that ended it is the one reported.
+            raw.close()
 
     def may_retry(self, conn: PgConn, error: Exception) -> bool:  # noqa: ARG002 (SQLite's reads it)
         # PostgreSQL rolled the transaction back whole: nothing of the first run is kept.

@@ -279,17 +279,19 @@ class StorePool:
                 try:
                     result = fn(PgConn(conn, self._location))
                 except Exception as exc:
-                    if not conn.broken:
+                    if not isinstance(exc, CommitUnknown) and not lost(conn, exc):
                         raise
+                    # Closed, so that the pool replaces it: a session the server ended may
+                    # still look open (psycopg marks it broken only once it reads the end).
+                    with contextlib.suppress(Exception):
+                        conn.close()
                     # It went down with the server, and so did the idle ones beside it.
                     self._pool.drain()
                     if isinstance(exc, CommitUnknown):
                         raise
                     if watch.cut:
                         raise Stalled(_reason(exc)) from exc
-                    if isinstance(exc, psycopg.OperationalError):
-                        raise Broken(_reason(exc)) from exc
-                    raise
+                    raise Broken(_reason(exc)) from exc
         finally:
             self._pool.putconn(conn)
         self.health.answered(began)
@@ -327,6 +329,24 @@ class StorePool:
         return StoreUnavailable(self._location, reason)
 
 
+# SQLSTATE classes and codes that end the session: the connection is gone, not the statement
+# wrong (08: connection exception; 57P01-57P03: the server terminated the session, is
+# shutting down or starting).
+_SESSION_ENDED = ("08", "57P01", "57P02", "57P03")
+
+
+def lost(conn: psycopg.Connection[Any], exc: BaseException) -> bool:
+    """Did ``exc`` end ``conn``'s session (rather than refuse one statement)?"""
+    if conn.broken or conn.closed:
+        return True
+    if not isinstance(exc, psycopg.Error):
+        return False
+    state = exc.sqlstate
+    if state is None:
+        return isinstance(exc, psycopg.OperationalError)
+    return state.startswith(_SESSION_ENDED)
+
+
 class Stalled(Exception):
     """The database did not answer an operation within its bound; its connection was cut."""
 
@@ -336,4 +356,11 @@ class Broken(Exception):
 
 
 class CommitUnknown(Exception):
-    """The connection ended while COMMIT was on its way: the write may or may not be kept."""
+    """The connection ended while COMMIT was on its way: the write may or may not be kept.
+
+    ``xid`` is the transaction's id (None when it wrote nothing): the database keeps whether
+    that transaction committed, which a new session can ask (``pg_xact_status``)."""
+
+    def __init__(self, reason: str, xid: str | None) -> None:
+        super().__init__(reason)
+        self.xid = xid
