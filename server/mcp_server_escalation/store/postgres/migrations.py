@@ -402,9 +402,16 @@ _WAITS = (
     "CREATE INDEX escalation_waits_by_age ON escalation_waits (created_at)",
 )
 
+# A wait run as a task ends when the caller's wait does, as on SQLite (its migration 17).
+_WAIT_ENDS = (
+    "ALTER TABLE escalation_waits ADD COLUMN ends_at TEXT",
+    "ALTER TABLE escalation_waits ADD COLUMN known_revision BIGINT",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "schema", _TABLES + _TRIGGERS),
     Migration(2, "guidance search: failures' words as a tsvector under GIN, bm25's counts", _SEARCH),
     Migration(3, "operators' verdicts on escalations", _VERDICTS),
     Migration(4, "waits for a human's answer run as MCP tasks", _WAITS),
+    Migration(5, "a wait run as a task ends when the caller's wait does", _WAIT_ENDS),
 )
