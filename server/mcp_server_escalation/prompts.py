@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
 from .rules.wording.argument_errors import TEMPLATE_FIELDS as ARGUMENT_TEMPLATES
+from .rules.wording.elicitation import TEMPLATE_FIELDS as ELICITATION_TEMPLATES
 from .rules.wording.hook_input import STORE_DOWN_TEMPLATES as HOOK_STORE_DOWN_TEMPLATES
 from .rules.wording.hook_input import STORE_ERROR_TEMPLATES as HOOK_STORE_ERROR_TEMPLATES
 from .rules.wording.words import absent, kind_words, name_words
@@ -217,10 +218,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "client_escalation_updated": ["escalation_id", "type", "task_id", "headline"],
         "client_escalation_answered": ["escalation_id", "task_id", "response_type", "responder"],
         "client_escalation_closed": ["escalation_id", "task_id", "status"],
-        "elicitation_question": ["escalation_id", "type", "task_id", "title", "details"],
-        "elicitation_field_response_type": ["options"],
-        "elicitation_field_text": [],
-        "elicitation_url_message": ["escalation_id", "type", "task_id", "title", "details"],
+        **ELICITATION_TEMPLATES,
         # the operator CLI's hint and errors (issue 17)
         "cli_answer_with": ["command", "flags"],
         # a service's refusal in the operator's words, for the CLI and the console alike

@@ -14,7 +14,7 @@ import shlex
 
 from ..models.escalations import Escalation, EscalationSummary
 from ..prompts import PromptBook
-from ..rules.operators.announce import human_answers
+from ..rules.operators.choices import human_answers
 from ..rules.reading.salient import headline
 from ..rules.wording import timeline
 from ..rules.wording.words import absent, criteria_words, kind_words, trigger_words

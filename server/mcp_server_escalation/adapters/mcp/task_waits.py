@@ -227,7 +227,7 @@ class WaitAsTask(Extension):
         except ValidationError as exc:
             log.warning("escalation %d: the answer from the client was not recorded: %s", escalation_id, exc)
             return
-        await self.asker.record(rt, escalation_id, data, client_name(ctx), revision=shown)
+        await self.asker.record(rt, escalation, data, client_name(ctx), revision=shown)
 
     async def _cancel(self, ctx: ServerRequestContext[AppContext, Any], params: TaskParams) -> HandlerResult:
         require_client_extension(ctx, TASKS_EXTENSION)
