@@ -221,7 +221,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         **ELICITATION_TEMPLATES,
         # the operator CLI's hint and errors (issue 17)
         "cli_answer_with": ["command", "flags"],
-        "cli_no_escalations": [],
+        **{name: [] for name in ("cli_no_escalations", "plugin_script_missing")},
         "cli_no_escalations_of": ["status"],
         # a service's refusal in the operator's words, for the CLI and the console alike
         # (rules/operators/refusals.py); {answer}, {field}: the door's name (a flag, a form field)

@@ -214,6 +214,45 @@ def merge_claude(settings: dict[str, Any], command: str) -> list[Change]:
     )
 
 
+# The Claude Code plugin (.claude-plugin/plugin.json) names the script bare: a plugin cannot
+# know where it was installed, so it must be on the PATH the host starts with (pipx, uv
+# tool). Where it is not, each command says so instead of failing silently with 127: at
+# session start as a message the user sees (systemMessage), and on every other event on
+# stderr with a non-zero exit, which the host reports as a hook error and otherwise ignores.
+PLUGIN_SCRIPT = "mcp-server-escalation"
+
+
+def plugin_guarded(run: str, event: str, missing: str) -> str:
+    """``run`` preceded by the check that the plugin's script is on ``PATH`` (above);
+    ``missing``: what the user reads when it is not (``plugin_script_missing``)."""
+    if event == "SessionStart":
+        said = shlex.quote(json.dumps({"systemMessage": missing}))
+        otherwise = f"{{ printf '%s\\n' {said}; exit 0; }}"
+    else:
+        otherwise = f"{{ echo {shlex.quote(missing)} >&2; exit 1; }}"
+    return f"command -v {PLUGIN_SCRIPT} >/dev/null 2>&1 || {otherwise}; {run}"
+
+
+def plugin_hooks(missing: str) -> dict[str, Any]:
+    """The hooks of the Claude Code plugin: the installer's, with the script bare and guarded."""
+    settings: dict[str, Any] = {}
+    merge_claude(settings, PLUGIN_SCRIPT)
+    for event, groups in settings["hooks"].items():
+        for group in groups:
+            for handler in group["hooks"]:
+                handler["command"] = plugin_guarded(handler["command"], event, missing)
+    hooks: dict[str, Any] = settings["hooks"]
+    return hooks
+
+
+def plugin_server(missing: str) -> dict[str, Any]:
+    """The plugin's MCP server: the script, or the reason it cannot start on stderr (which
+    the host keeps in its MCP log) and a failed connection that ``/mcp`` shows."""
+    missing = f"{{ echo {shlex.quote(missing)} >&2; exit 127; }}"
+    check = f"command -v {PLUGIN_SCRIPT} >/dev/null 2>&1 || {missing}; exec {PLUGIN_SCRIPT}"
+    return {"command": "sh", "args": ["-c", check]}
+
+
 def merge_claude_http(settings: dict[str, Any], url: str) -> list[Change]:
     """Add our Claude Code hooks posting to ``url`` to ``settings`` in place; returns what changed."""
     return _merge_groups(settings, lambda _event: http_handler(url), "claude-code", CLAUDE_EVENTS)
