@@ -22,7 +22,7 @@ import anyio
 
 from bounds import HUNG_AFTER
 from conftest import connect
-from hooks_support import claude, hook, pre_edit, pre_tool, snapshot
+from hooks_support import claude, hook, pre_edit, pre_tool, session_start, snapshot
 from mcp_server_escalation.hooks.protocol import parse_payload
 from mcp_server_escalation.rules.reading.host_errors import persisted
 from operator_support import SCRIPT, cli_env
@@ -207,3 +207,29 @@ async def test_a_stop_failure_is_recorded_though_the_host_kills_the_hook_at_once
     held = snapshot(db)
     assert held["tasks"][0]["status"] == "active"  # none pauses the project
     assert held["triggers"] == []
+
+
+async def test_a_new_session_is_told_its_own_failures_not_its_hosts_and_what_to_do_with_hooks_only(
+    tmp_path: Path,
+) -> None:
+    # The host's API errors came back to the model as its own "past failures ... avoid
+    # repeating", and a session with hooks only was told to call MCP tools it did not have.
+    db = str(tmp_path / "hook.db")
+    await _started(db)
+    await hook("claude-code", RATE_LIMITED, db=db, tmp=tmp_path, ESCALATION_TASK=TASK)
+    first = await hook("claude-code", session_start(), db=db, tmp=tmp_path, ESCALATION_TASK=TASK)
+    assert "Rate limit reached" not in first.json()["hookSpecificOutput"]["additionalContext"]
+    async with connect(db) as agent:
+        await agent.call(
+            "record_failure", task_id=TASK, message="AssertionError: add(2, 2) returned 5", file="src/add.py"
+        )
+        raised = await agent.call("raise_escalation", task_id=TASK, reason="Which rounding mode?")
+    escalation_id = raised["escalation"]["escalation_id"]
+    started = await hook("claude-code", session_start(), db=db, tmp=tmp_path, ESCALATION_TASK=TASK)
+    told = started.json()["hookSpecificOutput"]["additionalContext"]
+
+    assert "add(2, 2) returned 5" in told  # the agent's own failure teaches it
+    assert "Rate limit reached" not in told
+    assert "429" not in told
+    assert f"escalation {escalation_id} needs an answer" in told  # what to do with hooks only
+    assert "If you have the escalation MCP tools" in told

@@ -29,6 +29,7 @@ from .rules.wording.argument_errors import TEMPLATE_FIELDS as ARGUMENT_TEMPLATES
 from .rules.wording.elicitation import TEMPLATE_FIELDS as ELICITATION_TEMPLATES
 from .rules.wording.hook_input import STORE_DOWN_TEMPLATES as HOOK_STORE_DOWN_TEMPLATES
 from .rules.wording.hook_input import STORE_ERROR_TEMPLATES as HOOK_STORE_ERROR_TEMPLATES
+from .rules.wording.hook_session import TEMPLATE_FIELDS as HOOK_SESSION_TEMPLATES
 from .rules.wording.words import absent, kind_words, name_words
 
 # The wait a message asks for (``get_escalation``'s ``wait_seconds``) is not passed by the
@@ -219,7 +220,6 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "client_escalation_answered": ["escalation_id", "task_id", "response_type", "responder"],
         "client_escalation_closed": ["escalation_id", "task_id", "status"],
         **ELICITATION_TEMPLATES,
-        # the operator CLI's hint and errors (issue 17)
         "cli_answer_with": ["command", "flags"],
         **{name: [] for name in ("cli_no_escalations", "plugin_script_missing")},
         "cli_no_escalations_of": ["status"],
@@ -265,7 +265,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "hook_halt_terminated": ["task_id", "content"],
         "hook_post_escalated": ["task_id", "escalation_id", "type", "summary", "message"],
         "hook_post_warning": ["task_id", "warning"],
-        "hook_session_context": ["task_id", "title", "status", "message", "feedback"],
+        **HOOK_SESSION_TEMPLATES,
         "hook_stop_tests_failing": ["task_id", "passed", "failed"],
         "hook_stop_answer": ["task_id", "escalation_id", "response_type", "content", "message"],
         "hook_stop_unacknowledged": ["task_id", "escalation_id", "response_type"],
