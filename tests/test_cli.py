@@ -508,3 +508,16 @@ def test_without_a_surely_named_subcommand_the_whole_parser_reads_the_line(argv:
     from mcp_server_escalation.cli.parsers import named_command
 
     assert named_command(argv) is None
+
+
+async def test_an_empty_list_says_so_as_a_person_would(db_path: str, home: Path) -> None:
+    # "no all escalations" was the answer for every status on an empty store.
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="Quiet task", task_id="cli-empty")
+    everything = await cli("--db", db_path, "escalations", "list", "--status", "all", home=home)
+    pending = await cli("--db", db_path, "escalations", "list", home=home)
+    answered = await cli("--db", db_path, "escalations", "list", "--status", "resolved", home=home)
+
+    assert (everything.returncode, everything.stdout) == (0, "no escalations\n")
+    assert pending.stdout == "no pending escalations\n"
+    assert answered.stdout == "no resolved escalations\n"

@@ -135,3 +135,28 @@ def test_the_typescript_sdk_with_its_defaults_runs_the_whole_loop(tmp_path: Path
     assert max(polls) * 1000 < seen["timeout_ms"]
     # One connection throughout: it holds its task, and the plain withdrawal is accepted.
     assert [step for step in steps if "refused" in step] == []
+
+
+def test_a_client_declaring_tasks_on_every_call_waits_no_longer_than_it_asked(tmp_path: Path) -> None:
+    # fastmcp-tasks declares the tasks extension on every call, so the plain wait every pause
+    # message asks for became a task that only an answer completed: the call ran on for as
+    # long as nobody answered. The wait asked for bounds it, task or not, and it ends as the
+    # plain call's does: pending, with the same message to keep waiting.
+    tasked = drive(
+        "fastmcp-tasks", "fastmcp_wait.py", str(SCRIPT), str(tmp_path / "tasks.db"), "4", "--tasks"
+    )
+    plain = drive("fastmcp-tasks", "fastmcp_wait.py", str(SCRIPT), str(tmp_path / "plain.db"), "4")
+
+    assert tasked["hung"] is False, tasked
+    assert 3.5 <= tasked["seconds"] <= 4 + 3  # the wait, and at most a poll interval or two more
+    assert 3.5 <= plain["seconds"] <= 4 + 3
+    for seen in (tasked, plain):
+        assert seen["result"]["status"] == "pending"
+        assert seen["result"]["directive"] == "pause"
+        assert "get_escalation(1, wait_seconds=4" in seen["raised_message"]
+
+    def worded(seen: dict[str, Any]) -> str:
+        return str(seen["result"]["message"]).replace(seen["result"]["escalation"]["task_id"], "TASK")
+
+    assert worded(tasked) == worded(plain)
+    assert "keep waiting with get_escalation(1, wait_seconds=4" in worded(tasked)

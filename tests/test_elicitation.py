@@ -74,7 +74,9 @@ async def test_an_accepted_answer_is_recorded_as_an_operator_response_and_ends_t
     assert "OAuth or API keys?" in question.message
     schema = question.requested_schema
     assert set(schema["properties"]) == {"response_type", "text"}
-    assert schema["properties"]["response_type"]["enum"] == ["approve", "guidance", "override", "terminate"]
+    offered = [choice["const"] for choice in schema["properties"]["response_type"]["oneOf"]]
+    assert offered == ["approve", "guidance", "override", "terminate"]
+    assert schema.get("required") == ["response_type"]  # the text is optional for some answers
     escalation = waited["escalation"]
     assert escalation["status"] == "resolved"
     assert escalation["response"]["response_type"] == "guidance"
@@ -83,6 +85,63 @@ async def test_an_accepted_answer_is_recorded_as_an_operator_response_and_ends_t
     assert escalation["delivered_at"] is not None  # get_escalation handed it over
     assert waited["directive"] == "pause"  # answered, not yet acknowledged
     assert task["task"]["status"] == "paused"
+
+
+async def test_a_question_with_options_offers_each_option_by_its_words(db_path: str) -> None:
+    # The form named neither of the agent's options and required a text its own description
+    # called optional for some answers. It offers the options, then exactly the answers the
+    # escalation allows (those the CLI and the console offer: an agent's question may ask
+    # for a permission, which an approval grants; withdrawing is the agent's own).
+    human = Human(content={"response_type": "option-2"})
+    with anyio.fail_after(HUNG_AFTER):
+        async with _client(db_path, human) as client:
+            agent = Agent(client)
+            await agent.call("start_task", title="Wire the API", task_id="e-options")
+            raised = await agent.call(
+                "raise_escalation",
+                task_id="e-options",
+                reason="Which auth scheme?",
+                question="Which one?",
+                options=["OAuth with PKCE", "API keys per tenant"],
+            )
+            escalation_id = raised["escalation"]["escalation_id"]
+            waited = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=30)
+
+    (question,) = human.asked
+    assert "1. OAuth with PKCE; 2. API keys per tenant" in question.message
+    answer = question.requested_schema["properties"]["response_type"]
+    offered = {choice["const"]: choice["title"] for choice in answer["oneOf"]}
+    allowed = [kind for kind in raised["escalation"]["response_options"] if kind != "withdraw"]
+    assert list(offered) == ["option-1", "option-2", *allowed]
+    assert "OAuth with PKCE" in offered["option-1"]
+    assert "API keys per tenant" in offered["option-2"]
+    assert "optional" in question.requested_schema["properties"]["text"]["description"]
+    assert question.requested_schema.get("required") == ["response_type"]
+    response = waited["escalation"]["response"]
+    assert (response["response_type"], response["content"]) == ("guidance", "API keys per tenant")
+    assert response["responder"] == "elicitation:mcp"
+
+
+async def test_a_system_error_form_offers_no_approval_it_does_not_allow(db_path: str) -> None:
+    human = Human(content={"response_type": "terminate"})
+    with anyio.fail_after(HUNG_AFTER):
+        async with _client(db_path, human) as client:
+            agent = Agent(client)
+            await agent.call("start_task", title="Wire the API", task_id="e-system")
+            raised = await agent.call(
+                "raise_escalation",
+                task_id="e-system",
+                reason="The sandbox lost its network",
+                kind="system_error",
+            )
+            escalation_id = raised["escalation"]["escalation_id"]
+            waited = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=30)
+
+    (question,) = human.asked
+    answer = question.requested_schema["properties"]["response_type"]
+    assert [choice["const"] for choice in answer["oneOf"]] == ["guidance", "override", "terminate"]
+    assert "approve" not in answer["description"].lower()
+    assert waited["escalation"]["response"]["response_type"] == "terminate"  # no text needed
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])

@@ -75,6 +75,37 @@ async def test_the_question_is_asked_through_input_required_and_the_answer_recor
     assert again["escalation"]["status"] == "resolved"
 
 
+async def test_the_retried_form_offers_the_agents_options_and_takes_one_with_added_text(db_path: str) -> None:
+    # The InputRequiredResult's form named neither option and required a text its own
+    # description called optional.
+    human = Human(content={"response_type": "option-1", "text": "Keep the tokens short-lived."})
+    with anyio.fail_after(HUNG_AFTER):
+        async with _client(db_path, human) as client:
+            agent = Agent(client)
+            await agent.call("start_task", title="Wire the API", task_id="m-options")
+            raised = await agent.call(
+                "raise_escalation",
+                task_id="m-options",
+                reason="Which auth scheme?",
+                question="Which one?",
+                options=["OAuth with PKCE", "API keys per tenant"],
+            )
+            escalation_id = raised["escalation"]["escalation_id"]
+            waited = await agent.call("get_escalation", escalation_id=escalation_id, wait_seconds=3)
+
+    (question,) = human.asked
+    assert "1. OAuth with PKCE; 2. API keys per tenant" in question.message
+    schema = question.requested_schema
+    offered = {choice["const"]: choice["title"] for choice in schema["properties"]["response_type"]["oneOf"]}
+    assert list(offered) == ["option-1", "option-2", "approve", "guidance", "override", "terminate"]
+    assert "OAuth with PKCE" in offered["option-1"]
+    assert "API keys per tenant" in offered["option-2"]
+    assert schema.get("required") == ["response_type"]
+    response = waited["escalation"]["response"]
+    assert response["response_type"] == "guidance"
+    assert response["content"] == "OAuth with PKCE\n\nKeep the tokens short-lived."
+
+
 async def test_an_answer_from_the_cli_first_wins_over_the_form(db_path: str, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,6 +141,19 @@ async def test_the_daemon_exits_after_its_idle_minutes_and_removes_its_socket(tm
     await wait_for(lambda: not daemon_running(lock))
     assert not sock.exists()
     assert "ends: no hook run for 0.01 minutes" in Path(log_path(str(sock))).read_text(encoding="utf-8")
+
+
+async def test_with_the_default_config_the_daemon_is_gone_a_minute_after_the_last_hook_run(
+    tmp_path: Path,
+) -> None:
+    # It stayed 10 minutes after its host had exited; a minute is what the docs name.
+    db = str(tmp_path / "default-idle.db")
+    sock, lock = await _started_daemon(db, tmp_path)
+    last_run = time.monotonic()
+    await wait_for(lambda: not daemon_running(lock), seconds=60 + 15)
+    assert time.monotonic() - last_run >= 60 - 1  # idle for its minute, not less
+    assert not sock.exists()
+    assert "ends: no hook run for 1 minutes" in Path(log_path(str(sock))).read_text(encoding="utf-8")
 
 
 async def test_two_hook_runs_at_once_leave_exactly_one_daemon(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -31,7 +32,9 @@ from mcp.client.stdio import stdio_client
 
 from client_envs import cache_root, client_python, npm_modules
 from http_support import SCRIPT
-from mcp_server_escalation.hooks.install import CLAUDE_EVENTS, merge_claude
+from mcp_server_escalation.datafiles import data_dir
+from mcp_server_escalation.hooks.install import CLAUDE_EVENTS, plugin_hooks, plugin_server
+from mcp_server_escalation.prompts import PromptBook
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / ".claude-plugin" / "plugin.json"
@@ -42,9 +45,11 @@ REGISTRY_SCHEMA = ROOT / "schemas" / "external" / "server.schema.json"
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
 
 
-def _claude(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """The pinned ``claude`` CLI, nothing sent anywhere (``_host``)."""
-    return _host("claude-code", "claude", home, *args, cwd=cwd or home)
+def _claude(
+    home: Path, *args: str, cwd: Path | None = None, path: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The pinned ``claude`` CLI, nothing sent anywhere (``_host``); ``path``: its whole PATH."""
+    return _host("claude-code", "claude", home, *args, cwd=cwd or home, path=path)
 
 
 def _json(path: Path) -> Any:
@@ -53,11 +58,11 @@ def _json(path: Path) -> Any:
 
 def test_the_plugin_runs_the_hooks_hook_install_writes_and_the_server_by_its_registered_name() -> None:
     plugin = _json(PLUGIN)
-    installed: dict[str, Any] = {}
-    merge_claude(installed, "mcp-server-escalation")
+    missing = PromptBook.load(data_dir("prompts")).render("plugin_script_missing")
 
-    assert plugin["hooks"] == installed["hooks"]
-    assert plugin["mcpServers"] == {"escalation": {"command": "mcp-server-escalation", "args": []}}
+    # scripts/plugin_manifest.py writes them: the installer's hooks, each guarded.
+    assert plugin["hooks"] == plugin_hooks(missing)
+    assert plugin["mcpServers"] == {"escalation": plugin_server(missing)}
     assert plugin["version"] == VERSION
     assert [entry["version"] for entry in _json(MARKETPLACE)["plugins"]] == [VERSION]
 
@@ -101,6 +106,84 @@ def test_claude_plugin_install_sets_up_the_server_and_the_hooks_in_one_go(tmp_pa
     assert servers.returncode == 0, servers.stdout + servers.stderr
     ours = "plugin:escalation:escalation"  # plugin:<plugin>:<server>
     (line,) = [line for line in servers.stdout.splitlines() if line.startswith(ours)]
+    assert "Connected" in line
+
+
+def _without_the_script() -> str:
+    """A PATH as after the README's install in a venv that is not activated: the system's
+    folders, and node's for the CLI, but not the venv's bin."""
+    folders = ["/usr/bin", "/bin"]
+    assert not any((Path(folder) / "mcp-server-escalation").exists() for folder in folders)
+    return os.pathsep.join(folders)
+
+
+def _plugin_command(event: str) -> str:
+    [group] = _json(PLUGIN)["hooks"][event]
+    return str(group["hooks"][0]["command"])
+
+
+def _run_plugin_hook(event: str, path: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """The plugin's hook of ``event`` run as the host runs a command hook (a shell)."""
+    payload = {
+        "session_id": "plugin-path",
+        "transcript_path": str(home / "t.jsonl"),
+        "cwd": str(home),
+        "hook_event_name": event,
+        **({"source": "startup"} if event == "SessionStart" else {}),
+        **({"tool_name": "Bash", "tool_input": {"command": "make"}} if event == "PreToolUse" else {}),
+    }
+    env = {"PATH": path, "HOME": str(home), "ESCALATION_DB": str(home / "plugin.db")}
+    return subprocess.run(
+        ["/bin/sh", "-c", _plugin_command(event)],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=home,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_plugin_says_what_to_do_when_its_script_is_not_on_path(tmp_path: Path) -> None:
+    # After the README's venv install the plugin's server failed to connect and every hook
+    # exited 127, visible only in a debug log: the session ran on with no capture at all.
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    bare = f"{Path(str(shutil.which('node'))).parent}{os.pathsep}{_without_the_script()}"
+    for args in (
+        ("plugin", "marketplace", "add", str(ROOT)),
+        ("plugin", "install", "escalation@mcp-server-escalation"),
+    ):
+        done = _claude(home, *args, path=bare)
+        assert done.returncode == 0, done.stdout + done.stderr
+    servers = _claude(home, "mcp", "list", cwd=project, path=bare)
+    (line,) = [
+        line for line in servers.stdout.splitlines() if line.startswith("plugin:escalation:escalation")
+    ]
+    assert "Connected" not in line  # it cannot start: /mcp says so to the user
+
+    started = _run_plugin_hook("SessionStart", _without_the_script(), home)
+    assert started.returncode == 0
+    told = json.loads(started.stdout)["systemMessage"]  # what the user reads at session start
+    assert "not on the PATH" in told
+    assert "pipx install" in told
+    gated = _run_plugin_hook("PreToolUse", _without_the_script(), home)
+    assert gated.returncode not in (0, 2, 127)  # a hook error the host reports, never a block
+    assert "pipx install" in gated.stderr
+
+    # Installed lastingly (on PATH), the same commands run the hook and record.
+    on_path = f"{Path(SCRIPT).parent}{os.pathsep}{_without_the_script()}"
+    ran = _run_plugin_hook("PreToolUse", on_path, home)
+    assert (ran.returncode, ran.stderr) == (0, "")
+    assert _run_plugin_hook("SessionStart", on_path, home).returncode == 0
+    assert (home / "plugin.db").exists()
+    servers = _claude(home, "mcp", "list", cwd=project)
+    (line,) = [
+        line for line in servers.stdout.splitlines() if line.startswith("plugin:escalation:escalation")
+    ]
     assert "Connected" in line
 
 
@@ -204,12 +287,15 @@ def test_every_host_entry_in_the_install_page_parses_and_starts_the_installed_sc
     assert set(commands.values()) == {"mcp-server-escalation"}
 
 
-def _host(package: str, binary: str, home: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """A host's pinned CLI with ``home`` as its home and the installed script on ``PATH``."""
+def _host(
+    package: str, binary: str, home: Path, *args: str, cwd: Path, path: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A host's pinned CLI with ``home`` as its home and the installed script on ``PATH``
+    (or ``path`` as its whole PATH)."""
     env = {
         **os.environ,
         "HOME": str(home),
-        "PATH": f"{Path(SCRIPT).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PATH": path or f"{Path(SCRIPT).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "XDG_DATA_HOME": str(home / "data"),
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_TELEMETRY": "1",

@@ -83,6 +83,42 @@ async def test_a_wait_becomes_a_task_that_completes_with_the_cli_answer(db_path:
     assert len(json.dumps(done.model_dump(by_alias=True))) < 16 * 1024
 
 
+@pytest.mark.both_backends
+async def test_a_task_nobody_answers_completes_pending_when_its_wait_ends(db_path: str) -> None:
+    # The caller asked to wait 1 s: the task is its wait, so it ends then, as the plain call's
+    # wait does, pending, with the message to keep waiting (for the revision it named, too).
+    with anyio.fail_after(60):
+        async with _client(db_path) as client:
+            agent = Agent(client)
+            escalation_id = await _question(agent, "t-short")
+            created = await call_as_task(
+                client, "get_escalation", escalation_id=escalation_id, wait_seconds=1
+            )
+            assert isinstance(created, CreatedTask), created
+            first = await get_task(client, created.task_id)
+            await anyio.sleep(1.2)
+            ended = await get_task(client, created.task_id)
+            known = await call_as_task(
+                client, "get_escalation", escalation_id=escalation_id, wait_seconds=1, known_revision=1
+            )
+            assert isinstance(known, CreatedTask), known
+            await anyio.sleep(1.2)
+            compact = await get_task(client, known.task_id)
+            plain = await agent.call("get_escalation", escalation_id=escalation_id)
+
+    assert first.status == "working"
+    assert ended.status == "completed"
+    assert ended.result is not None
+    structured = ended.result["structuredContent"]
+    assert structured["status"] == "pending"
+    assert structured["directive"] == "pause"
+    assert structured["message"] == plain["message"]
+    assert f"get_escalation({escalation_id}, wait_seconds=4" in structured["message"]
+    assert compact.result is not None
+    assert compact.result["structuredContent"]["unchanged"] is True
+    assert compact.result["structuredContent"]["escalation"] is None
+
+
 async def test_a_client_without_the_extension_waits_inside_the_call(db_path: str) -> None:
     with anyio.fail_after(60):
         async with _client(db_path, tasks=False) as client:

@@ -27,8 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .errors import ConfigError
 from .rules.triggers.records import TEMPLATES as TRIGGER_TEMPLATES
 from .rules.wording.argument_errors import TEMPLATE_FIELDS as ARGUMENT_TEMPLATES
+from .rules.wording.elicitation import TEMPLATE_FIELDS as ELICITATION_TEMPLATES
 from .rules.wording.hook_input import STORE_DOWN_TEMPLATES as HOOK_STORE_DOWN_TEMPLATES
 from .rules.wording.hook_input import STORE_ERROR_TEMPLATES as HOOK_STORE_ERROR_TEMPLATES
+from .rules.wording.hook_session import TEMPLATE_FIELDS as HOOK_SESSION_TEMPLATES
 from .rules.wording.words import absent, kind_words, name_words
 
 # The wait a message asks for (``get_escalation``'s ``wait_seconds``) is not passed by the
@@ -197,12 +199,10 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "client_escalation_updated": ["escalation_id", "type", "task_id", "headline"],
         "client_escalation_answered": ["escalation_id", "task_id", "response_type", "responder"],
         "client_escalation_closed": ["escalation_id", "task_id", "status"],
-        "elicitation_question": ["escalation_id", "type", "task_id", "title", "details"],
-        "elicitation_field_response_type": ["options"],
-        "elicitation_field_text": [],
-        "elicitation_url_message": ["escalation_id", "type", "task_id", "title", "details"],
-        # the operator CLI's hint and errors (issue 17)
+        **ELICITATION_TEMPLATES,
         "cli_answer_with": ["command", "flags"],
+        **{name: [] for name in ("cli_no_escalations", "plugin_script_missing")},
+        "cli_no_escalations_of": ["status"],
         # a service's refusal in the operator's words, for the CLI and the console alike
         # (rules/operators/refusals.py); {answer}, {field}: the door's name (a flag, a form field)
         "refused_no_escalation": ["escalation_id", "db", "next"],
@@ -245,7 +245,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "hook_halt_terminated": ["task_id", "content"],
         "hook_post_escalated": ["task_id", "escalation_id", "type", "summary", "message"],
         "hook_post_warning": ["task_id", "warning"],
-        "hook_session_context": ["task_id", "title", "status", "message", "feedback"],
+        **HOOK_SESSION_TEMPLATES,
         "hook_stop_tests_failing": ["task_id", "passed", "failed"],
         "hook_stop_answer": ["task_id", "escalation_id", "response_type", "content", "message"],
         "hook_stop_unacknowledged": ["task_id", "escalation_id", "response_type"],

@@ -6,7 +6,8 @@ With ``--tasks`` (the ``fastmcp-tasks`` environment): ``fastmcp_tasks`` is impor
 what turns on the client's side of the MCP tasks extension, and the wait each pause message
 asks for is taken as a task (``call_tool_task``): the call returns a handle at once, the
 operator answers from the CLI in another process, and the handle's ``result()`` polls
-``tasks/get`` until the human's answer arrives.
+``tasks/get`` until the human's answer arrives or the wait it asked for ends (then the next
+task waits again).
 
 Usage: python fastmcp_loop.py SERVER_SCRIPT DB_PATH TASKS [--tasks]. Prints the steps as JSON.
 """
@@ -21,6 +22,8 @@ from typing import Any
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from loop import NEXT_WAIT, Loop, Stopped, ToolError, _named
+
+MORE_WAITS = 10  # tasks after the first, each as long as the wait the message asked for
 
 
 class TaskLoop(Loop):
@@ -45,6 +48,13 @@ class TaskLoop(Loop):
             step["task"] = {"id": task.task_id, "first": (await task.status()).status}
             operator = await self.answer(escalation_id)  # while the task waits
             finished = await task.result()
+            # A task ends with the wait it was asked for: an answer slower than that is
+            # waited for by the next task, as the pending result's message asks.
+            for _ in range(MORE_WAITS):
+                if finished.structured_content.get("status") != "pending":
+                    break
+                task = await call_tool_task(self.client, "get_escalation", arguments)
+                finished = await task.result()
         except BaseException as exc:  # what the client raised is the finding
             step["raised"] = _named(exc)
             raise Stopped("follow") from exc

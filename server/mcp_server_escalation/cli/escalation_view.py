@@ -14,7 +14,7 @@ import shlex
 
 from ..models.escalations import Escalation, EscalationSummary
 from ..prompts import PromptBook
-from ..rules.operators.announce import human_answers
+from ..rules.operators.choices import human_answers
 from ..rules.reading.salient import headline
 from ..rules.triggers.records import RAISED_BY_AGENT
 from ..rules.wording import timeline

@@ -76,7 +76,10 @@ async def _list(rt: Runtime, args: argparse.Namespace) -> int:
         _json(result)
         return 0
     if not result.escalations:
-        _out(f"no {args.status} escalations")
+        if args.status == "all":
+            _out(rt.prompts.render("cli_no_escalations"))
+        else:
+            _out(rt.prompts.render("cli_no_escalations_of", status=args.status))
         return 0
     width = terminal_width()
     for s in result.escalations:

@@ -67,6 +67,8 @@ CODEX_EVENTS: tuple[tuple[str, str | None], ...] = (
     ("Stop", None),
     ("SessionStart", None),
 )
+# The events whose hook the host ends as it exits: their run leaves the host's process group.
+DETACHED = frozenset({"StopFailure"})
 # Where each host reads its hooks, under the project or the home folder.
 SETTINGS_FILES = {
     "claude-code": (".claude", "settings.json"),
@@ -157,14 +159,19 @@ def _update(handlers: list[Any], host: str, wanted: dict[str, Any], where: str) 
 
 
 def _merge_groups(
-    settings: dict[str, Any], wanted: dict[str, Any], host: str, events: tuple[tuple[str, str | None], ...]
+    settings: dict[str, Any],
+    handler: Callable[[str], dict[str, Any]],
+    host: str,
+    events: tuple[tuple[str, str | None], ...],
 ) -> list[Change]:
-    """Add our ``wanted`` handler in Claude Code's layout (event -> matcher groups -> handlers) in place."""
+    """Add our handler of each event (``handler(event)``) in Claude Code's layout (event ->
+    matcher groups -> handlers) in place."""
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError("'hooks' is not an object; fix it by hand first")
     changes: list[Change] = []
     for event, matcher in events:
+        wanted = handler(event)
         where = f"{event}{f' [{matcher}]' if matcher else ''}"
         groups = _list(hooks, event, "hooks")
         handlers = [h for g in groups if isinstance(g, dict) for h in _handlers(g)]
@@ -179,23 +186,83 @@ def _merge_groups(
     return changes
 
 
-def _command_handler(command: str, host: str) -> dict[str, Any]:
-    return {"type": "command", "command": f"{command} hook {host}", "timeout": TIMEOUT_SECONDS}
+def _command_handler(command: str, host: str, event: str) -> dict[str, Any]:
+    run = f"{command} hook {host}"
+    return {
+        "type": "command",
+        "command": detached(run) if event in DETACHED else run,
+        "timeout": TIMEOUT_SECONDS,
+    }
+
+
+def detached(run: str) -> str:
+    """``run`` in a session of its own, the shell answering at once (``setsid -f``), or as
+    itself where ``setsid`` is missing.
+
+    ``claude -p`` exits right after the turn ends on an API error and kills the hook's
+    process group with it, 15-50 ms after the event: less than a Python process takes to
+    start. ``setsid`` leaves that group within a millisecond or two; the hook it starts reads
+    the event from the same stdin and records it (or keeps it in the spool) after the host
+    has gone. Its output is no one's: the host reads no answer to this event."""
+    return f"setsid -f {run} >/dev/null 2>&1 || {run}"
 
 
 def merge_claude(settings: dict[str, Any], command: str) -> list[Change]:
     """Add our Claude Code hooks to ``settings`` in place; returns what changed."""
-    return _merge_groups(settings, _command_handler(command, "claude-code"), "claude-code", CLAUDE_EVENTS)
+    return _merge_groups(
+        settings, lambda event: _command_handler(command, "claude-code", event), "claude-code", CLAUDE_EVENTS
+    )
+
+
+# The Claude Code plugin (.claude-plugin/plugin.json) names the script bare: a plugin cannot
+# know where it was installed, so it must be on the PATH the host starts with (pipx, uv
+# tool). Where it is not, each command says so instead of failing silently with 127: at
+# session start as a message the user sees (systemMessage), and on every other event on
+# stderr with a non-zero exit, which the host reports as a hook error and otherwise ignores.
+PLUGIN_SCRIPT = "mcp-server-escalation"
+
+
+def plugin_guarded(run: str, event: str, missing: str) -> str:
+    """``run`` preceded by the check that the plugin's script is on ``PATH`` (above);
+    ``missing``: what the user reads when it is not (``plugin_script_missing``)."""
+    if event == "SessionStart":
+        said = shlex.quote(json.dumps({"systemMessage": missing}))
+        otherwise = f"{{ printf '%s\\n' {said}; exit 0; }}"
+    else:
+        otherwise = f"{{ echo {shlex.quote(missing)} >&2; exit 1; }}"
+    return f"command -v {PLUGIN_SCRIPT} >/dev/null 2>&1 || {otherwise}; {run}"
+
+
+def plugin_hooks(missing: str) -> dict[str, Any]:
+    """The hooks of the Claude Code plugin: the installer's, with the script bare and guarded."""
+    settings: dict[str, Any] = {}
+    merge_claude(settings, PLUGIN_SCRIPT)
+    for event, groups in settings["hooks"].items():
+        for group in groups:
+            for handler in group["hooks"]:
+                handler["command"] = plugin_guarded(handler["command"], event, missing)
+    hooks: dict[str, Any] = settings["hooks"]
+    return hooks
+
+
+def plugin_server(missing: str) -> dict[str, Any]:
+    """The plugin's MCP server: the script, or the reason it cannot start on stderr (which
+    the host keeps in its MCP log) and a failed connection that ``/mcp`` shows."""
+    missing = f"{{ echo {shlex.quote(missing)} >&2; exit 127; }}"
+    check = f"command -v {PLUGIN_SCRIPT} >/dev/null 2>&1 || {missing}; exec {PLUGIN_SCRIPT}"
+    return {"command": "sh", "args": ["-c", check]}
 
 
 def merge_claude_http(settings: dict[str, Any], url: str) -> list[Change]:
     """Add our Claude Code hooks posting to ``url`` to ``settings`` in place; returns what changed."""
-    return _merge_groups(settings, http_handler(url), "claude-code", CLAUDE_EVENTS)
+    return _merge_groups(settings, lambda _event: http_handler(url), "claude-code", CLAUDE_EVENTS)
 
 
 def merge_codex(config: dict[str, Any], command: str) -> list[Change]:
     """Add our Codex hooks to ``config`` (a ``hooks.json``) in place; returns what changed."""
-    return _merge_groups(config, _command_handler(command, "codex"), "codex", CODEX_EVENTS)
+    return _merge_groups(
+        config, lambda event: _command_handler(command, "codex", event), "codex", CODEX_EVENTS
+    )
 
 
 def merge_cursor(config: dict[str, Any], command: str) -> list[Change]:

@@ -37,7 +37,9 @@ from ..locations import chosen_store, default_config
 from .relay import socket_path
 
 # Keep equal to the default of ``HooksConfig.relay_idle_minutes`` (a test holds them equal).
-DEFAULT_IDLE_MINUTES = 10.0
+# A minute: an agent's turns rarely leave a minute without a tool call, and nothing of ours
+# should run much longer than that once its host has exited.
+DEFAULT_IDLE_MINUTES = 1.0
 # A config file is a few hundred bytes; a bigger one is left to the full path to judge.
 MAX_CONFIG_BYTES = 1024 * 1024
 # A daemon logs a few lines per life: this holds thousands of lives, and stays bounded.

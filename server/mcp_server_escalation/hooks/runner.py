@@ -408,10 +408,24 @@ async def _session_start(call: Call) -> Answer:
             task_id=task.task_id,
             title=state.task.title,
             status=state.task.status,
-            message=state.message,
+            message=_session_message(call, state),
             feedback=feedback.rendered,
         )
     )
+
+
+def _session_message(call: Call, state: hook_service.HookState) -> str:
+    """What the session must do first, in words that hold with hooks only: the directive's
+    message names MCP tools a hooks-only session does not have."""
+    holding, task = state.holding, state.task
+    if holding is None or task.status in ENDED_STATUSES:
+        return state.message
+    values = {"task_id": task.task_id, "escalation_id": holding.escalation_id}
+    if holding.status == "pending":
+        return call.render("hook_session_pending", type=holding.type, **values)
+    if holding.response is not None and call.cfg.acknowledge_on_delivery:
+        return call.render("hook_session_answered", response_type=holding.response.response_type, **values)
+    return state.message
 
 
 async def _permission_request(call: Call) -> Answer:

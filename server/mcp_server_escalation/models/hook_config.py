@@ -84,7 +84,7 @@ class HooksConfig(BaseModel):
         "(much faster than a hook process loading everything itself); false: it never listens",
     )
     relay_idle_minutes: Annotated[float, Field(ge=0, le=1440)] = Field(
-        10,
+        1,
         description="With no MCP server of the store running, a hook run starts a relay daemon "
         "that answers the next hook runs and exits after this many minutes without one; 0: never "
         "start one",

@@ -13,8 +13,9 @@ WaitStatus = Literal["working", "completed", "cancelled"]
 
 
 class Wait(Record):
-    """One wait as stored: the escalation it waits on, who may read it, how it asks, and
-    the tool result it completed with (kept, so every later read returns the same)."""
+    """One wait as stored: the escalation it waits on, who may read it, how it asks, when
+    the caller's wait ends (None: a wait stored before waits ended) and the revision it named,
+    and the tool result it completed with (kept, so every later read returns the same)."""
 
     wait_id: str
     escalation_id: int
@@ -24,3 +25,5 @@ class Wait(Record):
     result: dict[str, Any] | None
     created_at: str
     updated_at: str
+    ends_at: str | None = None
+    known_revision: int | None = None

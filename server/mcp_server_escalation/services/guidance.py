@@ -15,6 +15,7 @@ from ..models.failures import FailureRecord, WholeFailure
 from ..models.guidance import FailureView, GuidanceItem, GuidanceResult
 from ..rules.bounds.token_scope import Scope
 from ..rules.guidance import ranking
+from ..rules.reading import host_errors
 from ..rules.reading.fingerprint import message_key
 from ..rules.reading.salient import headline
 from ..rules.reading.whole_error import shown_occurrences
@@ -181,9 +182,15 @@ def build_guidance(
         for c in guidance_store.recent(conn, where):
             pool.setdefault(c.seq, c)
 
-    if within is not None:
-        owners = guidance_store.guidance_rows(conn, list(pool))
-        pool = {seq: c for seq, c in pool.items() if within.admits(owners[seq].task_id, project)}
+    owners = guidance_store.guidance_rows(conn, list(pool))
+    # The host's API errors are not the agent's to avoid repeating; a scoped token's answer
+    # keeps only the records of the tasks it may see.
+    pool = {
+        seq: c
+        for seq, c in pool.items()
+        if not host_errors.is_host_error(owners[seq].signal_type, owners[seq].tool_name)
+        and (within is None or within.admits(owners[seq].task_id, project))
+    }
     candidates = [pool[seq] for seq in sorted(pool)]
     ranked = ranking.rank(candidates, now=rt.clock(), k=k, parse=parse_iso)
     rows = guidance_store.guidance_rows(conn, [c.seq for c, _ in ranked])

@@ -39,7 +39,7 @@ async def record_host_error(
         message=message,
         signal_type=SIGNAL,
         step=step,
-        tool_name=f"{host} API",
+        tool_name=host_errors.host_tool(host),
         error_code=error_type,
         severity="low" if host_errors.kind_of(error_type) == "transient" else "medium",
     )

@@ -1,8 +1,9 @@
 """A client's wait for a human's answer, run as an MCP task (adapters/mcp/task_waits.py).
 
 The wait is a row of its own, so a client polls it from any connection, and from a server
-started since. Its state is the escalation's: working while the escalation is pending,
-complete once it is not (the adapter then keeps ``get_escalation``'s result with it, once);
+started since. Its state is the escalation's: working while the escalation is pending and the
+caller's wait has not run its length, complete once it has or the escalation is no longer
+pending (the adapter then keeps ``get_escalation``'s result with it, once);
 cancelled when the client stops waiting, which leaves the escalation as it is, like a wait
 that timed out. Only the caller that started a wait reads it (``owner``). Waits are kept for
 ``WAIT_KEPT_SECONDS`` from their start and then deleted, by age, as new ones start; an
@@ -42,19 +43,44 @@ def _load(conn: Conn, wait_id: str, owner: str, cutoff: str) -> Wait:
     return wait
 
 
-async def start_wait(rt: Runtime, escalation_id: int, owner: str, asking: Asking) -> Wait:
-    """A new wait on the escalation, stored before it is returned (a poll finds it at once)."""
-    now, cutoff = rt.now(), _cutoff(rt)
-    wait_id = secrets.token_urlsafe(WAIT_ID_BYTES)
+async def start_wait(
+    rt: Runtime,
+    escalation_id: int,
+    owner: str,
+    asking: Asking,
+    *,
+    seconds: float,
+    known_revision: int | None = None,
+) -> Wait:
+    """A new wait on the escalation for ``seconds``, stored before it is returned (a poll
+    finds it at once); ``known_revision`` is the one the caller named, read when it ends."""
+    started, cutoff = rt.clock(), _cutoff(rt)
+    wait = Wait(
+        wait_id=secrets.token_urlsafe(WAIT_ID_BYTES),
+        escalation_id=escalation_id,
+        owner=owner,
+        asking=asking,
+        status="working",
+        result=None,
+        created_at=iso(started),
+        updated_at=iso(started),
+        ends_at=iso(started + timedelta(seconds=seconds)),
+        known_revision=known_revision,
+    )
 
     def work(conn: Conn) -> Wait:
         wait_store.forget_before(conn, cutoff)
         load_escalation(conn, escalation_id)
-        wait_store.insert(conn, wait_id, escalation_id, owner, asking, now)
-        wait_store.keep_newest(conn, escalation_id, WAITS_PER_ESCALATION_MAX)
-        return _load(conn, wait_id, owner, cutoff)
+        wait_store.insert(conn, wait)
+        wait_store.keep_newest(conn, wait.escalation_id, WAITS_PER_ESCALATION_MAX)
+        return _load(conn, wait.wait_id, owner, cutoff)
 
     return await rt.db.write(work)
+
+
+def wait_over(rt: Runtime, wait: Wait) -> bool:
+    """Has the caller's wait run its length (a wait stored without one never does)?"""
+    return wait.ends_at is not None and rt.now() >= wait.ends_at
 
 
 async def read_wait(rt: Runtime, wait_id: str, owner: str) -> tuple[Wait, Escalation]:

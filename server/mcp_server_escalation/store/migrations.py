@@ -659,4 +659,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX escalation_waits_by_escalation ON escalation_waits (escalation_id, created_at)",
         ),
     ),
+    Migration(
+        19,
+        "a wait run as a task ends when the caller's wait does",
+        (
+            # The caller asked to wait so long and no longer: a task still pending then
+            # completes with what get_escalation answers a wait that timed out, read with the
+            # revision the caller named. A wait started before has neither, and waits on.
+            "ALTER TABLE escalation_waits ADD COLUMN ends_at TEXT",
+            "ALTER TABLE escalation_waits ADD COLUMN known_revision INTEGER",
+        ),
+    ),
 )

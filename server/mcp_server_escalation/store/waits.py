@@ -1,28 +1,38 @@
-"""Waits run as MCP tasks (migration 16): one row per task, kept for ``WAIT_KEPT_SECONDS``,
-at most ``WAITS_PER_ESCALATION_MAX`` per escalation (migration 18 finds them)."""
+"""Waits run as MCP tasks (migrations 16 and 19): one row per task, kept for
+``WAIT_KEPT_SECONDS``, at most ``WAITS_PER_ESCALATION_MAX`` per escalation (migration 18
+finds them)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from ..models.waits import Asking, Wait
+from ..models.waits import Wait
 from .sql import Conn, Row
 
 
-def insert(conn: Conn, wait_id: str, escalation_id: int, owner: str, asking: Asking, now: str) -> None:
+def insert(conn: Conn, wait: Wait) -> None:
     """A new wait, working."""
     conn.execute(
         "INSERT INTO escalation_waits (wait_id, escalation_id, owner, asking, status, result_json,"
-        " created_at, updated_at) VALUES (?, ?, ?, ?, 'working', NULL, ?, ?)",
-        (wait_id, escalation_id, owner, asking, now, now),
+        " created_at, updated_at, ends_at, known_revision) VALUES (?, ?, ?, ?, 'working', NULL, ?, ?, ?, ?)",
+        (
+            wait.wait_id,
+            wait.escalation_id,
+            wait.owner,
+            wait.asking,
+            wait.created_at,
+            wait.updated_at,
+            wait.ends_at,
+            wait.known_revision,
+        ),
     )
 
 
 def get(conn: Conn, wait_id: str) -> Wait | None:
     row = conn.execute(
-        "SELECT wait_id, escalation_id, owner, asking, status, result_json, created_at, updated_at"
-        " FROM escalation_waits WHERE wait_id = ?",
+        "SELECT wait_id, escalation_id, owner, asking, status, result_json, created_at, updated_at,"
+        " ends_at, known_revision FROM escalation_waits WHERE wait_id = ?",
         (wait_id,),
     ).fetchone()
     return None if row is None else _wait(row)
@@ -77,4 +87,6 @@ def _wait(row: Row) -> Wait:
         result=None if row[5] is None else json.loads(row[5]),
         created_at=row[6],
         updated_at=row[7],
+        ends_at=row[8],
+        known_revision=row[9],
     )

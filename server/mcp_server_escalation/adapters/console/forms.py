@@ -8,6 +8,7 @@ from starlette.datastructures import FormData
 
 from ...errors import InvalidInput
 from ...models.limits import TEXT_MAX
+from ...rules.operators.choices import option_with_text
 from ...services import escalations
 from ...services.runtime import Runtime
 
@@ -36,9 +37,8 @@ async def answer_fields(rt: Runtime, escalation_id: int, form: FormData) -> Answ
             raise InvalidInput("option", f"pick one of 1 to {len(escalation.options)}").because(
                 "option_range", field="option", count=len(escalation.options)
             )
-        picked = escalation.options[index - 1]
         response_type = response_type or "guidance"
-        content = f"{picked}\n\n{content}".strip() if content.strip() else picked
+        content = option_with_text(escalation.options[index - 1], content)
     if not response_type:
         raise InvalidInput("response_type", "choose the kind of answer").because("no_answer_kind")
     if len(content) > TEXT_MAX:

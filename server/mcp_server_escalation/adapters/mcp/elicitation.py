@@ -60,7 +60,8 @@ from ...errors import EscalationError
 from ...models.escalations import Escalation
 from ...models.limits import TEXT_MAX
 from ...prompts import PromptBook
-from ...rules.operators.announce import elicitation_question, human_answers
+from ...rules.operators.announce import elicitation_question
+from ...rules.operators.choices import form_choices, picked
 from ...services import escalation_answers, escalations
 from ...services.runtime import Runtime
 from .client_notifications import connection_key
@@ -186,22 +187,31 @@ class AskInClient:
         return self._on_retry.request(escalation, how)
 
     def _form(self, escalation: Escalation) -> type[BaseModel]:
-        options = tuple(human_answers(escalation))
-        choice: Any = Literal[options]  # a Literal built at run time from this escalation's options
+        """The flat form of this escalation: one answer of those it allows (the agent's options
+        by their words first), and a text that only guidance and an override need."""
+        choices = form_choices(self.prompts, escalation)
+        choice: Any = Literal[tuple(key for key, _ in choices)]  # a Literal built at run time
+
+        def titled(schema: dict[str, Any]) -> None:
+            # A titled single-select: the person reads each answer's words, the key comes back.
+            schema.pop("enum", None)
+            schema["oneOf"] = [{"const": key, "title": title} for key, title in choices]
+
         return create_model(
             "EscalationAnswer",
             response_type=(
                 choice,
                 Field(
                     description=self.prompts.render(
-                        "elicitation_field_response_type", options=", ".join(options)
-                    )
+                        "elicitation_field_response_type", options="; ".join(title for _, title in choices)
+                    ),
+                    json_schema_extra=titled,
                 ),
             ),
             text=(
                 str,
                 Field(
-                    min_length=1,
+                    default="",
                     max_length=TEXT_MAX,
                     description=self.prompts.render("elicitation_field_text"),
                 ),
@@ -230,20 +240,29 @@ class AskInClient:
                 "escalation %d: %s's human chose %s; it stays pending", escalation_id, client, answer.action
             )
             return
-        await self.record(rt, escalation_id, answer.data, client)
+        await self.record(rt, escalation, answer.data, client)
 
     async def record(
-        self, rt: Runtime, escalation_id: int, data: BaseModel, client: str, *, revision: int | None = None
+        self,
+        rt: Runtime,
+        escalation: Escalation,
+        data: BaseModel,
+        client: str,
+        *,
+        revision: int | None = None,
     ) -> None:
-        """A human's accepted form (``_form``) as the operator's answer; ``revision``: the one the
-        form showed, so that an answer given elsewhere first wins. Not recorded (logged) when
-        the escalation was answered meanwhile or the answer is not allowed."""
+        """A human's accepted form (``_form`` of ``escalation``) as the operator's answer (an
+        option picked is guidance in its words); ``revision``: the one the form showed, so that
+        an answer given elsewhere first wins. Not recorded (logged) when the escalation was
+        answered meanwhile or the answer is not allowed (guidance without text)."""
+        escalation_id = escalation.escalation_id
+        response_type, content = picked(escalation, data.response_type, data.text)  # type: ignore[attr-defined]
         try:
             await escalation_answers.resolve_escalation(
                 rt,
                 escalation_id=escalation_id,
-                response_type=data.response_type,  # type: ignore[attr-defined]
-                content=data.text,  # type: ignore[attr-defined]
+                response_type=response_type,
+                content=content,
                 responder=f"elicitation:{client}",
                 role="operator",
                 expected_revision=revision,
@@ -251,7 +270,7 @@ class AskInClient:
         except EscalationError as exc:  # answered elsewhere meanwhile, or not allowed
             log.warning("escalation %d: the answer from %s was not recorded: %s", escalation_id, client, exc)
             return
-        log.info("escalation %d answered in %s (%s)", escalation_id, client, data.response_type)  # type: ignore[attr-defined]
+        log.info("escalation %d answered in %s (%s)", escalation_id, client, response_type)
 
     async def _link(
         self, ctx: ServerRequestContext[AppContext, Any], _rt: Runtime, escalation: Escalation

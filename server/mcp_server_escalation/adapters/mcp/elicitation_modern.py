@@ -137,14 +137,13 @@ class AskOnRetry:
         """An accepted form, answered on the revision it showed (none shown: a stale answer)."""
         rt = ctx.lifespan_context.runtime
         try:
-            data = self.asker._form(await escalations.show_escalation(rt, escalation_id)).model_validate(
-                content
-            )
+            escalation = await escalations.show_escalation(rt, escalation_id)
+            data = self.asker._form(escalation).model_validate(content)
         except (EscalationError, ValidationError) as exc:  # gone meanwhile, or a form that does not fit
             log.warning("escalation %d: the answer from the client was not recorded: %s", escalation_id, exc)
             return
         shown = revision if isinstance(revision, int) else -1
-        await self.asker.record(rt, escalation_id, data, client_name(ctx), revision=shown)
+        await self.asker.record(rt, escalation, data, client_name(ctx), revision=shown)
 
 
 def client_name(ctx: ServerRequestContext[AppContext, Any]) -> str:

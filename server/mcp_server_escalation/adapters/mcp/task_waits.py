@@ -4,12 +4,16 @@ When: a ``get_escalation`` call with a wait, on a pending escalation, from a cli
 declares the extension on that request (2026-07-28 only: the extension is negotiated per
 request there). Instead of waiting inside the call, the server answers at once with a task
 (``resultType: "task"``), stored before it is returned (services/waits.py), and the client
-polls ``tasks/get`` for it, as long as it likes: the task completes when a human answers or
-the escalation closes, with the very result ``get_escalation`` gives then (worked out at
-the first poll that finds the escalation no longer pending, kept, and returned by every later
-poll). ``raise_escalation`` takes no ``wait``: the call that asks the question returns it (and
-the pause) at once, and the wait is the next call, as every pause message says. A client
-that does not declare the extension, or a handshake-era client, gets today's ``get_escalation``.
+polls ``tasks/get`` for it: the task completes when a human answers, the escalation closes,
+or the caller's ``wait_seconds`` (fitted to its connection, as every wait is) have run, with
+the very result ``get_escalation`` gives then (worked out at the first poll that finds the
+escalation no longer pending or the wait over, kept, and returned by every later poll). A
+wait that ran its length completes pending, with the same "keep waiting" message a plain
+call's timed-out wait gives: a client that declares the extension on every call (and so
+takes the plain wait as a task) waits no longer than it asked for. ``raise_escalation`` takes
+no ``wait``: the call that asks the question returns it (and the pause) at once, and the wait
+is the next call, as every pause message says. A client that does not declare the extension, or
+a handshake-era client, gets today's ``get_escalation``.
 
 - ``tasks/get``: working, or ``input_required`` while the person at the client can answer: the
   same question as the 2026-07-28 form (adapters/mcp/elicitation_modern.py: a form, or the
@@ -55,7 +59,7 @@ from ...services.runtime import Runtime
 from .context import AppContext
 from .elicitation_modern import client_name
 from .registry import shown_text
-from .waits import waited_on
+from .waits import fitted_wait, waited_on
 
 if TYPE_CHECKING:
     from .elicitation import AskInClient
@@ -125,7 +129,17 @@ class WaitAsTask(Extension):
             return await call_next(ctx)  # the tool reports the unknown id itself
         if escalation.status != "pending":
             return await call_next(ctx)
-        wait = await waits.start_wait(rt, escalation_id, self._owner(), self._asking(ctx, rt, escalation))
+        known = (params.arguments or {}).get("known_revision")
+        if known is not None and (isinstance(known, bool) or not isinstance(known, int)):
+            return await call_next(ctx)  # the tool reports the malformed revision itself
+        wait = await waits.start_wait(
+            rt,
+            escalation_id,
+            self._owner(),
+            self._asking(ctx, rt, escalation),
+            seconds=fitted_wait(float(params.arguments["wait_seconds"])),  # type: ignore[index]
+            known_revision=known,
+        )
         # The seed state is always working: a question is read with tasks/get.
         return {"resultType": "task", **_task(rt, wait, "working", "task_wait_working", escalation_id)}
 
@@ -156,16 +170,20 @@ class WaitAsTask(Extension):
     async def _get(self, ctx: ServerRequestContext[AppContext, Any], params: TaskParams) -> HandlerResult:
         wait, escalation = await self._read(ctx, params.task_id)
         rt = ctx.lifespan_context.runtime
-        if wait.status == "working" and escalation.status != "pending":
-            wait = await waits.complete_wait(rt, wait, await self._result(ctx, wait.escalation_id))
+        if wait.status == "working" and (escalation.status != "pending" or waits.wait_over(rt, wait)):
+            wait = await waits.complete_wait(rt, wait, await self._result(ctx, wait))
         return _detailed(rt, wait, escalation, self.asker)
 
-    async def _result(self, ctx: ServerRequestContext[AppContext, Any], escalation_id: int) -> dict[str, Any]:
-        """``get_escalation``'s result now, as the tool gives it to this caller, bounded."""
+    async def _result(self, ctx: ServerRequestContext[AppContext, Any], wait: Wait) -> dict[str, Any]:
+        """``get_escalation``'s result now, as the tool gives it to this caller after its
+        wait (with the revision it named), bounded."""
         assert self.server is not None, "build_server sets the server"
         context: Context[AppContext] = Context(request_context=ctx, mcp_server=self.server)
+        arguments: dict[str, Any] = {"escalation_id": wait.escalation_id}
+        if wait.known_revision is not None:
+            arguments["known_revision"] = wait.known_revision
         try:
-            result = await self.server.call_tool("get_escalation", {"escalation_id": escalation_id}, context)
+            result = await self.server.call_tool("get_escalation", arguments, context)
         except ToolError as exc:  # the tool's own error result, as the call would have had it
             result = CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
         return bounded(result.model_dump(mode="json", by_alias=True, exclude_none=True))
@@ -209,7 +227,7 @@ class WaitAsTask(Extension):
         except ValidationError as exc:
             log.warning("escalation %d: the answer from the client was not recorded: %s", escalation_id, exc)
             return
-        await self.asker.record(rt, escalation_id, data, client_name(ctx), revision=shown)
+        await self.asker.record(rt, escalation, data, client_name(ctx), revision=shown)
 
     async def _cancel(self, ctx: ServerRequestContext[AppContext, Any], params: TaskParams) -> HandlerResult:
         require_client_extension(ctx, TASKS_EXTENSION)

@@ -95,6 +95,13 @@ class WaitFitting:
         self, ctx: ServerRequestContext[AppContext, Any], call_next: CallNext
     ) -> HandlerResult:
         """Run the call with its connection's waits; learn from a wait it cuts short."""
+        if ctx.method == "tasks/get":
+            # A wait run as a task ends in tasks/get: its message asks for this connection's wait.
+            asked = ASKED_WAIT.set(self.fit(ctx).asked)
+            try:
+                return await call_next(ctx)
+            finally:
+                ASKED_WAIT.reset(asked)
         if ctx.method != "tools/call":
             return await call_next(ctx)
         fit = self.fit(ctx)

@@ -11,7 +11,6 @@ from typing import Any
 
 from ...clock import parse_iso
 from ...models.escalations import Escalation
-from ...models.limits import OPERATOR_ANSWERS
 from ..bounds.evidence import clip, clip_texts, shortened
 from ..reading.salient import headline as salient_headline
 from ..wording.book import Book
@@ -163,17 +162,13 @@ def client_message(prompts: Book, escalation: Escalation, event: str) -> str | N
     return None
 
 
-def human_answers(escalation: Escalation) -> list[str]:
-    """The response types a human may pick for this escalation in an elicitation form."""
-    return [option for option in escalation.response_options if option in OPERATOR_ANSWERS]
-
-
 def elicitation_question(
     prompts: Book, escalation: Escalation, *, template: str = "elicitation_question"
 ) -> str:
     """The question a client shows its human for a pending blocking escalation (above the
     form, or next to the console link with ``template="elicitation_url_message"``)."""
     values = _values(escalation)
+    listed = "; ".join(f"{number}. {option}" for number, option in enumerate(escalation.options, 1))
     return prompts.render(
         template,
         escalation_id=escalation.escalation_id,
@@ -181,4 +176,5 @@ def elicitation_question(
         task_id=escalation.task_id,
         title=values["title"],
         details=escalation.question or values["headline"],
+        options=prompts.render("elicitation_question_options", options=listed) if listed else "",
     )

@@ -25,6 +25,22 @@ NOTICE_TYPES = frozenset({"authentication_failed", "billing_error"})
 KEY_PREFIX = "host_error:"
 
 
+HOSTS = ("claude-code", "cursor", "codex")  # whose hooks record their API's errors
+HOST_SIGNAL = "api_unavailable"
+
+
+def host_tool(host: str) -> str:
+    """The tool name a host's API error is recorded under."""
+    return f"{host} API"
+
+
+def is_host_error(signal_type: str, tool_name: str | None) -> bool:
+    """Was this failure the host's API failing (recorded by its hook), not the agent's work?
+    Past failures teach the agent what not to repeat; an error of its host's provider is
+    nothing it did."""
+    return signal_type == HOST_SIGNAL and tool_name in {host_tool(host) for host in HOSTS}
+
+
 def kind_of(error_type: str) -> HostErrorKind:
     """A notice for authentication and billing errors, else transient."""
     return "notice" if error_type in NOTICE_TYPES else "transient"

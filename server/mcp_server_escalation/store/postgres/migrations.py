@@ -417,6 +417,12 @@ _WAITS_BY_ESCALATION = (
     "CREATE INDEX escalation_waits_by_escalation ON escalation_waits (escalation_id, created_at)",
 )
 
+# A wait run as a task ends when the caller's wait does, as on SQLite (its migration 19).
+_WAIT_ENDS = (
+    "ALTER TABLE escalation_waits ADD COLUMN ends_at TEXT",
+    "ALTER TABLE escalation_waits ADD COLUMN known_revision BIGINT",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "schema", _TABLES + _TRIGGERS),
     Migration(2, "guidance search: failures' words as a tsvector under GIN, bm25's counts", _SEARCH),
@@ -424,4 +430,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "waits for a human's answer run as MCP tasks", _WAITS),
     Migration(5, "a task's counters as one JSON document", _COUNTERS),
     Migration(6, "waits looked up by their escalation", _WAITS_BY_ESCALATION),
+    Migration(7, "a wait run as a task ends when the caller's wait does", _WAIT_ENDS),
 )
