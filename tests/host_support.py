@@ -1,0 +1,162 @@
+"""Running the real Claude Code CLI headless against the scripted model, in a scratch project.
+
+The CLI is the pinned npm release (``client_envs.npm_modules``), installed once. Each run
+gets a fresh HOME and a scratch git repository whose one test fails (``add`` subtracts), and
+reaches nothing but the scripted model on 127.0.0.1: the base URL is loopback and the CLI's
+non-essential traffic (telemetry, error reports, auto-update, feature flags) is switched off
+with its documented variables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from client_envs import npm_modules
+
+BUGGY = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+# The test command the scripted agent runs: the test's own Python, so pytest is there.
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider tests"
+CLAUDE_TIMEOUT = 120  # one headless run; a scenario's runs take a few seconds each
+# What keeps the CLI on the machine: every switch its docs give for traffic beyond the API.
+QUIET = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_BUG_COMMAND": "1",
+    "CLAUDE_CODE_DISABLE_FEATURE_FLAGS": "1",
+}
+# The tools a headless run may use without asking (root may not bypass permissions).
+ALLOWED = "Bash,Edit,Write,Read,ToolSearch,mcp__escalation"
+
+
+def fresh_home() -> Path:
+    """A new HOME under /tmp, short enough for the relay's socket path (108 bytes at most)."""
+    return Path(tempfile.mkdtemp(prefix="home-", dir="/tmp"))
+
+
+def claude_binary() -> Path:
+    """The pinned Claude Code CLI."""
+    return npm_modules("claude-code") / ".bin" / "claude"
+
+
+def scratch_project(root: Path) -> Path:
+    """A git repository with a failing test: ``src/calc.py``'s ``add`` subtracts."""
+    project = root / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "tests").mkdir()
+    (project / "src" / "calc.py").write_text(BUGGY, encoding="utf-8")
+    (project / "tests" / "test_calc.py").write_text(TEST, encoding="utf-8")
+    (project / "pytest.ini").write_text("[pytest]\npythonpath = src\n", encoding="utf-8")
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid"]
+    subprocess.run([*git, "init", "-q"], cwd=project, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=project, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "a failing test"], cwd=project, check=True)
+    return project
+
+
+def install_hooks(project: Path, db: str, home: Path) -> str:
+    """``hook install claude-code`` into the project, as a user runs it; what it printed."""
+    ran = subprocess.run(
+        [
+            "mcp-server-escalation",
+            "hook",
+            "install",
+            "claude-code",
+            "--db",
+            db,
+            "--project-dir",
+            str(project),
+        ],
+        cwd=project,
+        env=base_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout
+
+
+def base_env(home: Path) -> dict[str, str]:
+    """A fresh user's environment: this machine's PATH and locale, nothing of ours. Its
+    runtime folder (where the hooks' relay daemon listens) is the home's own ``run``."""
+    runtime = home / "run"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    return {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", "XDG_RUNTIME_DIR": str(runtime)}
+
+
+def claude_env(home: Path, model_url: str, **extra: str) -> dict[str, str]:
+    """What the CLI runs with: the scripted model as its API, a dummy key, no other traffic."""
+    return {
+        **base_env(home),
+        **QUIET,
+        "ANTHROPIC_BASE_URL": model_url,
+        "ANTHROPIC_API_KEY": "sk-ant-scripted-model-dummy-key",
+        # the scratch project's pytest loads none of the plugins of the suite's venv: faster
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        **extra,
+    }
+
+
+def run_claude(
+    project: Path, env: dict[str, str], prompt: str, *options: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """One headless run (``claude -p``); the process and its JSON result."""
+    ran = subprocess.run(
+        [str(claude_binary()), "-p", prompt, "--output-format", "json", "--allowedTools", ALLOWED, *options],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=CLAUDE_TIMEOUT,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = [line for line in ran.stdout.splitlines() if line.startswith("{")]
+    result = json.loads(lines[-1]) if lines else {}
+    return ran, result
+
+
+def escalations(db: str) -> list[dict[str, Any]]:
+    """The store's escalations, oldest first."""
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in conn.execute("SELECT * FROM escalations ORDER BY escalation_id")]
+    finally:
+        conn.close()
+
+
+def tasks(db: str) -> list[dict[str, Any]]:
+    """The store's tasks."""
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in conn.execute("SELECT * FROM tasks ORDER BY task_id")]
+    finally:
+        conn.close()
+
+
+def respond(db: str, home: Path, escalation: int, *how: str) -> subprocess.CompletedProcess[str]:
+    """The operator answers with our CLI."""
+    ran = subprocess.run(
+        ["mcp-server-escalation", "escalations", "respond", str(escalation), *how, "--db", db],
+        env=base_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    return ran

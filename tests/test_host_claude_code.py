@@ -1,0 +1,120 @@
+"""The loop inside the real Claude Code: the pinned CLI, headless, with a scripted model.
+
+Each scenario runs ``claude -p`` in a scratch git repository whose test fails, in a fresh
+HOME, with our hooks installed by ``hook install claude-code`` (and, where named, our MCP
+server), its model the scripted Messages API of ``scripted_model`` on 127.0.0.1. A policy
+per scenario plays a compliant agent: it reads each request and chooses the next call. The
+tests assert what the model receives in its next request and what the store holds.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hooks_support import daemons_of, stop_daemons
+from host_support import (
+    FIXED,
+    PYTEST,
+    claude_env,
+    escalations,
+    fresh_home,
+    install_hooks,
+    respond,
+    run_claude,
+    scratch_project,
+    tasks,
+)
+from scripted_model import Say, Step, ToolCall, Turn, serve
+
+GUIDANCE = "add must add: return a + b"
+# The words the model reads, from prompts/hooks.toml: an escalation raised after a tool
+# call, a call denied while it waits, a call held back to deliver the answer.
+RAISED = "mcp-server-escalation raised escalation"
+DENIED = "Blocked by mcp-server-escalation: escalation"
+DELIVERED = "held back to deliver the operator's answer"
+# What a stuck loop of test runs that changes no file fires first with the default settings
+# (a repeated error waits out the hooks' grace of 20 calls).
+LOOP_TYPES = {"no_file_progress", "repeated_error"}
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Iterator[tuple[Path, Path, str]]:
+    """(the project, a fresh HOME, the store) with the hooks installed as a user would.
+    Afterwards the relay daemon the hooks started (the one process the docs say stays) is
+    the only one left of the store, and is stopped."""
+    home = fresh_home()
+    project = scratch_project(tmp_path)
+    db = str(tmp_path / "escalations.db")
+    install_hooks(project, db, home)
+    try:
+        yield project, home, db
+    finally:
+        assert len(daemons_of(db)) <= 1
+        stop_daemons(home / "run" / "mcp-server-escalation")
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def stuck_then_fixing(project: Path) -> object:
+    """A model stuck on the failing test: it reruns it, overlooks the escalation's notice
+    once (it runs the test again), obeys the deny (tells the user it waits), and once the
+    operator's answer reaches it reads the file, fixes it and runs the test."""
+    calc = str(project / "src" / "calc.py")
+
+    def policy(turn: Turn, history: list[Turn]) -> Step:
+        last = turn.last_text
+        if DELIVERED not in turn.all_text:
+            if DENIED in last or "Do not stop yet" in last:
+                return Say("Escalation 1 needs an answer from the operator; I am waiting for it.")
+            return ToolCall("Bash", {"command": PYTEST, "description": "Run the tests"})
+        if DELIVERED in last:
+            return ToolCall("Read", {"file_path": calc})
+        if "return a - b" in last:
+            return ToolCall("Edit", {"file_path": calc, "old_string": "a - b", "new_string": "a + b"})
+        if "passed" in last and "failed" not in last:
+            return Say("Fixed: add adds, and the test passes.")
+        return ToolCall("Bash", {"command": PYTEST, "description": "Run the tests"})
+
+    return policy
+
+
+def test_hooks_only_a_stuck_loop_is_paused_denied_and_resumed_with_the_answer(
+    scratch: tuple[Path, Path, str],
+) -> None:
+    project, home, db = scratch
+    with serve(stuck_then_fixing(project)) as model:  # type: ignore[arg-type]
+        env = claude_env(home, model.url)
+        ran, result = run_claude(project, env, "Fix the failing test.")
+        assert ran.returncode == 0, ran.stderr
+        session = result["session_id"]
+
+        # the loop of failing runs paused the task, and the next run was denied
+        (held,) = escalations(db)
+        assert (held["escalation_id"], held["status"]) == (1, "pending")
+        assert held["type"] in LOOP_TYPES
+        assert [t["status"] for t in tasks(db)] == ["paused"]
+        raised = [turn for turn in model.turns if RAISED in turn.last_text]
+        denied = [turn for turn in model.turns if DENIED in turn.last_text]
+        assert len(raised) == len(denied) == 1
+        assert "escalations show 1" in denied[0].last_text  # a hooks-only agent tells the user
+        assert model.turns.index(denied[0]) == model.turns.index(raised[0]) + 1
+        before = len(model.turns)
+
+        respond(db, home, 1, "--guidance", GUIDANCE)
+        ran, result = run_claude(project, env, "Go on.", "--resume", session)
+        assert ran.returncode == 0, ran.stderr
+
+    resumed = model.turns[before:]
+    # the first tool call of the resumed session was held back to deliver the answer
+    delivery = next(turn for turn in resumed if DELIVERED in turn.last_text)
+    assert GUIDANCE in delivery.last_text
+    assert (project / "src" / "calc.py").read_text(encoding="utf-8") == FIXED
+    assert "1 passed" in resumed[-1].last_text
+    assert result["result"].startswith("Fixed")
+    (escalation,) = escalations(db)
+    assert (escalation["status"], escalation["response_content"]) == ("resolved", GUIDANCE)
+    assert escalation["acknowledged_at"] is not None
+    assert [t["status"] for t in tasks(db)] == ["active"]
