@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from client_envs import npm_modules
+from hooks_support import SCRIPT, daemons_of, stop_daemons
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -68,7 +72,7 @@ def install_hooks(project: Path, db: str, home: Path) -> str:
     """``hook install claude-code`` into the project, as a user runs it; what it printed."""
     ran = subprocess.run(
         [
-            "mcp-server-escalation",
+            str(SCRIPT),
             "hook",
             "install",
             "claude-code",
@@ -151,7 +155,7 @@ def tasks(db: str) -> list[dict[str, Any]]:
 def respond(db: str, home: Path, escalation: int, *how: str) -> subprocess.CompletedProcess[str]:
     """The operator answers with our CLI."""
     ran = subprocess.run(
-        ["mcp-server-escalation", "escalations", "respond", str(escalation), *how, "--db", db],
+        [str(SCRIPT), "escalations", "respond", str(escalation), *how, "--db", db],
         env=base_env(home),
         capture_output=True,
         text=True,
@@ -160,3 +164,49 @@ def respond(db: str, home: Path, escalation: int, *how: str) -> subprocess.Compl
     )
     assert ran.returncode == 0, ran.stderr
     return ran
+
+
+@contextmanager
+def scratch_setup(tmp_path: Path) -> Iterator[tuple[Path, Path, str]]:
+    """(the project, a fresh HOME, the store) with the hooks installed as a user would.
+    Afterwards the relay daemon the hooks started (the one process the docs say stays) is
+    the only one left of the store, and is stopped."""
+    home = fresh_home()
+    project = scratch_project(tmp_path)
+    db = str(tmp_path / "escalations.db")
+    install_hooks(project, db, home)
+    try:
+        yield project, home, db
+    finally:
+        left = daemons_of(db)
+        stop_daemons(home / "run" / "mcp-server-escalation")
+        shutil.rmtree(home, ignore_errors=True)
+        assert len(left) <= 1, f"more than one relay daemon of the store: {left}"
+
+
+def mcp_config(folder: Path, db: str) -> Path:
+    """A ``--mcp-config`` file naming our server on the store, by its absolute command."""
+    config = folder / "mcp.json"
+    server = {"command": str(SCRIPT), "args": ["--db", db]}
+    config.write_text(json.dumps({"mcpServers": {"escalation": server}}), encoding="utf-8")
+    return config
+
+
+def start_claude(project: Path, env: dict[str, str], prompt: str, *options: str) -> subprocess.Popen[str]:
+    """A headless run in the background, for a test that acts while it runs."""
+    return subprocess.Popen(
+        [str(claude_binary()), "-p", prompt, "--output-format", "json", "--allowedTools", ALLOWED, *options],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def result_of(process: subprocess.Popen[str]) -> tuple[int, dict[str, Any], str]:
+    """The exit status, the JSON result and stderr of a background run, once it ends."""
+    out, err = process.communicate(timeout=CLAUDE_TIMEOUT)
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    return process.returncode, json.loads(lines[-1]) if lines else {}, err

@@ -67,6 +67,8 @@ class Turn:
 
     body: dict[str, Any]
     at: float  # time.monotonic() when it arrived
+    reply: Step | None = None  # what the policy answered it
+    replied_at: float | None = None
 
     @property
     def tools(self) -> list[str]:
@@ -142,10 +144,15 @@ class ScriptedModel:
         with self.lock:
             return next(self._ids)
 
-    def wait_for(self, count: int, timeout: float) -> bool:
-        """Wait until ``count`` loop requests arrived."""
+    def wait_until(self, condition: Callable[[list[Turn]], bool], timeout: float) -> bool:
+        """Wait until ``condition(turns)`` holds (checked at each request and each reply)."""
         with self.arrived:
-            return self.arrived.wait_for(lambda: len(self.turns) >= count, timeout)
+            return self.arrived.wait_for(lambda: condition(self.turns), timeout)
+
+    def called(self, tool: str) -> list[Turn]:
+        """The requests the policy answered with a call of ``tool``."""
+        with self.lock:
+            return [t for t in self.turns if isinstance(t.reply, ToolCall) and t.reply.name == tool]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -189,8 +196,10 @@ class _Handler(BaseHTTPRequestHandler):
             step = model.policy(turn, history)
         except Exception as error:  # noqa: BLE001 - a policy's bug ends the run, visibly
             step = Fail(400, f"the scripted policy failed: {error!r}")
-        with model.lock:
+        with model.arrived:
             model.statuses.append(step.status if isinstance(step, Fail) else 200)
+            turn.reply, turn.replied_at = step, time.monotonic()
+            model.arrived.notify_all()
         self._reply(body, step)
 
     def _reply(self, body: dict[str, Any], step: Step) -> None:

@@ -9,23 +9,19 @@ tests assert what the model receives in its next request and what the store hold
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from hooks_support import daemons_of, stop_daemons
 from host_support import (
     FIXED,
     PYTEST,
     claude_env,
     escalations,
-    fresh_home,
-    install_hooks,
     respond,
     run_claude,
-    scratch_project,
+    scratch_setup,
     tasks,
 )
 from scripted_model import Say, Step, ToolCall, Turn, serve
@@ -43,19 +39,9 @@ LOOP_TYPES = {"no_file_progress", "repeated_error"}
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> Iterator[tuple[Path, Path, str]]:
-    """(the project, a fresh HOME, the store) with the hooks installed as a user would.
-    Afterwards the relay daemon the hooks started (the one process the docs say stays) is
-    the only one left of the store, and is stopped."""
-    home = fresh_home()
-    project = scratch_project(tmp_path)
-    db = str(tmp_path / "escalations.db")
-    install_hooks(project, db, home)
-    try:
-        yield project, home, db
-    finally:
-        assert len(daemons_of(db)) <= 1
-        stop_daemons(home / "run" / "mcp-server-escalation")
-        shutil.rmtree(home, ignore_errors=True)
+    """(the project, a fresh HOME, the store), the hooks installed."""
+    with scratch_setup(tmp_path) as made:
+        yield made
 
 
 def stuck_then_fixing(project: Path) -> object:
