@@ -68,19 +68,10 @@ def scratch_project(root: Path) -> Path:
     return project
 
 
-def install_hooks(project: Path, db: str, home: Path) -> str:
+def install_hooks(project: Path, db: str, home: Path, *options: str) -> str:
     """``hook install claude-code`` into the project, as a user runs it; what it printed."""
     ran = subprocess.run(
-        [
-            str(SCRIPT),
-            "hook",
-            "install",
-            "claude-code",
-            "--db",
-            db,
-            "--project-dir",
-            str(project),
-        ],
+        [str(SCRIPT), "hook", "install", "claude-code", "--db", db, "--project-dir", str(project), *options],
         cwd=project,
         env=base_env(home),
         capture_output=True,
@@ -132,24 +123,31 @@ def run_claude(
     return ran, result
 
 
-def escalations(db: str) -> list[dict[str, Any]]:
-    """The store's escalations, oldest first."""
+def rows(db: str, query: str) -> list[dict[str, Any]]:
+    """What ``query`` finds in the store (none when no hook has created it yet)."""
+    if not Path(db).exists():
+        return []
     conn = sqlite3.connect(db)
     conn.row_factory = sqlite3.Row
     try:
-        return [dict(row) for row in conn.execute("SELECT * FROM escalations ORDER BY escalation_id")]
+        return [dict(row) for row in conn.execute(query)]
     finally:
         conn.close()
+
+
+def escalations(db: str) -> list[dict[str, Any]]:
+    """The store's escalations, oldest first."""
+    return rows(db, "SELECT * FROM escalations ORDER BY escalation_id")
 
 
 def tasks(db: str) -> list[dict[str, Any]]:
     """The store's tasks."""
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(row) for row in conn.execute("SELECT * FROM tasks ORDER BY task_id")]
-    finally:
-        conn.close()
+    return rows(db, "SELECT * FROM tasks ORDER BY task_id")
+
+
+def failures(db: str) -> list[dict[str, Any]]:
+    """The store's failures, in the order recorded."""
+    return rows(db, "SELECT * FROM failures ORDER BY seq")
 
 
 def respond(db: str, home: Path, escalation: int, *how: str) -> subprocess.CompletedProcess[str]:
@@ -167,14 +165,20 @@ def respond(db: str, home: Path, escalation: int, *how: str) -> subprocess.Compl
 
 
 @contextmanager
-def scratch_setup(tmp_path: Path) -> Iterator[tuple[Path, Path, str]]:
-    """(the project, a fresh HOME, the store) with the hooks installed as a user would.
-    Afterwards the relay daemon the hooks started (the one process the docs say stays) is
-    the only one left of the store, and is stopped."""
+def scratch_setup(tmp_path: Path, config: str | None = None) -> Iterator[tuple[Path, Path, str]]:
+    """(the project, a fresh HOME, the store) with the hooks installed as a user would (with
+    ``config`` as the config file's text, if given). Afterwards the relay daemon the hooks
+    started (the one process the docs say stays) is the only one left of the store, and is
+    stopped."""
     home = fresh_home()
     project = scratch_project(tmp_path)
     db = str(tmp_path / "escalations.db")
-    install_hooks(project, db, home)
+    options: tuple[str, ...] = ()
+    if config is not None:
+        config_file = tmp_path / "config.toml"
+        config_file.write_text(config, encoding="utf-8")
+        options = ("--config", str(config_file))
+    install_hooks(project, db, home, *options)
     try:
         yield project, home, db
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,6 +33,7 @@ GUIDANCE = "add must add: return a + b"
 RAISED = "mcp-server-escalation raised escalation"
 DENIED = "Blocked by mcp-server-escalation: escalation"
 DELIVERED = "held back to deliver the operator's answer"
+REFUSED = "Blocked by mcp-server-escalation"  # any refusal: a pause's, a terminated task's
 # What a stuck loop of test runs that changes no file fires first with the default settings
 # (a repeated error waits out the hooks' grace of 20 calls).
 LOOP_TYPES = {"no_file_progress", "repeated_error"}
@@ -104,3 +106,62 @@ def test_hooks_only_a_stuck_loop_is_paused_denied_and_resumed_with_the_answer(
     assert (escalation["status"], escalation["response_content"]) == ("resolved", GUIDANCE)
     assert escalation["acknowledged_at"] is not None
     assert [t["status"] for t in tasks(db)] == ["active"]
+
+
+# A quick pause, for the scenarios about what follows it: two test runs that change no file.
+QUICK_PAUSE = "[thresholds]\nno_file_changes_after_attempts = 2\nwarn_before = 0\n"
+TERMINATION = "Wrong approach: leave this task."
+
+
+def stubborn(project: Path) -> Any:
+    """A model that reruns the failing test whatever it is told, and says it stops when a
+    call is denied."""
+
+    def policy(turn: Turn, history: list[Turn]) -> Step:
+        if REFUSED in turn.last_text:
+            return Say("Stopping: the hooks refused the call.")
+        return ToolCall("Bash", {"command": PYTEST, "description": "Run the tests"})
+
+    return policy
+
+
+def test_halt_while_pending_stops_the_host_at_the_first_call_the_pause_holds(tmp_path: Path) -> None:
+    with scratch_setup(tmp_path, QUICK_PAUSE + "[hooks]\nhalt_while_pending = true\n") as (project, home, db):
+        with serve(stubborn(project)) as model:
+            ran, result = run_claude(project, claude_env(home, model.url), "Fix the failing test.")
+        (held,) = escalations(db)
+        assert (held["status"], [t["status"] for t in tasks(db)]) == ("pending", ["paused"])
+    assert ran.returncode == 0, ran.stderr
+    # the call after the escalation was the last: the host stopped and asked the model nothing more
+    raised = next(i for i, turn in enumerate(model.turns) if RAISED in turn.last_text)
+    assert len(model.turns) == raised + 1
+    assert not any(DENIED in turn.last_text for turn in model.turns)
+    assert result["terminal_reason"] == "hook_stopped"  # what a CI run's JSON result says of the halt
+
+
+def test_a_termination_given_with_the_cli_stops_the_resumed_agent_and_holds_after(tmp_path: Path) -> None:
+    with scratch_setup(tmp_path, QUICK_PAUSE) as (project, home, db):
+        with serve(stubborn(project)) as model:
+            env = claude_env(home, model.url)
+            ran, result = run_claude(project, env, "Fix the failing test.")
+            assert ran.returncode == 0, ran.stderr
+            respond(db, home, 1, "--terminate", TERMINATION)
+            before = len(model.turns)
+            ran, _ = run_claude(project, env, "Go on.", "--resume", result["session_id"])
+            assert ran.returncode == 0, ran.stderr
+            delivered = len(model.turns)
+            ran, _ = run_claude(project, env, "Go on.", "--resume", result["session_id"])
+        (escalation,) = escalations(db)
+        assert (escalation["status"], escalation["response_type"]) == (
+            "resolved_with_termination",
+            "terminate",
+        )
+        assert [t["status"] for t in tasks(db)] == ["terminated_by_human"]
+    # the resumed session was told at its start, and its first call stopped the host
+    assert delivered == before + 1
+    assert TERMINATION in model.turns[before].last_text
+    # a later session is refused every change, and told why
+    after = model.turns[delivered:]
+    assert len(after) == 2
+    assert REFUSED in after[1].last_text
+    assert "stop all work on it and make no further changes" in after[1].last_text
