@@ -214,3 +214,73 @@ def result_of(process: subprocess.Popen[str]) -> tuple[int, dict[str, Any], str]
     out, err = process.communicate(timeout=CLAUDE_TIMEOUT)
     lines = [line for line in out.splitlines() if line.startswith("{")]
     return process.returncode, json.loads(lines[-1]) if lines else {}, err
+
+
+# --- Codex --------------------------------------------------------------------------------
+
+# A model the CLI's bundled catalog knows, so that it offers its own tools (apply_patch
+# among them); the scripted model answers whatever the request names.
+CODEX_MODEL = "gpt-5.5"
+# Hooks run without the review a person gives them in Codex's /hooks view; nothing is sandboxed
+# (the scratch project is the test's own), and the run asks nobody.
+CODEX_FLAGS = ("--dangerously-bypass-hook-trust", "--dangerously-bypass-approvals-and-sandbox", "--json")
+
+
+def codex_binary() -> Path:
+    """The pinned Codex CLI."""
+    return npm_modules("codex") / ".bin" / "codex"
+
+
+def install_codex_hooks(home: Path, db: str, config: str | None = None) -> None:
+    """``hook install codex --user`` (``~/.codex/hooks.json``), as a user runs it."""
+    options = ["--config", config] if config else []
+    ran = subprocess.run(
+        [str(SCRIPT), "hook", "install", "codex", "--user", "--db", db, *options],
+        env=base_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+
+
+def codex_config(home: Path, model_url: str) -> None:
+    """``~/.codex/config.toml``: the scripted model as a custom provider (the Responses API),
+    no update check, no analytics."""
+    folder = home / ".codex"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.toml").write_text(
+        f'model = "{CODEX_MODEL}"\n'
+        'model_provider = "scripted"\n'
+        "check_for_update_on_startup = false\n"
+        "[analytics]\nenabled = false\n"
+        "[model_providers.scripted]\n"
+        'name = "scripted"\n'
+        f'base_url = "{model_url}/v1"\n'
+        'wire_api = "responses"\n'
+        'env_key = "SCRIPTED_MODEL_KEY"\n',
+        encoding="utf-8",
+    )
+
+
+def run_codex(
+    project: Path, home: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """One headless run (``codex exec``); the process and the events it printed."""
+    ran = subprocess.run(
+        [str(codex_binary()), "exec", *CODEX_FLAGS, *args],
+        cwd=project,
+        env={
+            **base_env(home),
+            "SCRIPTED_MODEL_KEY": "scripted-model-dummy-key",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        },
+        capture_output=True,
+        text=True,
+        timeout=CLAUDE_TIMEOUT,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    events = [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
+    return ran, events

@@ -1,11 +1,13 @@
-"""A scripted stand-in for the Anthropic Messages API, on 127.0.0.1, for the real hosts.
+"""A scripted stand-in for the Anthropic Messages API (and OpenAI's Responses API), on
+127.0.0.1, for the real hosts.
 
-The real Claude Code CLI is pointed at it with ``ANTHROPIC_BASE_URL``. Every
-``POST /v1/messages`` is recorded whole, then answered by the scenario's policy: a function
-that reads the request (the tools offered, the tool results, the reminders the hooks added)
-and returns the next step, as a compliant agent would choose it: a tool call, a closing
-text, or an API error. The answer is streamed as server-sent events when the request asks
-for a stream, else sent as one JSON message.
+The real Claude Code CLI is pointed at it with ``ANTHROPIC_BASE_URL``, the real Codex CLI
+with a custom provider's ``base_url`` (``POST .../responses``). Every request is recorded
+whole, then answered by the scenario's policy: a function that reads the request (the tools
+offered, the tool results, the reminders the hooks added) and returns the next step, as a
+compliant agent would choose it: a tool call, a closing text, or an API error. A Messages
+answer is streamed as server-sent events when the request asks for a stream, else sent as
+one JSON message; a Responses answer is always streamed, as Codex asks.
 
 Requests without tools (the host's own side calls: a title, a summary) are answered with a
 short text and not shown to the policy. Standard library only: the server runs in a thread
@@ -37,10 +39,11 @@ ERROR_TYPES = {
 
 @dataclass(frozen=True)
 class ToolCall:
-    """Call ``name`` with ``input``."""
+    """Call ``name`` with ``input``: arguments, or the whole text a freeform tool takes (the
+    Responses API's custom tools, such as Codex's ``apply_patch``)."""
 
     name: str
-    input: dict[str, Any]
+    input: dict[str, Any] | str
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class Turn:
 
     body: dict[str, Any]
     at: float  # time.monotonic() when it arrived
+    wire: str = "messages"  # the API asked: Anthropic's Messages, or OpenAI's Responses
     reply: Step | None = None  # what the policy answered it
     replied_at: float | None = None
 
@@ -76,7 +80,11 @@ class Turn:
         return [tool.get("name", "") for tool in self.body.get("tools") or []]
 
     def blocks(self) -> Iterator[dict[str, Any]]:
-        """Every content block of the last message (the user's turn: results, reminders)."""
+        """Every content block of the last message (the user's turn: results, reminders);
+        for the Responses API, every input item since the model's last one, as blocks."""
+        if self.wire == "responses":
+            yield from _items_since_model(self.body.get("input") or [])
+            return
         messages = self.body.get("messages") or []
         if not messages:
             return
@@ -111,13 +119,35 @@ class Turn:
         return json.dumps(self.body, ensure_ascii=False)
 
 
+# What the model itself put in a Responses conversation.
+MODEL_ITEMS = ("function_call", "custom_tool_call", "reasoning")
+
+
+def _items_since_model(items: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The Responses API's input items after the model's last call or message, each as a
+    Messages API block: a call's output as a tool result, any other message as text."""
+    last = max(
+        (
+            i
+            for i, item in enumerate(items)
+            if item.get("type") == "function_call" or item.get("role") == "assistant"
+        ),
+        default=-1,
+    )
+    for item in items[last + 1 :]:
+        if item.get("type") in ("function_call_output", "custom_tool_call_output"):
+            yield {"type": "tool_result", "content": item.get("output")}
+        elif item.get("type") == "message":
+            yield {"type": "text", "text": _flatten(item.get("content"))}
+
+
 def _flatten(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "\n".join(_flatten(item) for item in content)
     if isinstance(content, dict):
-        return str(content.get("text", ""))
+        return str(content.get("text") or content.get("content") or "")
     return ""
 
 
@@ -177,17 +207,19 @@ class _Handler(BaseHTTPRequestHandler):
         if path.endswith("/count_tokens"):
             self._json(200, {"input_tokens": max(1, len(raw) // 4)})
             return
-        if not path.endswith("/v1/messages"):
+        wire = "responses" if path.endswith("/responses") else "messages"
+        if wire == "messages" and not path.endswith("/v1/messages"):
             self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
             return
         body = json.loads(raw or b"{}")
         model = self.server.model
+        reply = self._reply if wire == "messages" else self._respond
         if not body.get("tools"):
             with model.lock:
                 model.side_calls += 1
-            self._reply(body, Say("ok"))
+            reply(body, Say("ok"))
             return
-        turn = Turn(body=body, at=time.monotonic())
+        turn = Turn(body=body, at=time.monotonic(), wire=wire)
         with model.arrived:
             history = list(model.turns)
             model.turns.append(turn)
@@ -200,7 +232,50 @@ class _Handler(BaseHTTPRequestHandler):
             model.statuses.append(step.status if isinstance(step, Fail) else 200)
             turn.reply, turn.replied_at = step, time.monotonic()
             model.arrived.notify_all()
-        self._reply(body, step)
+        reply(body, step)
+
+    def _respond(self, body: dict[str, Any], step: Step) -> None:
+        """``step`` as the Responses API streams it (the only form Codex asks for)."""
+        if isinstance(step, Fail):
+            error = {"error": {"type": ERROR_TYPES.get(step.status, "api_error"), "message": step.message}}
+            self._json(step.status, error, headers={"retry-after": "0"})
+            return
+        number = self.server.model.next_id()
+        if isinstance(step, ToolCall) and isinstance(step.input, str):
+            item: dict[str, Any] = {
+                "type": "custom_tool_call",
+                "id": f"ctc_scripted{number:04d}",
+                "call_id": f"call_scripted{number:04d}",
+                "name": step.name,
+                "input": step.input,
+            }
+        elif isinstance(step, ToolCall):
+            item = {
+                "type": "function_call",
+                "id": f"fc_scripted{number:04d}",
+                "call_id": f"call_scripted{number:04d}",
+                "name": step.name,
+                "arguments": json.dumps(step.input),
+            }
+        else:
+            text = {"type": "output_text", "text": step.text, "annotations": []}
+            item = {
+                "type": "message",
+                "id": f"msg_scripted{number:04d}",
+                "role": "assistant",
+                "content": [text],
+            }
+        usage = {"input_tokens": 10, "output_tokens": 10, "total_tokens": 20}
+        response = {"id": f"resp_scripted{number:04d}", "object": "response", "model": body.get("model")}
+        events = [
+            ("response.created", {"type": "response.created", "response": response}),
+            (
+                "response.output_item.done",
+                {"type": "response.output_item.done", "output_index": 0, "item": item},
+            ),
+            ("response.completed", {"type": "response.completed", "response": {**response, "usage": usage}}),
+        ]
+        self._events(events)
 
     def _reply(self, body: dict[str, Any], step: Step) -> None:
         if isinstance(step, Fail):
@@ -260,6 +335,9 @@ class _Handler(BaseHTTPRequestHandler):
             ),
             ("message_stop", {"type": "message_stop"}),
         ]
+        self._events(events)
+
+    def _events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
         payload = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
