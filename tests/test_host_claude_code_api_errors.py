@@ -45,3 +45,22 @@ def test_errors_the_retry_gets_past_reach_no_hook_and_pause_nothing(scratch: tup
     assert failures(db) == []
     assert escalations(db) == []
     assert all(task["status"] == "active" for task in tasks(db))
+
+
+@pytest.mark.parametrize("status", STATUSES)
+def test_an_error_that_persists_ends_the_turn_and_is_recorded(
+    scratch: tuple[Path, Path, str], status: int
+) -> None:
+    project, home, db = scratch
+    with serve(lambda *_: Fail(status, f"scripted {status}")) as model:
+        env = claude_env(home, model.url, CLAUDE_CODE_MAX_RETRIES="1")
+        ran, result = run_claude(project, env, "Say hello.")
+    assert ran.returncode == 1  # the CLI says the run failed
+    assert (result["api_error_status"], result["terminal_reason"]) == (status, "api_error")
+    assert set(model.statuses) == {status}
+    recorded = [(f["tool_name"], f"scripted {status}" in f["message"]) for f in failures(db)]
+    assert recorded == [("claude-code API", True)], "the StopFailure of the run was not recorded"
+    assert all(task["status"] == "active" for task in tasks(db))  # no API error pauses a project
+    # a bad key needs a person, without holding anything: one notice that blocks nothing
+    expected = [("external_blocker", 0)] if status == 401 else []
+    assert [(e["type"], e["blocking"]) for e in escalations(db)] == expected
