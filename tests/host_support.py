@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -182,10 +183,40 @@ def scratch_setup(tmp_path: Path, config: str | None = None) -> Iterator[tuple[P
     try:
         yield project, home, db
     finally:
+        others = lingering(db)
         left = daemons_of(db)
         stop_daemons(home / "run" / "mcp-server-escalation")
         shutil.rmtree(home, ignore_errors=True)
         assert len(left) <= 1, f"more than one relay daemon of the store: {left}"
+        assert not others, f"still running a minute after the host exited: {others}"
+
+
+def lingering(db: str, seconds: float = 60) -> list[str]:
+    """The command lines of the processes naming the store ``db`` (our server, a hook run)
+    other than its relay daemon that are still running ``seconds`` after the host exited."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = [
+            " ".join(words)
+            for pid, words in _processes()
+            if db in " ".join(words) and pid not in daemons_of(db)
+        ]
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.5)
+
+
+def _processes() -> list[tuple[int, list[str]]]:
+    listed = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            words = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue  # gone meanwhile
+        listed.append((int(proc.name), words))
+    return listed
 
 
 def mcp_config(folder: Path, db: str) -> Path:

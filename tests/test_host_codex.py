@@ -20,6 +20,7 @@ from host_support import (
     escalations,
     fresh_home,
     install_codex_hooks,
+    lingering,
     respond,
     rows,
     run_codex,
@@ -84,7 +85,9 @@ def test_codex_a_stuck_loop_is_paused_denied_and_resumed_with_the_answer(tmp_pat
             ran, events = run_codex(project, home, "resume", session, "Go on.")
             assert ran.returncode == 0, ran.stderr
     finally:
+        others = lingering(db)
         stop_daemons(home / "run" / "mcp-server-escalation")
+    assert not others, f"still running a minute after the host exited: {others}"
     resumed = model.turns[before:]
     delivery = next(turn for turn in resumed if DELIVERED in turn.last_text)
     assert GUIDANCE in delivery.last_text
