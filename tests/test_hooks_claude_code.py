@@ -422,3 +422,29 @@ async def test_a_read_during_a_pause_is_allowed_and_any_other_tool_denied(
         run = await hook("claude-code", event, db=hooked, tmp=tmp_path)
         assert "get_escalation(1, wait_seconds=4)" in run.deny_reason, event["tool_name"]
     assert snapshot(hooked)["files"] == []  # the denied edit was never counted
+
+
+async def test_the_hosts_own_tool_search_and_resource_tools_pass_during_a_pause(
+    stores: tuple[str, str], tmp_path: Path
+) -> None:
+    # Claude Code defers MCP tools behind ToolSearch: denied, an agent cannot load
+    # get_escalation to wait for the answer.
+    hooked, _ = stores
+    await start(hooked, thresholds=AT_ONCE)
+    await hook(
+        "claude-code",
+        bash_failure("npm test", "Error: Cannot find module 'express'"),
+        db=hooked,
+        tmp=tmp_path,
+    )
+    before = snapshot(hooked)
+    assert before["escalations"], "the failure should have paused the task"
+    for event in (
+        pre_tool("ToolSearch", {"query": "select:mcp__escalation__get_escalation", "max_results": 1}),
+        pre_tool("ListMcpResourcesTool", {}),
+        pre_tool("ReadMcpResourceTool", {"server": "escalation", "uri": "escalation://tasks"}),
+        claude("PostToolUseFailure", tool_name="ToolSearch", tool_input={"query": "x"}, error="no match"),
+    ):
+        run = await hook("claude-code", event, db=hooked, tmp=tmp_path)
+        assert (run.returncode, run.stdout) == (0, ""), event["tool_name"]
+    assert snapshot(hooked) == before  # let through, and nothing recorded

@@ -220,7 +220,14 @@ async def test_during_a_pause_codex_tools_are_denied_and_reads_let_through(db: s
     assert "continue" not in out  # Codex would reject the whole answer
     assert "stopReason" not in out
     assert "escalations show 1" in out["systemMessage"]
-    for tool, tool_input in (("Bash", {"command": "git diff"}), ("mcp__escalation__get_escalation", {})):
+    passing = (
+        ("Bash", {"command": "git diff"}),
+        ("mcp__escalation__get_escalation", {}),
+        ("tool_search", {"query": "get_escalation"}),
+        ("list_mcp_resources", {}),
+        ("read_mcp_resource", {"server": "escalation", "uri": "escalation://tasks"}),
+    )
+    for tool, tool_input in passing:
         allowed = await hook(
             "codex",
             codex("PreToolUse", tool_name=tool, tool_input=tool_input, tool_use_id="c3"),

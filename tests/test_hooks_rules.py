@@ -213,6 +213,14 @@ def test_tools_are_classified_and_only_our_own_mcp_tools_are_ours() -> None:
     assert tool_kind("mcp__escalation__delete_everything", servers=servers) == "other"
     assert tool_kind("mcp__evil_escalation__get_escalation", servers=servers) == "other"
     assert tool_kind("Agent", servers=servers) == "other"
+    for host_side in (
+        "ToolSearch",
+        "ListMcpResourcesTool",
+        "ReadMcpResourceTool",
+        "tool_search",
+        "read_mcp_resource",
+    ):
+        assert tool_kind(host_side, servers=servers) == "read", host_side
     assert tool_kind("CustomViewer", servers=servers, read_only=["CustomViewer"]) == "read"
     assert not own_tool("mcp__escalation__", servers)
 

@@ -15,7 +15,7 @@ says where its details (the traceback) were written, since stderr is the host's 
 and so does it for a store that does not answer or cannot be opened (where the store is and
 what its database said are written there too, never on stderr).
 Exit 2 would mean "deny" to them, so even an argument error on a hook run exits 0
-(``cli/__init__.py`` and ``cli/parsers.py``).
+(``cli/__init__.py`` and ``cli/parsers.py``); the one exit 2 is the wake hook's (``cli/hook_wake.py``).
 Nothing but the host's JSON is ever written to stdout. Imports of what only some of its
 commands need stay lazy: this module is loaded for every command line (what every command
 line loads anyway, the settings and the errors, is imported here at once).
@@ -39,6 +39,7 @@ from ..hooks.relay import HOSTS
 from ..locations import is_database_url
 from ..process import server_ready
 from ..settings import Settings
+from .hook_wake import add_wake_option
 
 SCRIPT_NAMES = ("mcp-server-escalation", "mcp-server-escalation.exe")
 # The loggers of the store's modules (``store/``): kept off a hook run's stderr.
@@ -66,14 +67,15 @@ def add_parser(
     )
     actions = hook.add_subparsers(dest="action", required=True, metavar="ACTION")
     for host in HOSTS:
-        common(
-            actions.add_parser(
-                host,
-                help=f"handle one {host} hook event (JSON on stdin)",
-                description=f"Handle one {host} hook event: its JSON on stdin, the host's answer "
-                "on stdout (nothing: no decision), a problem as one line on stderr; exit 0.",
-            )
+        handler = actions.add_parser(
+            host,
+            help=f"handle one {host} hook event (JSON on stdin)",
+            description=f"Handle one {host} hook event: its JSON on stdin, the host's answer "
+            "on stdout (nothing: no decision), a problem as one line on stderr; exit 0.",
         )
+        common(handler)
+        if host == "claude-code":
+            add_wake_option(handler)
     relay = actions.add_parser(
         "relay", help="answer hook runs for the store from this process (when no MCP server runs)"
     )
@@ -489,6 +491,10 @@ def run(args: argparse.Namespace) -> int:
         return run_relay(args)
     if args.action == "daemon":
         return run_daemon(args)
+    if getattr(args, "wake_minutes", None) is not None:
+        from .hook_wake import run_wake  # noqa: PLC0415
+
+        return run_wake(args.action, args)
     if args.action != "install":
         return run_hook(args.action, args)
     return install_hooks(args)

@@ -54,10 +54,23 @@ READ_TOOLS = frozenset(
         "TodoWrite",
         "TodoRead",
         "BashOutput",
-        "ListMcpResourcesTool",
-        "ReadMcpResourceTool",
         "AskUserQuestion",
         "view_image",
+    }
+)
+# The host's own tools that read nothing of the project and change nothing: finding a
+# deferred tool's schema, listing and reading MCP resources. While an escalation waits they
+# must pass, or an agent whose host defers our tools behind a tool search can never load
+# get_escalation to wait for the answer. Claude Code's names, then Codex's.
+HOST_SIDE_TOOLS = frozenset(
+    {
+        "ToolSearch",
+        "ListMcpResourcesTool",
+        "ReadMcpResourceTool",
+        "tool_search",
+        "list_mcp_resources",
+        "list_mcp_resource_templates",
+        "read_mcp_resource",
     }
 )
 # This server's tools: let through during a pause (the agent must be able to read and
@@ -241,6 +254,6 @@ def tool_kind(name: str | None, *, servers: Iterable[str], read_only: Iterable[s
         return "shell"
     if own_tool(name, servers):
         return "own"
-    if name in READ_TOOLS or name in set(read_only):
+    if name in READ_TOOLS or name in HOST_SIDE_TOOLS or name in set(read_only):
         return "read"
     return "other"
