@@ -127,16 +127,15 @@ class ReadPages(ConsoleBase):
         )
 
     async def answered_page(self, request: Request) -> Response:
-        """The latest answered (or otherwise closed) escalations."""
+        """The latest answered (or otherwise closed) escalations, each with its answer, who
+        gave it and when, the verdict and the project: reviewed without opening each."""
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
-        found = await escalation_lists.list_escalations(
+        rows, _ = await escalation_lists.review_escalations(
             self.rt, status="resolved", limit=ANSWERED_SHOWN, within=session.scope
         )
-        return self._page(
-            request, "answered.html", "Answered", session, rows=found.escalations, shown=ANSWERED_SHOWN
-        )
+        return self._page(request, "answered.html", "Answered", session, rows=rows, shown=ANSWERED_SHOWN)
 
     async def stats_page(self, request: Request) -> Response:
         """The ``stats`` figures: time to answer, counts by kind and status, notifier health;

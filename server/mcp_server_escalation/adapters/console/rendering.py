@@ -10,7 +10,6 @@ noun as a person writes it ("1 time", "4 times": ``n | counted("time", "times")`
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -24,6 +23,7 @@ from ...rules.wording.timeline import recent_entry
 from ...rules.wording.words import (
     NOTHING,
     absent,
+    ago,
     counted,
     criteria_words,
     duration,
@@ -37,15 +37,6 @@ from ...rules.wording.words import (
 )
 
 TEMPLATES = Path(__file__).parent / "templates"
-
-
-def ago(at: str, now: str) -> str:
-    """How long ago ``at`` was, in its largest whole unit: "45 s ago", "12 min ago", "3 h ago"."""
-    seconds = int((datetime.fromisoformat(now) - datetime.fromisoformat(at)).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds // size} {unit} ago"
-    return f"{max(seconds, 0)} s ago"
 
 
 def exact(at: str) -> str:

@@ -26,6 +26,11 @@ KIND_WORDS = {
     "ask_human": "question from the agent",
     "system_error": "system error",
 }
+# Statuses (of escalations and tasks) whose plain rewording would mislead or read badly.
+STATUS_WORDS = {
+    "agent_terminated": "closed with its task",
+    "terminated_by_human": "terminated by a human",
+}
 # Field names whose plain rewording would mislead or read badly.
 FIELD_WORDS = {
     "count_at_firing": "count when it fired",
@@ -51,13 +56,15 @@ ABSENT_WORDS = {
     "limit": "no limit",
     "time": "not yet",
     "error": "no error",
-    "place": "no file named",
+    "place": "unknown",
     "action": "none named",
     "project": "no project",
     "scope": "any path",
     "duration": "none yet",
     "rate": "not measured",
     "escalations": "none",
+    "answer": "no answer",
+    "verdict": "no verdict yet",
 }
 # A value that is itself one of the store's names (a budget, a threshold, a signal type).
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
@@ -84,7 +91,7 @@ def field_words(key: str) -> str:
 def name_words(value: str) -> str:
     """A value that is one of the store's names in words; any other text as it is."""
     if _NAME.fullmatch(value):
-        return KIND_WORDS.get(value) or value.replace("_", " ")
+        return KIND_WORDS.get(value) or STATUS_WORDS.get(value) or value.replace("_", " ")
     return value
 
 
@@ -106,6 +113,15 @@ def rate_words(key: str, value: object) -> str | None:
 def yes_no(value: bool) -> str:
     """A flag as a person says it."""
     return "yes" if value else "no"
+
+
+def ago(at: str, now: str) -> str:
+    """How long ago ``at`` was, in its largest whole unit: "45 s ago", "12 min ago", "3 h ago"."""
+    seconds = int((datetime.fromisoformat(now) - datetime.fromisoformat(at)).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{max(seconds, 0)} s ago"
 
 
 def readable_time(at: str) -> str:
