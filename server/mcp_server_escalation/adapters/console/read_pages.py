@@ -25,6 +25,8 @@ from .live import STREAMS_PER_SESSION
 from .refusals import refusal_text
 from .rendering import path_segment
 
+# What the page an answer or a verdict lands on says was done (its ``sent`` query value).
+SENT = {"answer": "answer", "verdict": "verdict"}
 # Rows of the answered list (the CLI's `escalations list --status resolved` shows as many).
 ANSWERED_SHOWN = 50
 
@@ -81,6 +83,7 @@ class ReadPages(ConsoleBase):
             told=told,
             told_then=told_then,
             verdict=verdict,
+            sent=SENT.get(request.query_params.get("sent", "")),
         )
 
     async def task_page(self, request: Request) -> Response:

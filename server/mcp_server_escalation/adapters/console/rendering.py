@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
+from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
@@ -79,6 +80,12 @@ def place(item: dict[str, Any]) -> str:
     return f"{file}:{item['line']}" if item.get("line") is not None else str(file)
 
 
+def breakable(path: Any) -> Markup:
+    """A path, escaped, that a narrow column may wrap after each ``/`` (``<wbr>``) rather than
+    inside a name: "tests/" then "test_invoice.py", never "test_invoic" then "e.py"."""
+    return Markup("/<wbr>").join(escape(part) for part in str(path).split("/"))
+
+
 def path_segment(value: str) -> str:
     """A value as one path segment of a link (``/tasks/...``), escaped again when placed."""
     return quote(value, safe="")
@@ -111,6 +118,7 @@ def environment() -> jinja2.Environment:
         place=place,
         without=without,
         segment=path_segment,
+        breakable=breakable,
         story=recent_entry,
     )
     return env
