@@ -165,6 +165,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
             "triggers",
             "evidence",
             "response_options",
+            "answer_flags",
         ],
         "prompt_briefing_trigger": ["type", "summary", "criteria", "observed"],
         "prompt_resume_after_response": [

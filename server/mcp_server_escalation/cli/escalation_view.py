@@ -14,29 +14,16 @@ import shlex
 
 from ..models.escalations import Escalation, EscalationSummary, ReviewedEscalation
 from ..prompts import PromptBook
-from ..rules.operators.announce import human_answers
+from ..rules.operators.announce import answer_flags
 from ..rules.reading.salient import headline
 from ..rules.wording import timeline
 from ..rules.wording.words import absent, ago, criteria_words, kind_words, name_words, trigger_words
 from .evidence_view import evidence_lines, when
 from .readable import INDENT, cut, labelled, pairs_line, wrap
 
-# How each answer is given on the command line, in the order offered.
-ANSWER_FLAGS = {
-    "guidance": "--guidance TEXT",
-    "override": "--override TEXT",
-    "approve": "--approve [--file-limit N] [--add-scope GLOB]",
-    "terminate": "--terminate [TEXT]",
-}
 RECENT_ACTIONS_SHOWN = 10
 # Kinds the agent raises itself: no threshold, and the question or error is their evidence.
 RAISED_BY_AGENT = ("ask_human", "system_error")
-
-
-def answer_flags(escalation: Escalation) -> list[str]:
-    """The ``respond`` flags this escalation accepts from an operator, in a fixed order."""
-    allowed = set(human_answers(escalation))
-    return [flag for answer, flag in ANSWER_FLAGS.items() if answer in allowed]
 
 
 def summary_lines(s: EscalationSummary, width: int) -> list[str]:

@@ -22,13 +22,14 @@ from pydantic import BaseModel
 
 from ..errors import EscalationError, StoreError
 from ..locations import is_database_url, store_origin
+from ..rules.operators.announce import ANSWER_FLAGS
 from ..rules.operators.refusals import Door, worded
 from ..rules.wording.words import name_words
 from ..services import copying, escalation_answers, escalation_lists, escalations, reports, verdicts
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, default_db_path, resolve_db_path
 from . import failure_view, monitor, task_views
-from .escalation_view import ANSWER_FLAGS, escalation_lines, reviewed_lines
+from .escalation_view import escalation_lines, reviewed_lines
 from .log_lines import report_error
 from .readable import store_flag, terminal_width
 

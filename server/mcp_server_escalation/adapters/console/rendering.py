@@ -33,6 +33,7 @@ from ...rules.wording.words import (
     name_words,
     rate_words,
     readable_time,
+    replay_words,
     trigger_words,
     yes_no,
 )
@@ -104,6 +105,7 @@ def environment() -> jinja2.Environment:
     # else the generic ``nothing``; both from rules/wording/words.py, as the CLI says them.
     env.globals["nothing"] = NOTHING
     env.globals["absent"] = absent
+    env.globals["replay"] = replay_words
     env.filters.update(
         kind=kind_words,
         counted=counted,

@@ -168,6 +168,27 @@ def human_answers(escalation: Escalation) -> list[str]:
     return [option for option in escalation.response_options if option in OPERATOR_ANSWERS]
 
 
+# How each answer is given on the command line (``escalations respond``), in the order offered.
+ANSWER_FLAGS = {
+    "guidance": "--guidance TEXT",
+    "override": "--override TEXT",
+    "approve": "--approve [--file-limit N] [--add-scope GLOB]",
+    "terminate": "--terminate [TEXT]",
+}
+
+
+def offered_answers(escalation: Escalation) -> list[str]:
+    """The answers this escalation accepts from an operator, in the order they are offered."""
+    allowed = set(human_answers(escalation))
+    return [answer for answer in ANSWER_FLAGS if answer in allowed]
+
+
+def answer_flags(escalation: Escalation) -> list[str]:
+    """The ``respond`` flags this escalation accepts from an operator, in that order: the CLI's
+    hint and the briefing prompt offer the same, and only what it accepts."""
+    return [ANSWER_FLAGS[answer] for answer in offered_answers(escalation)]
+
+
 def elicitation_question(
     prompts: PromptBook, escalation: Escalation, *, template: str = "elicitation_question"
 ) -> str:

@@ -47,6 +47,12 @@ FIELD_WORDS = {
     "raised_by": "raised by",
     "attempted_action": "attempted action",
 }
+# The replayed corpora (data/replay_figures.toml names them by their files) as the agents and
+# models whose real runs they hold.
+CORPUS_WORDS = {
+    "trajectories-dev": "mini-swe-agent with Gemini 3 Pro",
+    "trajectories-openhands-dev": "OpenHands' CodeActAgent with Claude 3.5 Sonnet",
+}
 # An empty value as the pages and the CLI say it where nothing more specific fits.
 NOTHING = "(none)"
 # What is absent, said as what it is where the reader knows what is missing.
@@ -93,6 +99,14 @@ def name_words(value: str) -> str:
     if _NAME.fullmatch(value):
         return KIND_WORDS.get(value) or STATUS_WORDS.get(value) or value.replace("_", " ")
     return value
+
+
+def replay_words(precision: float, paused: int, corpus: str, base_rate: float) -> str:
+    """One replay figure as a person reads it: "75% of 8 paused real runs of mini-swe-agent
+    with Gemini 3 Pro (base rate 26%)", never the corpus's file name."""
+    runs = counted(paused, "paused real run", "paused real runs")
+    agent = CORPUS_WORDS.get(corpus, "another agent")
+    return f"{precision:.0%} of {runs} of {agent} (base rate {base_rate:.0%})"
 
 
 def counted(count: int, one: str, many: str) -> str:
@@ -154,6 +168,8 @@ def criteria_words(criteria: dict[str, Any], pairs: Callable[[dict[str, Any]], s
     A scope check is a rule, not a figure: "the task's scope src/calc/**; edits outside it
     escalate", where the fields read "checks its scope yes, scope src/calc/**". A task's
     settings say a check that is off the same way: "... do not escalate"."""
+    if isinstance(criteria.get("immediate"), bool):
+        return _blocker_rule(criteria)
     checks = criteria.get("spec_deviation_detected")
     if not isinstance(checks, bool):
         return pairs(criteria)
@@ -166,3 +182,11 @@ def criteria_words(criteria: dict[str, Any], pairs: Callable[[dict[str, Any]], s
     )
     rest = {key: value for key, value in criteria.items() if key not in ("spec_deviation_detected", "scope")}
     return f"{rule}; {pairs(rest)}" if rest else rule
+
+
+def _blocker_rule(criteria: dict[str, Any]) -> str:
+    """An external blocker's threshold, a rule: "at once" for a blocker the agent declared,
+    "once it repeats" for one read off a tool's output ("immediate no" said nothing)."""
+    kinds = ", ".join(name_words(str(kind)) for kind in criteria.get("signal_types") or [])
+    when = "at once" if criteria["immediate"] else "once it repeats, not at once"
+    return f"a blocker ({kinds}) escalates {when}" if kinds else f"a blocker escalates {when}"
