@@ -195,7 +195,6 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "notify_more": ["escalation_id", "bytes"],
         "notify_link": ["link"],
         # appended to the description of every long text argument (adapters/mcp/registry.py)
-        "tool_text_unit": [],
         "store_unavailable": [],
         "store_outcome_unknown": [],
         # a report outside the scope of a person's token, over MCP and the hook route alike
