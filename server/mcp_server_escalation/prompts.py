@@ -82,6 +82,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "trigger_no_file_progress": ["count", "threshold"],
         "trigger_test_stall": ["count", "threshold", "best_pass_rate", "latest_pass_rate"],
         "trigger_file_limit": ["count", "limit", "proposed"],
+        "trigger_file_limit_reported": ["count", "limit", "added"],
         "trigger_scope_deviation": ["paths", "scope"],
         "trigger_external_blocker": ["signal_type", "subject", "error"],
         "trigger_budget_tool_calls": ["used", "limit", "since"],
