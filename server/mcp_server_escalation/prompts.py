@@ -438,7 +438,7 @@ def _spoken(placeholder: str, value: Any) -> Any:
     """A value as words a person or a model reads: a flag as yes or no, a list as its items
     separated by commas (never Python's repr: ``['web/auth/**']`` reached the model), none as
     absent() says it ("any path" for an empty scope), an escalation's ``type`` and a failure's
-    ``signal_type`` and a ``status`` as words ("repeated error", "missing dependency", "closed
+    ``signal_type`` and a ``status`` as words ("repeated error", "missing dependency", "ended
     with its task", not ``repeated_error`` or ``agent_terminated``)."""
     if isinstance(value, bool):
         return "yes" if value else "no"

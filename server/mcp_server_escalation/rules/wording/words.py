@@ -28,7 +28,7 @@ KIND_WORDS = {
 }
 # Statuses (of escalations and tasks) whose plain rewording would mislead or read badly.
 STATUS_WORDS = {
-    "agent_terminated": "closed with its task",
+    "agent_terminated": "ended with its task",
     "terminated_by_human": "terminated by a human",
 }
 # Field names whose plain rewording would mislead or read badly.
