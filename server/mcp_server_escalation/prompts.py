@@ -28,7 +28,7 @@ from .errors import ConfigError
 from .rules.wording.argument_errors import TEMPLATE_FIELDS as ARGUMENT_TEMPLATES
 from .rules.wording.hook_input import STORE_DOWN_TEMPLATES as HOOK_STORE_DOWN_TEMPLATES
 from .rules.wording.hook_input import STORE_ERROR_TEMPLATES as HOOK_STORE_ERROR_TEMPLATES
-from .rules.wording.words import absent, counted, kind_words, name_words
+from .rules.wording.spoken import spoken
 
 # The wait a message asks for (``get_escalation``'s ``wait_seconds``) is not passed by the
 # code that renders it: the book fills it in, with the wait asked of the connection whose call
@@ -408,59 +408,6 @@ def _checked_template(
     return Template(name, text, version, str(path))
 
 
-class _Count(int):
-    """A count a template may say with its noun, in the template's own words:
-    ``{occurrences:occurrence|occurrences}`` reads "1 occurrence" or "4 occurrences" (never
-    "occurrence(s)"); any other format spec formats the number as usual."""
-
-    def __format__(self, spec: str) -> str:
-        one, bar, many = spec.partition("|")
-        return counted(int(self), one, many) if bar else format(int(self), spec)
-
-
-class _Items(str):
-    """Items joined by commas whose template may name them with their count's noun:
-    ``{paths:path|paths}`` reads "path a.py" or "paths a.py, b.py"."""
-
-    items: int
-
-    def __new__(cls, items: list[str], empty: str) -> _Items:
-        made = super().__new__(cls, ", ".join(items) or empty)
-        made.items = len(items)
-        return made
-
-    def __format__(self, spec: str) -> str:
-        one, bar, many = spec.partition("|")
-        return f"{one if self.items == 1 else many} {self}" if bar else format(str(self), spec)
-
-
-def _spoken(placeholder: str, value: Any) -> Any:
-    """A value as words a person or a model reads: a flag as yes or no, a list as its items
-    separated by commas (never Python's repr: ``['web/auth/**']`` reached the model), none as
-    absent() says it ("any path" for an empty scope), an escalation's ``type`` and a failure's
-    ``signal_type`` and a ``status`` as words ("repeated error", "missing dependency", "ended
-    with its task", not ``repeated_error`` or ``agent_terminated``)."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return _Count(value)
-    if isinstance(value, list | tuple | set | frozenset):
-        return _Items([str(_spoken("", item)) for item in value], absent(placeholder))
-    if value is None:
-        return absent(placeholder)
-    if isinstance(value, str) and placeholder in _NAMED:
-        return _NAMED[placeholder](value)
-    return value
-
-
-# Placeholders whose value is one of the store's names, and how each is said in words.
-_NAMED: dict[str, Callable[[str], str]] = {
-    "type": kind_words,
-    "signal_type": name_words,
-    "status": name_words,
-}
-
-
 class PromptBook:
     """All templates, loaded and checked; ``render`` is strict."""
 
@@ -513,7 +460,7 @@ class PromptBook:
             raise ConfigError(
                 f"template {name!r} rendered with {sorted(values)}, expected {sorted(expected)}"
             )
-        return template.text.format_map({key: _spoken(key, value) for key, value in values.items()})
+        return template.text.format_map({key: spoken(key, value) for key, value in values.items()})
 
     def asked_wait(self) -> int:
         """The wait to ask for in the call being served."""
@@ -529,7 +476,7 @@ class PromptBook:
                 f"template {name!r} bound with {sorted(placeholders)}, expected {sorted(expected)}"
             )
         text = self._templates[name].text
-        return lambda **values: text.format_map({key: _spoken(key, value) for key, value in values.items()})
+        return lambda **values: text.format_map({key: spoken(key, value) for key, value in values.items()})
 
     def versions(self) -> dict[str, int]:
         """Template name -> version of the file it came from."""
