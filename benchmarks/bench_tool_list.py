@@ -9,7 +9,7 @@ need their vocabulary downloaded. The estimate is the characters of the list as 
 (``json.dumps`` with its default separators) divided by four, rounded up; the same measure
 gave the ~5,900 tokens issue 14 reported. Real tokenizers count JSON at roughly three to
 four characters a token, so read it as a comparison between builds, not a bill. The target
-is under 4,000; ``tests/test_tool_list.py`` asserts it on the same measure.
+is under 3,800; ``tests/test_tool_list.py`` asserts it on the same measure.
 
     python benchmarks/bench_tool_list.py
     python benchmarks/bench_tool_list.py --json tools.json
@@ -30,7 +30,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 SERVER_SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
-TOKEN_LIMIT = 4000
+TOKEN_LIMIT = 3800
 
 
 def approx_tokens(text: str) -> int:

@@ -83,6 +83,26 @@ BROKEN_WORDS = """() => {
 }"""
 
 
+# Names inside a path split across two lines: a path (in code) may wrap after a "/", never
+# inside one of its names ("tests/test_invoic" then "e.py").
+BROKEN_PATHS = """() => {
+  const broken = [];
+  for (const code of document.querySelectorAll("main code")) {
+    const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.data.matchAll(/[^\\s\\/]{2,}/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+        if (tops.size > 1) broken.push(match[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
 def contrast(foreground: str, background: str) -> float:
     """WCAG contrast ratio of two ``rgb(r, g, b)`` colours."""
 

@@ -183,7 +183,7 @@ async def test_a_call_with_many_problems_names_the_first_five_and_counts_the_res
         " thresholds.total_verification_attempts: must be at least 1;"
         " thresholds.no_file_changes_after_attempts: must be at least 1;"
         " thresholds.no_test_improvement_after: must be at least 1;"
-        " thresholds.files_modified_exceeds: must be at least 1; and 2 more problem(s)"
+        " thresholds.files_modified_exceeds: must be at least 1; and 2 more problems"
     )
     assert listed["total"] == 0
 

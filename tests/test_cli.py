@@ -211,17 +211,37 @@ async def test_escalations_show_json_is_the_full_record_the_agent_got(db_path: s
 
 
 @pytest.mark.parametrize(
-    ("flags", "status", "task_status"),
+    ("flags", "status", "task_status", "said"),
     [
-        (["--guidance", "Cast both operands with int() first."], "resolved", "paused"),
-        (["--override", "Rewrite add() with explicit types."], "resolved_with_override", "paused"),
-        (["--terminate", "Out of budget."], "resolved_with_termination", "terminated_by_human"),
-        (["--terminate"], "resolved_with_termination", "terminated_by_human"),
+        (
+            ["--guidance", "Cast both operands with int() first."],
+            "resolved",
+            "paused",
+            "resolved; task cli-repeat is paused",
+        ),
+        (
+            ["--override", "Rewrite add() with explicit types."],
+            "resolved_with_override",
+            "paused",
+            "resolved with override; task cli-repeat is paused",
+        ),
+        (
+            ["--terminate", "Out of budget."],
+            "resolved_with_termination",
+            "terminated_by_human",
+            "resolved with termination; task cli-repeat is terminated by a human",
+        ),
+        (
+            ["--terminate"],
+            "resolved_with_termination",
+            "terminated_by_human",
+            "resolved with termination; task cli-repeat is terminated by a human",
+        ),
     ],
     ids=["guidance", "override", "terminate-with-text", "terminate-bare"],
 )
 async def test_escalations_respond_answers_and_changes_status(
-    db_path: str, home: Path, flags: list[str], status: str, task_status: str
+    db_path: str, home: Path, flags: list[str], status: str, task_status: str, said: str
 ) -> None:
     made = await populate(db_path)
     escalation_id = made["repeated"]["escalation_id"]
@@ -232,9 +252,7 @@ async def test_escalations_respond_answers_and_changes_status(
             full = (await agent.call("get_escalation", escalation_id=escalation_id))["escalation"]
 
     assert answer.returncode == 0, answer.stderr
-    assert " ".join(answer.stdout.split()) == (
-        f"escalation {escalation_id} is now {status}; task cli-repeat is {task_status}"
-    )
+    assert " ".join(answer.stdout.split()) == (f"escalation {escalation_id} is now {said}")
     assert summary["status"] == status
     assert full["status"] == status
     response = full["response"]
@@ -272,7 +290,7 @@ async def test_escalations_respond_approve_applies_file_limit_and_scope(db_path:
     summary, task = await read_back(db_path, escalation_id, "cli-limit")
 
     assert answer.returncode == 0, answer.stderr
-    assert f"escalation {escalation_id} is now resolved_with_approval" in answer.stdout
+    assert f"escalation {escalation_id} is now resolved with approval" in answer.stdout
     assert summary["status"] == "resolved_with_approval"
     assert task["thresholds"]["files_modified_exceeds"] == 5
     assert task["task"]["scope"] == ["docs/**", "src/**", "tests/**"]

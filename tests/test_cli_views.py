@@ -101,3 +101,71 @@ def test_a_task_is_shown_in_words_with_the_command_for_its_timeline(raised: Rais
     for unwanted in ("True", "False", "{", "T13:", "fp-"):
         assert unwanted not in text, unwanted
     assert "mcp-server-escalation tasks timeline kinds-stall" in " ".join(text.split())
+
+
+AGE = re.compile(r"\b\d+ (?:s|min|h|d) ago\b")
+
+
+@pytest.fixture(scope="module")
+def answered_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Raised]:
+    """A store of every kind where the operator answered two (one judged useful) and the
+    agent of a third ended its task, so each answered state is listed."""
+    home = tmp_path_factory.mktemp("cli-answered")
+    store = Path(default_store({"XDG_DATA_HOME": str(home)}))
+    store.parent.mkdir(parents=True, exist_ok=True)
+    raised = run_async(lambda: raise_every_kind(str(store)))
+    answers = [
+        (
+            "respond",
+            str(raised.ids["repeated_error"]),
+            "--guidance",
+            "Round each line's tax first.",
+            "--verdict",
+            "useful",
+        ),
+        ("respond", str(raised.ids["file_limit"]), "--approve", "--file-limit", "6"),
+    ]
+    for answer in answers:
+        code, _, err = run_async(lambda answer=answer: run_cli("escalations", *answer, home=home))  # type: ignore[misc]
+        assert code == 0, err
+    return home, raised
+
+
+def test_the_list_names_agent_project_age_and_each_answer_with_its_verdict(
+    answered_home: tuple[Path, Raised],
+) -> None:
+    home, _ = answered_home
+    code, out, err = run_async(
+        lambda: run_cli("escalations", "list", "--status", "resolved", home=home, COLUMNS="80")
+    )
+    assert code == 0, err
+    text = re.sub(r"cli:[\w.-]+", "cli:<user>", AGE.sub("<age>", out))
+    path = GOLDEN / "cli_list_resolved.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"differs from tests/golden/{path.name}"
+    assert re.search(r"agent agent, project \S*shop, raised <age>", text), text
+    assert "answer guidance by cli:<user>, <age>; verdict useful, by cli:<user>" in text
+    assert "resolved with approval" in text
+    assert KEY_NAME.findall(text) == []
+    assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_show_gives_the_verdict_of_an_answered_escalation(answered_home: tuple[Path, Raised]) -> None:
+    home, raised = answered_home
+    judged = TIME.sub("<time>", shown(home, raised.ids["repeated_error"]))
+    assert re.search(r"^Verdict   useful, by cli:\S+, <time>$", judged, re.MULTILINE), judged
+    unjudged = shown(home, raised.ids["file_limit"])
+    assert re.search(r"^Verdict   no verdict yet$", unjudged, re.MULTILINE), unjudged
+
+
+@pytest.mark.parametrize("status", ["pending", "resolved", "all"])
+def test_an_empty_list_says_no_escalations_in_words(status: str, answered_home: tuple[Path, Raised]) -> None:
+    home, _ = answered_home
+    code, out, err = run_async(
+        lambda: run_cli("escalations", "list", "--status", status, "--task", "no-such-task", home=home)
+    )
+    assert code == 0, err
+    assert out.startswith("no escalations"), out
+    assert f"no {status} escalations" not in out
+    assert out.rstrip().endswith("for task no-such-task")

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from axe_support import BROKEN_WORDS, axe_source, contrast, violations
+from axe_support import BROKEN_PATHS, BROKEN_WORDS, axe_source, contrast, violations
 from conftest import connect
 from console_support import RunningConsole, console_in_thread, run_async
 from escalation_kinds import Raised, raise_every_kind
@@ -31,7 +31,14 @@ if not shutil.which(CHROMIUM):
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 WAIT_MS = 20_000
-WIDTHS = (800, 1440)
+WIDTHS = (800, 1440, 1920)
+# An agent's id as hosts make them, and paths as deep as a real repository's: neither may
+# push a column of the queue out of sight or be cut inside a name.
+LONG_AGENT = "claude-code-3f9a7c2e-5b1d-4e8f-9a6b-0c2d4e6f8a1b"
+LONG_PATHS = [
+    "services/billing/invoices/tests/test_invoice_rounding_per_currency.py",
+    "services/billing/invoices/src/invoice_rounding/per_currency_rules.py",
+]
 
 
 # An operator who may see two of the tasks: their stats page says so and counts those only.
@@ -55,9 +62,40 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningConsole
         yield running
 
 
+async def _answered_and_deep(db_path: str) -> dict[str, int]:
+    """A question of an agent with a long id, answered by an operator and not yet
+    acknowledged (the queue's longest state), on a task that modified deep paths."""
+    async with connect(db_path) as agent:
+        await agent.call(
+            "start_task",
+            title="Round invoices",
+            task_id="kinds-paths",
+            project="billing",
+            agent_id=LONG_AGENT,
+        )
+        await agent.call(
+            "report_progress",
+            task_id="kinds-paths",
+            files_modified=LONG_PATHS,
+            tests_passed=3,
+            tests_failed=1,
+        )
+        asked = await agent.call(
+            "raise_escalation", task_id="kinds-paths", reason="Round per line or per invoice?"
+        )
+    escalation_id = int(asked["escalation"]["escalation_id"])
+    async with connect(db_path, role="operator") as operator:
+        await operator.call(
+            "resolve_escalation", escalation_id=escalation_id, response_type="guidance", content="Per line."
+        )
+    return {"answered": escalation_id}
+
+
 @pytest.fixture(scope="module")
 def raised(console: RunningConsole) -> Raised:
-    return run_async(lambda: raise_every_kind(console.db_path))
+    made = run_async(lambda: raise_every_kind(console.db_path))
+    made.ids.update(run_async(lambda: _answered_and_deep(console.db_path)))
+    return made
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +128,15 @@ def logged_in_page(browser: Any, console: RunningConsole, width: int, token: str
 def every_page(raised: Raised) -> list[str]:
     """The console's pages: the queue, each kind of escalation, a task, the whole error, the lists."""
     escalations = [f"/escalations/{escalation_id}" for escalation_id in raised.ids.values()]
-    return ["/", *escalations, "/tasks/kinds-stall", "/failures/F-1", "/answered", "/stats"]
+    return [
+        "/",
+        *escalations,
+        "/tasks/kinds-stall",
+        "/tasks/kinds-paths",
+        "/failures/F-1",
+        "/answered",
+        "/stats",
+    ]
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -115,15 +161,16 @@ def test_no_page_has_a_serious_or_critical_accessibility_violation(
     assert {path: seen for path, seen in found.items() if seen} == {}
 
 
-def test_no_word_is_broken_across_lines_at_800_px(
-    browser: Any, console: RunningConsole, raised: Raised
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_word_and_no_name_in_a_path_is_broken_across_lines(
+    browser: Any, console: RunningConsole, raised: Raised, width: int
 ) -> None:
-    page = logged_in_page(browser, console, 800)
+    page = logged_in_page(browser, console, width)
     try:
         broken = {}
         for path in every_page(raised):
             page.goto(f"{console.url}{path}")
-            broken[path] = page.evaluate(BROKEN_WORDS)
+            broken[path] = page.evaluate(BROKEN_WORDS) + page.evaluate(BROKEN_PATHS)
         found = {path: words for path, words in broken.items() if words}
         assert found == {}, found
     finally:
@@ -138,6 +185,11 @@ QUEUE_LAYOUT = """() => ({
     td => td.getBoundingClientRect().right)),
   header: getComputedStyle(document.querySelector("table.queue thead")).position,
   cells: document.querySelectorAll("#queue td").length,
+  table: document.querySelector("table.queue").getBoundingClientRect().width,
+  // a cell whose content does not fit it: cut, or hidden behind the next one
+  overflowing: [...document.querySelectorAll("#queue td, #queue th")].filter(
+    cell => cell.scrollWidth > cell.clientWidth + 1).map(cell => cell.innerText),
+  agents: [...document.querySelectorAll("#queue td[data-label=Agent]")].map(td => td.innerText),
 })"""
 
 
@@ -149,7 +201,7 @@ def screenshot(page: Any, folder: Path, name: str, *, whole: bool = True) -> Non
     page.screenshot(path=str(chosen / name), full_page=whole)
 
 
-def test_the_queue_reflows_at_800_px_and_stays_a_table_at_1440_px(
+def test_the_queue_reflows_at_800_px_and_is_a_table_using_the_whole_window_at_1440_and_1920_px(
     browser: Any, console: RunningConsole, raised: Raised, tmp_path: Path
 ) -> None:
     for width in WIDTHS:
@@ -170,8 +222,12 @@ def test_the_queue_reflows_at_800_px_and_stays_a_table_at_1440_px(
         assert layout["page"] == 0, (width, layout)
         assert layout["queue"] == 0, (width, layout)  # nothing to scroll to: every column in view
         assert layout["rightmost"] <= width, (width, layout)
+        assert layout["overflowing"] == [], (width, layout)
+        assert LONG_AGENT in layout["agents"], (width, layout)  # whole, in one piece of text
+        if width > 800:  # a wide window is used, not left empty beside a capped page
+            assert layout["table"] >= width - 80, (width, layout)
         # At 800 px each escalation is a card of labelled lines (the header row is for screen
-        # readers only); at 1,440 px the queue is a table with its header.
+        # readers only); at 1,440 and 1,920 px the queue is a table with its header.
         assert layout["header"] == ("absolute" if width == 800 else "static"), (width, layout)
 
 
@@ -247,3 +303,52 @@ def test_an_operator_reads_the_whole_error_answers_with_a_verdict_and_the_agent_
         )  # received, not yet acknowledged
     finally:
         page.context.close()
+
+
+def test_the_pass_rate_bars_have_an_axis_and_each_bar_its_run_and_rate(
+    browser: Any, console: RunningConsole, raised: Raised
+) -> None:
+    page = logged_in_page(browser, console, 1440)
+    try:
+        page.goto(f"{console.url}/escalations/{raised.ids['test_stall']}")
+        chart = page.locator("figure.pass-rates").first
+        texts = chart.locator("svg text").all_text_contents()
+        caption = chart.locator("figcaption").inner_text()
+        label = chart.locator("svg").get_attribute("aria-label") or ""
+    finally:
+        page.context.close()
+    assert {"0%", "50%", "100%"} <= set(texts)  # the axis
+    assert [text for text in texts if text.isdigit()] == ["1", "2", "3", "4", "5"]  # each run
+    assert texts.count("60%") == 5  # each bar's rate
+    assert "oldest first" in caption
+    assert label.endswith("run 1 60%, run 2 60%, run 3 60%, run 4 60%, run 5 60%")
+
+
+def test_an_answered_escalation_loses_the_alert_bar_and_sending_an_answer_says_it_was_sent(
+    browser: Any, console: RunningConsole, raised: Raised
+) -> None:
+    page = logged_in_page(browser, console, 1440)
+    alarm = "rgb(161, 38, 27)"  # --alarm
+    try:
+        page.goto(f"{console.url}/escalations/{raised.ids['budget']}")
+        pending = page.eval_on_selector("p.headline", "e => getComputedStyle(e).borderLeftColor")
+        assert page.locator("p.notice").count() == 0
+        page.check("input[name=response_type][value=guidance]")
+        page.fill("textarea[name=content]", "Go on; the budget was too tight.")
+        with page.expect_navigation():
+            page.click("form.answer button[type=submit]")
+        notice = page.locator("p.notice[role=status]").inner_text()
+        answered = page.eval_on_selector("p.headline", "e => getComputedStyle(e).borderLeftColor")
+        page.check("input[name=verdict][value=false_alarm]")
+        with page.expect_navigation():
+            page.click("form.verdict button[type=submit]")
+        judged = page.locator("p.notice[role=status]").inner_text()
+        page.goto(f"{console.url}/escalations/{raised.ids['budget']}")
+        later = page.locator("p.notice").count()  # the notice is for the page the answer landed on
+    finally:
+        page.context.close()
+    assert pending == alarm
+    assert answered != alarm
+    assert notice.startswith("Your answer was sent.")
+    assert judged == "Your verdict was kept: false alarm."
+    assert later == 0

@@ -400,7 +400,7 @@ async def test_a_repeated_error_shows_each_occurrence_with_file_line_and_attempt
         page = operator.get(f"/escalations/{escalation_id}").text
     assert "<th>Place</th><th>Attempted action</th>" in page
     for place, attempt in (("src/parse.py:40", "added a None check"), ("src/parse.py:57", "rewrote parse()")):
-        assert f"<td><code>{place}</code></td><td>{attempt}</td>" in page
+        assert f"<td><code>src/<wbr>{place[4:]}</code></td><td>{attempt}</td>" in page
     # the error once: the headline, not once more per occurrence
     assert page.count("unsupported operand type(s) for +: &#39;int&#39; and &#39;str&#39;") == 1
     assert "repeated error" in page

@@ -33,8 +33,8 @@ def test_the_pass_rate_history_is_drawn_as_one_bar_per_run() -> None:
         .render(runs=[{"pass_rate": 0.5}, {"pass_rate": 1.0}, {"pass_rate": 0.0}, {"pass_rate": None}])
     )
     assert chart.count("<rect") == 3
-    assert "<title>100%</title>" in chart
-    assert "<title>0%</title>" in chart
+    assert "<title>run 2: 100%</title>" in chart
+    assert "<title>run 3: 0%</title>" in chart
 
 
 def test_stored_values_are_said_in_words() -> None:

@@ -153,7 +153,7 @@ def test_the_file_limit_the_answered_list_and_the_stats_count_in_words(
     assert "<p>3 answered or closed escalations, newest first.</p>" in answered
     assert re.search(r"in \S*p-one-alarm: 1 false alarm against 0 useful", stats)
     assert re.search(r"in \S*p-two-alarms: 2 false alarms against 0 useful", stats)
-    replayed = re.findall(r" of (\d+) paused (runs?) on ", stats)
+    replayed = re.findall(r" of (\d+) paused real (runs?) of ", stats)
     assert replayed
     assert all((count == "1") == (noun == "run") for count, noun in replayed)
     assert all("(s)" not in page for page in (files, answered, stats))

@@ -256,12 +256,13 @@ async def test_text_limits_say_they_count_characters_and_wide_characters_cost_bo
 ) -> None:
     wide = "\U0001f600"  # four bytes in UTF-8
     async with connect(db_path) as agent:
-        tools = {t.name: t for t in (await agent.client.list_tools()).tools}
+        instructions = agent.client.instructions
         await agent.call("start_task", title="wide", task_id="wide")
         stored = await agent.call("report_progress", task_id="wide", note=wide * TEXT_MAX)
         over = await agent.error("report_progress", task_id="wide", note=wide * (TEXT_MAX + 1))
-    note = tools["report_progress"].input_schema["properties"]["note"]
-    assert note["description"].endswith("Characters, not bytes.")
+    # Said once, in the server's instructions, not in every long text's description.
+    assert instructions is not None
+    assert "Text limits (maxLength) count characters, not bytes." in instructions
     assert stored["directive"] == "proceed"
     assert "note" in over
     assert f"{TEXT_MAX} characters" in over

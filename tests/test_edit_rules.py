@@ -130,7 +130,11 @@ def test_a_task_with_no_scope_names_it_as_any_when_a_path_leaves_the_project() -
 
 
 def test_the_history_records_each_path_as_the_task_counts_it_and_the_verdict() -> None:
-    assert check(["./src/a.py", "docs/x.md"]).action == {"paths": ["src/a.py", "docs/x.md"], "allowed": False}
+    assert check(["./src/a.py", "docs/x.md"]).action == {
+        "paths": ["src/a.py", "docs/x.md"],
+        "allowed": False,
+        "refused": ["docs/x.md"],
+    }
 
 
 def test_an_active_task_no_escalation_holds_may_edit() -> None:

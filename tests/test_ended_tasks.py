@@ -63,8 +63,12 @@ async def _end(agent: Agent, db_path: str, ending: str) -> int:
     return int(question["escalation"]["escalation_id"])
 
 
+# How the model reads each status: in words, never the store's key.
+SAID = {"terminated_by_human": "terminated by a human", "completed": "completed", "abandoned": "abandoned"}
+
+
 def _stop_message(ending: str) -> str:
-    return f"Task {TASK} is {ending}: stop all work on it and make no further changes."
+    return f"Task {TASK} is {SAID[ending]}: stop all work on it and make no further changes."
 
 
 @pytest.mark.parametrize("ending", ENDINGS)

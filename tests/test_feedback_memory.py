@@ -189,7 +189,7 @@ async def test_completion_is_refused_while_a_steps_latest_attempt_is_rejected(db
         done = await agent.call("end_task", task_id="f9", outcome="completed")
     assert refused == (
         "Error executing tool end_task: "
-        "outcome: task f9 cannot be completed: the latest attempt was rejected on step(s) gen."
+        "outcome: task f9 cannot be completed: the latest attempt of gen was rejected."
         " Record an accepted attempt of each (record_attempt) first, or end the task with outcome abandoned."
     )
     assert done["status"] == "completed"

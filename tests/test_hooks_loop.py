@@ -142,7 +142,7 @@ async def test_a_termination_stops_the_session_for_good(tmp_path: Path) -> None:
     assert "Out of budget." in out["stopReason"]
     # The task stays terminated for this session: no fresh task, every change refused.
     later = await hook("claude-code", pre_edit(f"{PROJECT}/src/calc.py", "toolu_t2"), db=db, tmp=tmp_path)
-    assert "terminated_by_human" in later.deny_reason
+    assert "is terminated by a human" in later.deny_reason
     reading = await hook(
         "claude-code", pre_tool("Read", {"file_path": f"{PROJECT}/a"}, "toolu_t3"), db=db, tmp=tmp_path
     )

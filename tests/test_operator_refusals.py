@@ -183,7 +183,8 @@ async def test_an_answer_to_the_question_of_an_ended_task_says_it_is_closed(
     status, page = post_answer(console, escalation_id, response_type="terminate")
 
     said = (
-        f"escalation {escalation_id} is closed without an answer (agent_terminated): its task refused-ended"
+        f"escalation {escalation_id} is closed without an answer (ended with its task):"
+        " its task refused-ended"
     )
     assert said in cli
     assert said in page

@@ -81,6 +81,21 @@ def test_the_claude_cli_validates_the_plugin_and_its_marketplace_strictly(tmp_pa
     # What the plugin catalog would refuse a submission for (a README, a licence): nothing.
     directory = _claude(tmp_path, "plugin", "validate", "--profile", "directory", str(ROOT))
     assert directory.returncode == 0, directory.stdout + directory.stderr
+    # Nor a warning: the icon is there, and the hosts the plugin reaches are declared (none).
+    assert "These checks found nothing to report" in directory.stdout, directory.stdout
+    assert "Hosts not declared" not in directory.stdout, directory.stdout
+    assert _json(PLUGIN)["network"] == {"hosts": []}
+
+
+def test_the_repository_carries_the_licence_its_manifests_name() -> None:
+    licence = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert licence.startswith("MIT License")
+    names = {
+        _json(PLUGIN)["license"],
+        _json(BUNDLE_MANIFEST)["license"],
+        tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["license"],
+    }
+    assert names == {"MIT"}
 
 
 def test_claude_plugin_install_sets_up_the_server_and_the_hooks_in_one_go(tmp_path: Path) -> None:
@@ -194,6 +209,17 @@ def _mcpb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _uv(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The pinned ``uv`` with the tests' kept cache and this Python."""
+    uv = client_python("uv").parent / "uv"
+    env = {**os.environ, "UV_CACHE_DIR": str(cache_root() / "uv-cache"), "UV_PYTHON": sys.executable}
+    done = subprocess.run(
+        [str(uv), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
 async def _tools_served_from(folder: Path, mcp_config: dict[str, Any]) -> set[str]:
     """The tools an unpacked bundle serves, started as its ``mcp_config`` says (``uv run`` in
     the bundle: uv builds the package from the bundle's own files and installs its
@@ -227,12 +253,18 @@ async def test_the_mcpb_cli_validates_and_packs_a_bundle_serving_every_tool_it_l
         names = archive.namelist()
         archive.extractall(tmp_path / "unpacked")
     tops = {name.split("/")[0] for name in names}
-    # What installing the package needs, and nothing of the development tree.
-    assert tops == {"manifest.json", "pyproject.toml", "README.md", "server", "prompts", "schemas"}
+    # What installing the package needs (the lock with it), and nothing of the development tree.
+    assert tops == {
+        "manifest.json", "pyproject.toml", "uv.lock", "README.md", "LICENSE", "server", "prompts", "schemas"
+    }  # fmt: skip
     assert not [name for name in names if "__pycache__" in name or name.startswith("schemas/external/")]
     manifest = _json(BUNDLE_MANIFEST)
     assert manifest["version"] == VERSION
     assert manifest["server"]["type"] == "uv"  # the host installs the dependencies
+    # ... at the versions the bundle's lock pins, never resolved afresh; and that lock is the
+    # one pyproject.toml's dependencies resolve to today (uv checks it).
+    assert manifest["server"]["mcp_config"]["args"][:2] == ["run", "--frozen"]
+    assert _uv("lock", "--check", cwd=tmp_path / "unpacked").returncode == 0
     listed = {tool["name"] for tool in manifest["tools"]}
     assert await _tools_served_from(tmp_path / "unpacked", manifest["server"]["mcp_config"]) == listed
 

@@ -200,13 +200,14 @@ def test_a_task_that_does_not_check_its_scope_fires_nothing_for_a_file_outside_i
     assert fired(report(unchecked, files=["docs/readme.md"])) == []
 
 
-def test_the_new_file_past_the_limit_fires_the_file_limit_with_the_new_files_proposed() -> None:
+def test_the_new_file_past_the_limit_fires_the_file_limit_with_the_new_files_counted_as_modified() -> None:
     decision = report(task(Counters(files_modified=20)), files=["src/a.py", "src/b.py"], known={"src/a.py"})
     assert fired(decision) == ["file_limit"]
+    # A report names files already changed: modified, not proposed.
     assert decision.fires[0].summary == Wording(
-        "trigger_file_limit", {"count": 21, "limit": 20, "proposed": "src/b.py"}
+        "trigger_file_limit_reported", {"count": 21, "limit": 20, "added": "src/b.py"}
     )
-    assert decision.fires[0].facts == {"proposed_files": ["src/b.py"], "limit": 20}
+    assert decision.fires[0].facts == {"proposed_files": [], "limit": 20}
 
 
 def test_files_the_task_already_modified_never_fire_the_file_limit() -> None:

@@ -121,11 +121,10 @@ def test_every_tool_and_argument_the_model_sees_is_described_from_prompts() -> N
 
     from mcp_server_escalation.adapters.composition.server import build_server
     from mcp_server_escalation.adapters.mcp.schemas import generate
-    from mcp_server_escalation.models.limits import TEXT_MAX
     from mcp_server_escalation.settings import Settings
 
     loaded = tomllib.loads((data_dir("prompts") / "tools.toml").read_text(encoding="utf-8"))
-    texts, unit = loaded["tools"], loaded["templates"]["tool_text_unit"]["text"]
+    texts = loaded["tools"]
     build_server(Settings())  # describes strictly, or raises
     import json
 
@@ -134,13 +133,7 @@ def test_every_tool_and_argument_the_model_sees_is_described_from_prompts() -> N
             continue
         tool = name.removeprefix("tools/").removesuffix(".input.json")
         properties = json.loads(content)["properties"]
-        # A long text's description ends saying its limit counts characters.
-        expected = {
-            arg: f"{text} {unit}".strip()
-            if properties[arg].get("items", properties[arg]).get("maxLength", 0) >= TEXT_MAX
-            else text
-            for arg, text in texts[tool]["arguments"].items()
-        }
+        expected = dict(texts[tool]["arguments"].items())
         assert {arg: p.get("description", "") for arg, p in properties.items()} == expected
 
 

@@ -107,7 +107,7 @@ async def test_the_section_carries_status_reason_and_the_full_response(db_path: 
         feedback = await agent.call("get_feedback", task_id="r1", max_chars=100_000)
     text = feedback["rendered"]
     assert "# OUTSTANDING REVIEW FINDINGS" in text
-    assert "### review_code (review, partial_success, iteration 1)" in text
+    assert "### review_code (review, partial success, iteration 1)" in text
     assert "Reason: many nits" in text
     assert long_response in text
     assert '"stage"' not in text  # structured section, never a raw JSON dump
@@ -121,7 +121,7 @@ async def test_completion_is_refused_while_findings_are_outstanding(db_path: str
         await _review(agent, "review_code", "success")
         done = await agent.call("end_task", task_id="r1", outcome="completed")
     assert "review_code" in refused
-    assert "outstanding findings" in refused
+    assert "review findings from review_code are outstanding" in refused
     assert done["status"] == "completed"
 
 

@@ -75,9 +75,11 @@ async def test_the_list_shows_each_escalation_as_a_row_and_its_error_under_it(
     assert code == 0, err
     *lines, footer = out.splitlines()
     assert footer == "(2 of 2)"
-    assert [line.split()[-1] for line in lines[::2]] == ["s-list-2", "s-list-1"]
-    assert lines[1].startswith("  ValueError: no price for")
-    assert lines[3].startswith(f"  {ERROR}")
+    # Each escalation: its row, who raised it (agent, project, age), then its error line.
+    assert [line.split()[-1] for line in lines[::3]] == ["s-list-2", "s-list-1"]
+    assert lines[1].startswith("  agent ")
+    assert lines[2].startswith("  ValueError: no price for")
+    assert lines[5].startswith(f"  {ERROR}")
     assert BANNER not in out
 
 
@@ -123,8 +125,8 @@ async def test_an_escalation_stored_with_a_multi_line_summary_is_still_listed_on
     code, out, err = await run_cli("--db", db_path, "escalations", "list", home=tmp_path)
 
     assert code == 0, err
-    assert len(out.splitlines()) == 3
-    assert out.splitlines()[1].endswith(ERROR)
+    assert len(out.splitlines()) == 4  # the row, who raised it, the error line, the count
+    assert out.splitlines()[2].endswith(ERROR)
 
 
 async def test_notifiers_get_the_error_line_in_their_text(db_path: str, tmp_path: Path) -> None:

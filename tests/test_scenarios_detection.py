@@ -413,8 +413,10 @@ async def test_out_of_scope_file_over_the_limit_gives_one_escalation_with_both_t
         assert escalation["type"] == trigger_types(escalation)[0]
         evidence = escalation["context"]["evidence"]
         assert evidence["scope_deviation"]["out_of_scope_paths"] == ["docs/notes.md"]
-        assert evidence["file_limit"]["proposed_files"] == ["docs/notes.md"]
-        assert len(evidence["file_limit"]["modified_files"]) == 20
+        # A reported file is modified already: counted, not proposed (as get_task counts it).
+        assert evidence["file_limit"]["proposed_files"] == []
+        assert evidence["file_limit"]["modified_count"] == 21
+        assert "docs/notes.md" in evidence["file_limit"]["modified_files"]
         assert "approve" in escalation["response_options"]
         assert [e["escalation_id"] for e in await all_escalations(agent, task_id)] == [
             escalation["escalation_id"]

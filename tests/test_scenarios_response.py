@@ -395,7 +395,7 @@ async def test_human_termination_stops_the_agent_and_refuses_further_work_on_the
         ]:
             refused = await agent.call(tool, task_id="t1", **args)
             assert refused["directive"] == "stop", (tool, refused)
-            assert "terminated_by_human" in refused["message"], (tool, refused)
+            assert "is terminated by a human" in refused["message"], (tool, refused)
         gate = await agent.call("check_edit", task_id="t1", paths=["src/sync_client.js"])
         assert gate["allowed"] is False
         assert gate["directive"] == "stop"
@@ -620,5 +620,8 @@ async def test_a_blocker_read_off_the_output_escalates_once_it_repeats_and_a_dec
     assert "reproduce_app" in second["warning"]
     assert "python r.py" in second["warning"]
     assert third["escalation"]["type"] == "external_blocker"
-    assert third["escalation"]["triggers"][0]["summary"].startswith("ModuleNotFoundError: No module named")
+    # What is missing first, then the error it was read from.
+    summary = third["escalation"]["triggers"][0]["summary"]
+    assert summary.startswith("missing dependency: "), summary
+    assert "ModuleNotFoundError: No module named" in summary
     assert declared["escalation"]["type"] == "external_blocker"

@@ -147,7 +147,7 @@ async def test_db_init_creates_a_store_the_operator_commands_then_use(tmp_path: 
     assert created.returncode == 0, created.stderr
     assert created.stdout.startswith(f"{store}: created, schema version ")
     assert store.is_file()
-    assert (listed.returncode, listed.stdout) == (0, "no pending escalations\n")
+    assert (listed.returncode, listed.stdout) == (0, "no escalations waiting\n")
     assert again.returncode == 0, again.stderr
     assert again.stdout.startswith(f"{store}: a store already, schema version ")
     assert by_default.returncode == 0, by_default.stderr
@@ -227,7 +227,7 @@ async def test_the_cli_and_a_hook_read_the_per_user_config_unless_one_is_given(
     # A hook never blocks its host: no decision, and the reason on stderr.
     assert (hook.returncode, hook.stdout) == (0, "")
     assert str(broken) in hook.stderr
-    assert (explicit.returncode, explicit.stdout) == (0, "no pending escalations\n")
+    assert (explicit.returncode, explicit.stdout) == (0, "no escalations waiting\n")
 
 
 @pytest.mark.parametrize("via", ["flag", "environment"])

@@ -106,19 +106,20 @@ async def test_each_refusal_of_completion_says_in_words_what_holds_the_task(db_p
     )
     assert failing == (
         "Error executing tool end_task: "
-        "outcome: task tests cannot be completed: the latest test run has 2 failing test(s). Fix them"
+        "outcome: task tests cannot be completed: the latest test run has 2 failing tests. Fix them"
         " and report a passing run with report_progress, or end the task with outcome abandoned."
     )
     assert rejected == (
         "Error executing tool end_task: "
-        "outcome: task steps cannot be completed: the latest attempt was rejected on step(s)"
-        " s1, s2, s3, s4, s5 and 2 more. Record an accepted attempt of each (record_attempt) first,"
-        " or end the task with outcome abandoned."
+        "outcome: task steps cannot be completed: the latest attempt of"
+        " s1, s2, s3, s4, s5 and 2 more was rejected. Record an accepted attempt of each"
+        " (record_attempt) first, or end the task with outcome abandoned."
     )
     assert findings == (
         "Error executing tool end_task: "
-        "outcome: task review cannot be completed: there are outstanding findings on review stage(s)"
-        " review_code, review_security. Fix them and report each stage passing with report_review."
+        "outcome: task review cannot be completed: review findings from"
+        " review_code, review_security are outstanding. Fix them and report each stage passing"
+        " with report_review."
     )
 
 

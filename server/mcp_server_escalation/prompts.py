@@ -31,7 +31,7 @@ from .rules.wording.elicitation import TEMPLATE_FIELDS as ELICITATION_TEMPLATES
 from .rules.wording.hook_input import STORE_DOWN_TEMPLATES as HOOK_STORE_DOWN_TEMPLATES
 from .rules.wording.hook_input import STORE_ERROR_TEMPLATES as HOOK_STORE_ERROR_TEMPLATES
 from .rules.wording.hook_session import TEMPLATE_FIELDS as HOOK_SESSION_TEMPLATES
-from .rules.wording.words import absent, kind_words, name_words
+from .rules.wording.spoken import spoken
 
 # The wait a message asks for (``get_escalation``'s ``wait_seconds``) is not passed by the
 # code that renders it: the book fills it in, with the wait asked of the connection whose call
@@ -147,6 +147,7 @@ TEMPLATES: dict[str, frozenset[str]] = {
             "triggers",
             "evidence",
             "response_options",
+            "answer_flags",
         ],
         "prompt_briefing_trigger": ["type", "summary", "criteria", "observed"],
         "prompt_resume_after_response": [
@@ -175,7 +176,6 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "notify_text": ["priority", "escalation_id", "type", "task_id", "title", "headline", "options"],
         "notify_more": ["escalation_id", "bytes"],
         "notify_link": ["link"],
-        "tool_text_unit": [],  # appended to every long text argument's description (adapters/mcp)
         "store_unavailable": [],
         "store_outcome_unknown": [],
         "tool_result_in_structured": ["message"],
@@ -381,28 +381,10 @@ def _checked_template(
     unknown = _placeholders(name, text, str(path)) - TEMPLATES[name]
     if unknown:
         raise ConfigError(
-            f"{path}: template {name!r} uses unknown placeholder(s) "
+            f"{path}: template {name!r} uses unknown placeholders "
             f"{sorted(unknown)}; allowed: {sorted(TEMPLATES[name])}"
         )
     return Template(name, text, version, str(path))
-
-
-def _spoken(placeholder: str, value: Any) -> Any:
-    """A value as words a person or a model reads: a flag as yes or no, a list as its items
-    separated by commas (never Python's repr: ``['web/auth/**']`` reached the model), none as
-    absent() says it ("any path" for an empty scope), an escalation's ``type`` and a failure's
-    ``signal_type`` as words ("repeated error", "missing dependency", not ``repeated_error``)."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list | tuple | set | frozenset):
-        return ", ".join(str(_spoken("", item)) for item in value) or absent(placeholder)
-    if value is None:
-        return absent(placeholder)
-    if placeholder == "type" and isinstance(value, str):
-        return kind_words(value)
-    if placeholder == "signal_type" and isinstance(value, str):
-        return name_words(value)
-    return value
 
 
 class PromptBook:
@@ -444,7 +426,7 @@ class PromptBook:
                 templates[name] = _checked_template(path, name, entry.text, parsed.version, templates)
         missing = sorted(set(TEMPLATES) - set(templates))
         if missing:
-            raise ConfigError(f"{directory}: missing template(s) {missing}")
+            raise ConfigError(f"{directory}: missing templates {missing}")
         return cls(templates, directory, tools, mcp_prompts, resources, wait_seconds=wait_seconds)
 
     def render(self, name: str, **values: Any) -> str:
@@ -457,7 +439,7 @@ class PromptBook:
             raise ConfigError(
                 f"template {name!r} rendered with {sorted(values)}, expected {sorted(expected)}"
             )
-        return template.text.format_map({key: _spoken(key, value) for key, value in values.items()})
+        return template.text.format_map({key: spoken(key, value) for key, value in values.items()})
 
     def asked_wait(self) -> int:
         """The wait to ask for in the call being served."""
@@ -473,7 +455,7 @@ class PromptBook:
                 f"template {name!r} bound with {sorted(placeholders)}, expected {sorted(expected)}"
             )
         text = self._templates[name].text
-        return lambda **values: text.format_map({key: _spoken(key, value) for key, value in values.items()})
+        return lambda **values: text.format_map({key: spoken(key, value) for key, value in values.items()})
 
     def versions(self) -> dict[str, int]:
         """Template name -> version of the file it came from."""

@@ -103,13 +103,16 @@ def console_server(args: argparse.Namespace) -> uvicorn.Server:
     from ..adapters.http.connections import guarded_options  # noqa: PLC0415
     from ..adapters.http.token_file import TOKENS_FILE_ENV  # noqa: PLC0415
 
-    tokens = load_tokens()  # the same checks as HTTP: long enough, none held twice
+    needed = (
+        f"the console opens only with an operator's token: set {OPERATOR_TOKEN_ENV} "
+        f"(make one with: openssl rand -hex 16), or give operators their own tokens in the "
+        f"tokens file named in {TOKENS_FILE_ENV}"
+    )
+    # The same checks as HTTP (long enough, none held twice), in the console's words when
+    # there is no token at all: the console serves operators, not agents.
+    tokens = load_tokens(none_given=needed)
     if not tokens.has_role("operator"):
-        raise ConfigError(
-            f"the console opens only with an operator's token: set {OPERATOR_TOKEN_ENV} "
-            f"(make one with: openssl rand -hex 16), or give operators their own tokens in the "
-            f"tokens file named in {TOKENS_FILE_ENV}"
-        )
+        raise ConfigError(needed)
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts, role="operator")
     problem = missing_store(settings.db_path, args.db)
     if problem:

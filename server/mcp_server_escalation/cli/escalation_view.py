@@ -12,52 +12,66 @@ from __future__ import annotations
 
 import shlex
 
-from ..models.escalations import Escalation, EscalationSummary
+from ..models.escalations import Escalation, EscalationSummary, ReviewedEscalation
 from ..prompts import PromptBook
-from ..rules.operators.choices import human_answers
+from ..rules.operators.announce import answer_flags
 from ..rules.reading.salient import headline
 from ..rules.triggers.records import RAISED_BY_AGENT
 from ..rules.wording import timeline
-from ..rules.wording.words import absent, criteria_words, kind_words, trigger_words
+from ..rules.wording.words import absent, ago, criteria_words, kind_words, name_words, trigger_words
 from .evidence_view import evidence_lines, when
 from .readable import INDENT, cut, labelled, pairs_line, wrap
 
-# How each answer is given on the command line, in the order offered.
-ANSWER_FLAGS = {
-    "guidance": "--guidance TEXT",
-    "override": "--override TEXT",
-    "approve": "--approve [--file-limit N] [--add-scope GLOB]",
-    "terminate": "--terminate [TEXT]",
-}
 RECENT_ACTIONS_SHOWN = 10
-
-
-def answer_flags(escalation: Escalation) -> list[str]:
-    """The ``respond`` flags this escalation accepts from an operator, in a fixed order."""
-    allowed = set(human_answers(escalation))
-    return [flag for answer, flag in ANSWER_FLAGS.items() if answer in allowed]
 
 
 def summary_lines(s: EscalationSummary, width: int) -> list[str]:
     """One escalation of ``escalations list``: a row, the task id whole, the headline."""
     # Every trigger, the escalation's own type first: one escalation can hold several.
     types = " + ".join(kind_words(kind) for kind in [s.type, *(t for t in s.trigger_types if t != s.type)])
-    row = f"#{s.escalation_id}  {types}  {s.priority}  {s.status}{'  blocking' if s.blocking else ''}"
+    status = name_words(s.status)
+    row = f"#{s.escalation_id}  {types}  {s.priority}  {status}{'  blocking' if s.blocking else ''}"
     task = f"task {s.task_id}"
     lines = [f"{row}  {task}"] if len(row) + 2 + len(task) <= width else [row, f"{INDENT}{task}"]
     return [*lines, f"{INDENT}{cut(s.headline, width - len(INDENT))}"]
 
 
-def escalation_lines(e: Escalation, prompts: PromptBook, width: int, db_path: str | None = None) -> list[str]:
+def reviewed_lines(row: ReviewedEscalation, width: int, now: str) -> list[str]:
+    """One escalation of ``escalations list``: its summary, then who raised it, for which
+    project and how long ago, and once answered the answer, who gave it, when, and the
+    operator's verdict, so a list of answers is reviewed without opening each."""
+    s = row.summary
+    lines = summary_lines(s, width)
+    said = f"agent {s.agent_id}, project {row.project or absent('project')}, raised {ago(s.created_at, now)}"
+    lines[-1:-1] = wrap(said, width, INDENT, INDENT * 2)
+    r = row.response
+    if r is not None:
+        answer = f"answer {r.response_type} by {r.responder or absent()}, {ago(r.responded_at, now)}"
+        verdict = (
+            f"verdict {name_words(row.verdict)}, by {row.judged_by}" if row.verdict else absent("verdict")
+        )
+        lines += wrap(f"{answer}; {verdict}", width, INDENT, INDENT * 2)
+        lines += [f"{INDENT}{cut(r.content, width - len(INDENT))}"] if r.content else []
+    return lines
+
+
+def escalation_lines(
+    e: Escalation,
+    prompts: PromptBook,
+    width: int,
+    db_path: str | None = None,
+    verdict: tuple[str, str, str] | None = None,
+) -> list[str]:
     """The escalation in full, each line at most ``width`` wide (but for an unbreakable word).
 
     ``db_path``: the store, when it is not the default one, so the printed respond command
-    answers this escalation and not one with the same id in another store.
+    answers this escalation and not one with the same id in another store. ``verdict``: the
+    operator's (verdict, by whom, when), shown under the answer.
     """
     task = e.context.get("task", {})
     first = e.triggers[0].summary if e.triggers else e.reason or ""
     lines = wrap(
-        f"Escalation {e.escalation_id}  {kind_words(e.type)}  {e.status}  priority {e.priority}"
+        f"Escalation {e.escalation_id}  {kind_words(e.type)}  {name_words(e.status)}  priority {e.priority}"
         f"{'  blocking' if e.blocking else ''}",
         width,
     )
@@ -90,6 +104,11 @@ def escalation_lines(e: Escalation, prompts: PromptBook, width: int, db_path: st
         lines += wrap(f"threshold {criteria_words(t.criteria, pairs_line)}", width, INDENT * 2)
         lines += wrap(f"measured {pairs_line(measured)}; fired {when(t.at)}{fired}", width, INDENT * 2)
     lines += _evidence(e, width, db_path) + _actions(e, width) + _answer(e, prompts, width, db_path)
+    if e.status != "pending":
+        judged = (
+            f"{name_words(verdict[0])}, by {verdict[1]}, {when(verdict[2])}" if verdict else absent("verdict")
+        )
+        lines += labelled("Verdict", judged, width)
     return lines
 
 

@@ -160,10 +160,11 @@ def _paths(title: str, paths: list[Any], width: int, prefix: str) -> list[str]:
 def _files(facts: Facts, width: int, prefix: str, _error: str) -> list[str]:
     modified, proposed = facts.get("modified_files") or [], facts["proposed_files"]
     count = facts.get("modified_count", len(modified))
-    said = (
-        f"{counted(int(count), 'file', 'files')} modified so far, {len(proposed)} more proposed; "
-        f"the limit is {facts.get('limit')}"
-    )
+    modified_so_far = f"{counted(int(count), 'file', 'files')} modified so far"
+    if not proposed:  # reported modified already: nothing is proposed
+        said = f"{modified_so_far}, over the limit of {facts.get('limit')}"
+        return [*wrap(said, width, prefix), *_paths("modified so far", modified, width, prefix)]
+    said = f"{modified_so_far}, {len(proposed)} more proposed; the limit is {facts.get('limit')}"
     return [
         *wrap(said, width, prefix),
         *_paths("proposed", proposed, width, prefix),

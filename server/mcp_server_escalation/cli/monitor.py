@@ -17,7 +17,15 @@ import anyio
 
 from ..models.operator import EscalationChange, WatchLine
 from ..models.reports import Delivery, StatsReport
-from ..rules.wording.words import absent, counted, duration, kind_words, name_words, readable_time
+from ..rules.wording.words import (
+    absent,
+    counted,
+    duration,
+    kind_words,
+    name_words,
+    readable_time,
+    replay_words,
+)
 from ..services import reports
 from ..services.background import CLI_AFTER_WORK_SECONDS, deliver_pending, operator_side
 from ..services.changes import describe
@@ -182,10 +190,7 @@ def _judged_lines(report: StatsReport, width: int) -> list[str]:
         lines += wrap(
             f"{kind_words(j.type)}: {j.useful} useful, {j.false_alarm} false alarm ({share})", width, INDENT
         )
-        replayed = [
-            f"{f.precision:.0%} of {f.paused} paused runs on {f.corpus} (base rate {f.base_rate:.0%})"
-            for f in j.replay
-        ]
+        replayed = [replay_words(f.precision, f.paused, f.corpus, f.base_rate) for f in j.replay]
         lines += wrap(f"replay: {'; '.join(replayed) or 'not measured'}", width, INDENT * 2, INDENT * 3)
     return lines
 

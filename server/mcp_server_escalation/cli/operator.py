@@ -22,12 +22,14 @@ from pydantic import BaseModel
 
 from ..errors import EscalationError, StoreError
 from ..locations import is_database_url, store_origin
+from ..rules.operators.announce import ANSWER_FLAGS
 from ..rules.operators.refusals import Door, worded
-from ..services import copying, escalation_answers, escalation_lists, escalations, reports
+from ..rules.wording.words import name_words
+from ..services import copying, escalation_answers, escalation_lists, escalations, reports, verdicts
 from ..services.runtime import Runtime, open_runtime
 from ..settings import Settings, default_db_path, resolve_db_path
 from . import failure_view, monitor, task_views
-from .escalation_view import ANSWER_FLAGS, escalation_lines, summary_lines
+from .escalation_view import escalation_lines, reviewed_lines
 from .log_lines import report_error
 from .readable import store_flag, terminal_width
 
@@ -39,6 +41,14 @@ FLAG_NAMES = {
     "approve": "--approve",
     "new_file_limit": "--file-limit",
     "add_scope": "--add-scope",
+}
+
+
+# An empty ``escalations list``, by the status asked for.
+EMPTY_LIST = {
+    "pending": "no escalations waiting",
+    "resolved": "no escalations answered or closed",
+    "all": "no escalations",
 }
 
 
@@ -69,23 +79,21 @@ async def _escalations(rt: Runtime, args: argparse.Namespace) -> int:
 
 
 async def _list(rt: Runtime, args: argparse.Namespace) -> int:
-    result = await escalation_lists.list_escalations(
-        rt, status=args.status, task_id=args.task, limit=max(1, min(args.limit, 200))
-    )
+    limit = max(1, min(args.limit, 200))
     if args.json:
-        _json(result)
+        _json(await escalation_lists.list_escalations(rt, status=args.status, task_id=args.task, limit=limit))
         return 0
-    if not result.escalations:
-        if args.status == "all":
-            _out(rt.prompts.render("cli_no_escalations"))
-        else:
-            _out(rt.prompts.render("cli_no_escalations_of", status=args.status))
+    rows, total = await escalation_lists.review_escalations(
+        rt, status=args.status, task_id=args.task, limit=limit
+    )
+    if not rows:
+        _out(EMPTY_LIST[args.status] + (f" for task {args.task}" if args.task else ""))
         return 0
-    width = terminal_width()
-    for s in result.escalations:
-        for line in summary_lines(s, width):
+    width, now = terminal_width(), rt.now()
+    for row in rows:
+        for line in reviewed_lines(row, width, now):
             _out(line)
-    _out(f"({len(result.escalations)} of {result.total})")
+    _out(f"({len(rows)} of {total})")
     return 0
 
 
@@ -96,7 +104,9 @@ async def _show(rt: Runtime, args: argparse.Namespace) -> int:
         return 0
     width = terminal_width()
     default = str(default_db_path())
-    for line in escalation_lines(shown, rt.prompts, width, None if rt.db.path == default else rt.db.path):
+    verdict = await verdicts.verdict_of(rt, args.id)
+    store = None if rt.db.path == default else rt.db.path
+    for line in escalation_lines(shown, rt.prompts, width, store, verdict):
         _out(line)
     deliveries, newest = await reports.deliveries(rt, args.id), await reports.newest_announcement(rt, args.id)
     for line in monitor.delivery_lines(deliveries, width, shown.status, newest):
@@ -122,8 +132,8 @@ async def _respond(rt: Runtime, args: argparse.Namespace) -> int:
         _json(result)
     else:
         monitor.say(
-            f"escalation {args.id} is now {result.escalation.status}; "
-            f"task {result.escalation.task_id} is {result.task_status}"
+            f"escalation {args.id} is now {name_words(result.escalation.status)}; "
+            f"task {result.escalation.task_id} is {name_words(result.task_status)}"
         )
     return 0
 

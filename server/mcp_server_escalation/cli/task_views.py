@@ -61,7 +61,7 @@ async def run(rt: Runtime, args: argparse.Namespace) -> int:
     rows = [
         [
             t.task_id,
-            t.status,
+            name_words(t.status),
             t.agent_id,
             f"{t.counters.files_modified}/{t.thresholds.files_modified_exceeds}",
             f"{t.counters.consecutive_same_error}/{t.thresholds.same_error_repeated}",

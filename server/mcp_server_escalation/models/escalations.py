@@ -111,3 +111,15 @@ class QueuePage(Record):
     escalations: list[Escalation]
     total: int = Field(description="How many escalations the whole (filtered) queue holds")
     before: int = Field(description="How many of them come before this page")
+
+
+class ReviewedEscalation(Record):
+    """A list row as an operator reviews it (the CLI's list, the console's answered page):
+    the summary, the task's project, the answer, and the operator's verdict, none of which
+    the agent's list carries."""
+
+    summary: EscalationSummary
+    project: str | None
+    response: EscalationResponse | None
+    verdict: str | None = Field(None, description="useful or false_alarm, once an operator judged it")
+    judged_by: str | None = None

@@ -14,31 +14,45 @@ class Counters(Record):
 
     consecutive_same_error: int = 0
     last_fingerprint: str | None = None
+    # The triggers' own bookkeeping: kept in the store, read by the rules, left out of every
+    # result (exclude): no reader, model or person, acts on an operation key or a run it may
+    # come back to, and they made every result that carries the counters longer.
     last_failed_operation: str | None = Field(
-        None, description="Key of the operation that failed last; its success ends the run of errors"
+        None,
+        exclude=True,
+        description="Key of the operation that failed last; its success ends the run of errors",
     )
     previous_fingerprint: str | None = Field(
-        None, description="The run of errors the last failure interrupted, to come back to"
+        None, exclude=True, description="The run of errors the last failure interrupted, to come back to"
     )
-    previous_count: int = Field(0, description="That run's count")
-    previous_operation: str | None = Field(None, description="Key of that run's failing operation")
+    previous_count: int = Field(0, exclude=True, description="That run's count")
+    previous_operation: str | None = Field(
+        None, exclude=True, description="Key of that run's failing operation"
+    )
     changed_since_error: list[str] = Field(
         default_factory=list,
+        exclude=True,
         description="Names of files changed since the current run's error last occurred (remedies tried)",
     )
     changed_since_previous: list[str] = Field(
-        default_factory=list, description="The same, for the interrupted run"
+        default_factory=list, exclude=True, description="The same, for the interrupted run"
     )
     failed_command_files: list[str] = Field(
-        default_factory=list, description="Names of files the failing command names (its check, no remedy)"
+        default_factory=list,
+        exclude=True,
+        description="Names of files the failing command names (its check, no remedy)",
     )
     previous_command_files: list[str] = Field(
-        default_factory=list, description="The same, for the interrupted run"
+        default_factory=list, exclude=True, description="The same, for the interrupted run"
     )
     last_test_operation: str | None = Field(
-        None, description="Key of the latest test command; its own best rate is the stall baseline"
+        None,
+        exclude=True,
+        description="Key of the latest test command; its own best rate is the stall baseline",
     )
-    test_operation_best: float | None = Field(None, description="Best pass rate of that test command")
+    test_operation_best: float | None = Field(
+        None, exclude=True, description="Best pass rate of that test command"
+    )
     verification_attempts: int = 0
     attempts_without_file_change: int = 0
     test_runs_without_improvement: int = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..models.escalations import Escalation
 from ..rules.guidance.feedback import finding_values
+from ..rules.operators.announce import answer_flags, offered_answers
 from ..rules.reading.salient import headline
 from ..rules.wording.directives import decide
 from ..rules.wording.fact_lines import facts_lines, pairs_line
@@ -90,7 +91,8 @@ async def escalation_briefing(rt: Runtime, escalation_id: int) -> str:
             agent_id=e.agent_id,
             triggers=triggers,
             evidence=_evidence_lines(e) or None,
-            response_options=", ".join(e.response_options),
+            response_options=", ".join(offered_answers(e)),
+            answer_flags=" | ".join(answer_flags(e)),
         )
 
     return await rt.db.read(work)

@@ -156,13 +156,12 @@ def _apply_effects(
         task_store.set_approach(conn, task.task_id, content, now)
     elif response_type == "approve":
         thresholds = task.thresholds
-        proposed = _proposed_files(escalation)
-        if new_file_limit is None and proposed:
+        needed = task.counters.files_modified + len(_proposed_files(escalation))
+        if new_file_limit is None and needed > thresholds.files_modified_exceeds:
             # Approving a file-limit escalation without a number admits exactly the files
-            # that were proposed: the smallest change that lets the agent go on.
-            new_file_limit = max(
-                thresholds.files_modified_exceeds, task.counters.files_modified + len(proposed)
-            )
+            # that were proposed, or reported modified: the smallest change that lets the
+            # agent go on.
+            new_file_limit = needed
         if new_file_limit is not None:
             if new_file_limit < task.counters.files_modified:
                 raise InvalidInput(

@@ -48,6 +48,13 @@ def _thresholds(text: str) -> Thresholds:
 _DERIVED_COUNTERS = {"files_modified"}
 
 
+def _counters_json(counters: Counters) -> str:
+    """The counters as the row keeps them: every one, the rules' own bookkeeping too, which
+    results leave out (its fields are excluded from every dump of the model)."""
+    kept = {name: getattr(counters, name) for name in Counters.model_fields if name not in _DERIVED_COUNTERS}
+    return json.dumps(kept, separators=(",", ":"))
+
+
 def _counters(text: str, files_modified: int) -> Counters:
     """The counters a task row keeps as one document; a counter it does not hold yet (one
     added since it was written) reads as its default."""
@@ -179,7 +186,7 @@ def set_limits(conn: Conn, task_id: str, thresholds: Thresholds, scope: list[str
 
 
 def _save_counters(conn: Conn, task_id: str, counters: Counters, now: str, **extra: Any) -> None:
-    _update(conn, task_id, now, counters_json=counters.model_dump_json(exclude=_DERIVED_COUNTERS), **extra)
+    _update(conn, task_id, now, counters_json=_counters_json(counters), **extra)
 
 
 def save_counters(conn: Conn, task_id: str, counters: Counters, now: str) -> None:

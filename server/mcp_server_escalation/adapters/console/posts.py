@@ -102,7 +102,8 @@ class Posts(ConsoleBase):
             )
         except EscalationError as exc:
             return self._escalation_refused(request, exc, session, back)
-        return RedirectResponse(back, status_code=303)
+        # The page it lands on says the answer was sent (a reload alone looked like nothing happened).
+        return RedirectResponse(f"{back}?sent=answer#answer-state", status_code=303)
 
     async def judge(self, request: Request) -> Response:
         """A verdict on an escalation answered before (elsewhere, or without one), as the
@@ -121,7 +122,7 @@ class Posts(ConsoleBase):
             )
         except EscalationError as exc:
             return self._escalation_refused(request, exc, session, back)
-        return RedirectResponse(f"{back}#answer-state", status_code=303)
+        return RedirectResponse(f"{back}?sent=verdict#answer-state", status_code=303)
 
     async def _posted_on_escalation(self, request: Request) -> tuple[int, str, Session, FormData] | Response:
         """An operator's form posted on an escalation's page: the escalation's id, its page, the

@@ -25,6 +25,8 @@ from .live import STREAMS_PER_SESSION
 from .refusals import refusal_text
 from .rendering import path_segment
 
+# What the page an answer or a verdict lands on says was done (its ``sent`` query value).
+SENT = {"answer": "answer", "verdict": "verdict"}
 # Rows of the answered list (the CLI's `escalations list --status resolved` shows as many).
 ANSWERED_SHOWN = 50
 
@@ -81,6 +83,7 @@ class ReadPages(ConsoleBase):
             told=told,
             told_then=told_then,
             verdict=verdict,
+            sent=SENT.get(request.query_params.get("sent", "")),
         )
 
     async def task_page(self, request: Request) -> Response:
@@ -127,16 +130,15 @@ class ReadPages(ConsoleBase):
         )
 
     async def answered_page(self, request: Request) -> Response:
-        """The latest answered (or otherwise closed) escalations."""
+        """The latest answered (or otherwise closed) escalations, each with its answer, who
+        gave it and when, the verdict and the project: reviewed without opening each."""
         session = self._session(request)
         if session is None:
             return RedirectResponse(login_location(request), status_code=303)
-        found = await escalation_lists.list_escalations(
+        rows, _ = await escalation_lists.review_escalations(
             self.rt, status="resolved", limit=ANSWERED_SHOWN, within=session.scope
         )
-        return self._page(
-            request, "answered.html", "Answered", session, rows=found.escalations, shown=ANSWERED_SHOWN
-        )
+        return self._page(request, "answered.html", "Answered", session, rows=rows, shown=ANSWERED_SHOWN)
 
     async def stats_page(self, request: Request) -> Response:
         """The ``stats`` figures: time to answer, counts by kind and status, notifier health;

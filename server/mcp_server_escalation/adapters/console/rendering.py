@@ -10,12 +10,12 @@ noun as a person writes it ("1 time", "4 times": ``n | counted("time", "times")`
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import jinja2
+from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
@@ -25,6 +25,7 @@ from ...rules.wording.timeline import recent_entry
 from ...rules.wording.words import (
     NOTHING,
     absent,
+    ago,
     counted,
     criteria_words,
     duration,
@@ -33,20 +34,12 @@ from ...rules.wording.words import (
     name_words,
     rate_words,
     readable_time,
+    replay_words,
     trigger_words,
     yes_no,
 )
 
 TEMPLATES = Path(__file__).parent / "templates"
-
-
-def ago(at: str, now: str) -> str:
-    """How long ago ``at`` was, in its largest whole unit: "45 s ago", "12 min ago", "3 h ago"."""
-    seconds = int((datetime.fromisoformat(now) - datetime.fromisoformat(at)).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds // size} {unit} ago"
-    return f"{max(seconds, 0)} s ago"
 
 
 def exact(at: str) -> str:
@@ -89,6 +82,12 @@ def place(item: dict[str, Any]) -> str:
     return f"{file}:{item['line']}" if item.get("line") is not None else str(file)
 
 
+def breakable(path: Any) -> Markup:
+    """A path, escaped, that a narrow column may wrap after each ``/`` (``<wbr>``) rather than
+    inside a name: "tests/" then "test_invoice.py", never "test_invoic" then "e.py"."""
+    return Markup("/<wbr>").join(escape(part) for part in str(path).split("/"))
+
+
 def path_segment(value: str) -> str:
     """A value as one path segment of a link (``/tasks/...``), escaped again when placed."""
     return quote(value, safe="")
@@ -107,6 +106,7 @@ def environment() -> jinja2.Environment:
     # else the generic ``nothing``; both from rules/wording/words.py, as the CLI says them.
     env.globals["nothing"] = NOTHING
     env.globals["absent"] = absent
+    env.globals["replay"] = replay_words
     env.filters.update(
         kind=kind_words,
         counted=counted,
@@ -121,6 +121,7 @@ def environment() -> jinja2.Environment:
         place=place,
         without=without,
         segment=path_segment,
+        breakable=breakable,
         story=recent_entry,
         view=view_of,
     )

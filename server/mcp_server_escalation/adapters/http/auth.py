@@ -101,8 +101,9 @@ class StaticTokenVerifier:
         )
 
 
-def load_tokens(env: Mapping[str, str] | None = None) -> TokenBook:
-    """The configured tokens; an error when there are none, one is short, or one is held twice."""
+def load_tokens(env: Mapping[str, str] | None = None, *, none_given: str | None = None) -> TokenBook:
+    """The configured tokens; an error when there are none (``none_given`` words it for the
+    command that needs them, the console's own), one is short, or one is held twice."""
     env = os.environ if env is None else env
     shared = {name: env[name] for name in SHARED_TOKEN_ROLES if env.get(name)}
     _check_shared(shared)
@@ -121,7 +122,8 @@ def load_tokens(env: Mapping[str, str] | None = None) -> TokenBook:
             entries.append((entry.digest, Holder(entry.name, entry.role, personal=True, scope=scope)))
     if not entries:
         raise ConfigError(
-            f"serving over HTTP needs a bearer token: set {AGENT_TOKEN_ENV} (agents) and/or "
+            none_given
+            or f"serving over HTTP needs a bearer token: set {AGENT_TOKEN_ENV} (agents) and/or "
             f"{OPERATOR_TOKEN_ENV} (operators) in the server's environment, or name a tokens "
             f"file (one token per person) in {TOKENS_FILE_ENV}"
         )

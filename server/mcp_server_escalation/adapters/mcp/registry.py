@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ...datafiles import data_dir
 from ...errors import ConfigError, EscalationError, StoreUnavailable
-from ...models.limits import RESULT_MAX_BYTES, TEXT_MAX
+from ...models.limits import RESULT_MAX_BYTES
 from ...prompts import PromptBook
 from ...rules.bounds.results import fit
 from ...rules.wording.argument_errors import argument_error_words
@@ -319,7 +319,6 @@ def describe_tools(tools: list[Tool], prompts: PromptBook) -> None:
     """Put the descriptions from prompts/ on every tool and argument (all, or fail; an
     argument's empty text is listed on purpose and shows no description)."""
     by_name = {tool.name: tool for tool in tools}
-    unit = prompts.render("tool_text_unit")
     unknown = sorted(set(prompts.tools) - set(by_name))
     if unknown:
         raise ConfigError(f"{prompts.directory}: descriptions for unknown tool(s) {unknown}")
@@ -337,15 +336,7 @@ def describe_tools(tools: list[Tool], prompts: PromptBook) -> None:
             )
         tool.description = text.description
         for argument, given in text.arguments.items():
-            description = f"{given} {unit}".strip() if _long_text(properties[argument]) else given
-            if description:
-                properties[argument]["description"] = description
+            if given:
+                properties[argument]["description"] = given
             else:  # described as nothing: its name, type and limits say it all
                 properties[argument].pop("description", None)
-
-
-def _long_text(schema: dict[str, Any]) -> bool:
-    """Is this argument a free text (or a list of them) whose limit is counted in the
-    tens of thousands of characters, where characters and bytes differ by a factor of four?"""
-    item = schema.get("items", schema)
-    return int(item.get("maxLength", 0)) >= TEXT_MAX

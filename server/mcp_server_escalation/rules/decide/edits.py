@@ -50,8 +50,10 @@ class EditDecision:
 
     @property
     def action(self) -> dict[str, Any]:
-        """The call as the task's history records it."""
-        return {"paths": [p.normalised for p in self.paths], "allowed": self.allowed}
+        """The call as the task's history records it, with the paths refused (the timeline
+        counts them: one refused of two is not "2 paths refused")."""
+        refused = [p.normalised for p in self.paths if p.refusal is not None]
+        return {"paths": [p.normalised for p in self.paths], "allowed": self.allowed, "refused": refused}
 
 
 def normalised(paths: list[str], task: Task) -> list[NormalisedPath]:
@@ -134,12 +136,22 @@ def scope_fires(outside: list[str], task: Task) -> Fires | None:
     return Fires(firing, summary, facts=facts)
 
 
-def file_limit_fires(count_after: int, t: Thresholds, proposed: list[str]) -> Fires | None:
-    """More distinct files than the limit once the ``proposed`` new ones count."""
+def file_limit_fires(
+    count_after: int, t: Thresholds, proposed: list[str], *, reported: bool = False
+) -> Fires | None:
+    """More distinct files than the limit once the ``proposed`` new ones count; ``reported``:
+    they are not proposed but already modified (report_progress names files it changed), so
+    the evidence counts them as modified, as tasks list and the agent's report do."""
     firing = triggers.file_limit(count_after, t, proposed)
     if firing is None:
         return None
     limit = t.files_modified_exceeds
+    if reported:
+        summary = Wording(
+            "trigger_file_limit_reported",
+            {"count": count_after, "limit": limit, "added": ", ".join(proposed)},
+        )
+        return Fires(firing, summary, facts={"proposed_files": [], "limit": limit})
     summary = Wording(
         "trigger_file_limit", {"count": count_after, "limit": limit, "proposed": ", ".join(proposed)}
     )

@@ -230,7 +230,7 @@ def _edit_fires(task: Task, files: Touched, new_paths: tuple[str, ...]) -> tuple
     over = None
     if new_paths:
         over = file_limit_fires(
-            task.counters.files_modified + len(new_paths), task.thresholds, list(new_paths)
+            task.counters.files_modified + len(new_paths), task.thresholds, list(new_paths), reported=True
         )
     return tuple(f for f in (scope, over) if f is not None)
 

@@ -14,6 +14,7 @@ from ...models.escalations import Escalation
 from ..bounds.evidence import clip, clip_texts, shortened
 from ..reading.salient import headline as salient_headline
 from ..wording.book import Book
+from .choices import human_answers
 
 HEADLINE_CHARS = 500
 # What one notification may weigh, as sent (JSON, non-ASCII escaped): chat webhooks refuse
@@ -160,6 +161,27 @@ def client_message(prompts: Book, escalation: Escalation, event: str) -> str | N
             status=escalation.status,
         )
     return None
+
+
+# How each answer is given on the command line (``escalations respond``), in the order offered.
+ANSWER_FLAGS = {
+    "guidance": "--guidance TEXT",
+    "override": "--override TEXT",
+    "approve": "--approve [--file-limit N] [--add-scope GLOB]",
+    "terminate": "--terminate [TEXT]",
+}
+
+
+def offered_answers(escalation: Escalation) -> list[str]:
+    """The answers this escalation accepts from an operator, in the order they are offered."""
+    allowed = set(human_answers(escalation))
+    return [answer for answer in ANSWER_FLAGS if answer in allowed]
+
+
+def answer_flags(escalation: Escalation) -> list[str]:
+    """The ``respond`` flags this escalation accepts from an operator, in that order: the CLI's
+    hint and the briefing prompt offer the same, and only what it accepts."""
+    return [ANSWER_FLAGS[answer] for answer in offered_answers(escalation)]
 
 
 def elicitation_question(

@@ -144,7 +144,10 @@ RECORDS: tuple[TriggerRecord, ...] = (
         raise_on_false_alarm="files_modified_exceeds",
         resets_on_ack=(),
         limits=(("files_modified", "files_modified_exceeds"),),
-        templates=_templates(trigger_file_limit=("count", "limit", "proposed")),
+        templates=_templates(
+            trigger_file_limit=("count", "limit", "proposed"),
+            trigger_file_limit_reported=("count", "limit", "added"),
+        ),
         evidence="files",
         view="files",
     ),

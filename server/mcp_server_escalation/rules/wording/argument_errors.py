@@ -89,6 +89,9 @@ def field_path(loc: Sequence[str | int]) -> str:
     return path or "arguments"
 
 
-def _number(value: Any) -> str:
-    """A limit as written in a message: 0.5, 1, 65536 (a whole float without its ``.0``)."""
-    return f"{value:g}" if isinstance(value, float) else str(value)
+def _number(value: Any) -> int | str:
+    """A limit as written in a message: 0.5, 1, 65536 (a whole float without its ``.0``); a
+    whole number stays one, so a template may say it with its noun ("1 character")."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else f"{value:g}"
+    return value if isinstance(value, int) else str(value)

@@ -79,8 +79,13 @@ def _progress(detail: Detail) -> str:
 
 def _edit(detail: Detail) -> str:
     paths = detail.get("paths") or []
-    verdict = "allowed" if detail.get("allowed") else "refused"
-    return f"{counted(len(paths), 'path', 'paths')} {verdict}"
+    checked = counted(len(paths), "path", "paths")
+    if detail.get("allowed"):
+        return f"{checked} allowed"
+    refused = detail.get("refused")
+    if not isinstance(refused, list):  # recorded before the refused paths were kept
+        return f"{checked} checked, refused"
+    return f"{checked} refused" if len(refused) == len(paths) else f"{len(refused)} of {checked} refused"
 
 
 def _fired(detail: Detail) -> str:

@@ -17,6 +17,11 @@ from ..triggers.records import RECORDS
 
 # Each escalation type in words, in the records' order (the console's charts colour by it).
 KIND_WORDS: dict[str, str] = {record.type: record.words for record in RECORDS}
+# Statuses (of escalations and tasks) whose plain rewording would mislead or read badly.
+STATUS_WORDS = {
+    "agent_terminated": "ended with its task",
+    "terminated_by_human": "terminated by a human",
+}
 # Field names whose plain rewording would mislead or read badly.
 FIELD_WORDS = {
     "count_at_firing": "count when it fired",
@@ -33,6 +38,12 @@ FIELD_WORDS = {
     "raised_by": "raised by",
     "attempted_action": "attempted action",
 }
+# The replayed corpora (data/replay_figures.toml names them by their files) as the agents and
+# models whose real runs they hold.
+CORPUS_WORDS = {
+    "trajectories-dev": "mini-swe-agent with Gemini 3 Pro",
+    "trajectories-openhands-dev": "OpenHands' CodeActAgent with Claude 3.5 Sonnet",
+}
 # An empty value as the pages and the CLI say it where nothing more specific fits.
 NOTHING = "(none)"
 # What is absent, said as what it is where the reader knows what is missing.
@@ -42,13 +53,15 @@ ABSENT_WORDS = {
     "limit": "no limit",
     "time": "not yet",
     "error": "no error",
-    "place": "no file named",
+    "place": "unknown",
     "action": "none named",
     "project": "no project",
     "scope": "any path",
     "duration": "none yet",
     "rate": "not measured",
     "escalations": "none",
+    "answer": "no answer",
+    "verdict": "no verdict yet",
 }
 # A value that is itself one of the store's names (a budget, a threshold, a signal type).
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
@@ -75,8 +88,16 @@ def field_words(key: str) -> str:
 def name_words(value: str) -> str:
     """A value that is one of the store's names in words; any other text as it is."""
     if _NAME.fullmatch(value):
-        return KIND_WORDS.get(value) or value.replace("_", " ")
+        return KIND_WORDS.get(value) or STATUS_WORDS.get(value) or value.replace("_", " ")
     return value
+
+
+def replay_words(precision: float, paused: int, corpus: str, base_rate: float) -> str:
+    """One replay figure as a person reads it: "75% of 8 paused real runs of mini-swe-agent
+    with Gemini 3 Pro (base rate 26%)", never the corpus's file name."""
+    runs = counted(paused, "paused real run", "paused real runs")
+    agent = CORPUS_WORDS.get(corpus, "another agent")
+    return f"{precision:.0%} of {runs} of {agent} (base rate {base_rate:.0%})"
 
 
 def counted(count: int, one: str, many: str) -> str:
@@ -97,6 +118,15 @@ def rate_words(key: str, value: object) -> str | None:
 def yes_no(value: bool) -> str:
     """A flag as a person says it."""
     return "yes" if value else "no"
+
+
+def ago(at: str, now: str) -> str:
+    """How long ago ``at`` was, in its largest whole unit: "45 s ago", "12 min ago", "3 h ago"."""
+    seconds = int((datetime.fromisoformat(now) - datetime.fromisoformat(at)).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{max(seconds, 0)} s ago"
 
 
 def readable_time(at: str) -> str:
@@ -129,6 +159,8 @@ def criteria_words(criteria: dict[str, Any], pairs: Callable[[dict[str, Any]], s
     A scope check is a rule, not a figure: "the task's scope src/calc/**; edits outside it
     escalate", where the fields read "checks its scope yes, scope src/calc/**". A task's
     settings say a check that is off the same way: "... do not escalate"."""
+    if isinstance(criteria.get("immediate"), bool):
+        return _blocker_rule(criteria)
     checks = criteria.get("spec_deviation_detected")
     if not isinstance(checks, bool):
         return pairs(criteria)
@@ -141,3 +173,11 @@ def criteria_words(criteria: dict[str, Any], pairs: Callable[[dict[str, Any]], s
     )
     rest = {key: value for key, value in criteria.items() if key not in ("spec_deviation_detected", "scope")}
     return f"{rule}; {pairs(rest)}" if rest else rule
+
+
+def _blocker_rule(criteria: dict[str, Any]) -> str:
+    """An external blocker's threshold, a rule: "at once" for a blocker the agent declared,
+    "once it repeats" for one read off a tool's output ("immediate no" said nothing)."""
+    kinds = ", ".join(name_words(str(kind)) for kind in criteria.get("signal_types") or [])
+    when = "at once" if criteria["immediate"] else "once it repeats, not at once"
+    return f"a blocker ({kinds}) escalates {when}" if kinds else f"a blocker escalates {when}"
