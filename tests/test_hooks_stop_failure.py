@@ -124,7 +124,10 @@ def test_an_error_persists_only_when_it_keeps_coming_back_for_the_whole_time() -
 
 
 KILLED_RUNS = 20
-KILLED_AFTER = 0.02  # claude -p ends the hook's process group 15-50 ms after the event
+# claude -p ends the hook's process group 15-50 ms after the event. The kill comes at the end
+# of that range: at 20 ms a machine whose cores the rest of the suite keeps busy sometimes
+# had not yet scheduled the shell that detaches the hook (docs/hooks.md gives the figures).
+KILLED_AFTER = 0.05
 
 
 def _installed_stop_failure(project: Path, db: str, home: Path) -> str:
