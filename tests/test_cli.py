@@ -537,5 +537,5 @@ async def test_an_empty_list_says_so_as_a_person_would(db_path: str, home: Path)
     answered = await cli("--db", db_path, "escalations", "list", "--status", "resolved", home=home)
 
     assert (everything.returncode, everything.stdout) == (0, "no escalations\n")
-    assert pending.stdout == "no pending escalations\n"
-    assert answered.stdout == "no resolved escalations\n"
+    assert pending.stdout == "no escalations waiting\n"
+    assert answered.stdout == "no escalations answered or closed\n"

@@ -21,7 +21,7 @@ from mcp import MCPError, types
 
 from conftest import Agent
 from console_support import form_values
-from hooks_support import PYTEST_FAIL, bash_failure
+from hooks_support import PYTEST_FAIL, bash_failure, post_edit
 from http_support import (
     AGENT_TOKEN,
     OPERATOR_TOKEN,
@@ -555,6 +555,10 @@ async def test_a_scoped_tokens_hook_warning_quotes_no_fix_of_another_task(tmp_pa
     def post(n: int) -> str:
         event = {**bash_failure("python -m pytest -q", PYTEST_FAIL, f"toolu_warn_{n}"), "cwd": backend}
         headers = {"Authorization": f"Bearer {SCOPED}", "X-Escalation-Task": "ci-shop-1"}
+        if n > 1:  # a change before each try: the hooks count a repeat after one
+            edit = {**post_edit(f"{backend}/src/shop.py", f"toolu_edit_{n}"), "cwd": backend}
+            with httpx2.Client(timeout=30) as client:
+                assert client.post(f"{url}/hooks/claude-code", json=edit, headers=headers).status_code == 200
         with httpx2.Client(timeout=30) as client:
             answer = client.post(f"{url}/hooks/claude-code", json=event, headers=headers)
         assert answer.status_code == 200, answer.text

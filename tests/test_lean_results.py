@@ -17,6 +17,10 @@ INTERNAL = (
     "previous_operation",
     "last_test_operation",
     "test_operation_best",
+    "changed_since_error",
+    "changed_since_previous",
+    "failed_command_files",
+    "previous_command_files",
 )
 
 
@@ -33,7 +37,8 @@ async def test_results_leave_out_internal_counters_the_store_keeps_and_the_rules
         results.append(await agent.call("get_task", task_id="lean"))
         stored = sqlite3.connect(db_path)
         try:
-            row = stored.execute("SELECT previous_fingerprint FROM tasks WHERE task_id = 'lean'").fetchone()
+            query = "SELECT json_extract(counters_json, '$.previous_fingerprint') FROM tasks WHERE task_id=?"
+            row = stored.execute(query, ("lean",)).fetchone()
         finally:
             stored.close()
         third = await agent.call(

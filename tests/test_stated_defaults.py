@@ -50,12 +50,17 @@ def _stated(text: str) -> Any:
 def _rows(page: Path) -> list[tuple[str, list[str], list[str]]]:
     """Each table row that sets a threshold or a hook setting: its table, its keys, and the
     defaults it states (one for all its keys, or one each). A README row without its
-    ``[table]`` belongs to the table of the row above it."""
+    ``[table]`` belongs to the table of the row above it. A table's header row (the one above
+    its ``| --- |`` line) names columns, not a setting and its default (a sweep's table heads
+    its first column with the key it varies)."""
     found = []
     table = "thresholds" if page.name == "triggers.md" else ""
-    for line in page.read_text(encoding="utf-8").splitlines():
+    lines = page.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines):
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if not line.startswith("|") or len(cells) < 3:
+            continue
+        if number + 1 < len(lines) and re.match(r"^\|\s*:?-{3}", lines[number + 1]):
             continue
         named = re.match(r"`\[(\w+)\] ", cells[0])
         if named:
@@ -90,7 +95,7 @@ def test_the_readmes_summary_of_the_thresholds_says_the_defaults() -> None:
     (summary,) = re.findall(r"^- Thresholds: .*?(?=^- )", text, re.MULTILINE | re.DOTALL)
     stated = {}
     for phrase, key in SUMMARY.items():
-        found = re.search(phrase, summary)
+        found = re.search(phrase.replace(" ", r"\s+"), summary)  # the README wraps its lines
         assert found, phrase
         stated[key] = int(found[1])
     assert stated == {key: DEFAULTS["thresholds"][key] for key in SUMMARY.values()}

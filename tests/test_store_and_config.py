@@ -23,6 +23,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from in_process import run_main
+from mcp_server_escalation.hooks.install import detached
 from operator_support import eventually, flat, receiver
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
@@ -274,7 +275,8 @@ async def test_hook_install_writes_the_absolute_script_with_the_store_and_config
     )
 
     assert installed.returncode == 0, installed.stderr
-    assert hook_commands(project / ".claude" / "settings.json") == {line}
+    # StopFailure's line detached from the host's process group (hooks/install.py)
+    assert hook_commands(project / ".claude" / "settings.json") == {line, detached(line)}
     assert f"note: no store at {store} yet" in flat(installed.stdout)
 
     # The host runs the line through a shell of its own: no virtualenv on PATH, no variables.
@@ -322,7 +324,7 @@ async def test_installing_again_with_another_store_replaces_our_lines_and_keeps_
     assert " added " not in second.stdout
     assert "already installed" in third.stdout  # the same store, chosen by the variable
     ours = f"{shlex.quote(str(SCRIPT))} --db {shlex.quote(str(tmp_path / 'b.db'))} hook claude-code"
-    assert hook_commands(settings) == {"./notify.sh", ours}
+    assert hook_commands(settings) == {"./notify.sh", ours, detached(ours)}
 
 
 async def test_a_command_that_does_not_run_here_is_refused_and_nothing_is_written(

@@ -202,7 +202,8 @@ TEMPLATES: dict[str, frozenset[str]] = {
         **ELICITATION_TEMPLATES,
         "cli_answer_with": ["command", "flags"],
         **{name: [] for name in ("cli_no_escalations", "plugin_script_missing")},
-        "cli_no_escalations_of": ["status"],
+        "cli_no_escalations_pending": [],
+        "cli_no_escalations_resolved": [],
         # a service's refusal in the operator's words, for the CLI and the console alike
         # (rules/operators/refusals.py); {answer}, {field}: the door's name (a flag, a form field)
         "refused_no_escalation": ["escalation_id", "db", "next"],

@@ -44,11 +44,11 @@ FLAG_NAMES = {
 }
 
 
-# An empty ``escalations list``, by the status asked for.
+# The template saying a list is empty, by the status asked for (prompts/operator.toml).
 EMPTY_LIST = {
-    "pending": "no escalations waiting",
-    "resolved": "no escalations answered or closed",
-    "all": "no escalations",
+    "pending": "cli_no_escalations_pending",
+    "resolved": "cli_no_escalations_resolved",
+    "all": "cli_no_escalations",
 }
 
 
@@ -87,7 +87,7 @@ async def _list(rt: Runtime, args: argparse.Namespace) -> int:
         rt, status=args.status, task_id=args.task, limit=limit
     )
     if not rows:
-        _out(EMPTY_LIST[args.status] + (f" for task {args.task}" if args.task else ""))
+        _out(rt.prompts.render(EMPTY_LIST[args.status]) + (f" for task {args.task}" if args.task else ""))
         return 0
     width, now = terminal_width(), rt.now()
     for row in rows:
