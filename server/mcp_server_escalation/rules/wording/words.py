@@ -43,6 +43,7 @@ FIELD_WORDS = {
 CORPUS_WORDS = {
     "trajectories-dev": "mini-swe-agent with Gemini 3 Pro",
     "trajectories-openhands-dev": "OpenHands' CodeActAgent with Claude 3.5 Sonnet",
+    "trajectories-sweagent-dev": "SWE-agent with GPT-4",
 }
 # An empty value as the pages and the CLI say it where nothing more specific fits.
 NOTHING = "(none)"
