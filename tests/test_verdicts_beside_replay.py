@@ -14,6 +14,7 @@ from console_support import console_in_thread, logged_in
 from mcp_server_escalation.datafiles import parse_replay_figures, replay_figures
 from mcp_server_escalation.models.reports import ReplayFigure, VerdictCount
 from mcp_server_escalation.rules.operators.verdicts import beside_replay
+from mcp_server_escalation.rules.wording.words import CORPUS_WORDS
 from operator_support import run_cli
 from test_verdicts import repeat
 
@@ -61,10 +62,12 @@ def test_the_replay_writes_the_figures_stats_reads(tmp_path: Path) -> None:
     assert read["repeated_error"].paused == figures["by_type"]["repeated_error"]["runs"] == 1
     assert read["repeated_error"].precision == figures["by_type"]["repeated_error"]["precision"] == 1.0
     assert read["any"].base_rate == figures["overall"]["base_rate"]
-    # The packaged file is one the replay wrote: both development corpora, every pause and each type.
+    # The packaged file is one the replay wrote: the three development corpora, every pause and
+    # each type, each corpus named in words where stats shows it.
     packaged = replay_figures()
     corpora = {f.corpus for f in packaged}
-    assert corpora == {"trajectories-dev", "trajectories-openhands-dev"}
+    assert corpora == {"trajectories-dev", "trajectories-openhands-dev", "trajectories-sweagent-dev"}
+    assert corpora <= set(CORPUS_WORDS)
     assert {(f.corpus, f.type) for f in packaged} >= {
         (c, t) for c in corpora for t in ("any", "repeated_error")
     }
