@@ -7,11 +7,13 @@ and Claude Code's ``StopFailure`` hook must record it as the host's error (docs/
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from bounds import HUNG_AFTER
 from host_support import claude_env, escalations, failures, run_claude, scratch_setup, tasks
 from scripted_model import Fail, Say, Step, Turn, serve
 
@@ -58,6 +60,11 @@ def test_an_error_that_persists_ends_the_turn_and_is_recorded(
     assert ran.returncode == 1  # the CLI says the run failed
     assert (result["api_error_status"], result["terminal_reason"]) == (status, "api_error")
     assert set(model.statuses) == {status}
+    # The StopFailure hook runs detached from the host, which has exited by now: its record
+    # comes after the run, once the hook process has started and written it.
+    deadline = time.monotonic() + HUNG_AFTER
+    while not failures(db) and time.monotonic() < deadline:
+        time.sleep(0.1)
     recorded = [(f["tool_name"], f"scripted {status}" in f["message"]) for f in failures(db)]
     assert recorded == [("claude-code API", True)], "the StopFailure of the run was not recorded"
     assert all(task["status"] == "active" for task in tasks(db))  # no API error pauses a project
