@@ -38,6 +38,7 @@ from typing import Any
 
 from ..models.limits import PATH_MAX
 from .claude_code import permission_answer
+from .description import HostDescription
 from .events import (
     OUTPUT_MAX,
     Answer,
@@ -50,7 +51,7 @@ from .events import (
     text,
 )
 
-HOST = "codex"
+HOST_NAME = "codex"
 EVENTS: dict[str, Kind] = {
     "PreToolUse": "pre_tool",
     "PermissionRequest": "permission_request",
@@ -60,6 +61,23 @@ EVENTS: dict[str, Kind] = {
     "StopFailure": "stop_failure",
 }
 PATCH_TOOL = "apply_patch"
+SHELL_TOOL = "Bash"
+READ_TOOLS = (
+    "view_image",
+    # Its own: a deferred tool's schema (our tools wait behind it), MCP resources.
+    "tool_search", "list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource",
+)  # fmt: skip
+# Codex sets no variable of its own: one exported as Claude Code's is read as there.
+PROJECT_VARIABLE = "CLAUDE_PROJECT_DIR"
+# PreToolUse and PermissionRequest on every tool, PostToolUse on the shell and the patch
+# (Codex has no PostToolUseFailure: a failed call reaches PostToolUse).
+HANDLERS = (
+    ("PreToolUse", "*"),
+    ("PermissionRequest", "*"),
+    ("PostToolUse", f"{SHELL_TOOL}|{PATCH_TOOL}"),
+    ("Stop", None),
+    ("SessionStart", None),
+)
 # The most files one patch is read for: gating and recording stay bounded.
 PATCH_FILES_MAX = 50
 
@@ -126,7 +144,7 @@ def parse(payload: Mapping[str, Any]) -> HookEvent:
     elif kind == "stop_failure":
         output = text(payload, "error_details", "last_assistant_message", limit=OUTPUT_MAX)
     return HookEvent(
-        host=HOST,
+        host=HOST_NAME,
         name=name,
         kind=kind,
         session_id=text(payload, "session_id", limit=256),
@@ -178,3 +196,25 @@ def encode(answer: Answer, event: HookEvent) -> dict[str, Any] | None:
     if notices:
         out["systemMessage"] = clip(" ".join(notices))
     return out or None
+
+
+def project_dirs(event: HookEvent, env: Mapping[str, str]) -> tuple[str | None, ...]:
+    """Where the project may be: the variable, else the event's working directory."""
+    return env.get(PROJECT_VARIABLE), event.cwd
+
+
+HOST = HostDescription(
+    name=HOST_NAME,
+    parse=parse,
+    encode=encode,
+    # Claude Code's layout; Codex also reads [hooks] tables of config.toml, left alone.
+    settings_file=(".codex", "hooks.json"),
+    layout="groups",
+    handlers=HANDLERS,
+    project_dirs=project_dirs,
+    project_variables=(PROJECT_VARIABLE,),
+    edit_tools=(PATCH_TOOL,),
+    shell_tools=(SHELL_TOOL,),
+    read_tools=READ_TOOLS,
+    api_errors=True,
+)
