@@ -49,10 +49,6 @@ EVENTS: dict[str, tuple[Kind, str | None, str]] = {
 }
 # Keys that only Cursor's payloads carry.
 MARKERS = ("cursor_version", "conversation_id", "generation_id", "workspace_roots")
-_CURSOR_NAMES = frozenset(
-    {"preToolUse", "postToolUse", "postToolUseFailure", "beforeShellExecution", "afterShellExecution",
-     "afterFileEdit", "stop", "sessionStart"}
-)  # fmt: skip
 
 
 # Its shell, and the tools its after* events imply and its deletion; its reading tools.
@@ -74,7 +70,11 @@ HANDLERS = (
 
 def looks_like_cursor(payload: Mapping[str, Any]) -> bool:
     """True for a payload Cursor sent (its own keys, or one of its camelCase event names)."""
-    return any(key in payload for key in MARKERS) or payload.get("hook_event_name") in _CURSOR_NAMES
+    name = payload.get("hook_event_name")
+    camel = (
+        isinstance(name, str) and name[:1].islower() and name.lower() in EVENTS
+    )  # Claude's are Capitalised
+    return camel or any(key in payload for key in MARKERS)
 
 
 def _tool_output(payload: Mapping[str, Any]) -> tuple[str | None, int | None]:

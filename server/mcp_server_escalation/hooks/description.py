@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
-from .events import Answer, HookEvent
+from .events import Answer, HookEvent, ToolKind
 
 # An event the installer registers, and the tool matcher of its group (None: no matcher).
 Handler = tuple[str, str | None]
@@ -54,3 +54,12 @@ class HostDescription(NamedTuple):
     # The event whose ``asyncRewake`` handler wakes an idle agent (``hook install
     # --wake-minutes``); None when the host has no such handler.
     wake_event: str | None = None
+
+    def tools(self) -> dict[str, ToolKind]:
+        """Each of its tools, and what it does."""
+        kinds: tuple[tuple[ToolKind, tuple[str, ...]], ...] = (
+            ("edit", self.edit_tools),
+            ("shell", self.shell_tools),
+            ("read", self.read_tools),
+        )
+        return {tool: kind for kind, tools in kinds for tool in tools}

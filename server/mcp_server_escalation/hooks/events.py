@@ -214,36 +214,16 @@ def own_tool(name: str, servers: Iterable[str]) -> bool:
     return any(server == s or (server.startswith("plugin_") and server.endswith("_" + s)) for s in servers)
 
 
-class HostTools(NamedTuple):
-    """Every registered host's tools of each kind, together (a tool name means one thing)."""
-
-    edit: frozenset[str]
-    shell: frozenset[str]
-    read: frozenset[str]
-
-
 @functools.cache
-def host_tools() -> HostTools:
-    """The tools the host descriptions name, by kind (``hosts.py``)."""
-    described = hosts.every()
-    return HostTools(
-        edit=frozenset(tool for host in described for tool in host.edit_tools),
-        shell=frozenset(tool for host in described for tool in host.shell_tools),
-        read=frozenset(tool for host in described for tool in host.read_tools),
-    )
+def host_tools() -> dict[str, ToolKind]:
+    """Each tool the host descriptions name (``hosts.py``), and its kind."""
+    return {tool: kind for host in hosts.every() for tool, kind in host.tools().items()}
 
 
 def tool_kind(name: str | None, *, servers: Iterable[str], read_only: Iterable[str] = ()) -> ToolKind | None:
     """What a tool does, as far as gating and recording care."""
     if not name:
         return None
-    tools = host_tools()
-    if name in tools.edit:
-        return "edit"
-    if name in tools.shell:
-        return "shell"
-    if own_tool(name, servers):
+    if own_tool(name, servers):  # before the hosts' tools: none of theirs is named mcp__ or MCP:
         return "own"
-    if name in tools.read or name in set(read_only):
-        return "read"
-    return "other"
+    return host_tools().get(name) or ("read" if name in set(read_only) else "other")

@@ -138,41 +138,43 @@ def _update(handlers: list[Any], host: str, wanted: dict[str, Any], where: str) 
     return changes
 
 
-def _merge_groups(
-    settings: dict[str, Any],
-    handler: Callable[[str], dict[str, Any]],
-    host: str,
-    events: tuple[tuple[str, str | None], ...],
-) -> list[Change]:
-    """Add our handler of each event (``handler(event)``) in Claude Code's layout (event ->
-    matcher groups -> handlers) in place."""
+def _hooks(settings: dict[str, Any]) -> dict[str, Any]:
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError("'hooks' is not an object; fix it by hand first")
+    return hooks
+
+
+def _merge(
+    settings: dict[str, Any], host: HostDescription, wanted_of: Callable[[str], dict[str, Any]]
+) -> list[Change]:
+    """Add our handler of each event ``host`` names (``wanted_of(event)``) to ``settings`` in
+    place, in its layout: Claude Code's (event -> matcher groups -> handlers) or flat (event
+    -> handlers)."""
+    for key, value in host.settings_defaults:
+        settings.setdefault(key, value)
+    hooks = _hooks(settings)
+    grouped = host.layout == "groups"
     changes: list[Change] = []
-    for event, matcher in events:
-        wanted = handler(event)
+    for event, matcher in host.handlers:
+        wanted = wanted_of(event)
         where = f"{event}{f' [{matcher}]' if matcher else ''}"
-        groups = _list(hooks, event, "hooks")
-        handlers = [h for g in groups if isinstance(g, dict) for h in _handlers(g) if not _waking(h)]
-        updated = _update(handlers, host, wanted, where)
+        entries = _list(hooks, event, "hooks")
+        handlers = [h for g in entries if isinstance(g, dict) for h in _handlers(g)] if grouped else entries
+        updated = _update([h for h in handlers if not _waking(h)], host.name, wanted, where)
         if updated is not None:
             changes += updated
             continue
-        group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
-        group["hooks"] = [dict(wanted)]
-        groups.append(group)
+        group = {} if matcher is None else {"matcher": matcher}
+        entries.append({**group, "hooks": [dict(wanted)]} if grouped else dict(wanted))
         changes.append(("add", f"{where}: {_shown(wanted)}"))
     return changes
 
 
-def _command_handler(command: str, host: str, event: str) -> dict[str, Any]:
-    run = f"{command} hook {host}"
-    return {
-        "type": "command",
-        "command": detached(run) if event in DETACHED else run,
-        "timeout": TIMEOUT_SECONDS,
-    }
+def _command_handler(command: str, host: HostDescription, event: str) -> dict[str, Any]:
+    run = f"{command} hook {host.name}"
+    typed = {"type": "command"} if host.layout == "groups" else {}
+    return {**typed, "command": detached(run) if event in DETACHED else run, "timeout": TIMEOUT_SECONDS}
 
 
 def detached(run: str) -> str:
@@ -190,31 +192,7 @@ def detached(run: str) -> str:
 def merge(host: HostDescription, settings: dict[str, Any], command: str) -> list[Change]:
     """Add our command handler of each event ``host`` names to ``settings`` in place; returns
     what changed."""
-    if host.layout == "flat":
-        wanted = {"command": f"{command} hook {host.name}", "timeout": TIMEOUT_SECONDS}
-        return _merge_flat(settings, host, wanted)
-    return _merge_groups(
-        settings, lambda event: _command_handler(command, host.name, event), host.name, host.handlers
-    )
-
-
-def _merge_flat(settings: dict[str, Any], host: HostDescription, wanted: dict[str, Any]) -> list[Change]:
-    """Add ``wanted`` to each event ``host`` names in the layout event -> handlers, in place."""
-    for key, value in host.settings_defaults:
-        settings.setdefault(key, value)
-    hooks = settings.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise ConfigError("'hooks' is not an object; fix it by hand first")
-    changes: list[Change] = []
-    for event, _matcher in host.handlers:
-        handlers = _list(hooks, event, "hooks")
-        updated = _update(handlers, host.name, wanted, event)
-        if updated is not None:
-            changes += updated
-            continue
-        handlers.append(dict(wanted))
-        changes.append(("add", f"{event}: {_shown(wanted)}"))
-    return changes
+    return _merge(settings, host, lambda event: _command_handler(command, host, event))
 
 
 def wake_handler(command: str, host: str, minutes: float) -> dict[str, Any]:
@@ -234,9 +212,7 @@ def merge_wake(host: HostDescription, settings: dict[str, Any], command: str, mi
     if event is None:
         raise ConfigError(f"{WAKE_OPTION}: {host.name} has no hook that wakes an idle agent")
     wanted = wake_handler(command, host.name, minutes)
-    hooks = settings.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise ConfigError("'hooks' is not an object; fix it by hand first")
+    hooks = _hooks(settings)
     groups = [g for g in _list(hooks, event, "hooks") if isinstance(g, dict)]
     waking = [h for g in groups for h in _handlers(g) if _ours(h, host.name) and _waking(h)]
     changes: list[Change] = []
@@ -335,8 +311,7 @@ def merge_http(host: HostDescription, settings: dict[str, Any], url: str) -> lis
     handler goes: it waits on a store of this machine, which a remote agent's hooks do not use."""
     if not host.http:
         raise ConfigError(f"--http: {host.name} runs its hooks as commands only")
-    changes = _merge_groups(settings, lambda _event: http_handler(url), host.name, host.handlers)
-    return changes + remove(settings, host.name, _waking)
+    return _merge(settings, host, lambda _event: http_handler(url)) + remove(settings, host.name, _waking)
 
 
 def _load(path: Path) -> dict[str, Any]:
