@@ -37,14 +37,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models.limits import PATH_MAX
-from .claude_code import permission_answer
+from . import claude_code
 from .description import HostDescription
 from .events import (
     OUTPUT_MAX,
     Answer,
     HookEvent,
     Kind,
-    clip,
     flag,
     input_digest,
     mapping,
@@ -166,36 +165,15 @@ def parse(payload: Mapping[str, Any]) -> HookEvent:
 
 
 def encode(answer: Answer, event: HookEvent) -> dict[str, Any] | None:
-    """The JSON Codex reads for ``answer`` (None: print nothing, no decision)."""
-    if answer.empty:
-        return None
-    out: dict[str, Any] = {}
-    if event.kind == "permission_request":
-        decision = permission_answer(answer)
-        if decision is not None:
-            out["hookSpecificOutput"] = {"hookEventName": "PermissionRequest", "decision": decision}
-        return out or None
-    if answer.deny and event.kind == "pre_tool":
-        out["hookSpecificOutput"] = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": clip(answer.deny),
-        }
-    if answer.context and event.kind in ("post_tool", "session_start"):
-        out["hookSpecificOutput"] = {
-            "hookEventName": "PostToolUse" if event.kind == "post_tool" else "SessionStart",
-            "additionalContext": clip(answer.context),
-        }
-    if answer.block and event.kind == "stop":
-        out["decision"] = "block"
-        out["reason"] = clip(answer.block)
-    notices = [n for n in (answer.halt if event.kind == "pre_tool" else None, answer.notice) if n]
-    if answer.halt and event.kind != "pre_tool":
-        out["continue"] = False
-        out["stopReason"] = clip(answer.halt)
-    if notices:
-        out["systemMessage"] = clip(" ".join(notices))
-    return out or None
+    """The JSON Codex reads for ``answer`` (None: print nothing, no decision): Claude Code's,
+    but a halt before a tool call is said as a message (Codex takes no ``continue: false``
+    there) and a denied permission never interrupts."""
+    if event.kind == "pre_tool" and answer.halt:
+        answer = answer._replace(halt=None, notice=" ".join(n for n in (answer.halt, answer.notice) if n))
+    out = claude_code.encode(answer, event)
+    if out is not None and event.kind == "permission_request":
+        out["hookSpecificOutput"]["decision"].pop("interrupt", None)
+    return out
 
 
 def project_dirs(event: HookEvent, env: Mapping[str, str]) -> tuple[str | None, ...]:
