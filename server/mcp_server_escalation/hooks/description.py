@@ -1,10 +1,10 @@
-"""What the hooks know of one coding host, in one value (pure data and two functions).
+"""What the hooks know of one coding host, in one value (data, and the host's pure functions).
 
 Each host module (``claude_code``, ``cursor``, ``codex``) exports its ``HOST``, a
 ``HostDescription``; ``hosts.py`` registers them by name. The protocol reads a payload and
 writes an answer with it, the installer writes the host's settings file from it, triage
 finds the project and classifies the tool with it, and the spool keeps the variables it
-names: nothing else in the hooks is written per host.
+names: what differs by host elsewhere in the hooks is read from here.
 """
 
 from __future__ import annotations
