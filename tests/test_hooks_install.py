@@ -280,13 +280,13 @@ async def test_the_wake_handler_is_installed_beside_the_stop_hook_once_and_follo
     ]
     assert len(handlers) == 3  # never a second wake handler, nor a second Stop hook
 
-    other_store = await run_cli(
-        *install, "--db", str(tmp_path / "other.db"), "--wake-minutes", "90", tmp=tmp_path
-    )
+    # Another store by an ordinary install: the wake handler gets it too, and keeps its minutes.
+    other_store = await run_cli(*install, "--db", str(tmp_path / "other.db"), tmp=tmp_path)
     assert other_store.returncode == 0, other_store.stderr
     (waking,) = [h for h in _stop_handlers(settings) if h.get("asyncRewake")]
     assert str(tmp_path / "other.db") in str(waking["command"])
     assert str(waking["command"]).endswith("hook claude-code --wake-minutes 90")
+    assert waking["timeout"] == 5430
 
 
 async def test_wake_minutes_outside_their_limits_or_for_another_host_change_nothing(tmp_path: Path) -> None:

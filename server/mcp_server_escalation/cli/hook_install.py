@@ -53,8 +53,8 @@ def add_install_parsers(
         type=wake_minutes,
         metavar="N",
         help="claude-code only: also the asyncRewake Stop handler that waits up to N minutes for "
-        "the answer to an escalation and wakes the idle agent with it (default: not added; an "
-        "ordinary install leaves one added before as it is)",
+        "the answer to an escalation and wakes the idle agent with it (default: not added; one "
+        "added before keeps its minutes)",
     )
     uninstall = actions.add_parser("uninstall", help="take our hooks out of the host's settings")
     common(uninstall)

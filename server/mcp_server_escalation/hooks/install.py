@@ -18,7 +18,8 @@ installer's shell may not exist.
 With ``--wake-minutes N``, a host with a wake event (Claude Code's ``Stop``) also gets the
 ``asyncRewake`` handler beside ours (``hooks/wake.py``): the same command line with
 ``--wake-minutes N``, a timeout of N minutes and a little more. It is merged as itself: an
-ordinary install leaves it as it is, another N replaces it, and it is never doubled.
+ordinary install keeps its minutes and gives it the new command line, another N replaces
+it, and it is never doubled.
 
 A remote agent's Claude Code (``--http URL``) gets the same events as ``http`` handlers
 that post to a ``serve --transport http`` elsewhere (``adapters/http/hooks.py``), with the
@@ -231,6 +232,21 @@ def merge_wake(host: HostDescription, settings: dict[str, Any], command: str, mi
     return [("add", f"{event} (wake): {_shown(wanted)}")]
 
 
+def _wake_minutes_of(settings: dict[str, Any], host: HostDescription) -> float | None:
+    """The minutes of the wake handler of ours already in ``settings``, if there is one."""
+    hooks = settings.get("hooks")
+    groups = hooks.get(host.wake_event) if isinstance(hooks, dict) and host.wake_event else None
+    for group in groups if isinstance(groups, list) else []:
+        for handler in _handlers(group) if isinstance(group, dict) else []:
+            words = str(handler.get("command", "")).split() if _waking(handler) else []
+            if _ours(handler, host.name) and WAKE_OPTION in words[:-1]:
+                try:
+                    return float(words[words.index(WAKE_OPTION) + 1])
+                except ValueError:
+                    return None
+    return None
+
+
 def _any(_handler: object) -> bool:
     return True
 
@@ -357,9 +373,11 @@ def install(
     def change(data: dict[str, Any]) -> list[Change]:
         if url is not None:
             return merge_http(described, data, url)
+        # An ordinary install keeps a wake handler's minutes but gives it the new command line.
+        minutes = wake_minutes if wake_minutes is not None else _wake_minutes_of(data, described)
         changes = merge(described, data, command)
-        if wake_minutes is not None:
-            changes += merge_wake(described, data, command, wake_minutes)
+        if minutes is not None:
+            changes += merge_wake(described, data, command, minutes)
         return changes
 
     path = settings_path(host, user=user, project_dir=project_dir, home=home)
