@@ -68,11 +68,6 @@ def encode(answer: Answer, event: HookEvent) -> dict[str, Any] | None:
     return None
 
 
-def project_dirs(event: HookEvent, env: Mapping[str, str]) -> tuple[str | None, ...]:
-    """Tern's variable, else the event's workspace."""
-    return env.get("TERN_WORKSPACE"), event.cwd
-
-
 HOST = HostDescription(
     name="tern",
     parse=parse,
@@ -80,8 +75,7 @@ HOST = HostDescription(
     settings_file=(".tern", "hooks.json"),
     layout="flat",
     handlers=(("before_tool", None), ("after_tool", None), ("turn_end", None)),
-    project_dirs=project_dirs,
-    project_variables=("TERN_WORKSPACE",),
+    project_variables=("TERN_WORKSPACE",),  # else the event's workspace
     edit_tools=("edit_file",),
     shell_tools=("run_shell",),
     read_tools=("read_file",),

@@ -178,11 +178,6 @@ def encode(answer: Answer, event: HookEvent) -> dict[str, Any] | None:
     return out or None
 
 
-def project_dirs(event: HookEvent, env: Mapping[str, str]) -> tuple[str | None, ...]:
-    """Where the project may be: the host's variable, else the event's working directory."""
-    return env.get(PROJECT_VARIABLE), event.cwd
-
-
 HOST = HostDescription(
     name=HOST_NAME,
     parse=parse,
@@ -190,7 +185,6 @@ HOST = HostDescription(
     settings_file=(".claude", "settings.json"),
     layout="groups",
     handlers=HANDLERS,
-    project_dirs=project_dirs,
     project_variables=(PROJECT_VARIABLE,),
     edit_tools=EDIT_TOOLS,
     shell_tools=SHELL_TOOLS,

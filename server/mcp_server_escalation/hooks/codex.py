@@ -176,11 +176,6 @@ def encode(answer: Answer, event: HookEvent) -> dict[str, Any] | None:
     return out
 
 
-def project_dirs(event: HookEvent, env: Mapping[str, str]) -> tuple[str | None, ...]:
-    """Where the project may be: the variable, else the event's working directory."""
-    return env.get(PROJECT_VARIABLE), event.cwd
-
-
 HOST = HostDescription(
     name=HOST_NAME,
     parse=parse,
@@ -189,7 +184,6 @@ HOST = HostDescription(
     settings_file=(".codex", "hooks.json"),
     layout="groups",
     handlers=HANDLERS,
-    project_dirs=project_dirs,
     project_variables=(PROJECT_VARIABLE,),
     edit_tools=(PATCH_TOOL,),
     shell_tools=(SHELL_TOOL,),

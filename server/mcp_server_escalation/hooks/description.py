@@ -33,9 +33,11 @@ class HostDescription(NamedTuple):
     # "flat": event -> handlers.
     layout: Literal["groups", "flat"]
     handlers: tuple[Handler, ...]  # what the installer registers, in its order
-    # The candidates for the project root, in order (the first usable one wins).
-    project_dirs: Callable[[HookEvent, Mapping[str, str]], tuple[str | None, ...]]
-    project_variables: tuple[str, ...] = ()  # the variables project_dirs reads, kept with a spooled event
+    # The variables that may name the project, in order, kept with a spooled event.
+    project_variables: tuple[str, ...] = ()
+    # The candidates for the project root, in order (the first usable one wins); None: the
+    # project variables, then the event's working directory.
+    project_dirs: Callable[[HookEvent, Mapping[str, str]], tuple[str | None, ...]] | None = None
     edit_tools: tuple[str, ...] = ()
     shell_tools: tuple[str, ...] = ()
     # Tools that read and change nothing, the host's own among them (a deferred tool's
@@ -54,6 +56,12 @@ class HostDescription(NamedTuple):
     # The event whose ``asyncRewake`` handler wakes an idle agent (``hook install
     # --wake-minutes``); None when the host has no such handler.
     wake_event: str | None = None
+
+    def project_candidates(self, event: HookEvent, env: Mapping[str, str]) -> tuple[str | None, ...]:
+        """Where the project may be, in order."""
+        if self.project_dirs is not None:
+            return self.project_dirs(event, env)
+        return (*(env.get(variable) for variable in self.project_variables), event.cwd)
 
     def tools(self) -> dict[str, ToolKind]:
         """Each of its tools, and what it does."""

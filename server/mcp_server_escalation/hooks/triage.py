@@ -28,7 +28,7 @@ def project_dir(event: HookEvent, env: Mapping[str, str], cwd: str | None = None
     """The project root: the first usable of the places the event's host names (its
     variable, its workspace root, the event's cwd), else the hook process's working
     directory (``cwd``, when the relay answers for it)."""
-    for candidate in describe(event.host).project_dirs(event, env):
+    for candidate in describe(event.host).project_candidates(event, env):
         if usable_path(candidate):
             return str(candidate)
     return cwd or str(Path.cwd())
