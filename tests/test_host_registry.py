@@ -24,7 +24,7 @@ from mcp_server_escalation.adapters.http import hooks as http_hooks
 from mcp_server_escalation.cli.parsers import build_parser
 from mcp_server_escalation.hooks import hosts, relay, spool
 from mcp_server_escalation.hooks.description import HostDescription
-from mcp_server_escalation.hooks.events import Answer, tool_kind
+from mcp_server_escalation.hooks.events import Answer, host_tools, tool_kind
 from mcp_server_escalation.hooks.protocol import encode_answer, parse_payload
 from mcp_server_escalation.hooks.triage import project_dir
 from mcp_server_escalation.rules.reading import host_errors
@@ -122,6 +122,9 @@ def test_every_registered_host_is_described_once_and_read_from_its_description()
 
 
 def test_the_checker_itself_names_what_a_host_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The tables derived from the registry as it is, before a name without a module joins it.
+    host_tools()
+    spool.kept_variables()
     monkeypatch.setattr(hosts, "NAMES", (*hosts.NAMES, "pi-agent"))
     hosts.describe.cache_clear()
     try:
