@@ -122,9 +122,11 @@ def test_every_registered_host_is_described_once_and_read_from_its_description()
 
 
 def test_the_checker_itself_names_what_a_host_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The tables derived from the registry as it is, before a name without a module joins it.
+    # What is derived from the registry as it is (the tool table, the spool's variables, the
+    # command line's module), before a name without a module joins it.
     host_tools()
     spool.kept_variables()
+    _hook_choices()
     monkeypatch.setattr(hosts, "NAMES", (*hosts.NAMES, "pi-agent"))
     hosts.describe.cache_clear()
     try:
