@@ -49,9 +49,8 @@ EVENTS: dict[str, tuple[Kind, str | None, str]] = {
 }
 # Keys that only Cursor's payloads carry.
 MARKERS = ("cursor_version", "conversation_id", "generation_id", "workspace_roots")
-
-
-# Its shell, and the tools its after* events imply and its deletion; its reading tools.
+# Its tools: Write (which afterFileEdit implies) and Delete edit, Shell (which the shell
+# events imply) runs commands, Read and Grep read.
 EDIT_TOOLS = ("Write", "Delete")
 SHELL_TOOLS = ("Shell",)
 READ_TOOLS = ("Read", "Grep")
@@ -71,9 +70,8 @@ HANDLERS = (
 def looks_like_cursor(payload: Mapping[str, Any]) -> bool:
     """True for a payload Cursor sent (its own keys, or one of its camelCase event names)."""
     name = payload.get("hook_event_name")
-    camel = (
-        isinstance(name, str) and name[:1].islower() and name.lower() in EVENTS
-    )  # Claude's are Capitalised
+    # Its names start in lower case, Claude Code's of the same events in upper case.
+    camel = isinstance(name, str) and name[:1].islower() and name.lower() in EVENTS
     return camel or any(key in payload for key in MARKERS)
 
 
