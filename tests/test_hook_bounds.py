@@ -9,6 +9,7 @@ writing a long transaction would.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -20,11 +21,14 @@ from pathlib import Path
 
 import anyio
 import httpx2
+from mcp import Client, StdioServerParameters
 
+from bounds import HUNG_AFTER
 from conftest import Agent, connect
-from hooks_support import bash_failure, hook_process, pre_edit
-from http_support import AGENT_TOKEN, TEST_TOKENS, start_http, stop_http
-from mcp_server_escalation.hooks.relay import ANSWER_TIMEOUT, SERVED_HOOK_SECONDS
+from hooks_support import bash_failure, environment, hook_process, pre_edit
+from http_support import AGENT_TOKEN, SCRIPT, TEST_TOKENS, start_http, stop_http
+from mcp_server_escalation.hooks import relay_server
+from mcp_server_escalation.hooks.relay import ANSWER_TIMEOUT, SERVED_HOOK_SECONDS, socket_path
 from mcp_server_escalation.store.db import BUSY_TIMEOUT_MS
 from test_hooks_relay import serving
 
@@ -83,6 +87,38 @@ async def test_a_relayed_check_before_an_edit_answers_within_the_hosts_limit_whi
     # the work again itself (it used to answer after the hook's 8 s: 11.9 s in all).
     assert took < ANSWER_TIMEOUT, f"the hook answered after {took:.1f} s: {run.stderr}"
     assert (run.returncode, run.stdout) == (0, "")  # no decision: the host goes on
+    assert "the store is not answering" in run.stderr, run.stderr
+
+
+async def test_a_relayed_check_queued_behind_a_tool_call_waiting_for_the_lock_answers_within_the_hosts_limit(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "locked.db")
+    env = environment(tmp_path)
+    socket = socket_path(db, env, str(Path.cwd()))
+    assert socket is not None
+    params = StdioServerParameters(command=SCRIPT, args=["--db", db], env=env)
+    async with Client(params, mode="legacy") as client:  # type: ignore[arg-type]
+        await client.call_tool("start_task", {"title": "Locked", "task_id": "locked"})
+        with anyio.fail_after(HUNG_AFTER):
+            while not relay_server._is_live(socket):
+                await anyio.sleep(0.05)
+        with write_lock_held(db):
+            async with anyio.create_task_group() as tg:
+                # The tool call's write waits for the lock in the store's one writer thread ...
+                failure = {"task_id": "locked", "message": "RuntimeError: locked out"}
+                tg.start_soon(functools.partial(client.call_tool, "record_failure", failure))
+                await anyio.sleep(1.0)
+                # ... and the relayed check's turn comes behind it.
+                started = time.monotonic()
+                run = await hook_process(
+                    "claude-code", pre_edit("src/app.py"), db=db, tmp=tmp_path, **RELAY_ONLY
+                )
+                took = time.monotonic() - started
+
+    # The relay gives its turn up at its deadline: it used to wait out the tool call's 30 s.
+    assert took < ANSWER_TIMEOUT, f"the hook answered after {took:.1f} s: {run.stderr}"
+    assert (run.returncode, run.stdout) == (0, "")
     assert "the store is not answering" in run.stderr, run.stderr
 
 

@@ -43,7 +43,7 @@ from . import database, search_index
 from .database import transact
 from .files import companion_of
 from .migrations import MIGRATIONS
-from .worker import Worker, closed_error
+from .worker import NotBegun, Worker, closed_error
 
 log = logging.getLogger(__name__)
 
@@ -222,9 +222,15 @@ class SqliteConnections:
         seconds: float | None,  # noqa: ARG002 (SQLite bounds a wait by its busy timeout)
     ) -> T:
         job = functools.partial(self._guarded, fn, write)
-        if reader and self._readers is not None:
-            return await self._readers.run(job)
-        return await self._writer.run(job)
+        try:
+            if reader and self._readers is not None:
+                return await self._readers.run(job)
+            return await self._writer.run(job)
+        except NotBegun:
+            # Queued behind other work past the call's deadline: nothing of it began.
+            raise StoreUnavailable(
+                self.location, "the call's time ran out before the store was free"
+            ) from None
 
     def _guarded(self, fn: Callable[[sqlite3.Connection], T], write: bool, conn: sqlite3.Connection) -> T:
         """The transaction, the search index repaired if damaged; a write the file refused
@@ -368,12 +374,29 @@ class Readers:
         self._slots = anyio.Semaphore(count, fast_acquire=True)
 
     async def run(self, job: Callable[[Any], T]) -> T:
-        async with self._slots:
+        left = deadlines.seconds_left()
+        if left is None:
+            await self._slots.acquire()
+            return await self._run_holding(job)
+        # A free reader is waited for within the call's deadline, as a turn in a thread is.
+        taken = False
+        with anyio.move_on_after(max(left, 0.0)):
+            await self._slots.acquire()
+            taken = True
+        if not taken:
+            raise NotBegun
+        return await self._run_holding(job)
+
+    async def _run_holding(self, job: Callable[[Any], T]) -> T:
+        """``job`` on an idle reader (or a new one), with a slot already taken; the slot freed after."""
+        try:
             reader = self._idle.pop() if self._idle else await self._open()
             try:
                 return await reader.run(job)
             finally:
                 self._idle.append(reader)
+        finally:
+            self._slots.release()
 
     async def _open(self) -> Worker:
         if self._closed:

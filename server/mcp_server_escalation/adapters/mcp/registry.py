@@ -21,7 +21,6 @@ import types
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origin
 
-import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
@@ -50,9 +49,6 @@ JSON_TEXT_MAX = 2048
 # A call that asks to wait for an answer (get_escalation's ``wait_seconds``, at most
 # ``WAIT_MAX_SECONDS``) has that wait on top of the store's bound in its deadline.
 WAIT_ARGUMENT = "wait_seconds"
-# The store's waits end by the call's deadline and say why themselves; past it by this much,
-# whatever else still holds the call (its answer to the client, say) is cut short.
-DEADLINE_GRACE_SECONDS = 0.5
 
 
 class Caller(Protocol):
@@ -218,14 +214,14 @@ def _published(name: str) -> dict[str, Any] | None:
     return loaded if isinstance(loaded, dict) else None
 
 
-def unavailable_text(prompts: PromptBook, exc: StoreUnavailable | None) -> str:
-    """What the model reads when the store did not answer (``exc``), or the call's deadline
-    passed (None): nothing (or maybe something) was recorded, and what to do next. Never
-    "nothing": once a write of the call committed, or when the answer to its COMMIT was lost.
-    Not why: what the database said, and where it is, are the operator's, in the log the
-    store writes once per outage (a line per call would flood it)."""
-    nothing = exc is None or exc.recorded is False
-    template = "store_unavailable" if nothing and not deadlines.has_written() else "store_outcome_unknown"
+def unavailable_text(prompts: PromptBook, exc: StoreUnavailable) -> str:
+    """What the model reads when the store did not answer: nothing (or maybe something) was
+    recorded, and what to do next. Never "nothing" once a write of the call committed, or
+    when the answer to its COMMIT was lost. Not why: what the database said, and where it
+    is, are the operator's, in the log the store writes once per outage (a line per call
+    would flood it)."""
+    nothing = exc.recorded is False and not deadlines.has_written()
+    template = "store_unavailable" if nothing else "store_outcome_unknown"
     return prompts.render(template)
 
 
@@ -253,8 +249,7 @@ def tool_result(
     the SDK reports without its text.
     A store that does not answer is no fault of the call: the model is told, in the words of
     prompts/, that nothing was recorded (or that it may have been) and what to do meanwhile.
-    The whole call has one deadline (``call_seconds``): the store's waits inside share it,
-    and whatever still holds the call past it is cut short, told in the same words.
+    The whole call has one deadline (``call_seconds``): the store's waits inside share it.
 
     The feedback and guidance tools name their rendered text: the model reads it as written
     instead of JSON-escaped inside a copy of the structured result, which would double the
@@ -274,17 +269,12 @@ def tool_result(
         if seconds is None:
             result = await _served(fn, bound, arguments, prompts)
         else:
-            # One deadline for the whole call: every wait of the store inside reads what is
-            # left of it, so their sum cannot pass it (deadlines.py).
+            # One deadline for the whole call: every wait of the store inside (its turn in a
+            # queue, a lock, a connection, an answer) reads what is left of it, so their sum
+            # cannot pass it (deadlines.py). No cancel scope around the call on top: the store
+            # is where a call waits, and each scope costs every call.
             with deadlines.call_deadline(seconds):
-                with anyio.move_on_after(seconds + DEADLINE_GRACE_SECONDS):
-                    result = await _served(fn, bound, arguments, prompts)
-                    return _answer(result, text, prompts)
-                # Cut short past its deadline: told as the store's silence is, in the words
-                # of what its writes so far make of the call.
-                if prompts is None:
-                    raise TimeoutError  # no words to tell it in: reported as the SDK reports a bug
-                raise ToolError(unavailable_text(prompts, None))
+                result = await _served(fn, bound, arguments, prompts)
         return _answer(result, text, prompts)
 
     return call
