@@ -9,7 +9,9 @@ server on every copy answers, in ``--rounds`` rounds of shuffled blocks of ``--b
 of each read on each copy, so a slow moment of the shared machine lands on every size
 alike. It prints each read's median in milliseconds and its ratio to the first size's and
 to ``--base``'s (the first size at which every list a result shows is full: 50 files, 50
-test runs): a flat cost keeps the ratios near 1.
+test runs): a flat cost keeps the ratios near 1. ``--unvalidated`` times the calls without
+the SDK client's check of each result against the tool's output schema: the client's own
+cost, which grows with the lists a result shows (up to their bounds), not with the history.
 
     python benchmarks/bench_task_history.py
     python benchmarks/bench_task_history.py --sizes 0,500,2000 --backend postgresql --json out.json
@@ -31,6 +33,7 @@ from typing import Any
 
 import anyio
 from mcp import Client
+from mcp.client.session import ClientSession
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
@@ -147,6 +150,10 @@ def _pg_copy(server: pg_local.PgServer) -> Any:
     return copy
 
 
+async def _unchecked(_session: ClientSession, _name: str, _result: Any) -> None:
+    """No check of a result against its output schema: the server's part of a call alone."""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="0,500,1500,3000", help="failures recorded at each copy")
@@ -155,8 +162,11 @@ def main() -> int:
     parser.add_argument("--block", type=int, default=5, help="calls in a block")
     parser.add_argument("--seed", type=int, default=20261207)
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
+    parser.add_argument("--unvalidated", action="store_true", help="the client checks no result's schema")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.unvalidated:
+        ClientSession.validate_tool_result = _unchecked  # type: ignore[method-assign]
     sizes = sorted({int(s) for s in args.sizes.split(",")})
     timing = (args.rounds, args.block, args.seed)
     figures: dict[str, list[dict[str, Any]]] = {}
