@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,6 +23,7 @@ import pytest
 from conftest import connect, migrate_by_hand
 from mcp_server_escalation.models.thresholds import Thresholds
 from mcp_server_escalation.store.postgres import migrations as pg_migrations
+from operator_support import run_cli
 
 pytestmark = pytest.mark.both_backends
 
@@ -316,3 +318,28 @@ async def test_a_store_of_the_previous_release_migrates_with_every_count_as_its_
     assert (grown["failure_records"], grown["failure_occurrences"], grown["modified_count"]) == (4, 7, 2)
     assert guidance["items"]
     _assert_exact(location)
+
+
+@pytest.mark.sqlite_only
+async def test_a_store_copied_into_postgresql_and_back_keeps_its_counts_exact(
+    db_path: str, pg_url: str, tmp_path: Path
+) -> None:
+    """``db copy`` writes the rows; the target's triggers count them, and the search's word
+    counts are counted again with its index."""
+    async with connect(db_path) as agent:
+        await agent.call("start_task", title="T", task_id="t", thresholds=QUIET)
+        for error in (*ERRORS, ERRORS[0]):
+            await agent.call("record_failure", task_id="t", message=error)
+        await agent.call("report_progress", task_id="t", files_modified=["a.py", "b.py"])
+    home = tmp_path / "home"
+    home.mkdir()
+    back = str(tmp_path / "back.db")
+    assert (await run_cli("db", "copy", db_path, pg_url, home=home))[0] == 0
+    assert (await run_cli("db", "copy", pg_url, back, home=home))[0] == 0
+
+    for location in (pg_url, back):
+        _assert_exact(location)
+        assert _counted(location)["kept_failures"] == [("t", len(ERRORS), len(ERRORS) + 1)]
+        async with connect(location) as agent:
+            task = await agent.call("get_task", task_id="t")
+        assert (task["failure_records"], task["failure_occurrences"], task["modified_count"]) == (3, 4, 2)
