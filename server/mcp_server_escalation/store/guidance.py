@@ -13,6 +13,7 @@ it (``rules.guidance.fts``): the same matches and the same scores, so the same t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -151,6 +152,16 @@ class WordStats:
     counts: list[int]  # per word: records holding it, counted up to the sample size
     last: list[int | None]  # per word: the highest record id among those counted
     ids: list[str | None]  # per word: those record ids, comma-separated (see ``records_of``)
+    kept: SearchCounts | None = None  # PostgreSQL: the kept counts of these words, read with them
+
+    def kept_counts(self, chosen: Sequence[str]) -> SearchCounts | None:
+        """The kept counts of the ``chosen`` words (PostgreSQL), in their order; None when
+        they were not read with these statistics."""
+        if self.kept is None or not set(chosen) <= set(self.words):
+            return None
+        position = {word: i for i, word in enumerate(self.words)}
+        holding = [self.kept.holding[position[word]] for word in chosen]
+        return dataclasses.replace(self.kept, holding=holding)
 
     def records_of(self, chosen: Sequence[str]) -> list[set[int]] | None:
         """The records holding each of the ``chosen`` words, when every one was read whole
@@ -170,8 +181,10 @@ def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
     """Per word, its first ``sample`` records in the full-text index: how many, how far they
     reach, and which. Each word reads at most ``sample`` entries of its index list, so a
     word in every record costs no more than a rare one."""
+    kept: SearchCounts | None = None
     if is_postgres(conn):
-        rows = _word_stats_postgres(conn, words, sample)
+        kept = search_counts(conn, [fts.lexeme(word) for word in words])
+        rows = _word_stats_postgres(conn, words, sample, kept)
     else:
         rows = _word_stats_sqlite(conn, words, sample)
     total, *by_word = sorted(rows, key=lambda row: int(row[0]))
@@ -182,6 +195,7 @@ def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
         [row[1] for row in by_word],
         [row[2] for row in by_word],
         [row[3] for row in by_word],
+        kept,
     )
 
 
@@ -245,8 +259,9 @@ def _matching(in_record_order: bool) -> str:
     return "ts_match_vq(search, CAST(? AS tsquery))" if in_record_order else "search @@ CAST(? AS tsquery)"
 
 
-def _word_stats_postgres(conn: PgConn, words: Sequence[str], sample: int) -> list[tuple[Any, ...]]:
-    counts = search_counts(conn, [fts.lexeme(word) for word in words])
+def _word_stats_postgres(
+    conn: PgConn, words: Sequence[str], sample: int, counts: SearchCounts
+) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = [(-1, counts.highest, None, None)]
     probes, params = [], []
     for i, (word, holding) in enumerate(zip(words, counts.holding, strict=True)):
@@ -282,7 +297,14 @@ def _tsquery(match: Match) -> str:
 
 
 def lexical(
-    conn: Conn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool = True
+    conn: Conn,
+    scope: Scope,
+    match: Match,
+    *,
+    newest: int,
+    exact: Exact | None,
+    scored: bool = True,
+    stats: WordStats | None = None,
 ) -> list[Candidate]:
     """Active records of the scope matching ``match``, best bm25 first.
 
@@ -291,9 +313,14 @@ def lexical(
     the whole index. Recent failures are the relevant ones anyway. Unscored (``scored``
     false), the candidates carry no relevance and come newest first: bm25 reads the whole
     index list of every word to weigh it, which for a common word is most of the query.
+    ``stats``: the words' statistics read in this transaction, whose kept counts PostgreSQL
+    reads again otherwise.
     """
     if is_postgres(conn):
-        return _lexical_postgres(conn, scope, match, newest=newest, exact=exact, scored=scored)
+        counts = stats.kept_counts(match.tokens) if stats is not None else None
+        if counts is None:
+            counts = search_counts(conn, [fts.lexeme(t) for t in match.tokens])
+        return _lexical_postgres(conn, scope, match, counts, newest=newest, exact=exact, scored=scored)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     relevance, order = (
         (f"bm25(failures_fts, {weights})", "m.relevance, f.seq") if scored else ("NULL", "f.seq DESC")
@@ -317,7 +344,14 @@ def lexical(
 
 
 def _lexical_postgres(
-    conn: PgConn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool
+    conn: PgConn,
+    scope: Scope,
+    match: Match,
+    counts: SearchCounts,
+    *,
+    newest: int,
+    exact: Exact | None,
+    scored: bool,
 ) -> list[Candidate]:
     """``lexical`` on PostgreSQL: the same newest matches, scored in Python as FTS5 scores
     them (``rules.guidance.fts.bm25``) from each record's stored counts and the index's kept
@@ -327,7 +361,6 @@ def _lexical_postgres(
     (no join); in record order or through the GIN index, whichever reads fewer, from the
     exact counts of the words (``_in_record_order``)."""
     lexemes = [fts.lexeme(t) for t in match.tokens]
-    counts = search_counts(conn, lexemes)
     matches = min(counts.holding) if match.all_of else sum(counts.holding)
     if matches == 0:
         return []  # no record holds the words
