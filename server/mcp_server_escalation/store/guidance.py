@@ -221,7 +221,9 @@ def _word_stats_sqlite(conn: Conn, words: Sequence[str], sample: int) -> list[tu
 @dataclass(frozen=True)
 class SearchCounts:
     """What PostgreSQL keeps of its search index: the records and their tokens, the highest
-    record id, and per word asked for, how many records hold it."""
+    record id (what the word statistics count records by, as on SQLite: the same ids give
+    the same statistics, whatever gaps a store's ids have), and per word asked for, how
+    many records hold it. Read in the read's one snapshot, as the matches are."""
 
     records: int
     tokens: int
