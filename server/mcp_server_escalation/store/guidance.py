@@ -369,18 +369,20 @@ def _lexical_postgres(
     flag, flag_params = (_EXACT_SQL_POSTGRES[exact.column], (exact.value,)) if exact else ("FALSE", ())
     weighed = lexemes if scored else []
     terms = "".join(", f.search_terms -> CAST(? AS TEXT)" for _ in weighed)
+    # Unscored, the newest CANDIDATES of the scope are the answer: no more rows are sent.
+    weights, kept = (", search_terms", "") if scored else ("", f" LIMIT {CANDIDATES}")
     condition = _matching(_in_record_order(matches, newest, counts.records))
     rows = _searched(
         conn,
         f"SELECT {_CANDIDATE}, {flag}, f.search_size{terms} FROM ("  # noqa: S608 (constants, placeholders)
         "  SELECT seq, severity, last_seen_at, occurrence_count, helpful_count, harmful_count,"
-        "   task_id, project, status, fingerprint, message_key, search_size, search_terms"
+        f"   task_id, project, status, fingerprint, message_key, search_size{weights}"
         f"  FROM failures WHERE {condition} ORDER BY seq DESC LIMIT ?"
-        f") AS f WHERE f.{scope.column} = ? AND f.status = 'active' ORDER BY f.seq DESC",
+        f") AS f WHERE f.{scope.column} = ? AND f.status = 'active' ORDER BY f.seq DESC{kept}",
         (*flag_params, *weighed, _tsquery(match), newest, scope.value),
     )
     if not scored:
-        return [_candidate(row, None) for row in rows[:CANDIDATES]]
+        return [_candidate(row, None) for row in rows]
     return _best_by_bm25(rows, counts)
 
 
