@@ -9,6 +9,7 @@ allowed. Also: an operator's termination holds for the rest of the session.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from hooks_support import (
@@ -24,6 +25,7 @@ from hooks_support import (
     snapshot,
     stop,
 )
+from mcp_server_escalation.datafiles import data_dir
 
 TASK = "claude-code-abc123"  # the task the hooks create for session abc123
 GUIDANCE = "Fix add() in src/calc.py; it drops the carry."
@@ -149,3 +151,26 @@ async def test_a_termination_stops_the_session_for_good(tmp_path: Path) -> None:
     assert reading.stdout == ""
     assert [t["task_id"] for t in snapshot(db)["tasks"]] == [TASK]
     assert (await hook("claude-code", stop(), db=db, tmp=tmp_path)).stdout == ""
+
+
+async def test_a_terminated_task_is_refused_in_the_words_of_the_prompts_never_its_key(tmp_path: Path) -> None:
+    # The refusal said the task "is terminated_by_human": the store's key reached the model.
+    prompts = tmp_path / "prompts"
+    shutil.copytree(data_dir("prompts"), prompts)
+    directives = prompts / "directives.toml"
+    said = "Task {task_id} was stopped by its operator: change nothing more in it."
+    text = directives.read_text(encoding="utf-8")
+    stop_template = "[templates.directive_stop_terminated_by_human]\ntext = "
+    start = text.index(stop_template) + len(stop_template)
+    end = text.index("\n", start)
+    directives.write_text(text[:start] + json.dumps(said) + text[end:], encoding="utf-8")
+    db = str(tmp_path / "terminate.db")
+    await _fail_three_times(db, tmp_path)
+    await run_cli("--db", db, "escalations", "respond", "1", "--terminate", "Out of budget.", tmp=tmp_path)
+    words = {"ESCALATION_PROMPTS": str(prompts)}
+    await hook("claude-code", pre_tool("Bash", {"command": "npm test"}, "toolu_t1"), db=db, tmp=tmp_path, **words)
+    later = await hook(
+        "claude-code", pre_edit(f"{PROJECT}/src/calc.py", "toolu_t2"), db=db, tmp=tmp_path, **words
+    )
+    assert later.deny_reason.endswith(said.format(task_id=TASK))
+    assert "terminated_by_human" not in later.deny_reason

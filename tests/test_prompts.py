@@ -57,7 +57,7 @@ def test_the_wait_a_message_asks_for_is_the_operators_or_the_calls() -> None:
 def test_rendering_with_a_missing_value_is_an_error() -> None:
     book = PromptBook.load(data_dir("prompts"))
     with pytest.raises(ConfigError, match="expected"):
-        book.render("directive_stop", task_id="t1")
+        book.render("directive_pause_unacknowledged", task_id="t1")
 
 
 def test_a_filler_renders_like_render_and_is_bound_to_the_full_contract() -> None:
@@ -70,7 +70,7 @@ def test_a_filler_renders_like_render_and_is_bound_to_the_full_contract() -> Non
 
 
 def test_a_missing_template_fails_at_load(prompts_copy: Path) -> None:
-    _edit(prompts_copy, "directives.toml", "[templates.directive_stop]", "[templates_unused]")
+    _edit(prompts_copy, "directives.toml", "[templates.directive_stop_completed]", "[templates_unused]")
     with pytest.raises(ConfigError):
         PromptBook.load(prompts_copy)
 

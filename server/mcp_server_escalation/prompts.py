@@ -49,7 +49,9 @@ TEMPLATES: dict[str, frozenset[str]] = {
         "directive_proceed_with_approach": ["task_id", "approach"],
         "directive_pause_pending": ["task_id", "escalation_id", "type", "wait_seconds"],
         "directive_pause_unacknowledged": ["task_id", "escalation_id", "response_type"],
-        "directive_stop": ["task_id", "status"],
+        "directive_stop_terminated_by_human": ["task_id"],
+        "directive_stop_completed": ["task_id"],
+        "directive_stop_abandoned": ["task_id"],
         # tool-specific messages when the directive is proceed
         "message_task_started": ["task_id"],
         "message_task_taken_over": ["task_id"],

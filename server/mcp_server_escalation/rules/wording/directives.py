@@ -22,7 +22,8 @@ class DirectiveDecision:
 def decide(task: Task, holding: EscalationRef | None) -> DirectiveDecision:
     """stop once the task ended; pause while a blocking escalation holds it; else proceed."""
     if task.status in ENDED_STATUSES:
-        return DirectiveDecision("stop", "directive_stop", {"task_id": task.task_id, "status": task.status})
+        # each ending has its own template: the model reads it in words, never the store's key
+        return DirectiveDecision("stop", f"directive_stop_{task.status}", {"task_id": task.task_id})
     if holding is not None:
         if holding.status == "pending":
             return DirectiveDecision(
