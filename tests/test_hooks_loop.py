@@ -168,7 +168,8 @@ async def test_a_terminated_task_is_refused_in_the_words_of_the_prompts_never_it
     await _fail_three_times(db, tmp_path)
     await run_cli("--db", db, "escalations", "respond", "1", "--terminate", "Out of budget.", tmp=tmp_path)
     words = {"ESCALATION_PROMPTS": str(prompts)}
-    await hook("claude-code", pre_tool("Bash", {"command": "npm test"}, "toolu_t1"), db=db, tmp=tmp_path, **words)
+    delivering = pre_tool("Bash", {"command": "npm test"}, "toolu_t1")
+    await hook("claude-code", delivering, db=db, tmp=tmp_path, **words)
     later = await hook(
         "claude-code", pre_edit(f"{PROJECT}/src/calc.py", "toolu_t2"), db=db, tmp=tmp_path, **words
     )
