@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -19,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
+import pytest
 
 from bounds import HUNG_AFTER
 from conftest import connect
@@ -123,11 +125,8 @@ def test_an_error_persists_only_when_it_keeps_coming_back_for_the_whole_time() -
     assert not persisted([], now, 30)
 
 
+# claude -p ends the hook's process group 15-50 ms after the event (docs/hooks.md has the figures).
 KILLED_RUNS = 20
-# claude -p ends the hook's process group 15-50 ms after the event. The kill comes at the end
-# of that range: at 20 ms a machine whose cores the rest of the suite keeps busy sometimes
-# had not yet scheduled the shell that detaches the hook (docs/hooks.md gives the figures).
-KILLED_AFTER = 0.05
 
 
 def _installed_stop_failure(project: Path, db: str, home: Path) -> str:
@@ -161,9 +160,9 @@ def _failures(db: str) -> list[tuple[str, int]]:
         conn.close()
 
 
-def _killed_at_once(command: str, session: str, project: Path, env: dict[str, str]) -> None:
+def _killed_at_once(command: str, session: str, project: Path, env: dict[str, str], after: float) -> None:
     """The command run as the host starts a command hook (a shell, in a process group of its
-    own), its process group killed ``KILLED_AFTER`` after the event is written."""
+    own), its process group killed ``after`` seconds after the event is written."""
     payload = json.dumps({**RATE_LIMITED, "session_id": session}).encode()
     host_hook = subprocess.Popen(
         ["/bin/sh", "-c", command],
@@ -177,16 +176,43 @@ def _killed_at_once(command: str, session: str, project: Path, env: dict[str, st
     assert host_hook.stdin is not None
     host_hook.stdin.write(payload)
     host_hook.stdin.close()
-    time.sleep(KILLED_AFTER)
+    time.sleep(after)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(host_hook.pid, signal.SIGKILL)
     host_hook.wait(timeout=10)
 
 
-async def test_a_stop_failure_is_recorded_though_the_host_kills_the_hook_at_once(tmp_path: Path) -> None:
+# How the hook leaves the host's group, by what the PATH holds: bash's job control (macOS has
+# no setsid), setsid where there is no bash, and when both are there (bash is used).
+DETACHERS = {
+    "bash and setsid": ("sh", "bash", "setsid"),
+    "bash, no setsid": ("sh", "bash"),
+    "setsid, no bash": ("sh", "setsid"),
+}
+# The kill comes at the end of the host's range: at 20 ms a machine whose cores the rest of
+# the suite keeps busy sometimes had not yet scheduled the shell the host starts at all.
+KILLED_AFTER = 0.05
+
+
+def _path_of(folder: Path, names: tuple[str, ...]) -> str:
+    """A PATH holding only ``names``."""
+    folder.mkdir()
+    for name in names:
+        (folder / name).symlink_to(str(shutil.which(name)))
+    path = str(folder)
+    assert [name for name in ("bash", "setsid") if shutil.which(name, path=path)] == [
+        name for name in ("bash", "setsid") if name in names
+    ]
+    return path
+
+
+@pytest.mark.parametrize("detacher", DETACHERS)
+async def test_a_stop_failure_is_recorded_though_the_host_kills_the_hook_at_once(
+    tmp_path: Path, detacher: str
+) -> None:
     # claude -p exits right after the error and takes the hook's process group with it: 4 of
     # 26 such failures were recorded. The installed command answers at once and leaves the
-    # record to a process of its own session, which the kill does not reach.
+    # record to a process out of the host's group, which the kill does not reach.
     db = str(tmp_path / "hook.db")
     await _started(db)
     project, home = tmp_path / "project", tmp_path / "home"
@@ -194,10 +220,11 @@ async def test_a_stop_failure_is_recorded_though_the_host_kills_the_hook_at_once
     home.mkdir()
     command = _installed_stop_failure(project, db, home)
     env = cli_env(home, ESCALATION_TASK=TASK, CLAUDE_PROJECT_DIR=str(project))
+    env["PATH"] = _path_of(tmp_path / "bin", DETACHERS[detacher])
     lost = []
     for run in range(KILLED_RUNS):
         before = _recorded(db)
-        await anyio.to_thread.run_sync(_killed_at_once, command, f"killed-{run}", project, env)
+        await anyio.to_thread.run_sync(_killed_at_once, command, f"killed-{run}", project, env, KILLED_AFTER)
         # One run at a time, as one headless run ends on one error: each record is awaited
         # before the next run starts (a lost one never comes).
         with anyio.move_on_after(HUNG_AFTER):

@@ -178,16 +178,29 @@ def _command_handler(command: str, host: HostDescription, event: str) -> dict[st
     return {**typed, "command": detached(run) if event in DETACHED else run, "timeout": TIMEOUT_SECONDS}
 
 
+# bash with job control on (``set -m``) puts a job it starts in the background in a process
+# group of its own as it forks it: the parent sets the child's group itself, so the child is
+# out of the host's group before it has run at all. ``setsid -f`` forks too, but its child
+# leaves only once the scheduler runs it, and on a busy machine the kill came first (12 of 20
+# recorded at a 20 ms kill under a load average of 17-34, against 20 of 20 for bash).
+_BASH_DETACH = shlex.quote('set -m; "$@" >/dev/null 2>&1 &')
+
+
 def detached(run: str) -> str:
-    """``run`` in a session of its own, the shell answering at once (``setsid -f``), or as
-    itself where ``setsid`` is missing.
+    """``run`` out of the host's process group, the shell answering at once: a background job
+    of ``bash -c 'set -m; ...'`` (a process group of its own; macOS and Linux have bash),
+    else ``setsid -f`` (a session of its own), else ``run`` as itself.
 
     ``claude -p`` exits right after the turn ends on an API error and kills the hook's
     process group with it, 15-50 ms after the event: less than a Python process takes to
-    start. ``setsid`` leaves that group within a millisecond or two; the hook it starts reads
-    the event from the same stdin and records it (or keeps it in the spool) after the host
-    has gone. Its output is no one's: the host reads no answer to this event."""
-    return f"setsid -f {run} >/dev/null 2>&1 || {run}"
+    start. The shell execs the detaching command (no fork of its own); the hook it starts
+    reads the event from the same stdin and records it (or keeps it in the spool) after the
+    host has gone. Its output is no one's: the host reads no answer to this event."""
+    return (
+        f"if command -v bash >/dev/null 2>&1; then exec bash -c {_BASH_DETACH} detach {run} 2>/dev/null; fi; "
+        f"if command -v setsid >/dev/null 2>&1; then exec setsid -f {run} >/dev/null 2>&1; fi; "
+        f"{run}"
+    )
 
 
 def merge(host: HostDescription, settings: dict[str, Any], command: str) -> list[Change]:
