@@ -7,7 +7,8 @@ its stdin, kills the group ``--after`` seconds later, and waits up to 30 s for t
 Runs go one at a time, as one headless run ends on one error. ``--load N`` adds N busy
 processes for the whole measurement (a machine whose cores are taken); ``--only bash`` runs
 with a ``PATH`` that has ``sh`` and ``bash`` and no ``setsid``, as on macOS, ``--only
-setsid`` one with ``sh`` and ``setsid`` and no ``bash``.
+setsid`` one with ``sh`` and ``setsid`` and no ``bash``. Each run's shell first writes a
+marker with a builtin (``: > file``), so a lost run tells whether the shell had started.
 
     python benchmarks/bench_stop_failure.py --runs 20 --after 0.02 --load 10 --only bash
     python benchmarks/bench_stop_failure.py --runs 20 --after 0.02 --load 10 --only setsid
@@ -76,10 +77,15 @@ def recorded(db: str) -> int:
             return 0  # no store yet
 
 
+def marker(project: Path, session: str) -> Path:
+    """The file the run's shell writes first: it had started."""
+    return project / f"started-{session}"
+
+
 def killed_run(command: str, session: str, project: Path, env: dict[str, str], after: float) -> None:
     payload = json.dumps({**EVENT, "session_id": session, "cwd": str(project)}).encode()
     hook = subprocess.Popen(
-        ["/bin/sh", "-c", command],
+        ["/bin/sh", "-c", f": > {marker(project, session)}; {command}"],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -123,7 +129,7 @@ def main() -> None:
             for name in ("sh", args.only):
                 (bare / name).symlink_to(str(shutil.which(name)))
             env["PATH"] = str(bare)
-        lost = []
+        lost, started = [], []
         with busy(args.load):
             loads = [os.getloadavg()[0]]
             for run in range(args.runs):
@@ -134,13 +140,16 @@ def main() -> None:
                     time.sleep(0.05)
                 if recorded(db) == before:
                     lost.append(run)
+                    if marker(project, f"killed-{run}").exists():
+                        started.append(run)
             loads.append(os.getloadavg()[0])
     kept = args.runs - len(lost)
     detach = f"{args.only} alone" if args.only else "what the PATH has first (bash)"
     print(
         f"{kept} of {args.runs} recorded, killed {args.after * 1000:.0f} ms after the event, "
         f"detached by {detach}, load average {min(loads):.1f}-{max(loads):.1f} "
-        f"(+{args.load} busy processes); lost runs: {lost or 'none'}"
+        f"(+{args.load} busy processes); lost runs: {lost or 'none'}, "
+        f"of which the shell had started: {started or 'none'}"
     )
 
 
