@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -35,6 +36,8 @@ from http_support import SCRIPT
 from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.hooks.install import CLAUDE_EVENTS, plugin_hooks, plugin_server
 from mcp_server_escalation.prompts import PromptBook
+
+pytestmark = pytest.mark.interop
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / ".claude-plugin" / "plugin.json"

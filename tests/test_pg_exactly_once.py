@@ -25,6 +25,8 @@ from conftest import Agent, ToolCallError, connect, own_pg_server
 from mcp_server_escalation.store.backends import open_store
 from pg_proxy import Loss, commit_losing_proxy
 
+pytestmark = pytest.mark.interop
+
 AGENTS = 4
 # How often the loop terminates every session of the agents' database.
 KILL_EVERY_SECONDS = 0.2

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -72,6 +74,7 @@ def test_the_error_line_is_the_whole_error_not_pytests_cut_summary_of_it() -> No
     assert replay.error_line(f"{cut_only}\n") == cut_only
 
 
+@pytest.mark.interop
 def test_the_installed_hook_process_decides_exactly_as_the_in_process_replay(
     tmp_path: Path, private_relay_sockets: Path
 ) -> None:
