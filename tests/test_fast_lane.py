@@ -5,7 +5,7 @@ them and nothing else.
 Each test module is read with ``ast``; what it drives shows in what it uses: the client
 environments or the hosts' CLIs (``client_envs``, ``host_support``), a browser
 (``playwright``, ``axe_support``), a PostgreSQL server of its own that it stops, kills or
-stalls (``own_pg_server``, ``pg_proxy``), the replay through the installed hook
+stalls (``own_pg_server``, ``pg_proxy``'s links), the replay through the installed hook
 (``process=True``). A module that uses one carries the marker (a test that uses one, where
 the module's other tests do not, carries it itself), and a marker stands only where one is used.
 """
@@ -50,7 +50,9 @@ def _through_the_installed_hook(node: ast.AST) -> bool:
 DRIVES: dict[str, Callable[[ast.AST], bool]] = {
     "a client library or a host's CLI": _imports_one_of("client_envs", "host_support"),
     "a browser": _imports_one_of("playwright", "axe_support"),
-    "a PostgreSQL server it stops, kills or stalls": _names("own_pg_server", "commit_losing_proxy"),
+    "a PostgreSQL server it stops, kills or stalls": _names(
+        "own_pg_server", "commit_losing_proxy", "slow_link"
+    ),
     "the replay through the installed hook": _through_the_installed_hook,
 }
 

@@ -32,10 +32,8 @@ alone (it may hold somebody's work): the relay says why it does not listen, once
 tries again every ``RETRY_SECONDS``.
 
 A store that stops answering is said to the hook in the prompts' words, as the hook process
-says it: what became of the event, no decision, and where the details are. Where the store
-is and what its database said go to the log beside the socket, once per outage
-(``OutageNotes``), never into the hook's stderr, which its host may show the model; so do
-a store's refusal of a write (``_error_said``).
+says it (``relay_words.py``). A relayed run is answered within ``SERVED_HOOK_SECONDS``,
+whatever the store does: its waits share that deadline (``deadlines.py``).
 """
 
 from __future__ import annotations
@@ -47,7 +45,6 @@ import logging
 import os
 import socket
 import stat
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -58,25 +55,24 @@ import anyio
 import anyio.to_thread
 from anyio.abc import SocketListener, SocketStream
 
-from ..errors import ConfigError, EscalationError, StoreError, StoreUnavailable, StoreUnwritable
+from ..deadlines import call_deadline
+from ..errors import ConfigError, EscalationError, StoreUnavailable
 from ..locations import is_database_url
-from ..rules.wording.hook_input import (
-    hook_failed_words,
-    hook_input_words,
-    hook_store_down_words,
-    hook_store_error_words,
-)
+from ..rules.wording.hook_input import hook_input_words, hook_store_down_words
 from ..services.background import alongside
 from ..services.runtime import Runtime
 from ..settings import FileStamp, LoadedConfig, Settings, config_path
 from .dispatch import HookInputError, prepare, warning
-from .relay import HOSTS, MAX_STDIN, OPTIONS, PROTOCOL, socket_dir, socket_path
-from .relay_spawn import log_path, note_failure, note_outage
-from .spool import Kept, Spool, Spooled, answer_or_keep, kept_env, kept_words, own_spool
+from .relay import HOSTS, MAX_STDIN, OPTIONS, PROTOCOL, SERVED_HOOK_SECONDS, socket_dir, socket_path
+from .relay_words import OUTAGES, error_said, failed_said, kept_said, outage_noted
+from .spool import Spool, Spooled, answer_or_keep, kept_env, own_spool
 
 log = logging.getLogger(__name__)
 
 RETRY_SECONDS = 30.0
+# The store's waits end by a relayed run's deadline and say why themselves; past it by this
+# much, whatever else still holds the answer is cut short.
+CUT_SHORT_AFTER_SECONDS = 1.0
 # A failed accept (most often: no file descriptor left) is tried again after this long.
 ACCEPT_RETRY_SECONDS = 0.5
 
@@ -174,7 +170,8 @@ async def respond(
     given = {str(k): str(v) for k, v in options.items()}
     lookup = functools.partial(_hook_settings, rt.settings, given, env_map, cwd)
     try:
-        settings = await anyio.to_thread.run_sync(lookup, limiter=lookups)
+        # Abandoned when the run's time is up: a look-up that hangs keeps its thread, not the run.
+        settings = await anyio.to_thread.run_sync(lookup, limiter=lookups, abandon_on_cancel=True)
     except ConfigError:
         return {"protocol": PROTOCOL, "fallback": "config"}  # the hook reports its own error
     if settings is None:
@@ -189,102 +186,19 @@ async def respond(
                 rt, settings, triaged, event, spool or own_spool(rt.settings.db_path)
             )
             stdout = out + "\n" if out else ""
-            stderr = "" if kept is None else warning(await _kept_said(rt, kept))
+            stderr = "" if kept is None else warning(await kept_said(rt, kept))
             if kept is None:
                 OUTAGES.over(rt.settings.db_path)  # the store answered: an outage is over
     except HookInputError as exc:  # the relay answers for these settings' prompts only
         stderr = warning(hook_input_words(rt.prompts, exc.problem))
     except StoreUnavailable as exc:  # no report to keep for later (a check before a tool call)
-        where = await _outage_noted(rt, exc)
+        where = await outage_noted(rt, exc)
         stderr = warning(hook_store_down_words(rt.prompts, exc.recorded, where))
     except EscalationError as exc:  # as in the hook process: a problem in words for a person
-        stderr = warning(await _error_said(rt, exc))
+        stderr = warning(await error_said(rt, exc))
     except Exception as exc:  # noqa: BLE001 (as in the hook process: a bug never breaks the host)
-        stderr = await _failed(rt, exc)
+        stderr = await failed_said(rt, exc)
     return {"protocol": PROTOCOL, "stdout": stdout, "stderr": stderr}
-
-
-class OutageNotes:
-    """The log in which this process noted each store's outage for hook runs (None: none
-    could be written), until the store answers a hook run again. A relay answers many hook
-    runs: where the store is and what its database said are worth one line per outage, as in
-    the store's own log, not one per event for as long as the outage lasts."""
-
-    def __init__(self) -> None:
-        self._noted: dict[str, str | None] = {}
-        self._lock = threading.Lock()  # runs at once note one line
-
-    def note(self, db_path: str, outage: StoreUnavailable) -> str | None:
-        """The log with ``outage``'s words in it, written on the outage's first event.
-        Blocking (a file is written): run in a worker thread."""
-        with self._lock:
-            if db_path not in self._noted:
-                self._noted[db_path] = _note(db_path, outage)
-            return self._noted[db_path]
-
-    def over(self, db_path: str) -> None:
-        self._noted.pop(db_path, None)
-
-
-OUTAGES = OutageNotes()
-
-
-def _note(db_path: str, outage: StoreUnavailable) -> str | None:
-    """``note_outage`` for the store this process serves, in the log beside its socket (the
-    socket the hook found for its store). A daemon's stderr is that very log, where the store
-    has said the outage once already: nothing is written twice. (A relay opens its store
-    without the hook's bound, so only a database's outage, which the store logs, stops it
-    answering.)"""
-    cwd = str(Path.cwd())
-    socket_file = socket_path(db_path, os.environ, cwd)
-    if socket_file is not None and _is_stderr(log_path(socket_file)):
-        return log_path(socket_file)
-    return note_outage(db_path, os.environ, cwd, outage)
-
-
-def _is_stderr(path: str) -> bool:
-    try:
-        ours, theirs = os.fstat(2), Path(path).stat()
-    except OSError:
-        return False
-    return (ours.st_dev, ours.st_ino) == (theirs.st_dev, theirs.st_ino)
-
-
-async def _outage_noted(rt: Runtime, outage: StoreUnavailable) -> str | None:
-    job = functools.partial(OUTAGES.note, rt.settings.db_path, outage)
-    return await anyio.to_thread.run_sync(job)
-
-
-async def _kept_said(rt: Runtime, kept: Kept) -> str:
-    """The hook's line for a report kept in the spool (or dropped, the spool full)."""
-    where = None if kept.outage is None else await _outage_noted(rt, kept.outage)
-    return kept_words(rt.prompts, kept, where)
-
-
-async def _error_said(rt: Runtime, error: EscalationError) -> str:
-    """The hook's line for a problem a person can fix, as the hook process says it
-    (``cli/hook.py``): a store that refused the write (this process has its store open) in
-    the prompts' words, where the store is and what it said in the log beside the socket,
-    as an outage's are; any other problem as it is."""
-    if not isinstance(error, StoreError):
-        return f"no decision: {error}"
-    job = functools.partial(note_outage, rt.settings.db_path, os.environ, str(Path.cwd()), error)
-    where = await anyio.to_thread.run_sync(job)
-    return hook_store_error_words(rt.prompts, where, unwritable=isinstance(error, StoreUnwritable))
-
-
-async def _failed(rt: Runtime, failure: Exception) -> str:
-    """The hook's lines for a bug met answering it. Its details go where the hook process
-    would write them: the log beside the socket this process serves, which is the socket the
-    hook found for its store (a file a request names is never opened here). This process's
-    log says where, or holds them when that fails."""
-    job = functools.partial(note_failure, rt.settings.db_path, os.environ, str(Path.cwd()), failure)
-    where = await anyio.to_thread.run_sync(job)
-    if where is None:
-        log.error("relayed hook event failed", exc_info=failure)
-    else:
-        log.error("relayed hook event failed unexpectedly; its details are in %s", where)
-    return "".join(warning(line) for line in hook_failed_words(rt.prompts, where, failure))
 
 
 async def serve_one(
@@ -330,10 +244,22 @@ async def _exchange(rt: Runtime, stream: SocketStream, limits: RelayLimits, *ser
         return
     if not isinstance(request, dict):
         return
-    reply = await respond(rt, request, *served)  # the relay's look-up threads and spool
+    reply = await _respond_in_time(rt, request, *served)
     encoded = json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         await stream.send(encoded)
+
+
+async def _respond_in_time(rt: Runtime, request: dict[str, Any], *served: Any) -> dict[str, Any]:
+    """``respond`` (with the relay's look-up threads and spool) within ``SERVED_HOOK_SECONDS``
+    of the request, whatever the store does: its waits share that deadline, so the hook has
+    its answer well before it would give up on the relay. One still not given just after it
+    (a look-up that hangs) is declined instead: the hook runs itself with what is left of its
+    own budget."""
+    with call_deadline(SERVED_HOOK_SECONDS):
+        with anyio.move_on_after(SERVED_HOOK_SECONDS + CUT_SHORT_AFTER_SECONDS):
+            return await respond(rt, request, *served)
+    return {"protocol": PROTOCOL, "fallback": "not answered in time"}
 
 
 Handler = Callable[[SocketStream], Awaitable[None]]

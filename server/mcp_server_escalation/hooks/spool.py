@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -47,12 +48,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import anyio
+
+from ..deadlines import Deadline, call_deadline
 from ..errors import StoreUnavailable
 from ..locations import FOLDER
 from ..rules.wording.hook_input import hook_input_words, hook_kept_words
+from . import hosts
 from .dispatch import HookInputError, answer, prepare, prepare_remote
-from .relay import MAX_STDIN
+from .relay import MAX_STDIN, SERVED_HOOK_SECONDS
 from .triage import Triaged
+
+# The store's waits end by the deadline and say why themselves; past it by this much, whatever
+# else still holds the answer is cut short.
+DEADLINE_GRACE_SECONDS = 0.5
 
 if TYPE_CHECKING:
     from ..prompts import PromptBook
@@ -72,8 +81,16 @@ MAX_SPOOLED = 10_000
 SPOOLED_FILE_BYTES = 6 * MAX_STDIN + 64 * 1024
 # Opening a file of the spool: never through a link, never waiting on a FIFO's writer.
 NO_LINK_NO_WAIT = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# The variables a spooled event is triaged with again (hooks/triage.py reads these).
-KEPT_VARIABLES = ("ESCALATION_TASK", "CLAUDE_PROJECT_DIR", "CURSOR_PROJECT_DIR")
+# The variables a spooled event is triaged with again (hooks/triage.py reads these): the
+# task named, and the project variables of every host.
+TASK_VARIABLE = "ESCALATION_TASK"
+
+
+@functools.cache
+def kept_variables() -> tuple[str, ...]:
+    """The task's variable and every registered host's project variables, once each."""
+    named = (name for host in hosts.every() for name in host.project_variables)
+    return tuple(dict.fromkeys((TASK_VARIABLE, *named)))
 
 
 def spool_folder(db_path: str, env: Mapping[str, str]) -> Path:
@@ -111,7 +128,7 @@ class Spooled:
 
 
 def kept_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {name: env[name] for name in KEPT_VARIABLES if name in env}
+    return {name: env[name] for name in kept_variables() if name in env}
 
 
 class UnsafeSpool(Exception):
@@ -273,15 +290,40 @@ class Kept:
 
 
 async def answer_or_keep(
-    rt: Runtime, settings: Settings, triaged: Triaged, event: Spooled, spool: Spool
+    rt: Runtime,
+    settings: Settings,
+    triaged: Triaged,
+    event: Spooled,
+    spool: Spool,
+    seconds: float = SERVED_HOOK_SECONDS,
 ) -> tuple[str, Kept | None]:
     """The host's answer to ``event`` (stdout; "" for none), after the spooled events are
     recorded; a report the store cannot take now is spooled (no decision, and what became of
-    it). The hook process, the relay and the HTTP route all answer through here."""
-    try:
+    it). The hook process, the relay and the HTTP route all answer through here.
+
+    Within ``seconds`` (or the hook run's own deadline, when that is earlier), whatever the
+    store does: its waits share that deadline, and an answer still not given by then is given
+    as the store's silence (a report kept, a check with no decision). A report kept after a
+    write of it committed is recorded once all the same: its delivery claim keeps it once."""
+    with call_deadline(seconds) as deadline:
+        try:
+            return await _answer_in_time(rt, settings, triaged, event, spool, deadline)
+        except StoreUnavailable as exc:
+            return "", kept_or_raise(exc, triaged, event, spool)
+
+
+async def _answer_in_time(
+    rt: Runtime, settings: Settings, triaged: Triaged, event: Spooled, spool: Spool, deadline: Deadline
+) -> tuple[str, Kept | None]:
+    """The answer in order, or ``StoreUnavailable`` once ``deadline`` is past (and what its
+    writes so far make of the event)."""
+    with anyio.move_on_after(deadline.left() + DEADLINE_GRACE_SECONDS):
         return await _answer_in_order(rt, settings, triaged, event, spool)
-    except StoreUnavailable as exc:
-        return "", kept_or_raise(exc, triaged, event, spool)
+    raise StoreUnavailable(
+        rt.db.path,
+        f"the hook event was not answered within {deadline.seconds:g} s",
+        recorded=None if deadline.writes else False,
+    )
 
 
 def kept_or_raise(exc: StoreUnavailable, triaged: Triaged, event: Spooled, spool: Spool) -> Kept:

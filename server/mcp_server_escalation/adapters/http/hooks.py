@@ -50,6 +50,7 @@ from starlette.routing import Route
 
 from ...errors import StoreUnavailable, StoreUnwritable
 from ...hooks.dispatch import HTTP_PATH, HookInputError, prepare_remote
+from ...hooks.hosts import http_hosts
 from ...hooks.relay import MAX_STDIN
 from ...hooks.spool import MAX_SPOOLED, Kept, Spooled, answer_or_keep, own_spool
 from ...models.limits import TASK_ID_PATTERN
@@ -64,9 +65,9 @@ from .auth import Holder, StaticTokenVerifier
 
 log = logging.getLogger(__name__)
 
-# The hosts whose hooks can be posted: Claude Code has an ``http`` hook type; Cursor's and
-# Codex's hooks are commands only.
-HTTP_HOSTS = ("claude-code",)
+# The hosts whose hooks can be posted (their descriptions say so: Claude Code has an
+# ``http`` hook type; Cursor's and Codex's hooks are commands only).
+HTTP_HOSTS = http_hosts()
 HOOK_PATH = HTTP_PATH + "{host}"
 # What the relay takes from a local hook's stdin: an Edit's payload carries the whole file.
 HOOK_BODY_BYTES = MAX_STDIN
