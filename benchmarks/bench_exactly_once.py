@@ -27,7 +27,6 @@ import json
 import sys
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,23 +40,15 @@ import pg_local  # found through the path entry above
 from mcp_server_escalation.adapters.composition.server import build_server
 from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store.backends import open_store
-
-NOTHING_RECORDED = "Nothing of this call was recorded"
-MAYBE_RECORDED = "it may or may not have been recorded"
-AGAIN = 3
-NO_TRIGGERS = {
-    "same_error_repeated": 1_000_000,
-    "total_verification_attempts": 1_000_000,
-    "no_file_changes_after_attempts": 1_000_000,
-    "no_test_improvement_after": 1_000_000,
-    "files_modified_exceeds": 1_000_000,
-}
-WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")
-
-
-def _words(n: int) -> str:
-    """``n`` spelt in words: a failure's fingerprint drops numbers, and each call is its own."""
-    return " ".join(WORDS[int(d)] for d in str(n))
+from session_kills import (
+    AGAIN,
+    MAYBE_RECORDED,
+    NO_TRIGGERS,
+    NOTHING_RECORDED,
+    call_text,
+    stored,
+    terminate_in_a_loop,
+)
 
 
 @dataclass
@@ -72,7 +63,7 @@ class Answers:
 
 
 async def _call(client: Client, name: str, n: int) -> tuple[bool, str]:
-    text = f"{name} call {_words(n)}"
+    text = call_text(name, n)
     if n % 2:
         arguments: dict[str, Any] = {"task_id": name, "note": text, "tests_passed": n}
         result = await client.call_tool("report_progress", arguments)
@@ -85,7 +76,7 @@ async def _call(client: Client, name: str, n: int) -> tuple[bool, str]:
 
 
 async def _write(client: Client, name: str, n: int, answers: Answers) -> None:
-    text = f"{name} call {_words(n)}"
+    text = call_text(name, n)
     for _ in range(AGAIN):
         ok, said = await _call(client, name, n)
         if ok:
@@ -125,29 +116,6 @@ async def _agent(url: str, name: str, answers: Answers, writes: int, start: Star
             n += 1
 
 
-def _stored(url: str) -> Counter[str]:
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        failures = conn.execute("SELECT message FROM failure_occurrences").fetchall()
-        notes = conn.execute("SELECT note FROM progress_reports WHERE note IS NOT NULL").fetchall()
-    return Counter([str(m).removeprefix("RuntimeError: ") for (m,) in failures] + [str(n) for (n,) in notes])
-
-
-def _terminate(
-    server: pg_local.PgServer, dbname: str, every: float, stop: threading.Event, killed: list[int]
-) -> None:
-    with server.connect() as admin:
-        while not stop.is_set():
-            rows = admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE datname = %s AND pid <> pg_backend_pid()",
-                (dbname,),
-            ).fetchall()
-            killed.append(len(rows))
-            stop.wait(every)
-
-
 async def _run(args: argparse.Namespace, server: pg_local.PgServer) -> dict[str, Any]:
     dbname = server.create_database("bench", template="template0")
     url = server.url(dbname)
@@ -157,7 +125,8 @@ async def _run(args: argparse.Namespace, server: pg_local.PgServer) -> dict[str,
     start = Start(args.agents)
     stop = threading.Event()
     killed: list[int] = []
-    killer = threading.Thread(target=_terminate, args=(server, dbname, args.kill_every, stop, killed))
+    loop = (server, dbname, args.kill_every, stop, killed)
+    killer = threading.Thread(target=terminate_in_a_loop, args=loop)
     began = time.monotonic()
     try:
         async with anyio.create_task_group() as tg:
@@ -172,17 +141,17 @@ async def _run(args: argparse.Namespace, server: pg_local.PgServer) -> dict[str,
         if killer.is_alive():
             killer.join()
     seconds = time.monotonic() - began
-    stored = _stored(url)
+    held = stored(url)
     return {
         "writes_answered": answers.answered(),
         "recorded": len(answers.recorded),
         "not_recorded": len(answers.not_recorded),
         "maybe_recorded": len(answers.maybe),
-        "doubled": sum(1 for count in stored.values() if count > 1),
-        "lost": sum(1 for text in answers.recorded if text not in stored),
-        "false_not_recorded": sum(1 for text in answers.not_recorded if text in stored),
+        "doubled": sum(1 for count in held.values() if count > 1),
+        "lost": sum(1 for text in answers.recorded if text not in held),
+        "false_not_recorded": sum(1 for text in answers.not_recorded if text in held),
         "bare_errors": len(answers.bare),
-        "maybe_and_stored": sum(1 for text in answers.maybe if text in stored),
+        "maybe_and_stored": sum(1 for text in answers.maybe if text in held),
         "sessions_terminated": sum(killed),
         "seconds": round(seconds, 1),
         "kill_every_seconds": args.kill_every,

@@ -69,11 +69,11 @@ def scratch_project(root: Path) -> Path:
     return project
 
 
-def install_hooks(project: Path, db: str, home: Path, *options: str) -> str:
-    """``hook install claude-code`` into the project, as a user runs it; what it printed."""
+def our_cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The installed script run as a user runs it, in a fresh user's environment; it must succeed."""
     ran = subprocess.run(
-        [str(SCRIPT), "hook", "install", "claude-code", "--db", db, "--project-dir", str(project), *options],
-        cwd=project,
+        [str(SCRIPT), *args],
+        cwd=cwd,
         env=base_env(home),
         capture_output=True,
         text=True,
@@ -81,7 +81,13 @@ def install_hooks(project: Path, db: str, home: Path, *options: str) -> str:
         check=False,
     )
     assert ran.returncode == 0, ran.stderr
-    return ran.stdout
+    return ran
+
+
+def install_hooks(project: Path, db: str, home: Path, *options: str) -> str:
+    """``hook install claude-code`` into the project, as a user runs it; what it printed."""
+    args = ("hook", "install", "claude-code", "--db", db, "--project-dir", str(project), *options)
+    return our_cli(home, *args, cwd=project).stdout
 
 
 def base_env(home: Path) -> dict[str, str]:
@@ -153,16 +159,7 @@ def failures(db: str) -> list[dict[str, Any]]:
 
 def respond(db: str, home: Path, escalation: int, *how: str) -> subprocess.CompletedProcess[str]:
     """The operator answers with our CLI."""
-    ran = subprocess.run(
-        [str(SCRIPT), "escalations", "respond", str(escalation), *how, "--db", db],
-        env=base_env(home),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert ran.returncode == 0, ran.stderr
-    return ran
+    return our_cli(home, "escalations", "respond", str(escalation), *how, "--db", db)
 
 
 @contextmanager
@@ -267,15 +264,7 @@ def codex_binary() -> Path:
 def install_codex_hooks(home: Path, db: str, config: str | None = None) -> None:
     """``hook install codex --user`` (``~/.codex/hooks.json``), as a user runs it."""
     options = ["--config", config] if config else []
-    ran = subprocess.run(
-        [str(SCRIPT), "hook", "install", "codex", "--user", "--db", db, *options],
-        env=base_env(home),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert ran.returncode == 0, ran.stderr
+    our_cli(home, "hook", "install", "codex", "--user", "--db", db, *options)
 
 
 def codex_config(home: Path, model_url: str) -> None:

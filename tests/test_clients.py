@@ -10,8 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from client_envs import drive, drive_node
 from operator_support import SCRIPT
+
+pytestmark = pytest.mark.interop
 
 
 def _nodes(schema: Any) -> list[dict[str, Any]]:

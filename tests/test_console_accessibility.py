@@ -24,6 +24,8 @@ from console_support import RunningConsole, console_in_thread, run_async
 from escalation_kinds import Raised, raise_every_kind
 from http_support import OPERATOR_TOKEN, TEST_TOKENS, token_digest
 
+pytestmark = pytest.mark.interop
+
 playwright_sync = pytest.importorskip("playwright.sync_api")
 CHROMIUM = "/usr/bin/chromium"
 if not shutil.which(CHROMIUM):

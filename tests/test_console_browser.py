@@ -26,6 +26,8 @@ from conftest import connect
 from console_support import RunningConsole, console_in_thread, run_async
 from http_support import OPERATOR_TOKEN
 
+pytestmark = pytest.mark.interop
+
 playwright_sync = pytest.importorskip("playwright.sync_api")
 CHROMIUM = "/usr/bin/chromium"
 if not shutil.which(CHROMIUM):

@@ -2,7 +2,8 @@
 time", "seen 4 times", "1 escalation", "3 escalations", never "time(s)".
 
 One store, written by a real server (the SDK's in-memory client) and an operator's answers,
-read by a console in this process over HTTP and by the installed command as a process.
+read by a console in this process over HTTP and by the operator CLI's ``main`` run in this process
+(``in_process.py``: the words are the point, not the process boundary).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from mcp_server_escalation.models.reports import Delivery
 from mcp_server_escalation.services import escalation_answers
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
-from operator_support import receiver, run_script, write_config
+from operator_support import receiver, run_cli, write_config
 
 ERROR = "AssertionError: assert total() == 10\nE   assert 9 == 10"
 
@@ -175,7 +176,7 @@ async def test_the_cli_counts_one_and_several_in_its_lines(
         "stats": ("stats",),
         "stall": ("escalations", "show", str(made["stall"])),
     }.items():
-        code, out, err = await run_script(*db, *args, home=tmp_path, **wide)
+        code, out, err = await run_cli(*db, *args, home=tmp_path, **wide)
         assert code == 0, err
         said[name] = out
     lines = {name: [line.strip() for line in out.splitlines()] for name, out in said.items()}
@@ -204,10 +205,8 @@ async def test_a_failed_delivery_counts_its_attempts_and_says_its_next_time_in_w
     escalation_id = str(raised["escalation"]["escalation_id"])
     with receiver([500] * 5) as hook:
         config = write_config(tmp_path / "notify.toml", webhook_url=hook.url)
-        sent = await run_script(
-            "--db", db_path, "--config", str(config), "escalations", "list", home=tmp_path
-        )
-        code, shown, err = await run_script(
+        sent = await run_cli("--db", db_path, "--config", str(config), "escalations", "list", home=tmp_path)
+        code, shown, err = await run_cli(
             "--db", db_path, "escalations", "show", escalation_id, home=tmp_path, COLUMNS="200"
         )
     assert sent[0] == 0, sent[2]

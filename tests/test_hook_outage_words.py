@@ -42,6 +42,8 @@ from mcp_server_escalation.hooks.spool import spool_folder
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.store.backends import open_store
 
+pytestmark = pytest.mark.interop
+
 PREFIX = "mcp-server-escalation hook: "
 BOOK = PromptBook.load(data_dir("prompts"))
 OFF = {"ESCALATION_HOOK_RELAY": "off"}

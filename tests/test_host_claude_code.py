@@ -27,6 +27,8 @@ from host_support import (
 )
 from scripted_model import Say, Step, ToolCall, Turn, serve
 
+pytestmark = pytest.mark.interop
+
 GUIDANCE = "add must add: return a + b"
 # The words the model reads, from prompts/hooks.toml: an escalation raised after a tool
 # call, a call denied while it waits, a call held back to deliver the answer.

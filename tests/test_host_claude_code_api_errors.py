@@ -17,6 +17,8 @@ from bounds import HUNG_AFTER
 from host_support import claude_env, escalations, failures, run_claude, scratch_setup, tasks
 from scripted_model import Fail, Say, Step, Turn, serve
 
+pytestmark = pytest.mark.interop
+
 # Each status as the API sends it: 401 a bad key, 429 a rate limit, 529 an overload, 500 a
 # server error.
 STATUSES = (401, 429, 529, 500)

@@ -30,6 +30,8 @@ from host_support import (
 )
 from scripted_model import Say, Step, ToolCall, Turn, serve
 
+pytestmark = pytest.mark.interop
+
 GUIDANCE = "add must add: return a + b"
 RAISED = "mcp-server-escalation raised escalation"
 DENIED = "Blocked by mcp-server-escalation"

@@ -30,6 +30,8 @@ from host_support import (
 )
 from scripted_model import Say, Step, ToolCall, Turn, serve
 
+pytestmark = pytest.mark.interop
+
 GUIDANCE = "add must add: return a + b"
 RAISED = "mcp-server-escalation raised escalation"
 WOKEN = "the operator answered escalation 1"  # hook_stop_answer in prompts/hooks.toml

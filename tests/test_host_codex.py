@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hooks_support import stop_daemons
 from host_support import (
     FIXED,
@@ -28,6 +30,8 @@ from host_support import (
     tasks,
 )
 from scripted_model import Say, Step, ToolCall, Turn, serve
+
+pytestmark = pytest.mark.interop
 
 GUIDANCE = "add must add: return a + b"
 DENIED = "Blocked by mcp-server-escalation: escalation"

@@ -5,7 +5,8 @@ files", "no error"), kinds in words in the queue's filter, a scope check worded 
 it is, and no concurrency number on the escalation page.
 
 One store, written by a real server (the SDK's in-memory client) and the operator services,
-read by a console in this process over HTTP and by the installed command as a process.
+read by a console in this process over HTTP and by the operator CLI's ``main`` run in this process
+(``in_process.py``: the words are the point, not the process boundary).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from mcp_server_escalation.models.reports import Delivery
 from mcp_server_escalation.services import escalation_answers, escalation_raising, tasks
 from mcp_server_escalation.services.runtime import open_runtime
 from mcp_server_escalation.settings import Settings
-from operator_support import receiver, run_script, write_config
+from operator_support import receiver, run_cli, write_config
 
 # Readable UTC, as every other time in the CLI; never ISO's T or Z.
 UTC_TIME = r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC"
@@ -80,7 +81,7 @@ def pages(console: RunningConsole, *paths: str) -> list[str]:
 
 
 async def cli(console: RunningConsole, home: Path, *args: str) -> str:
-    code, out, err = await run_script("--db", console.db_path, *args, home=home, COLUMNS="200")
+    code, out, err = await run_cli("--db", console.db_path, *args, home=home, COLUMNS="200")
     assert code == 0, err
     return out
 
@@ -118,15 +119,13 @@ async def test_a_delivery_no_retry_follows_says_so_and_why(tmp_path: Path) -> No
     escalation_id = raised["escalation"]["escalation_id"]
     with receiver([500] * 5) as hook:
         config = write_config(tmp_path / "notify.toml", webhook_url=hook.url)
-        sent = await run_script(
-            "--db", db_path, "--config", str(config), "escalations", "list", home=tmp_path
-        )
+        sent = await run_cli("--db", db_path, "--config", str(config), "escalations", "list", home=tmp_path)
     assert sent[0] == 0, sent[2]
     async with open_runtime(Settings(db_path=db_path, project_root="/p")) as rt:
         await escalation_answers.resolve_escalation(
             rt, escalation_id=escalation_id, response_type="guidance", content="This.", role="operator"
         )
-    code, shown, err = await run_script(
+    code, shown, err = await run_cli(
         "--db", db_path, "escalations", "show", str(escalation_id), home=tmp_path, COLUMNS="200"
     )
     assert code == 0, err
@@ -174,10 +173,8 @@ async def test_the_stats_say_no_error_for_a_notifier_that_never_failed(tmp_path:
         await agent.call("raise_escalation", task_id="told", reason="Which?")
     with receiver() as hook:
         config = write_config(tmp_path / "notify.toml", webhook_url=hook.url)
-        sent = await run_script(
-            "--db", db_path, "--config", str(config), "escalations", "list", home=tmp_path
-        )
-        code, said, err = await run_script(
+        sent = await run_cli("--db", db_path, "--config", str(config), "escalations", "list", home=tmp_path)
+        code, said, err = await run_cli(
             "--db", db_path, "--config", str(config), "stats", home=tmp_path, COLUMNS="200"
         )
     assert sent[0] == 0, sent[2]

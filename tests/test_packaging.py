@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -36,6 +37,8 @@ from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.hooks.claude_code import HANDLERS as CLAUDE_EVENTS
 from mcp_server_escalation.hooks.install import plugin_hooks, plugin_server
 from mcp_server_escalation.prompts import PromptBook
+
+pytestmark = pytest.mark.interop
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / ".claude-plugin" / "plugin.json"

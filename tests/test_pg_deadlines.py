@@ -32,6 +32,8 @@ from pg_proxy import slow_link
 from test_hook_bounds import FAILED_RUN, HOOK_ANSWERS_WITHIN, RELAY_ONLY, spooled
 from test_hooks_relay import serving
 
+pytestmark = pytest.mark.interop
+
 # Short bounds, so the test is: an operation gets 2 s, and so does the whole call.
 BOUND = 2.0
 BOUNDS = StoreConfig(operation_timeout_seconds=BOUND, statement_timeout_seconds=1, connect_timeout_seconds=2)

@@ -24,6 +24,17 @@ import pg_local as pg
 from conftest import Agent, ToolCallError, connect, own_pg_server
 from mcp_server_escalation.store.backends import open_store
 from pg_proxy import Loss, commit_losing_proxy
+from session_kills import (
+    AGAIN,
+    MAYBE_RECORDED,
+    NO_TRIGGERS,
+    NOTHING_RECORDED,
+    call_text,
+    stored,
+    terminate_in_a_loop,
+)
+
+pytestmark = pytest.mark.interop
 
 AGENTS = 4
 # How often the loop terminates every session of the agents' database.
@@ -39,27 +50,8 @@ SLOW_COMMITS = (
     "-c commit_delay=5000",
     "-c commit_siblings=0",
 )
-# High enough that no trigger fires: these calls are about writes, not escalations.
-NO_TRIGGERS = {
-    "same_error_repeated": 100000,
-    "total_verification_attempts": 100000,
-    "no_file_changes_after_attempts": 100000,
-    "no_test_improvement_after": 100000,
-    "files_modified_exceeds": 100000,
-}
 # How often the fast-stop test stops the database under writes.
 STOPS = 3
-# How often an agent makes a call again that was answered "not recorded".
-AGAIN = 3
-NOTHING_RECORDED = "Nothing of this call was recorded"
-MAYBE_RECORDED = "it may or may not have been recorded"
-# Words, not numbers, tell one call from another: a failure's fingerprint drops numbers.
-WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")
-
-
-def _words(n: int) -> str:
-    """``n`` spelt in words, so that each message is its own failure."""
-    return " ".join(WORDS[int(d)] for d in str(n))
 
 
 @dataclass
@@ -96,7 +88,7 @@ async def _agent(
 
 async def _write(agent: Agent, name: str, n: int, answers: Answers) -> None:
     """One write, made again as the words ask when it was not recorded (a few times at most)."""
-    text = f"{name} call {_words(n)}"
+    text = call_text(name, n)
     for _ in range(AGAIN):
         try:
             if n % 2:
@@ -117,38 +109,14 @@ async def _write(agent: Agent, name: str, n: int, answers: Answers) -> None:
     answers.not_recorded.append(text)
 
 
-def _stored(url: str) -> Counter[str]:
-    """How often each call's text is in the database (failures and progress notes)."""
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        failures = conn.execute("SELECT message FROM failure_occurrences").fetchall()
-        notes = conn.execute("SELECT note FROM progress_reports WHERE note IS NOT NULL").fetchall()
-    texts = [str(m).removeprefix("RuntimeError: ") for (m,) in failures]
-    return Counter(texts + [str(n) for (n,) in notes])
-
-
-def _assert_true_to_the_store(answers: Answers, stored: Counter[str]) -> None:
-    doubled = sorted(text for text, count in stored.items() if count > 1)
+def _assert_true_to_the_store(answers: Answers, held: Counter[str]) -> None:
+    doubled = sorted(text for text, count in held.items() if count > 1)
     assert doubled == [], f"{len(doubled)} writes stored twice: {doubled[:5]}"
-    lost = [text for text in answers.recorded if text not in stored]
+    lost = [text for text in answers.recorded if text not in held]
     assert lost == [], f"answered recorded, not stored: {lost[:5]}"
-    false_nothing = [text for text in answers.not_recorded if text in stored]
+    false_nothing = [text for text in answers.not_recorded if text in held]
     assert false_nothing == [], f"answered not recorded, stored: {false_nothing[:5]}"
     assert answers.other == [], answers.other[:3]  # no bare internal error
-
-
-def _terminate_in_a_loop(server: pg.PgServer, dbname: str, stop: threading.Event, killed: list[int]) -> None:
-    """Every session on ``dbname`` but this one, terminated every ``KILL_EVERY_SECONDS``."""
-    with server.connect() as admin:
-        while not stop.is_set():
-            rows = admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE datname = %s AND pid <> pg_backend_pid()",
-                (dbname,),
-            ).fetchall()
-            killed.append(len(rows))
-            stop.wait(KILL_EVERY_SECONDS)
 
 
 @pytest.mark.parametrize("loss", ["terminated", "cut"])
@@ -166,7 +134,7 @@ async def test_a_commit_whose_answer_was_lost_is_answered_as_recorded_once(
             task = await agent.call("get_task", task_id="lost")
 
     assert proxy.lost == 2  # each COMMIT was applied and its answer lost
-    assert _stored(pg_url) == Counter({"first lost": 1, "second lost": 1})
+    assert stored(pg_url) == Counter({"first lost": 1, "second lost": 1})
     # Each answer is the outcome its one committed run left: counted once.
     assert failure["failure"]["occurrence_count"] == 1
     assert progress["counters"]["tool_calls"] == 2
@@ -200,7 +168,9 @@ async def test_sessions_terminated_in_a_loop_leave_no_write_doubled_and_every_an
     stop = threading.Event()
     killed: list[int] = []
     ready: list[str] = []
-    killer = threading.Thread(target=_terminate_in_a_loop, args=(pg_server, dbname, stop, killed))
+    killer = threading.Thread(
+        target=terminate_in_a_loop, args=(pg_server, dbname, KILL_EVERY_SECONDS, stop, killed)
+    )
     try:
         try:
             with anyio.fail_after(120):
@@ -215,13 +185,13 @@ async def test_sessions_terminated_in_a_loop_leave_no_write_doubled_and_every_an
             stop.set()
             if killer.is_alive():
                 await anyio.to_thread.run_sync(killer.join)
-        stored = _stored(url)
+        held = stored(url)
     finally:
         pg_server.drop_database(dbname)
 
     assert sum(killed) > 100, "the loop terminated too few sessions to prove anything"
     assert len(answers.recorded) > AGENTS * CALLS_PER_AGENT // 4, "too few calls got through"
-    _assert_true_to_the_store(answers, stored)
+    _assert_true_to_the_store(answers, held)
 
 
 async def test_a_fast_stop_during_writes_tells_no_committed_write_not_recorded(
@@ -252,11 +222,11 @@ async def test_a_fast_stop_during_writes_tells_no_committed_write_not_recorded(
                     for i in range(AGENTS):
                         tg.start_soon(_agent, url, f"fast-{round_}-{i}", 10_000, answers, ready, done)
                     tg.start_soon(stop_and_start, done, ready)
-        stored = _stored(url)
+        held = stored(url)
     finally:
         if stopped_pg.postmaster_pid() is None:
             pg.start_again(stopped_pg)
         stopped_pg.drop_database(dbname)
 
     assert answers.not_recorded or answers.maybe, "the stop failed no call: it proved nothing"
-    _assert_true_to_the_store(answers, stored)
+    _assert_true_to_the_store(answers, held)

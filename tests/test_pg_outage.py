@@ -41,6 +41,8 @@ from mcp_server_escalation.models.store_config import StoreConfig
 from mcp_server_escalation.prompts import PromptBook
 from mcp_server_escalation.store.backends import open_store
 
+pytestmark = pytest.mark.interop
+
 SERVERS = 3
 # A server serves again this soon after the database is back (the bound the issue sets is
 # "a few seconds"; measured: under 0.3 s, benchmarks/bench_outage.py).

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -82,6 +84,7 @@ def test_a_headline_leading_with_the_error_of_a_pytest_summary_line_carries_it()
     assert not replay.carries("lib/matplotlib/tests/test_dates.py failed", line)
 
 
+@pytest.mark.interop
 def test_the_installed_hook_process_decides_exactly_as_the_in_process_replay(
     tmp_path: Path, private_relay_sockets: Path
 ) -> None:

@@ -348,13 +348,15 @@ def _waits_of(db_path: str, escalation_id: int) -> int:
 
 
 @pytest.mark.both_backends
-async def test_two_thousand_waits_on_one_escalation_leave_at_most_the_bound(db_path: str) -> None:
+async def test_two_hundred_waits_on_one_escalation_leave_at_most_the_bound(db_path: str) -> None:
     """A client that turns waits into tasks in a loop left a row per wait (2,000 rows, 5 MB):
-    an escalation keeps its newest WAITS_PER_ESCALATION_MAX, and the newest still answers."""
+    an escalation keeps its newest WAITS_PER_ESCALATION_MAX, and the newest still answers.
+    Every new wait trims the escalation's to the bound, so 25 times the bound is the loop."""
     with anyio.fail_after(300):
         async with _client(db_path) as client:
             escalation_id = await _question(Agent(client), "t-many")
-            created = [await _wait_as_task(client, escalation_id) for _ in range(2000)]
+            looped = 25 * WAITS_PER_ESCALATION_MAX
+            created = [await _wait_as_task(client, escalation_id) for _ in range(looped)]
             newest = await get_task(client, created[-1].task_id)
             with pytest.raises(MCPError) as forgotten:
                 await get_task(client, created[0].task_id)
