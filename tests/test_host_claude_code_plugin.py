@@ -40,6 +40,8 @@ from host_support import (
 from mcp_server_escalation.settings import HooksConfig
 from scripted_model import Say, Step, ToolCall, Turn, serve
 
+pytestmark = pytest.mark.interop
+
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = "escalation@mcp-server-escalation"  # <plugin>@<marketplace>, .claude-plugin/
 TOOLS = "mcp__plugin_escalation_escalation"  # mcp__plugin_<plugin>_<server>
