@@ -4,7 +4,7 @@ same answer shape from the command hook, the relay daemon and the hook route ove
 
 Real parts throughout: the installed script as the hook a host runs (by itself, with
 ``ESCALATION_HOOK_RELAY=off``), the relay daemon a hook run starts (``hook daemon``, then a
-run that must be answered by it), and ``serve --transport http`` as a process; real SQLite
+run that must be answered by it), and the app ``serve --transport http`` serves; real SQLite
 files (read-only, broken under a running server) and a PostgreSQL server of this module's
 own, stopped under the hook. Each door meets the same scenario on a store made afresh at
 the same path, so the words it says (the spool, the log) are the same; the command hook and
@@ -44,7 +44,7 @@ from hooks_support import (
     socket_of,
     stop_daemons,
 )
-from http_support import AGENT_TOKEN, TEST_TOKENS, start_http, stop_http
+from http_support import AGENT_TOKEN, TEST_TOKENS, http_in_thread, start_http, stop_http
 from mcp_server_escalation.datafiles import data_dir
 from mcp_server_escalation.errors import ConfigError
 from mcp_server_escalation.hooks.outcome import Outcome
@@ -274,26 +274,42 @@ async def by_daemon(scenario: Scenario, place: Place, sockets: Path) -> tuple[in
 
 
 def by_route(scenario: Scenario, place: Place) -> tuple[int, str, str | None]:
-    """The event posted to ``serve --transport http``: its status, body and Retry-After."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
-    env.update(TEST_TOKENS)
-    env["XDG_STATE_HOME"] = str(place.state)
+    """The event posted to the app ``serve --transport http`` serves: its status, body and
+    Retry-After. In a thread of this process, unless the outcome is a bug: that one logs a
+    traceback, which a server in a thread may not, so it is the installed script's."""
     body = scenario.event if isinstance(scenario.event, bytes) else json.dumps(scenario.event).encode()
     headers = {
         "Content-Type": "application/json",
         "Authorization": f"Bearer {AGENT_TOKEN}",
         "X-Escalation-Task": TASK,
     }
-    with scenario.held(place):
-        process, port, _log = start_http(place.tmp, "--db", place.db, env=env, wait_seconds=60)
-        try:
-            with scenario.during(place), httpx2.Client(timeout=60) as client:
-                answer = client.post(
-                    f"http://127.0.0.1:{port}/hooks/claude-code", content=body, headers=headers
-                )
-        finally:
-            stop_http(process)
+    with (
+        scenario.held(place),
+        _served(scenario, place) as port,
+        scenario.during(place),
+        httpx2.Client(timeout=60) as client,
+    ):
+        answer = client.post(f"http://127.0.0.1:{port}/hooks/claude-code", content=body, headers=headers)
     return answer.status_code, answer.text, answer.headers.get("retry-after")
+
+
+@contextmanager
+def _served(scenario: Scenario, place: Place) -> Iterator[int]:
+    """The HTTP server on the scenario's store, its spool in the scenario's state folder."""
+    if scenario.outcome.http_status != 500:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("XDG_STATE_HOME", str(place.state))  # the server's own spool
+            with http_in_thread(place.tmp, "--db", place.db) as port:
+                yield port
+        return
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESCALATION_")}
+    env.update(TEST_TOKENS)
+    env["XDG_STATE_HOME"] = str(place.state)
+    process, port, _log = start_http(place.tmp, "--db", place.db, env=env, wait_seconds=60)
+    try:
+        yield port
+    finally:
+        stop_http(process)
 
 
 def _fresh_store(scenario: Scenario, tmp_path: Path, template: Path) -> str:

@@ -50,9 +50,7 @@ class Outcome(enum.Enum):
     BUG = ("bug", 500, "hook_http_failed")
 
     def __init__(self, words: str, http_status: int, http_reason: str) -> None:
-        self.words = words
-        self.http_status = http_status
-        self.http_reason = http_reason
+        self.words, self.http_status, self.http_reason = words, http_status, http_reason
 
 
 @dataclass(frozen=True)
@@ -206,12 +204,11 @@ def for_http(ending: Ending, book: Book) -> HttpAnswer:
             log.info("hook event over HTTP kept in the spool %s (%d waiting)", kept.folder, kept.waiting)
         return HttpAnswer(status, ending.output, "application/json" if ending.output else None)
     if kept is not None:  # told, not answered with an empty body that reads as an event taken
-        why = "is not a private folder" if kept.unsafe else "is full"
-        log.warning("hook event over HTTP dropped: the spool %s %s", kept.folder, why)
+        told = "is not a private folder" if kept.unsafe else "is full"
+        log.warning("hook event over HTTP dropped: the spool %s %s", kept.folder, told)
         full = book.render("hook_http_spool_full", limit=MAX_SPOOLED)
-        return _said(
-            status, not_recorded(book, book.render("hook_http_spool_unsafe") if kept.unsafe else full)
-        )
+        reason = book.render("hook_http_spool_unsafe") if kept.unsafe else full
+        return _said(status, not_recorded(book, reason))
     if isinstance(error, HookInputError):
         return _said(status, hook_input_words(book, error.problem))
     if isinstance(error, StoreUnavailable):  # the store logs its outage once, not per event
