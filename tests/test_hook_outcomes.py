@@ -378,6 +378,16 @@ def stopped(server: pg.PgServer) -> Iterator[None]:
         pg.start_again(server)
 
 
+async def _each_door(scenario: Scenario, place: Place, sockets: Path) -> list[tuple[int, str, str | None]]:
+    """The command hook's, the relay daemon's and the route's answers, each from an empty spool."""
+    shutil.rmtree(place.state, ignore_errors=True)
+    command = await by_command(scenario, place)
+    shutil.rmtree(place.state, ignore_errors=True)
+    relayed = await by_daemon(scenario, place, sockets)
+    shutil.rmtree(place.state, ignore_errors=True)
+    return [command, relayed, by_route(scenario, place)]
+
+
 async def test_each_door_says_a_store_that_does_not_answer_in_the_same_words(
     tmp_path: Path, stoppable_pg: pg.PgServer, private_relay_sockets: Path
 ) -> None:
@@ -387,13 +397,18 @@ async def test_each_door_says_a_store_that_does_not_answer_in_the_same_words(
         "PreToolUse", tool_name="Bash", tool_input={"command": "npm test"}, tool_use_id="toolu_down"
     )
     down = Scenario(Outcome.STORE_DOWN, check, during=lambda _place: stopped(stoppable_pg))
+    kept = Scenario(Outcome.KEPT, REPORT, during=lambda _place: stopped(stoppable_pg))
     place = Place(url, tmp_path)
 
-    command = await by_command(down, place)
-    relayed = await by_daemon(down, place, private_relay_sockets)
-    posted = by_route(down, place)
+    command, relayed, posted = await _each_door(down, place, private_relay_sockets)
+    command_kept, relayed_kept, posted_kept = await _each_door(kept, place, private_relay_sockets)
 
     details = BOOK.render("hook_store_down_details", log=str(place.log))
     assert command == (0, "", said(BOOK.render("hook_store_down", details=details)))
     assert relayed == command
     assert posted == (503, no_decision("hook_http_store_down"), "30")
+    # A report is kept for later (what the database said is in the log, as for a check).
+    kept_words = BOOK.render("hook_store_down_kept", spool=str(place.spool), waiting=1, details=details)
+    assert command_kept == (0, "", said(kept_words))
+    assert relayed_kept == command_kept
+    assert posted_kept == (200, "", None)  # an event taken, as far as the host needs to know
