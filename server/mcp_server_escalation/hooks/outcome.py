@@ -23,10 +23,10 @@ from ..rules.reading.salient import one_line
 from ..rules.wording.hook_input import database_error, hook_input_words
 from .dispatch import HookInputError, warning
 from .relay_spawn import note_failure, note_outage
-from .spool import MAX_SPOOLED, Kept
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a hook run that only reads loads nothing of the spool
     from ..rules.wording.book import Book
+    from .spool import Kept
 
 log = logging.getLogger(__name__)
 
@@ -171,12 +171,12 @@ def kept_words(book: Book, kept: Kept, where: str | None) -> str:
     if kept.unsafe:
         return book.render("hook_dropped_unsafe_spool", spool=spool)
     if kept.outage is None and kept.waiting is None:
-        return book.render("hook_dropped_behind", spool=spool, limit=MAX_SPOOLED)
+        return book.render("hook_dropped_behind", spool=spool, limit=kept.limit)
     if kept.outage is None:
         return book.render("hook_kept_behind", spool=spool, waiting=kept.waiting)
     details = _details(book, where, "hook_store_down")
     if kept.waiting is None:
-        return book.render("hook_store_down_dropped", spool=spool, limit=MAX_SPOOLED, details=details)
+        return book.render("hook_store_down_dropped", spool=spool, limit=kept.limit, details=details)
     return book.render("hook_store_down_kept", spool=spool, waiting=kept.waiting, details=details)
 
 
@@ -206,7 +206,7 @@ def for_http(ending: Ending, book: Book) -> HttpAnswer:
     if kept is not None:  # told, not answered with an empty body that reads as an event taken
         told = "is not a private folder" if kept.unsafe else "is full"
         log.warning("hook event over HTTP dropped: the spool %s %s", kept.folder, told)
-        full = book.render("hook_http_spool_full", limit=MAX_SPOOLED)
+        full = book.render("hook_http_spool_full", limit=kept.limit)
         reason = book.render("hook_http_spool_unsafe") if kept.unsafe else full
         return _said(status, not_recorded(book, reason))
     if isinstance(error, HookInputError):

@@ -45,7 +45,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import StoreUnavailable
 from ..locations import FOLDER
@@ -269,6 +269,7 @@ class Kept:
     waiting: int | None
     outage: StoreUnavailable | None
     unsafe: bool = False  # the folder was not private: dropped, not kept
+    limit: ClassVar[int] = MAX_SPOOLED
 
 
 async def answer_or_keep(
