@@ -81,9 +81,15 @@ def error_line(output: str) -> str | None:
     return (whole or found or [None])[-1]
 
 
+# pytest's short summary names the test before the error (``FAILED path::test - AssertionError:
+# ...``): the error is what follows the dash, and a headline that leads with it carries it.
+_SUMMARY_LEAD = re.compile(r"^(?:FAILED|ERROR) \S+ - (?=\S)")
+
+
 def carries(headline: str, line: str) -> bool:
-    """True when the headline shows the error line (its first 40 characters, spaces folded)."""
-    want = " ".join(line.split())[:40]
+    """True when the headline shows the error line (its first 40 characters, spaces folded;
+    of a pytest summary line, the error after the test's name)."""
+    want = " ".join(_SUMMARY_LEAD.sub("", line).split())[:40]
     return want in " ".join(headline.split())
 
 

@@ -166,19 +166,21 @@ def respond(db: str, home: Path, escalation: int, *how: str) -> subprocess.Compl
 
 
 @contextmanager
-def scratch_setup(tmp_path: Path, config: str | None = None) -> Iterator[tuple[Path, Path, str]]:
+def scratch_setup(
+    tmp_path: Path, config: str | None = None, installed: tuple[str, ...] = ()
+) -> Iterator[tuple[Path, Path, str]]:
     """(the project, a fresh HOME, the store) with the hooks installed as a user would (with
-    ``config`` as the config file's text, if given). Afterwards the relay daemon the hooks
-    started (the one process the docs say stays) is the only one left of the store, and is
-    stopped."""
+    ``config`` as the config file's text, if given, and the installer's options
+    ``installed``). Afterwards the relay daemon the hooks started (the one process the docs
+    say stays) is the only one left of the store, and is stopped."""
     home = fresh_home()
     project = scratch_project(tmp_path)
     db = str(tmp_path / "escalations.db")
-    options: tuple[str, ...] = ()
+    options: tuple[str, ...] = installed
     if config is not None:
         config_file = tmp_path / "config.toml"
         config_file.write_text(config, encoding="utf-8")
-        options = ("--config", str(config_file))
+        options = (*options, "--config", str(config_file))
     install_hooks(project, db, home, *options)
     try:
         yield project, home, db

@@ -236,3 +236,121 @@ async def test_a_database_store_is_written_by_its_url_and_never_with_a_password(
     assert "password" in refused.stderr
     assert "s3cret" not in refused.stderr
     assert not (home / ".cursor").exists()
+
+
+def _stop_handlers(settings: Path) -> list[dict[str, object]]:
+    return [
+        h
+        for group in json.loads(settings.read_text(encoding="utf-8"))["hooks"]["Stop"]
+        for h in group["hooks"]
+    ]
+
+
+async def test_the_wake_handler_is_installed_beside_the_stop_hook_once_and_follows_its_minutes(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    theirs = {"type": "command", "command": "./notify.sh"}
+    settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [theirs]}]}}), encoding="utf-8")
+    install = ("hook", "install", "claude-code", "--project-dir", str(project))
+
+    run = await run_cli(*install, "--wake-minutes", "30", tmp=tmp_path)
+    assert run.returncode == 0, run.stderr
+    line = f"{HOOK_SCRIPT} hook claude-code"
+    wake = {"type": "command", "command": f"{line} --wake-minutes 30", "asyncRewake": True, "timeout": 1830}
+    # As docs/hooks.md shows it: the wake handler in the group of our Stop hook, theirs kept.
+    groups = json.loads(settings.read_text(encoding="utf-8"))["hooks"]["Stop"]
+    assert groups[0] == {"hooks": [theirs]}
+    assert groups[1] == {"hooks": [{"type": "command", "command": line, "timeout": 15}, wake]}
+    assert run.stdout.count("added") == 8
+    assert "Stop (wake)" in run.stdout
+
+    for again in (("--wake-minutes", "30"), ()):  # the same minutes, or an ordinary install
+        same = await run_cli(*install, *again, tmp=tmp_path)
+        assert "already installed" in same.stdout, same.stdout
+        assert _stop_handlers(settings) == [theirs, {"type": "command", "command": line, "timeout": 15}, wake]
+
+    longer = await run_cli(*install, "--wake-minutes", "90", tmp=tmp_path)
+    assert "replaced" in longer.stdout
+    handlers = _stop_handlers(settings)
+    assert [h for h in handlers if h.get("asyncRewake")] == [
+        {**wake, "command": f"{line} --wake-minutes 90", "timeout": 5430}
+    ]
+    assert len(handlers) == 3  # never a second wake handler, nor a second Stop hook
+
+    # Another store by an ordinary install: the wake handler gets it too, and keeps its minutes.
+    other_store = await run_cli(*install, "--db", str(tmp_path / "other.db"), tmp=tmp_path)
+    assert other_store.returncode == 0, other_store.stderr
+    (waking,) = [h for h in _stop_handlers(settings) if h.get("asyncRewake")]
+    assert str(tmp_path / "other.db") in str(waking["command"])
+    assert str(waking["command"]).endswith("hook claude-code --wake-minutes 90")
+    assert waking["timeout"] == 5430
+
+
+async def test_wake_minutes_outside_their_limits_or_for_another_host_change_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    cases = [
+        (("claude-code", "--wake-minutes", "0"), "--wake-minutes", "above 0"),
+        (("claude-code", "--wake-minutes", "1441"), "--wake-minutes", "at most 1440"),
+        (("claude-code", "--wake-minutes", "soon"), "--wake-minutes", "not a number"),
+        (("cursor", "--wake-minutes", "30"), "--wake-minutes", "only claude-code"),
+        (("codex", "--wake-minutes", "30"), "--wake-minutes", "no hook that wakes"),
+        (("claude-code", "--http", "https://e.example", "--wake-minutes", "30"), "--http", "--wake-minutes"),
+    ]
+    for (host, *options), field, problem in cases:
+        run = await run_cli("hook", "install", host, "--project-dir", str(project), *options, tmp=tmp_path)
+        assert run.returncode != 0, run.stdout
+        said = " ".join(run.stderr.split())  # as wrapped to the terminal
+        assert field in said, said
+        assert problem in said, said
+    assert list(project.iterdir()) == []
+
+
+async def test_uninstall_takes_out_every_handler_of_ours_and_nothing_else(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    claude = project / ".claude" / "settings.json"
+    claude.parent.mkdir(parents=True)
+    theirs = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./validate.sh"}]}
+    claude.write_text(json.dumps({"model": "x", "hooks": {"PreToolUse": [theirs]}}), encoding="utf-8")
+    where = ("--project-dir", str(project))
+    for host, *options in (("claude-code", "--wake-minutes", "5"), ("cursor",), ("codex",)):
+        installed = await run_cli("hook", "install", host, *where, *options, tmp=tmp_path)
+        assert installed.returncode == 0, installed.stderr
+
+    dry = await run_cli("hook", "uninstall", "claude-code", *where, "--dry-run", tmp=tmp_path)
+    assert dry.stdout.count("would remove") == 8
+    assert len(_stop_handlers(claude)) == 2  # a dry run writes nothing
+
+    runs = [
+        await run_cli("hook", "uninstall", host, *where, tmp=tmp_path)
+        for host in ("claude-code", "cursor", "codex")
+    ]
+    assert [run.returncode for run in runs] == [0, 0, 0], [run.stderr for run in runs]
+    assert [run.stdout.count("removed") for run in runs] == [8, 5, 5]
+    assert json.loads(claude.read_text(encoding="utf-8")) == {"model": "x", "hooks": {"PreToolUse": [theirs]}}
+    assert json.loads((project / ".cursor" / "hooks.json").read_text(encoding="utf-8")) == {"version": 1}
+    assert json.loads((project / ".codex" / "hooks.json").read_text(encoding="utf-8")) == {}
+
+    again = await run_cli("hook", "uninstall", "claude-code", *where, tmp=tmp_path)
+    assert "no claude-code hooks of ours are installed" in again.stdout
+
+
+async def test_http_install_drops_the_wake_handler_and_uninstall_takes_the_http_handlers(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    settings = project / ".claude" / "settings.json"
+    install = ("hook", "install", "claude-code", "--project-dir", str(project))
+    await run_cli(*install, "--wake-minutes", "5", tmp=tmp_path)
+    remote = await run_cli(*install, "--http", "https://escalation.example.com", tmp=tmp_path)
+    assert remote.returncode == 0, remote.stderr
+    assert "removed Stop" in remote.stdout
+    (stop,) = _stop_handlers(settings)
+    assert stop["type"] == "http"  # the wake handler waited on this machine's store: gone
+
+    gone = await run_cli("hook", "uninstall", "claude-code", "--project-dir", str(project), tmp=tmp_path)
+    assert gone.stdout.count("removed") == 7
+    assert json.loads(settings.read_text(encoding="utf-8")) == {}

@@ -39,15 +39,18 @@ ANSWER_BOUND = 2.0  # the target is 1 s; the figure is printed (pytest -rP shows
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> Iterator[tuple[Path, Path, str]]:
-    """(the project, a fresh HOME, the store), the hooks installed and the wake hook added
-    to Stop as docs/hooks.md shows."""
-    with scratch_setup(tmp_path, QUICK_PAUSE) as (project, home, db):
-        settings_file = project / ".claude" / "settings.json"
-        settings = json.loads(settings_file.read_text(encoding="utf-8"))
-        (ours,) = settings["hooks"]["Stop"][0]["hooks"]
-        wake = {"type": "command", "command": ours["command"] + " --wake-minutes 2", "asyncRewake": True}
-        settings["hooks"]["Stop"][0]["hooks"].append({**wake, "timeout": 150})
-        settings_file.write_text(json.dumps(settings), encoding="utf-8")
+    """(the project, a fresh HOME, the store), the hooks installed with the wake handler
+    (``hook install claude-code --wake-minutes 2``), beside our Stop hook as docs/hooks.md shows."""
+    with scratch_setup(tmp_path, QUICK_PAUSE, ("--wake-minutes", "2")) as (project, home, db):
+        settings = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
+        (group,) = settings["hooks"]["Stop"]
+        ours, wake = group["hooks"]
+        assert wake == {
+            "type": "command",
+            "command": ours["command"] + " --wake-minutes 2",
+            "asyncRewake": True,
+            "timeout": 150,
+        }
         yield project, home, db
 
 

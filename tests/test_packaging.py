@@ -33,7 +33,8 @@ from mcp.client.stdio import stdio_client
 from client_envs import cache_root, client_python, npm_modules
 from http_support import SCRIPT
 from mcp_server_escalation.datafiles import data_dir
-from mcp_server_escalation.hooks.install import CLAUDE_EVENTS, plugin_hooks, plugin_server
+from mcp_server_escalation.hooks.claude_code import HANDLERS as CLAUDE_EVENTS
+from mcp_server_escalation.hooks.install import plugin_hooks, plugin_server
 from mcp_server_escalation.prompts import PromptBook
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -72,6 +72,16 @@ def test_the_error_line_is_the_whole_error_not_pytests_cut_summary_of_it() -> No
     assert replay.error_line(f"{cut_only}\n") == cut_only
 
 
+def test_a_headline_leading_with_the_error_of_a_pytest_summary_line_carries_it() -> None:
+    line = (
+        "FAILED lib/matplotlib/tests/test_dates.py::test_partial_year_formatter"
+        " - AssertionError: assert '' == '2021'"
+    )
+    assert replay.carries("AssertionError: assert '' == '2021' (the same error 3 times)", line)
+    assert not replay.carries("AssertionError: assert 1 == 2 (the same error 3 times)", line)
+    assert not replay.carries("lib/matplotlib/tests/test_dates.py failed", line)
+
+
 def test_the_installed_hook_process_decides_exactly_as_the_in_process_replay(
     tmp_path: Path, private_relay_sockets: Path
 ) -> None:

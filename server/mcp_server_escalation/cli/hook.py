@@ -2,7 +2,9 @@
 ``hook relay`` (answer hook runs from a long-lived process), ``hook daemon`` (the same,
 started by a hook run and ending by itself: ``hooks/relay_daemon.py``) and
 ``hook install claude-code|cursor|codex [--project|--user] [--dry-run]`` (``--http URL``: a
-remote agent's Claude Code posts its events to a ``serve --transport http`` at URL instead).
+remote agent's Claude Code posts its events to a ``serve --transport http`` at URL instead;
+``--wake-minutes N``: Claude Code's wake handler too) and ``hook uninstall <host>`` (our
+handlers out of the host's settings). The hosts are those ``hooks/hosts.py`` registers.
 
 A hook run first offers itself to a running server of its store (``hooks/relay.py``, before
 this module is even imported: ``launch.py``); what follows here is the run that does the
@@ -24,22 +26,19 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import OUTAGE_LOG, ConfigError, StoreUnavailable
+from ..errors import OUTAGE_LOG, StoreUnavailable
 from ..hooks.budget import within_what_is_left
-from ..hooks.relay import HOSTS
-from ..locations import is_database_url
+from ..hooks.hosts import NAMES, describe
 from ..process import server_ready
 from ..settings import Settings
+from .hook_install import add_install_parsers
 from .hook_wake import add_wake_option
 
-SCRIPT_NAMES = ("mcp-server-escalation", "mcp-server-escalation.exe")
 # The loggers of the store's modules (``store/``): kept off a hook run's stderr.
 STORE_LOG = "mcp_server_escalation.store"
 
@@ -64,7 +63,7 @@ def add_parser(
         "exits 0, so that the host's tool call proceeds.",
     )
     actions = hook.add_subparsers(dest="action", required=True, metavar="ACTION")
-    for host in HOSTS:
+    for host in NAMES:
         handler = actions.add_parser(
             host,
             help=f"handle one {host} hook event (JSON on stdin)",
@@ -72,7 +71,7 @@ def add_parser(
             "on stdout (nothing: no decision), a problem as one line on stderr; exit 0.",
         )
         common(handler)
-        if host == "claude-code":
+        if describe(host).wake_event is not None:
             add_wake_option(handler)
     relay = actions.add_parser(
         "relay", help="answer hook runs for the store from this process (when no MCP server runs)"
@@ -91,48 +90,14 @@ def add_parser(
         help="the store's lock file, already locked by the hook run that starts the daemon "
         "(default: none; the daemon takes the lock itself)",
     )
-    _add_install(actions, common)
-
-
-def _add_install(
-    actions: argparse._SubParsersAction,  # type: ignore[type-arg]
-    common: Callable[[argparse.ArgumentParser], None],
-) -> None:
-    install = actions.add_parser("install", help="merge the hook configuration into the host's settings")
-    common(install)
-    install.add_argument("host", choices=HOSTS, help="the coding host whose settings to change")
-    where = install.add_mutually_exclusive_group()
-    where.add_argument("--project", action="store_true", help="the project's settings file (the default)")
-    where.add_argument(
-        "--user", action="store_true", help="the user's settings file (default: the project's)"
-    )
-    install.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print what would change and the settings file it would write; write nothing (default: write)",
-    )
-    install.add_argument(
-        "--command",
-        dest="hook_command",
-        help="the script as the host should run it (default: this script by absolute path)",
-    )
-    install.add_argument(
-        "--project-dir", help="the project (default: $CLAUDE_PROJECT_DIR, else the current directory)"
-    )
-    install.add_argument(
-        "--http",
-        metavar="URL",
-        help="claude-code only: post each event to the HTTP server at URL (serve --transport http "
-        "on another machine; its address, /hooks/claude-code is added) with the agent's "
-        "$ESCALATION_AGENT_TOKEN and $ESCALATION_TASK (default: run this script on each event)",
-    )
+    add_install_parsers(actions, common)
 
 
 def is_hook_run(argv: Sequence[str]) -> bool:
     """True for ``... hook claude-code|cursor|codex ...``: its argument errors must not exit 2."""
     args = list(argv)
     action = args[args.index("hook") + 1 : args.index("hook") + 2] if "hook" in args else None
-    return action is not None and action not in (["install"], ["relay"], ["daemon"])
+    return action is not None and action not in (["install"], ["uninstall"], ["relay"], ["daemon"])
 
 
 async def _answer(settings: Settings, entry: str, triaged: Triaged, raw: bytes) -> tuple[str, Kept | None]:
@@ -277,169 +242,18 @@ def run_daemon(args: argparse.Namespace) -> int:
     return 0
 
 
-def this_script() -> str:
-    """This console script as a shell word, by absolute path (else ``python -m``)."""
-    import shlex  # noqa: PLC0415
-
-    launched = Path(sys.argv[0])
-    if launched.name in SCRIPT_NAMES and launched.is_file():
-        return shlex.quote(str(launched.absolute()))  # a symlink (pipx) stays one: upgrades keep it
-    beside = Path(sys.executable).parent / SCRIPT_NAMES[0]
-    if beside.is_file():
-        return shlex.quote(str(beside))
-    return f"{shlex.quote(sys.executable)} -m mcp_server_escalation"
-
-
-def _given_command(command: str) -> str:
-    """``--command`` as given, once its program is known to run here."""
-    import shlex  # noqa: PLC0415
-
-    try:
-        words = shlex.split(command)
-    except ValueError as exc:  # an unclosed quote
-        raise ConfigError(f"--command {command!r}: {exc} (nothing was changed)") from exc
-    if not words or shutil.which(words[0]) is None:
-        raise ConfigError(
-            f"--command {command!r}: {words[0] if words else 'nothing'} is neither an executable file "
-            "nor on PATH; hosts run the hook exactly as written (nothing was changed)"
-        )
-    return command
-
-
-def _said(text: str) -> None:
-    """A line of ``hook install`` wrapped to the terminal; the settings file it shows (several
-    lines of JSON, to paste or compare) exactly as it would be written."""
-    if "\n" in text:
-        print(text)
-        return
-    from .readable import INDENT, terminal_width, wrap  # noqa: PLC0415
-
-    for line in wrap(text, terminal_width(), "", INDENT, whole_words=True):
-        print(line)
-
-
-def _hook_url(given: str, host: str) -> str:
-    """``--http`` as the host should post to: an http(s) address, ``/hooks/<host>`` added
-    unless it is there; no credentials, query or fragment (the file would keep them)."""
-
-    from ..hooks.dispatch import HTTP_PATH  # noqa: PLC0415
-    from ..hooks.install import HTTP_MERGES  # noqa: PLC0415
-
-    if host not in HTTP_MERGES:
-        raise ConfigError(
-            f"--http: {host} runs its hooks as commands only; only {', '.join(HTTP_MERGES)} posts them "
-            "over HTTP (nothing was changed)"
-        )
-    parts = urlsplit(given.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"--http {given!r}: not an http:// or https:// address (nothing was changed)")
-    if parts.username or parts.password or parts.query or parts.fragment:
-        raise ConfigError(
-            f"--http {given!r}: no user, password, query or fragment; the token travels in a header "
-            "from $ESCALATION_AGENT_TOKEN (nothing was changed)"
-        )
-    path = parts.path.rstrip("/")
-    if not path.endswith(HTTP_PATH + host):
-        path += HTTP_PATH + host
-    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-
-
-def _install_http(args: argparse.Namespace) -> int:
-    """``hook install claude-code --http URL``: http handlers; the server keeps store and config."""
-    from ..hooks.install import install  # noqa: PLC0415
-
-    options = (("--db", args.db), ("--config", args.config), ("--prompts", args.prompts))
-    given = [name for name, value in (*options, ("--command", args.hook_command)) if value]
-    if given:
-        raise ConfigError(
-            f"--http: {', '.join(given)} cannot apply; the server at the address decides with its own "
-            "store, config and prompts (nothing was changed)"
-        )
-    url = _hook_url(args.http, args.host)
-    if url.startswith("http://") and not _loopback(url):
-        _said(
-            f"note: {url} is plain HTTP: the agent's token would cross the network unencrypted; "
-            "use https:// through a TLS proxy (docs/security.md)"
-        )
-    project = args.project_dir or os.environ.get("CLAUDE_PROJECT_DIR") or Path.cwd()
-    return install(
-        args.host,
-        user=bool(args.user),
-        project_dir=Path(project).expanduser(),
-        home=Path.home(),
-        command="",
-        dry_run=bool(args.dry_run),
-        out=_said,
-        url=url,
-    )
-
-
-def _loopback(url: str) -> bool:
-
-    return urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
-
-
-def install_hooks(args: argparse.Namespace) -> int:
-    """``hook install <host>``: the hook command line with the store and config given here."""
-    from ..hooks.install import command_line, install  # noqa: PLC0415
-
-    if args.http is not None:
-        return _install_http(args)
-    env = os.environ
-    # Validates the config (an explicit path that does not exist is an error) and resolves
-    # the store; only what was chosen explicitly is written, by absolute path: the hosts'
-    # environment may lack the installer's variables, and their working directory differs.
-    settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
-    if settings.db_path == ":memory:":
-        raise ConfigError("--db: a hook needs a store file that outlives its run, not :memory:")
-    store = _store_for_hooks(settings.db_path)
-    explicit_db = args.db or env.get("ESCALATION_DB")
-    explicit_config = args.config or env.get("ESCALATION_CONFIG")
-    explicit_prompts = args.prompts or env.get("ESCALATION_PROMPTS")
-    command = command_line(
-        _given_command(args.hook_command) if args.hook_command else this_script(),
-        db=str(store) if explicit_db else None,
-        config=settings.config_path if explicit_config else None,
-        prompts=str(Path(explicit_prompts).expanduser().absolute()) if explicit_prompts else None,
-    )
-    if isinstance(store, Path) and not store.exists():
-        _said(f"note: no store at {store} yet; the first hook run or server start creates it")
-    project = args.project_dir or env.get("CLAUDE_PROJECT_DIR") or Path.cwd()
-    return install(
-        args.host,
-        user=bool(args.user),
-        project_dir=Path(project).expanduser(),
-        home=Path.home(),
-        command=command,
-        dry_run=bool(args.dry_run),
-        out=_said,
-    )
-
-
-def _store_for_hooks(db_path: str) -> Path | str:
-    """The store as the hook command line names it: a file by its absolute path, a database
-    by its URL, which must not carry a password (the hosts' settings files are not secret)."""
-
-    if not is_database_url(db_path):
-        return Path(db_path).absolute()
-    if urlsplit(db_path).password is not None:
-        raise ConfigError(
-            "--db: the URL holds a password, which would be written into the host's settings;"
-            " give it in ~/.pgpass or PGPASSWORD instead, or send the hooks over HTTP (--http URL)"
-        )
-    return db_path
-
-
 def run(args: argparse.Namespace) -> int:
-    """``hook <host>``, ``hook relay``, ``hook daemon`` or ``hook install <host>``."""
+    """``hook <host>``, ``hook relay``, ``hook daemon``, ``hook install|uninstall <host>``."""
     if args.action == "relay":
         return run_relay(args)
     if args.action == "daemon":
         return run_daemon(args)
+    if args.action in ("install", "uninstall"):
+        from .hook_install import install_hooks, uninstall_hooks  # noqa: PLC0415
+
+        return install_hooks(args) if args.action == "install" else uninstall_hooks(args)
     if getattr(args, "wake_minutes", None) is not None:
         from .hook_wake import run_wake  # noqa: PLC0415
 
         return run_wake(args.action, args)
-    if args.action != "install":
-        return run_hook(args.action, args)
-    return install_hooks(args)
+    return run_hook(args.action, args)

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..models.limits import PATH_MAX
 from ..rules.reading.shell_output import split_exit_code
+from .description import HostDescription
 from .events import (
     OUTPUT_MAX,
     Answer,
@@ -39,7 +40,7 @@ from .events import (
     text,
 )
 
-HOST = "claude-code"
+HOST_NAME = "claude-code"
 EVENTS: dict[str, Kind] = {
     "PreToolUse": "pre_tool",
     "PostToolUse": "post_tool",
@@ -52,6 +53,27 @@ EVENTS: dict[str, Kind] = {
 
 # Cursor-shaped events answered in Claude's form (Cursor reads it) need Claude's names.
 _NAMES: dict[str, str] = {kind: name for name, kind in EVENTS.items()}
+
+EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
+SHELL_TOOLS = ("Bash", "PowerShell")
+READ_TOOLS = (
+    "Read", "Grep", "Glob", "LS", "NotebookRead", "WebFetch", "WebSearch", "TodoWrite", "TodoRead",
+    "BashOutput", "AskUserQuestion",
+    # Its own: a deferred tool's schema (our tools wait behind it), MCP resources.
+    "ToolSearch", "ListMcpResourcesTool", "ReadMcpResourceTool",
+)  # fmt: skip
+PROJECT_VARIABLE = "CLAUDE_PROJECT_DIR"
+# PreToolUse and PermissionRequest on every tool (a pause holds any tool), PostToolUse on
+# the edit and shell tools only (nothing else is recorded), PostToolUseFailure on every tool.
+HANDLERS = (
+    ("PreToolUse", "*"),
+    ("PostToolUse", "|".join((*EDIT_TOOLS, *SHELL_TOOLS))),
+    ("PostToolUseFailure", "*"),
+    ("PermissionRequest", "*"),
+    ("Stop", None),
+    ("StopFailure", None),
+    ("SessionStart", None),
+)
 
 
 def _output(response: object) -> str | None:
@@ -84,7 +106,7 @@ def parse(payload: Mapping[str, Any]) -> HookEvent:
     elif kind == "stop_failure":
         output = _api_error(payload)
     return HookEvent(
-        host=HOST,
+        host=HOST_NAME,
         name=name,
         kind=kind,
         session_id=text(payload, "session_id", limit=256),
@@ -154,3 +176,21 @@ def encode(answer: Answer, event: HookEvent) -> dict[str, Any] | None:
     if answer.notice:
         out["systemMessage"] = clip(answer.notice)
     return out or None
+
+
+HOST = HostDescription(
+    name=HOST_NAME,
+    parse=parse,
+    encode=encode,
+    settings_file=(".claude", "settings.json"),
+    layout="groups",
+    handlers=HANDLERS,
+    project_variables=(PROJECT_VARIABLE,),
+    edit_tools=EDIT_TOOLS,
+    shell_tools=SHELL_TOOLS,
+    read_tools=READ_TOOLS,
+    api_errors=True,
+    guests=("cursor",),
+    http=True,
+    wake_event="Stop",
+)

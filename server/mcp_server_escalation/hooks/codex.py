@@ -37,20 +37,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models.limits import PATH_MAX
-from .claude_code import permission_answer
+from . import claude_code
+from .description import HostDescription
 from .events import (
     OUTPUT_MAX,
     Answer,
     HookEvent,
     Kind,
-    clip,
     flag,
     input_digest,
     mapping,
     text,
 )
 
-HOST = "codex"
+HOST_NAME = "codex"
 EVENTS: dict[str, Kind] = {
     "PreToolUse": "pre_tool",
     "PermissionRequest": "permission_request",
@@ -60,6 +60,23 @@ EVENTS: dict[str, Kind] = {
     "StopFailure": "stop_failure",
 }
 PATCH_TOOL = "apply_patch"
+SHELL_TOOL = "Bash"
+READ_TOOLS = (
+    "view_image",
+    # Its own: a deferred tool's schema (our tools wait behind it), MCP resources.
+    "tool_search", "list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource",
+)  # fmt: skip
+# Codex sets no variable of its own: one exported as Claude Code's is read as there.
+PROJECT_VARIABLE = "CLAUDE_PROJECT_DIR"
+# PreToolUse and PermissionRequest on every tool, PostToolUse on the shell and the patch
+# (Codex has no PostToolUseFailure: a failed call reaches PostToolUse).
+HANDLERS = (
+    ("PreToolUse", "*"),
+    ("PermissionRequest", "*"),
+    ("PostToolUse", f"{SHELL_TOOL}|{PATCH_TOOL}"),
+    ("Stop", None),
+    ("SessionStart", None),
+)
 # The most files one patch is read for: gating and recording stay bounded.
 PATCH_FILES_MAX = 50
 
@@ -126,7 +143,7 @@ def parse(payload: Mapping[str, Any]) -> HookEvent:
     elif kind == "stop_failure":
         output = text(payload, "error_details", "last_assistant_message", limit=OUTPUT_MAX)
     return HookEvent(
-        host=HOST,
+        host=HOST_NAME,
         name=name,
         kind=kind,
         session_id=text(payload, "session_id", limit=256),
@@ -148,33 +165,28 @@ def parse(payload: Mapping[str, Any]) -> HookEvent:
 
 
 def encode(answer: Answer, event: HookEvent) -> dict[str, Any] | None:
-    """The JSON Codex reads for ``answer`` (None: print nothing, no decision)."""
-    if answer.empty:
-        return None
-    out: dict[str, Any] = {}
-    if event.kind == "permission_request":
-        decision = permission_answer(answer)
-        if decision is not None:
-            out["hookSpecificOutput"] = {"hookEventName": "PermissionRequest", "decision": decision}
-        return out or None
-    if answer.deny and event.kind == "pre_tool":
-        out["hookSpecificOutput"] = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": clip(answer.deny),
-        }
-    if answer.context and event.kind in ("post_tool", "session_start"):
-        out["hookSpecificOutput"] = {
-            "hookEventName": "PostToolUse" if event.kind == "post_tool" else "SessionStart",
-            "additionalContext": clip(answer.context),
-        }
-    if answer.block and event.kind == "stop":
-        out["decision"] = "block"
-        out["reason"] = clip(answer.block)
-    notices = [n for n in (answer.halt if event.kind == "pre_tool" else None, answer.notice) if n]
-    if answer.halt and event.kind != "pre_tool":
-        out["continue"] = False
-        out["stopReason"] = clip(answer.halt)
-    if notices:
-        out["systemMessage"] = clip(" ".join(notices))
-    return out or None
+    """The JSON Codex reads for ``answer`` (None: print nothing, no decision): Claude Code's,
+    but a halt before a tool call is said as a message (Codex takes no ``continue: false``
+    there) and a denied permission never interrupts."""
+    if event.kind == "pre_tool" and answer.halt:
+        answer = answer._replace(halt=None, notice=" ".join(n for n in (answer.halt, answer.notice) if n))
+    out = claude_code.encode(answer, event)
+    if out is not None and event.kind == "permission_request":
+        out["hookSpecificOutput"]["decision"].pop("interrupt", None)
+    return out
+
+
+HOST = HostDescription(
+    name=HOST_NAME,
+    parse=parse,
+    encode=encode,
+    # Claude Code's layout; Codex also reads [hooks] tables of config.toml, left alone.
+    settings_file=(".codex", "hooks.json"),
+    layout="groups",
+    handlers=HANDLERS,
+    project_variables=(PROJECT_VARIABLE,),
+    edit_tools=(PATCH_TOOL,),
+    shell_tools=(SHELL_TOOL,),
+    read_tools=READ_TOOLS,
+    api_errors=True,
+)

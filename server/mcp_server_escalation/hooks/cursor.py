@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models.limits import PATH_MAX
+from .description import HostDescription
 from .events import (
     OUTPUT_MAX,
     Answer,
@@ -34,7 +35,7 @@ from .events import (
     text,
 )
 
-HOST = "cursor"
+HOST_NAME = "cursor"
 # lower-cased event name -> (kind, tool it implies, source)
 EVENTS: dict[str, tuple[Kind, str | None, str]] = {
     "pretooluse": ("pre_tool", None, "tool"),
@@ -48,15 +49,30 @@ EVENTS: dict[str, tuple[Kind, str | None, str]] = {
 }
 # Keys that only Cursor's payloads carry.
 MARKERS = ("cursor_version", "conversation_id", "generation_id", "workspace_roots")
-_CURSOR_NAMES = frozenset(
-    {"preToolUse", "postToolUse", "postToolUseFailure", "beforeShellExecution", "afterShellExecution",
-     "afterFileEdit", "stop", "sessionStart"}
-)  # fmt: skip
+# Its tools: Write (which afterFileEdit implies) and Delete edit, Shell (which the shell
+# events imply) runs commands, Read and Grep read.
+EDIT_TOOLS = ("Write", "Delete")
+SHELL_TOOLS = ("Shell",)
+READ_TOOLS = ("Read", "Grep")
+PROJECT_VARIABLE = "CURSOR_PROJECT_DIR"
+# It also runs Claude Code's hooks, whose variable may then be set.
+CLAUDE_PROJECT_VARIABLE = "CLAUDE_PROJECT_DIR"
+# postToolUse carries the exit code that afterShellExecution lacks, so that is installed.
+HANDLERS = (
+    ("preToolUse", None),
+    ("postToolUse", None),
+    ("postToolUseFailure", None),
+    ("stop", None),
+    ("sessionStart", None),
+)
 
 
 def looks_like_cursor(payload: Mapping[str, Any]) -> bool:
     """True for a payload Cursor sent (its own keys, or one of its camelCase event names)."""
-    return any(key in payload for key in MARKERS) or payload.get("hook_event_name") in _CURSOR_NAMES
+    name = payload.get("hook_event_name")
+    # Its names start in lower case, Claude Code's of the same events in upper case.
+    camel = isinstance(name, str) and name[:1].islower() and name.lower() in EVENTS
+    return camel or any(key in payload for key in MARKERS)
 
 
 def _tool_output(payload: Mapping[str, Any]) -> tuple[str | None, int | None]:
@@ -93,7 +109,7 @@ def parse(payload: Mapping[str, Any]) -> HookEvent:
         exit_code = integer(payload, "exit_code", "exitCode")
     roots = strings(payload, "workspace_roots")
     return HookEvent(
-        host=HOST,
+        host=HOST_NAME,
         name=name,
         kind=kind,
         session_id=text(payload, "conversation_id", "session_id", limit=256),
@@ -128,3 +144,27 @@ def encode(answer: Answer, event: HookEvent) -> dict[str, Any] | None:
     if answer.block and event.kind == "stop":
         out["followup_message"] = clip(answer.block)
     return out or None
+
+
+def project_dirs(event: HookEvent, env: Mapping[str, str]) -> tuple[str | None, ...]:
+    """Where the project may be: Cursor's variable, its first workspace root, Claude Code's
+    variable, the event's working directory."""
+    first_root = event.roots[0] if event.roots else None
+    return env.get(PROJECT_VARIABLE), first_root, env.get(CLAUDE_PROJECT_VARIABLE), event.cwd
+
+
+HOST = HostDescription(
+    name=HOST_NAME,
+    parse=parse,
+    encode=encode,
+    settings_file=(".cursor", "hooks.json"),
+    layout="flat",
+    handlers=HANDLERS,
+    project_dirs=project_dirs,
+    project_variables=(PROJECT_VARIABLE, CLAUDE_PROJECT_VARIABLE),
+    edit_tools=EDIT_TOOLS,
+    shell_tools=SHELL_TOOLS,
+    read_tools=READ_TOOLS,
+    settings_defaults=(("version", 1),),
+    recognises=looks_like_cursor,
+)

@@ -1,18 +1,22 @@
 """One host hook event, normalised, and the host-neutral answer to it (pure, no I/O).
 
-The host modules (``claude_code``, ``cursor``, ``codex``) read their payloads into ``HookEvent`` and
-write ``Answer`` back in their own JSON; everything between is host-neutral. Payload fields
+The host modules (``claude_code``, ``cursor``, ``codex``: ``hosts.py``) read their payloads
+into ``HookEvent`` and write ``Answer`` back in their own JSON; everything between is
+host-neutral, and the tools their descriptions name are classified here together. Payload fields
 are read defensively: a missing field, a field of the wrong type or an absurdly long
 string is treated as absent or clipped, never trusted.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NamedTuple
+
+from . import hosts
 
 Kind = Literal[
     "pre_tool",
@@ -39,40 +43,6 @@ ANSWER_MAX = 9500
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
-# Codex edits every file through ``apply_patch``.
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "Delete", "apply_patch"})
-SHELL_TOOLS = frozenset({"Bash", "PowerShell", "Shell"})
-READ_TOOLS = frozenset(
-    {
-        "Read",
-        "Grep",
-        "Glob",
-        "LS",
-        "NotebookRead",
-        "WebFetch",
-        "WebSearch",
-        "TodoWrite",
-        "TodoRead",
-        "BashOutput",
-        "AskUserQuestion",
-        "view_image",
-    }
-)
-# The host's own tools that read nothing of the project and change nothing: finding a
-# deferred tool's schema, listing and reading MCP resources. While an escalation waits they
-# must pass, or an agent whose host defers our tools behind a tool search can never load
-# get_escalation to wait for the answer. Claude Code's names, then Codex's.
-HOST_SIDE_TOOLS = frozenset(
-    {
-        "ToolSearch",
-        "ListMcpResourcesTool",
-        "ReadMcpResourceTool",
-        "tool_search",
-        "list_mcp_resources",
-        "list_mcp_resource_templates",
-        "read_mcp_resource",
-    }
-)
 # This server's tools: let through during a pause (the agent must be able to read and
 # acknowledge the answer) and never recorded (the tool records itself).
 OWN_TOOLS = frozenset(
@@ -103,7 +73,7 @@ OWN_TOOLS = frozenset(
 class HookEvent(NamedTuple):
     """What one hook invocation tells us, whichever host sent it."""
 
-    host: str  # the payload's shape: "claude-code", "cursor" or "codex"
+    host: str  # the payload's shape: a registered host's name (hosts.py)
     name: str  # the event name as received
     kind: Kind
     session_id: str | None = None
@@ -244,16 +214,16 @@ def own_tool(name: str, servers: Iterable[str]) -> bool:
     return any(server == s or (server.startswith("plugin_") and server.endswith("_" + s)) for s in servers)
 
 
+@functools.cache
+def host_tools() -> dict[str, ToolKind]:
+    """Each tool the host descriptions name (``hosts.py``), and its kind."""
+    return {tool: kind for host in hosts.every() for tool, kind in host.tools().items()}
+
+
 def tool_kind(name: str | None, *, servers: Iterable[str], read_only: Iterable[str] = ()) -> ToolKind | None:
     """What a tool does, as far as gating and recording care."""
     if not name:
         return None
-    if name in EDIT_TOOLS:
-        return "edit"
-    if name in SHELL_TOOLS:
-        return "shell"
-    if own_tool(name, servers):
+    if own_tool(name, servers):  # before the hosts' tools: none of theirs is named mcp__ or MCP:
         return "own"
-    if name in READ_TOOLS or name in HOST_SIDE_TOOLS or name in set(read_only):
-        return "read"
-    return "other"
+    return host_tools().get(name) or ("read" if name in set(read_only) else "other")

@@ -32,9 +32,10 @@ import zlib
 from collections.abc import Mapping, Sequence
 
 from ..locations import chosen_store, is_database_url
+from .hosts import NAMES
 
 PROTOCOL = 1
-HOSTS = ("claude-code", "cursor", "codex")
+HOSTS = NAMES  # the registry's own names (hosts.py uses the standard library only, as this module)
 OPTIONS = ("--db", "--config", "--prompts")
 # Reaching a live server takes microseconds; a refused or missing socket fails at once.
 CONNECT_TIMEOUT = 0.5

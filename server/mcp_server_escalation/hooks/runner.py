@@ -119,8 +119,9 @@ def _delivery_key(event: HookEvent, stage: str) -> str | None:
 
 
 def _call_base(event: HookEvent, path: str | None) -> str | None:
-    """Cursor only: what a postToolUse and an after* event of one call have in common."""
-    if event.host != "cursor" or not event.generation_id:
+    """What a postToolUse and an after* event of one call have in common: the generation
+    id that ties them (Cursor's; no other host sends one)."""
+    if not event.generation_id:
         return None
     if path:
         subject = "edit:" + path

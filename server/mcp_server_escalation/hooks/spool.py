@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -50,6 +51,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ..errors import StoreUnavailable
 from ..locations import FOLDER
 from ..rules.wording.hook_input import hook_input_words
+from . import hosts
 from .dispatch import HookInputError, answer, prepare, prepare_remote
 from .relay import MAX_STDIN
 from .triage import Triaged
@@ -71,8 +73,16 @@ MAX_SPOOLED = 10_000
 SPOOLED_FILE_BYTES = 6 * MAX_STDIN + 64 * 1024
 # Opening a file of the spool: never through a link, never waiting on a FIFO's writer.
 NO_LINK_NO_WAIT = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# The variables a spooled event is triaged with again (hooks/triage.py reads these).
-KEPT_VARIABLES = ("ESCALATION_TASK", "CLAUDE_PROJECT_DIR", "CURSOR_PROJECT_DIR")
+# The variables a spooled event is triaged with again (hooks/triage.py reads these): the
+# task named, and the project variables of every host.
+TASK_VARIABLE = "ESCALATION_TASK"
+
+
+@functools.cache
+def kept_variables() -> tuple[str, ...]:
+    """The task's variable and every registered host's project variables, once each."""
+    named = (name for host in hosts.every() for name in host.project_variables)
+    return tuple(dict.fromkeys((TASK_VARIABLE, *named)))
 
 
 def spool_folder(db_path: str, env: Mapping[str, str]) -> Path:
@@ -110,7 +120,7 @@ class Spooled:
 
 
 def kept_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {name: env[name] for name in KEPT_VARIABLES if name in env}
+    return {name: env[name] for name in kept_variables() if name in env}
 
 
 class UnsafeSpool(Exception):

@@ -20,16 +20,15 @@ from ..models.hook_config import HooksConfig
 from ..rules.bounds.token_scope import Scope
 from ..rules.reading.commands import DEFAULT_TEST_COMMAND, is_read_only_command
 from .events import HookEvent, ToolKind, tool_kind
+from .hosts import describe
 from .plan import PostPlan, Rules, plan_post, usable_path
 
 
 def project_dir(event: HookEvent, env: Mapping[str, str], cwd: str | None = None) -> str:
-    """The project root: the host's variable, else its workspace root, else the event's cwd,
-    else the hook process's working directory (``cwd``, when the relay answers for it)."""
-    claude, cursor = env.get("CLAUDE_PROJECT_DIR"), env.get("CURSOR_PROJECT_DIR")
-    first_root = event.roots[0] if event.roots else None
-    order = (cursor, first_root, claude, event.cwd) if event.host == "cursor" else (claude, event.cwd)
-    for candidate in order:
+    """The project root: the first usable of the places the event's host names (its
+    variable, its workspace root, the event's cwd), else the hook process's working
+    directory (``cwd``, when the relay answers for it)."""
+    for candidate in describe(event.host).project_candidates(event, env):
         if usable_path(candidate):
             return str(candidate)
     return cwd or str(Path.cwd())

@@ -2,7 +2,8 @@
 
 Defaults are the documented behaviour (docs/hooks.md); every switch exists because
 a user may reasonably want the other choice. Lists of tools and commands *add* to the
-built-in read-only lists (``rules/reading/commands.py``, ``hooks/events.py``), never replace them.
+built-in read-only lists (``rules/reading/commands.py``, each host's in ``hooks/<host>.py``),
+never replace them.
 """
 
 from __future__ import annotations

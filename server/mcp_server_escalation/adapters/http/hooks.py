@@ -45,6 +45,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from ...hooks.dispatch import HTTP_PATH, prepare_remote
+from ...hooks.hosts import http_hosts
 from ...hooks.outcome import Ending, answered, failed, for_http, no_decision, not_recorded
 from ...hooks.relay import MAX_STDIN
 from ...hooks.spool import Spooled, answer_or_keep, own_spool
@@ -58,9 +59,9 @@ from ...services.runtime import Runtime, open_runtime, prompt_book
 from ...settings import Settings
 from .auth import Holder, StaticTokenVerifier
 
-# The hosts whose hooks can be posted: Claude Code has an ``http`` hook type; Cursor's and
-# Codex's hooks are commands only.
-HTTP_HOSTS = ("claude-code",)
+# The hosts whose hooks can be posted (their descriptions say so: Claude Code has an
+# ``http`` hook type; Cursor's and Codex's hooks are commands only).
+HTTP_HOSTS = http_hosts()
 HOOK_PATH = HTTP_PATH + "{host}"
 # What the relay takes from a local hook's stdin: an Edit's payload carries the whole file.
 HOOK_BODY_BYTES = MAX_STDIN

@@ -25,7 +25,9 @@ NOTICE_TYPES = frozenset({"authentication_failed", "billing_error"})
 KEY_PREFIX = "host_error:"
 
 
-HOSTS = ("claude-code", "cursor", "codex")  # whose hooks record their API's errors
+# Whose hooks record their API's errors: every host the hooks' registry describes with
+# api_errors (a pure rule imports no adapter, so it names them; tests/test_host_registry.py).
+HOSTS = ("claude-code", "cursor", "codex")
 HOST_SIGNAL = "api_unavailable"
 
 
