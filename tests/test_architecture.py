@@ -135,18 +135,19 @@ def test_the_operator_cli_never_loads_the_mcp_sdk_outside_serve() -> None:
 
 
 # What a hook run loads before it knows whether a relay answers it (launch.py imports these,
-# and the rest of the package only once none did): the relay's client and the daemon's start
-# import the standard library and each other only, so that a relayed run costs next to
-# nothing. The relay's server (relay_server.py, the words of hooks/outcome.py) runs in the
-# process that answers, never here.
-HOOK_FIRST_STOP = ("process.py", "locations.py", "hooks/relay.py", "hooks/relay_spawn.py")
+# and the rest of the package only once none did): the relay's client, the hosts' names and
+# the daemon's start import the standard library and each other only, so that a relayed run
+# costs next to nothing. The relay's server (relay_server.py, the words of hooks/outcome.py)
+# runs in the process that answers, never here.
+HOOK_FIRST_STOP = ("process.py", "locations.py", "hooks/hosts.py", "hooks/relay.py", "hooks/relay_spawn.py")
 
 
 def _modules_imported(path: Path) -> set[str]:
-    """The modules (not the names in them) a module imports, relative imports resolved."""
+    """The modules (not the names in them) a module imports as it loads, relative imports
+    resolved: at its top level (not for the type checker, not in a function called later)."""
     package = ["mcp_server_escalation", *path.relative_to(PACKAGE).parent.parts]
     found: set[str] = set()
-    for node in _nodes(path):
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
