@@ -1,4 +1,5 @@
-"""A TCP proxy in front of a real PostgreSQL that, once armed, loses the answer to a COMMIT.
+"""TCP proxies in front of a real PostgreSQL: one that, once armed, loses the answer to a COMMIT;
+one that makes every answer slow (``SlowLink``).
 
 The server receives the COMMIT and applies it; the client gets, instead of its answer,
 either nothing (the connection closes: a network cut, a killed proxy) or the "terminating
@@ -13,6 +14,7 @@ import contextlib
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from typing import Literal
 
@@ -109,3 +111,54 @@ def commit_losing_proxy(target_port: int) -> Iterator[CommitLosingProxy]:
         yield proxy
     finally:
         proxy.close()
+
+
+class SlowLink:
+    """Listens on 127.0.0.1:``port``, forwards to ``target_port``; every answer of the server
+    reaches the client ``delay`` seconds late (0 until a test sets it): a database that
+    answers, each time slowly, as over a congested network."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.delay = 0.0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._open: list[socket.socket] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target_port))
+            with self._lock:
+                self._open += [client, server]
+            threading.Thread(target=self._pump, args=(server, client, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(client, server, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, late: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(_CHUNK):
+                if late and self.delay:
+                    time.sleep(self.delay)
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self._listener.close()
+        with self._lock:
+            for conn in self._open:
+                conn.close()
+
+
+@contextlib.contextmanager
+def slow_link(target_port: int) -> Iterator[SlowLink]:
+    link = SlowLink(target_port)
+    try:
+        yield link
+    finally:
+        link.close()

@@ -1,7 +1,8 @@
 """The defaults the README and docs state are the ones the code has: every row of the README's
 configuration table and of docs/triggers.md's thresholds table for a threshold or a hook
 setting, the README's summary of the thresholds, and each "`key` (default N)" in the docs,
-compared with ``Thresholds()`` and ``HooksConfig()``. A changed default fails here until the
+compared with ``Thresholds()`` and ``HooksConfig()``; and every row of docs/architecture.md's
+table of bounds, compared with the constant it names. A changed default fails here until the
 words follow it."""
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ from typing import Any
 
 import pytest
 
+from mcp_server_escalation.hooks.install import TIMEOUT_SECONDS as INSTALLED_HOOK_SECONDS
+from mcp_server_escalation.hooks.relay import ANSWER_TIMEOUT, HOOK_BUDGET_SECONDS, SERVED_HOOK_SECONDS
 from mcp_server_escalation.models.hook_config import HooksConfig
+from mcp_server_escalation.models.store_config import StoreConfig
 from mcp_server_escalation.models.thresholds import Thresholds
+from mcp_server_escalation.store.db import BUSY_TIMEOUT_MS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -111,3 +116,36 @@ def test_each_default_the_docs_name_in_passing_is_the_codes_default() -> None:
     for page_name, key, value in said:
         table = next(name for name, fields in DEFAULTS.items() if key in fields)
         assert DEFAULTS[table][key] == _stated(value), (page_name, key, value)
+
+
+# The bounds table of docs/architecture.md: the constant (or setting) each row is "set by",
+# and its value in the code, in seconds.
+BOUNDS = {
+    "BUSY_TIMEOUT_MS": BUSY_TIMEOUT_MS / 1000,
+    "operation_timeout_seconds": StoreConfig().operation_timeout_seconds,
+    "SERVED_HOOK_SECONDS": SERVED_HOOK_SECONDS,
+    "ANSWER_TIMEOUT": ANSWER_TIMEOUT,
+    "HOOK_BUDGET_SECONDS": HOOK_BUDGET_SECONDS,
+    "TIMEOUT_SECONDS": INSTALLED_HOOK_SECONDS,
+}
+
+
+def _bounds_rows() -> list[list[str]]:
+    """The cells of each row of the bounds table (its header and ``| --- |`` line left out)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    heading = r"^### Bounds: one deadline per call\n(.*?)(?=^#)"
+    (section,) = re.findall(heading, text, re.MULTILINE | re.DOTALL)
+    lines = [line for line in section.splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
+
+
+def test_the_bounds_table_states_each_bound_the_code_has() -> None:
+    stated: dict[str, list[float]] = {}
+    for call, within, set_by, _then in _bounds_rows():
+        name = re.findall(r"`([A-Za-z_]+)`", set_by)[0]
+        stated.setdefault(name, []).append(float(re.findall(r"\d+(?:\.\d+)?", within)[0]))
+        assert call, set_by
+    assert set(stated) == set(BOUNDS)  # every bound the code has, each in a row
+    assert {name: set(values) for name, values in stated.items()} == {
+        name: {value} for name, value in BOUNDS.items()
+    }

@@ -101,13 +101,13 @@ def is_hook_run(argv: Sequence[str]) -> bool:
 
 
 async def _answer(settings: Settings, entry: str, triaged: Triaged, raw: bytes) -> tuple[str, Kept | None]:
+    from ..hooks.budget import runtime_within_budget  # noqa: PLC0415
     from ..hooks.spool import Spool, Spooled, answer_or_keep, kept_env, kept_or_raise, spool_folder  # noqa: PLC0415
-    from ..services.runtime import open_runtime  # noqa: PLC0415
 
     event = Spooled(entry, raw.decode("utf-8"), kept_env(os.environ), str(Path.cwd()))
     spool = Spool(spool_folder(settings.db_path, os.environ))
     try:
-        async with open_runtime(settings, bounded=True) as rt:
+        async with runtime_within_budget(settings) as rt:
             return await answer_or_keep(rt, settings, triaged, event, spool)
     except StoreUnavailable as exc:  # the store did not open: the event waits in the spool
         return "", kept_or_raise(exc, triaged, event, spool)

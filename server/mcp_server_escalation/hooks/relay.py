@@ -43,6 +43,10 @@ CONNECT_TIMEOUT = 0.5
 # the work itself, within what is left of ``HOOK_BUDGET_SECONDS``, and de-duplication by tool
 # call keeps an event from counting twice.
 ANSWER_TIMEOUT = 8.0
+# A server that answers a hook event (relayed here, or posted to its HTTP hook route) answers
+# within this, whatever its store does: well inside ``ANSWER_TIMEOUT``, so a relayed run is
+# never left to wait the relay out and then do the work again itself.
+SERVED_HOOK_SECONDS = 6.0
 MAX_STDIN = 8 * 1024 * 1024  # bigger events (a Write of a huge file) are handled locally
 # A first run waits this long for the daemon it started to listen (it takes ~0.3 s), then
 # does the work itself: within the 15 s the hosts give a hook, with room for that.

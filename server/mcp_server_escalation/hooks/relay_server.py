@@ -32,10 +32,11 @@ alone (it may hold somebody's work): the relay says why it does not listen, once
 tries again every ``RETRY_SECONDS``.
 
 What became of each event is said to the hook as the hook process says it (``outcome.py``):
-what became of the event, no decision, and where the details are. Where the store is and
-what its database said go to the log beside the socket, once per outage (``RelayNotes``),
-never into the hook's stderr, which its host may show the model; so do a store's refusal
-of a write and a bug's details.
+what became of the event, no decision, and where the details are; where the store is and
+what its database said go to the log beside the socket, once per outage, never into the
+hook's stderr, which its host may show the model; so do a store's refusal of a write and a
+bug's details (``relay_words.py``). A relayed run is answered within ``SERVED_HOOK_SECONDS``,
+whatever the store does: its waits share that deadline (``deadlines.py``).
 """
 
 from __future__ import annotations
@@ -47,31 +48,34 @@ import logging
 import os
 import socket
 import stat
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import anyio
 import anyio.to_thread
 from anyio.abc import SocketListener, SocketStream
 
-from ..errors import ConfigError, StoreError, StoreUnavailable
+from ..deadlines import call_deadline
+from ..errors import ConfigError
 from ..locations import is_database_url
 from ..services.background import alongside
 from ..services.runtime import Runtime
 from ..settings import FileStamp, LoadedConfig, Settings, config_path
 from .dispatch import prepare
 from .outcome import CommandAnswer, Ending, Outcome, answered, failed, for_command
-from .relay import HOSTS, MAX_STDIN, OPTIONS, PROTOCOL, socket_dir, socket_path
-from .relay_spawn import log_path, note_failure, note_outage
+from .relay import HOSTS, MAX_STDIN, OPTIONS, PROTOCOL, SERVED_HOOK_SECONDS, socket_dir, socket_path
+from .relay_words import RelayNotes
 from .spool import Spool, Spooled, answer_or_keep, kept_env, own_spool
 
 log = logging.getLogger(__name__)
 
 RETRY_SECONDS = 30.0
+# The store's waits end by a relayed run's deadline and say why themselves; past it by this
+# much, whatever else still holds the answer is cut short.
+CUT_SHORT_AFTER_SECONDS = 1.0
 # A failed accept (most often: no file descriptor left) is tried again after this long.
 ACCEPT_RETRY_SECONDS = 0.5
 
@@ -169,7 +173,8 @@ async def respond(
     given = {str(k): str(v) for k, v in options.items()}
     lookup = functools.partial(_hook_settings, rt.settings, given, env_map, cwd)
     try:
-        settings = await anyio.to_thread.run_sync(lookup, limiter=lookups)
+        # Abandoned when the run's time is up: a look-up that hangs keeps its thread, not the run.
+        settings = await anyio.to_thread.run_sync(lookup, limiter=lookups, abandon_on_cancel=True)
     except ConfigError:
         return {"protocol": PROTOCOL, "fallback": "config"}  # the hook reports its own error
     if settings is None:
@@ -199,57 +204,6 @@ async def _handled(
     if kept is None:
         RelayNotes(rt.settings.db_path).over()
     return answered(out, kept)
-
-
-def _is_stderr(path: str) -> bool:
-    try:
-        ours, theirs = os.fstat(2), Path(path).stat()
-    except OSError:
-        return False
-    return (ours.st_dev, ours.st_ino) == (theirs.st_dev, theirs.st_ino)
-
-
-class RelayNotes:
-    """The relay's notes for the hook runs it answers: the log beside the socket it serves,
-    which is the socket the hook found for its store (a file a request names is never opened
-    here). Blocking: run in a worker thread. A relay answers many hook runs: where the store
-    is and what its database said are worth one line per outage, as in the store's own log,
-    not one per event for as long as it lasts, so each store's outage is noted once (the log
-    it went to; None: none could be written) until the store answers a hook run again."""
-
-    _noted: ClassVar[dict[str, str | None]] = {}
-    _lock = threading.Lock()  # runs at once note one line
-
-    def __init__(self, db_path: str) -> None:
-        self.db_path = db_path
-
-    def outage(self, error: StoreError) -> str | None:
-        cwd = str(Path.cwd())
-        if not isinstance(error, StoreUnavailable):  # a refused write: each time, as it is met
-            return note_outage(self.db_path, os.environ, cwd, error)
-        with self._lock:
-            if self.db_path not in self._noted:
-                # A daemon's stderr is that very log, where the store has said the outage
-                # (a database's: nothing else stops a relay answering): nothing is written twice.
-                socket_file = socket_path(self.db_path, os.environ, cwd)
-                daemons = log_path(socket_file) if socket_file is not None else None
-                logged = daemons is not None and _is_stderr(daemons)
-                self._noted[self.db_path] = (
-                    daemons if logged else note_outage(self.db_path, os.environ, cwd, error)
-                )
-            return self._noted[self.db_path]
-
-    def over(self) -> None:
-        """The store answered: its outage is over."""
-        self._noted.pop(self.db_path, None)
-
-    def failure(self, error: BaseException) -> str | None:
-        where = note_failure(self.db_path, os.environ, str(Path.cwd()), error)
-        if where is None:  # this process's log holds the details
-            log.error("relayed hook event failed", exc_info=error)
-        else:
-            log.error("relayed hook event failed unexpectedly; its details are in %s", where)
-        return where
 
 
 async def serve_one(
@@ -295,10 +249,22 @@ async def _exchange(rt: Runtime, stream: SocketStream, limits: RelayLimits, *ser
         return
     if not isinstance(request, dict):
         return
-    reply = await respond(rt, request, *served)  # the relay's look-up threads and spool
+    reply = await _respond_in_time(rt, request, *served)
     encoded = json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         await stream.send(encoded)
+
+
+async def _respond_in_time(rt: Runtime, request: dict[str, Any], *served: Any) -> dict[str, Any]:
+    """``respond`` (with the relay's look-up threads and spool) within ``SERVED_HOOK_SECONDS``
+    of the request, whatever the store does: its waits share that deadline, so the hook has
+    its answer well before it would give up on the relay. One still not given just after it
+    (a look-up that hangs) is declined instead: the hook runs itself with what is left of its
+    own budget."""
+    with call_deadline(SERVED_HOOK_SECONDS):
+        with anyio.move_on_after(SERVED_HOOK_SECONDS + CUT_SHORT_AFTER_SECONDS):
+            return await respond(rt, request, *served)
+    return {"protocol": PROTOCOL, "fallback": "not answered in time"}
 
 
 Handler = Callable[[SocketStream], Awaitable[None]]

@@ -48,13 +48,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+import anyio
+
+from ..deadlines import Deadline, call_deadline
 from ..errors import StoreUnavailable
 from ..locations import FOLDER
 from ..rules.wording.hook_input import hook_input_words
 from . import hosts
 from .dispatch import HookInputError, answer, prepare, prepare_remote
-from .relay import MAX_STDIN
+from .relay import MAX_STDIN, SERVED_HOOK_SECONDS
 from .triage import Triaged
+
+# The store's waits end by the deadline and say why themselves; past it by this much, whatever
+# else still holds the answer is cut short.
+DEADLINE_GRACE_SECONDS = 0.5
 
 if TYPE_CHECKING:
     from ..services.runtime import Runtime
@@ -283,15 +290,40 @@ class Kept:
 
 
 async def answer_or_keep(
-    rt: Runtime, settings: Settings, triaged: Triaged, event: Spooled, spool: Spool
+    rt: Runtime,
+    settings: Settings,
+    triaged: Triaged,
+    event: Spooled,
+    spool: Spool,
+    seconds: float = SERVED_HOOK_SECONDS,
 ) -> tuple[str, Kept | None]:
     """The host's answer to ``event`` (stdout; "" for none), after the spooled events are
     recorded; a report the store cannot take now is spooled (no decision, and what became of
-    it). The hook process, the relay and the HTTP route all answer through here."""
-    try:
+    it). The hook process, the relay and the HTTP route all answer through here.
+
+    Within ``seconds`` (or the hook run's own deadline, when that is earlier), whatever the
+    store does: its waits share that deadline, and an answer still not given by then is given
+    as the store's silence (a report kept, a check with no decision). A report kept after a
+    write of it committed is recorded once all the same: its delivery claim keeps it once."""
+    with call_deadline(seconds) as deadline:
+        try:
+            return await _answer_in_time(rt, settings, triaged, event, spool, deadline)
+        except StoreUnavailable as exc:
+            return "", kept_or_raise(exc, triaged, event, spool)
+
+
+async def _answer_in_time(
+    rt: Runtime, settings: Settings, triaged: Triaged, event: Spooled, spool: Spool, deadline: Deadline
+) -> tuple[str, Kept | None]:
+    """The answer in order, or ``StoreUnavailable`` once ``deadline`` is past (and what its
+    writes so far make of the event)."""
+    with anyio.move_on_after(deadline.left() + DEADLINE_GRACE_SECONDS):
         return await _answer_in_order(rt, settings, triaged, event, spool)
-    except StoreUnavailable as exc:
-        return "", kept_or_raise(exc, triaged, event, spool)
+    raise StoreUnavailable(
+        rt.db.path,
+        f"the hook event was not answered within {deadline.seconds:g} s",
+        recorded=None if deadline.writes else False,
+    )
 
 
 def kept_or_raise(exc: StoreUnavailable, triaged: Triaged, event: Spooled, spool: Spool) -> Kept:

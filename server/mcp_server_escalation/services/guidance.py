@@ -114,7 +114,9 @@ def _lexical(
         if not stand_in:
             return []
         match = ranking.Match(tuple(stand_in))
-        return guidance_store.lexical(conn, where, match, newest=BROAD_WINDOW, exact=exact, scored=False)
+        return guidance_store.lexical(
+            conn, where, match, newest=BROAD_WINDOW, exact=exact, scored=False, stats=stats
+        )
     broad_query = ranking.Match(tuple(words))
     held = stats.records_of(words) if len(words) > 1 else None
     if held is not None and len(set().union(*held)) < min(BROAD_WINDOW, guidance_store.CANDIDATES):
@@ -122,16 +124,18 @@ def _lexical(
         # broad search: it returns them all, and the precise matches among them are the
         # records holding every word, with the same bm25 (the same terms, summed alike).
         # One FTS5 query instead of two, the same candidates.
-        broad = guidance_store.lexical(conn, where, broad_query, newest=BROAD_WINDOW, exact=exact)
+        broad = guidance_store.lexical(
+            conn, where, broad_query, newest=BROAD_WINDOW, exact=exact, stats=stats
+        )
         every = set.intersection(*held)
         precise = [c for c in broad if c.seq in every]
         return precise if len(precise) >= need else broad + precise
     precise = guidance_store.lexical(
-        conn, where, ranking.Match(tuple(words), all_of=True), newest=PRECISE_WINDOW, exact=exact
+        conn, where, ranking.Match(tuple(words), all_of=True), newest=PRECISE_WINDOW, exact=exact, stats=stats
     )
     if len(precise) >= need or len(words) == 1:
         return precise
-    broad = guidance_store.lexical(conn, where, broad_query, newest=BROAD_WINDOW, exact=exact)
+    broad = guidance_store.lexical(conn, where, broad_query, newest=BROAD_WINDOW, exact=exact, stats=stats)
     return broad + precise
 
 

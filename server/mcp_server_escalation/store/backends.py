@@ -22,6 +22,8 @@ class Store(Protocol):
     """What services use of a store, on either backend."""
 
     path: str
+    # The longest one call waits for the store, in all: the bound of a call's deadline.
+    call_seconds: float
 
     async def write(self, fn: Callable[[Any], T]) -> T: ...
     async def read(self, fn: Callable[[Any], T]) -> T: ...

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Generic, Protocol, TypeVar
 
+from .. import deadlines
 from ..errors import StoreError
 from .migrations import Migration
 
@@ -47,6 +48,7 @@ class Connections(Protocol[C]):
     migrations: tuple[Migration, ...]
     migrations_table: str  # the DDL of ``schema_migrations``
     retries: int  # how often a transaction runs at most
+    call_seconds: float  # the longest a call waits for this store, in all (docs/architecture.md)
     empty_is_absent: bool  # does an unmigrated store mean "no store here"?
     open_errors: tuple[type[Exception], ...]  # what opening reports as a store error
 
@@ -108,6 +110,7 @@ class Database(Generic[C]):
     def __init__(self, connections: Connections[C]) -> None:
         self.connections = connections
         self.path = connections.location
+        self.call_seconds = connections.call_seconds
 
     async def opened(self, *, create: bool) -> None:
         """Migrate (refusing a store this version cannot read); on any failure, close first.
@@ -129,7 +132,9 @@ class Database(Generic[C]):
 
     async def write(self, fn: Callable[[C], T]) -> T:
         """Run ``fn`` in a write transaction; commit, or roll back on error."""
-        return await self.connections.run(fn, write=True, reader=False, seconds=None)
+        result = await self.connections.run(fn, write=True, reader=False, seconds=None)
+        deadlines.wrote()  # the call is recorded, at least in part, whatever comes after
+        return result
 
     async def read(self, fn: Callable[[C], T]) -> T:
         """Run ``fn`` on one consistent snapshot; nothing it does is kept."""

@@ -36,13 +36,14 @@ from typing import Any, TypeVar
 
 import anyio
 
+from .. import deadlines
 from ..errors import StoreError, StoreUnavailable, StoreUnwritable
 from ..rules.reading.fingerprint import message_key
 from . import database, search_index
 from .database import transact
 from .files import companion_of
 from .migrations import MIGRATIONS
-from .worker import Worker, closed_error
+from .worker import NotBegun, Worker, closed_error
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,10 @@ _BUSY_RETRIES = 5
 # Reads that run at once, each on a connection and thread of its own; one more waits for
 # the first of them to end.
 READERS = 4
+# A call's deadline shortens a transaction's wait for the lock only when it leaves less than
+# the connection's own wait by more than this: the common call, whose deadline is that wait
+# itself, sets no PRAGMA twice per transaction, and overruns it by this much at most.
+_DEADLINE_SLACK_SECONDS = 0.25
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -193,6 +198,7 @@ class SqliteConnections:
     def __init__(self, writer: Worker, path: str, wait_seconds: float | None = None) -> None:
         self._writer = writer
         self._wait_seconds = wait_seconds
+        self.call_seconds = BUSY_TIMEOUT_MS / 1000 if wait_seconds is None else wait_seconds
         self.retries = _BUSY_RETRIES if wait_seconds is None else 1
         # Two connections to ":memory:" would be two databases: there, reads take the writer.
         connect = functools.partial(_open, path, create=False, busy_ms=_busy_ms(wait_seconds))
@@ -216,13 +222,31 @@ class SqliteConnections:
         seconds: float | None,  # noqa: ARG002 (SQLite bounds a wait by its busy timeout)
     ) -> T:
         job = functools.partial(self._guarded, fn, write)
-        if reader and self._readers is not None:
-            return await self._readers.run(job)
-        return await self._writer.run(job)
+        try:
+            if reader and self._readers is not None:
+                return await self._readers.run(job)
+            return await self._writer.run(job)
+        except NotBegun:
+            # Queued behind other work past the call's deadline: nothing of it began.
+            raise StoreUnavailable(
+                self.location, "the call's time ran out before the store was free"
+            ) from None
 
     def _guarded(self, fn: Callable[[sqlite3.Connection], T], write: bool, conn: sqlite3.Connection) -> T:
         """The transaction, the search index repaired if damaged; a write the file refused
-        raised as ``StoreUnwritable``, a lock held past ``wait_seconds`` as ``StoreUnavailable``."""
+        raised as ``StoreUnwritable``, a lock held past the wait (``wait_seconds``, or what is
+        left of the call's deadline when that is less) as ``StoreUnavailable``."""
+        wait = self._wait_seconds
+        left = deadlines.seconds_left()
+        shortened = left is not None and (wait is None or left < wait - _DEADLINE_SLACK_SECONDS)
+        if shortened:
+            assert left is not None
+            if left <= 0:
+                # Its turn came after the call's deadline (queued behind a write that waited
+                # for the lock): nothing of it began.
+                raise StoreUnavailable(self.location, "the call's time ran out before the store was free")
+            wait = left
+            conn.execute(f"PRAGMA busy_timeout = {_busy_ms(wait)}")
         try:
             return self._repairing(conn, fn, write=write)
         except sqlite3.DatabaseError as exc:
@@ -230,12 +254,15 @@ class SqliteConnections:
             if refused is not None:
                 log.warning("store %s refused a write: %s", self.location, exc)
                 raise refused from exc
-            if self._wait_seconds is None or not _is_busy_error(exc):
+            if wait is None or not _is_busy_error(exc):
                 raise
             # Nothing of it was kept: the lock was never had, or the transaction rolled back.
             raise StoreUnavailable(
-                self.location, f"another process held the store's lock longer than {self._wait_seconds:g} s"
+                self.location, f"another process held the store's lock longer than {wait:.3g} s"
             ) from exc
+        finally:
+            if shortened:
+                conn.execute(f"PRAGMA busy_timeout = {_busy_ms(self._wait_seconds)}")
 
     def _repairing(
         self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], *, write: bool
@@ -292,7 +319,11 @@ class SqliteConnections:
             conn.execute("ROLLBACK")
 
     def may_retry(self, conn: sqlite3.Connection, error: Exception) -> bool:
-        # The busy timeout ran out before the lock was free: nothing began, start again.
+        # The busy timeout ran out before the lock was free: nothing began, start again,
+        # unless that would pass the call's deadline.
+        left = deadlines.seconds_left()
+        if left is not None and left <= _DEADLINE_SLACK_SECONDS:
+            return False
         if isinstance(error, sqlite3.OperationalError) and _is_busy(error) and not conn.in_transaction:
             log.warning("store busy after %d ms, retrying", BUSY_TIMEOUT_MS)
             return True
@@ -343,12 +374,29 @@ class Readers:
         self._slots = anyio.Semaphore(count, fast_acquire=True)
 
     async def run(self, job: Callable[[Any], T]) -> T:
-        async with self._slots:
+        left = deadlines.seconds_left()
+        if left is None:
+            await self._slots.acquire()
+            return await self._run_holding(job)
+        # A free reader is waited for within the call's deadline, as a turn in a thread is.
+        taken = False
+        with anyio.move_on_after(max(left, 0.0)):
+            await self._slots.acquire()
+            taken = True
+        if not taken:
+            raise NotBegun
+        return await self._run_holding(job)
+
+    async def _run_holding(self, job: Callable[[Any], T]) -> T:
+        """``job`` on an idle reader (or a new one), with a slot already taken; the slot freed after."""
+        try:
             reader = self._idle.pop() if self._idle else await self._open()
             try:
                 return await reader.run(job)
             finally:
                 self._idle.append(reader)
+        finally:
+            self._slots.release()
 
     async def _open(self) -> Worker:
         if self._closed:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..models.failures import FailureRecord, FailureReport, Occurrence
@@ -209,9 +210,16 @@ def _insert(conn: Conn, new: NewFailure, now: str, refs: str, details: str) -> C
     # The report names its fields as the indexed columns are named.
     terms = record_terms([getattr(report, column) for column in fts.COLUMNS])
     row = conn.execute(_INSERT_POSTGRES, (*values, *_search_values(terms))).fetchone()
-    _count_for_search(conn, records=1, tokens=terms.size)
+    _count_for_search(conn, records=1, tokens=terms.size, added=terms.counts.keys())
     return Counted(row[0], row[1], 1, "active")
 
+
+# How many records hold each word, counted from the records' words (PostgreSQL's
+# migration 8 and a reindex); kept from then on by ``_count_for_search``.
+COUNT_SEARCH_WORDS = (
+    "INSERT INTO failure_search_words (lexeme, records)"
+    " SELECT lexeme, count(*) FROM failures, unnest(tsvector_to_array(search)) AS lexeme GROUP BY lexeme"
+)
 
 _SET_SEARCH = (
     "UPDATE failures SET search = array_to_tsvector(?::text[]), search_terms = ?::jsonb,"
@@ -224,25 +232,49 @@ def _search_values(terms: fts.Terms) -> tuple[list[str], str, int]:
     return list(terms.counts), json.dumps(terms.counts, separators=(",", ":")), terms.size
 
 
-def _count_for_search(conn: Conn, *, records: int, tokens: int) -> None:
-    """Keep the index's totals (PostgreSQL). The row is locked until the writing
-    transaction ends: new records of concurrent servers are counted one after another."""
+def _count_for_search(
+    conn: Conn, *, records: int, tokens: int, added: Iterable[str] = (), removed: Iterable[str] = ()
+) -> None:
+    """Keep the index's totals and, per word, how many records hold it (PostgreSQL): the
+    words ``added`` to a record and ``removed`` from it. The totals' row is locked first and
+    until the writing transaction ends: new records of concurrent servers are counted one
+    after another, and no two writers ever wait for each other's words."""
     conn.execute(
         "UPDATE failure_search_totals SET records = records + ?, tokens = tokens + ? WHERE id = 1",
         (records, tokens),
     )
+    more, fewer = sorted(added), sorted(removed)
+    if more:
+        conn.execute(
+            "INSERT INTO failure_search_words AS w (lexeme, records)"
+            " SELECT lexeme, 1 FROM unnest(CAST(? AS TEXT[])) AS lexeme"
+            " ON CONFLICT (lexeme) DO UPDATE SET records = w.records + 1",
+            (more,),
+        )
+    if fewer:
+        conn.execute(
+            "UPDATE failure_search_words SET records = records - 1 WHERE lexeme = ANY(CAST(? AS TEXT[]))",
+            (fewer,),
+        )
 
 
 def _reindex(conn: Conn, seq: int) -> None:
     """Index a record's words anew after its indexed text changed (PostgreSQL)."""
     indexed = ", ".join(fts.COLUMNS)
     row = conn.execute(
-        f"SELECT {indexed}, search_size FROM failures WHERE seq = ?",  # noqa: S608 (constants)
+        f"SELECT {indexed}, search_size, tsvector_to_array(search) FROM failures WHERE seq = ?",  # noqa: S608 (constants)
         (seq,),
     ).fetchone()
     terms = record_terms([row[i] for i in range(len(fts.COLUMNS))])
     conn.execute(_SET_SEARCH, (*_search_values(terms), seq))
-    _count_for_search(conn, records=0, tokens=terms.size - int(row[len(fts.COLUMNS)]))
+    before, after = set(row[len(fts.COLUMNS) + 1]), set(terms.counts)
+    _count_for_search(
+        conn,
+        records=0,
+        tokens=terms.size - int(row[len(fts.COLUMNS)]),
+        added=after - before,
+        removed=before - after,
+    )
 
 
 def reindex_search(conn: Conn) -> None:
@@ -261,6 +293,8 @@ def reindex_search(conn: Conn) -> None:
         values.append((*_search_values(terms), row["seq"]))
     conn.executemany(_SET_SEARCH, values)
     conn.execute("UPDATE failure_search_totals SET records = ?, tokens = ? WHERE id = 1", (len(rows), tokens))
+    conn.execute("DELETE FROM failure_search_words")
+    conn.execute(COUNT_SEARCH_WORDS)
 
 
 def _keep_occurrence(conn: Conn, counted: Counted, new: NewFailure, now: str, details: str) -> None:
@@ -316,10 +350,9 @@ def recent_occurrences(conn: Conn, failure_id_: str, limit: int) -> list[Occurre
 
 
 def count_for_task(conn: Conn, task_id: str) -> tuple[int, int]:
-    """(records, occurrences) of a task."""
+    """(records, occurrences) of a task, as its triggers keep them (no row: none yet)."""
     row = conn.execute(
-        "SELECT COUNT(*), COALESCE(SUM(occurrence_count), 0) FROM failures WHERE task_id = ?",
-        (task_id,),
+        "SELECT records, occurrences FROM task_failure_counts WHERE task_id = ?", (task_id,)
     ).fetchone()
     return (int(row[0]), int(row[1])) if row else (0, 0)
 

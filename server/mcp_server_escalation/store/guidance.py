@@ -13,6 +13,7 @@ it (``rules.guidance.fts``): the same matches and the same scores, so the same t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -151,6 +152,16 @@ class WordStats:
     counts: list[int]  # per word: records holding it, counted up to the sample size
     last: list[int | None]  # per word: the highest record id among those counted
     ids: list[str | None]  # per word: those record ids, comma-separated (see ``records_of``)
+    kept: SearchCounts | None = None  # PostgreSQL: the kept counts of these words, read with them
+
+    def kept_counts(self, chosen: Sequence[str]) -> SearchCounts | None:
+        """The kept counts of the ``chosen`` words (PostgreSQL), in their order; None when
+        they were not read with these statistics."""
+        if self.kept is None or not set(chosen) <= set(self.words):
+            return None
+        position = {word: i for i, word in enumerate(self.words)}
+        holding = [self.kept.holding[position[word]] for word in chosen]
+        return dataclasses.replace(self.kept, holding=holding)
 
     def records_of(self, chosen: Sequence[str]) -> list[set[int]] | None:
         """The records holding each of the ``chosen`` words, when every one was read whole
@@ -168,11 +179,12 @@ class WordStats:
 
 def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
     """Per word, its first ``sample`` records in the full-text index: how many, how far they
-    reach, and which. One statement; each word reads at most ``sample`` entries of its
-    index list, so a word in every record costs no more than a rare one."""
+    reach, and which. Each word reads at most ``sample`` entries of its index list, so a
+    word in every record costs no more than a rare one."""
+    kept: SearchCounts | None = None
     if is_postgres(conn):
-        queries = [_tsquery(Match((word,))) for word in words]
-        rows = _searched(conn, _word_stats_postgres(len(words), sample), queries)
+        kept = search_counts(conn, [fts.lexeme(word) for word in words])
+        rows = _word_stats_postgres(conn, words, sample, kept)
     else:
         rows = _word_stats_sqlite(conn, words, sample)
     total, *by_word = sorted(rows, key=lambda row: int(row[0]))
@@ -183,10 +195,11 @@ def word_stats(conn: Conn, words: Sequence[str], sample: int) -> WordStats:
         [row[1] for row in by_word],
         [row[2] for row in by_word],
         [row[3] for row in by_word],
+        kept,
     )
 
 
-def _word_stats_sqlite(conn: Conn, words: Sequence[str], sample: int) -> list[tuple[object, ...]]:
+def _word_stats_sqlite(conn: Conn, words: Sequence[str], sample: int) -> list[tuple[Any, ...]]:
     # The record count rides along as row -1: one statement either way.
     probe = (
         "SELECT {i}, count(*), max(rowid), group_concat(rowid) FROM (SELECT rowid FROM failures_fts"
@@ -205,21 +218,67 @@ def _word_stats_sqlite(conn: Conn, words: Sequence[str], sample: int) -> list[tu
         raise RuntimeError(f"FTS5 rejected one of {list(words)!r}: {exc}") from exc
 
 
-def _word_stats_postgres(count: int, sample: int) -> str:
-    # GIN returns matches unordered; the planner reads the seq index in order instead where
-    # a word is common (its statistics of the column's lexemes say which).
-    probe = (
-        "SELECT {i}, count(*), max(seq), string_agg(CAST(seq AS TEXT), ',' ORDER BY seq) FROM"
-        " (SELECT seq FROM failures WHERE search @@ CAST(? AS tsquery) ORDER BY seq LIMIT {sample}) AS w{i}"
+@dataclass(frozen=True)
+class SearchCounts:
+    """What PostgreSQL keeps of its search index: the records and their tokens, the highest
+    record id (what the word statistics count records by, as on SQLite: the same ids give
+    the same statistics, whatever gaps a store's ids have), and per word asked for, how
+    many records hold it. Read in the read's one snapshot, as the matches are."""
+
+    records: int
+    tokens: int
+    highest: int
+    holding: list[int]
+
+
+def search_counts(conn: PgConn, lexemes: Sequence[str]) -> SearchCounts:
+    """The kept counts (one statement of primary-key reads, whatever the store holds)."""
+    holding = "".join(
+        ", COALESCE((SELECT records FROM failure_search_words WHERE lexeme = ?), 0)" for _ in lexemes
     )
-    # The highest record id, as on SQLite: the same ids give the same statistics, whatever
-    # gaps a store's ids have (a copy keeps them).
-    return " UNION ALL ".join(
-        [
-            "SELECT -1, COALESCE(MAX(seq), 0), NULL, NULL FROM failures",
-            *(probe.format(i=i, sample=int(sample)) for i in range(count)),
-        ]
-    )
+    row = conn.execute(
+        f"SELECT records, tokens, COALESCE((SELECT MAX(seq) FROM failures), 0){holding}"  # noqa: S608 (placeholders)
+        " FROM failure_search_totals",
+        tuple(lexemes),
+    ).fetchone()
+    records, tokens, highest, *counts = row
+    return SearchCounts(int(records), int(tokens), int(highest), [int(n) for n in counts])
+
+
+def _in_record_order(holding: int, wanted: int, records: int) -> bool:
+    """Whether ``wanted`` of the ``holding`` matches among ``records`` are read more cheaply
+    in record order, checking each record's words until enough match (about ``wanted *
+    records / holding`` records), than through the GIN index, which yields every match to
+    be sorted. The counts are exact, so the choice does not wait on the planner's
+    statistics, which lag behind a store growing record by record (a plan made for the
+    store of a minute ago joined every match with every record of the task)."""
+    return holding * holding > wanted * records
+
+
+def _matching(in_record_order: bool) -> str:
+    """The match condition: the operator, which the GIN index serves, or its function,
+    which no index serves, so the records are read in the order asked for."""
+    return "ts_match_vq(search, CAST(? AS tsquery))" if in_record_order else "search @@ CAST(? AS tsquery)"
+
+
+def _word_stats_postgres(
+    conn: PgConn, words: Sequence[str], sample: int, counts: SearchCounts
+) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = [(-1, counts.highest, None, None)]
+    probes, params = [], []
+    for i, (word, holding) in enumerate(zip(words, counts.holding, strict=True)):
+        if holding == 0:
+            rows.append((i, 0, None, None))  # what the probe finds: no record
+            continue
+        condition = _matching(_in_record_order(holding, sample, counts.records))
+        probes.append(
+            f"SELECT {i}, count(*), max(seq), string_agg(CAST(seq AS TEXT), ',' ORDER BY seq) FROM"  # noqa: S608 (constants)
+            f" (SELECT seq FROM failures WHERE {condition} ORDER BY seq LIMIT {int(sample)}) AS w{i}"
+        )
+        params.append(_tsquery(Match((word,))))
+    if probes:
+        rows.extend(_searched(conn, " UNION ALL ".join(probes), params))
+    return rows
 
 
 def _searched(conn: PgConn, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
@@ -240,7 +299,14 @@ def _tsquery(match: Match) -> str:
 
 
 def lexical(
-    conn: Conn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool = True
+    conn: Conn,
+    scope: Scope,
+    match: Match,
+    *,
+    newest: int,
+    exact: Exact | None,
+    scored: bool = True,
+    stats: WordStats | None = None,
 ) -> list[Candidate]:
     """Active records of the scope matching ``match``, best bm25 first.
 
@@ -249,9 +315,14 @@ def lexical(
     the whole index. Recent failures are the relevant ones anyway. Unscored (``scored``
     false), the candidates carry no relevance and come newest first: bm25 reads the whole
     index list of every word to weigh it, which for a common word is most of the query.
+    ``stats``: the words' statistics read in this transaction, whose kept counts PostgreSQL
+    reads again otherwise.
     """
     if is_postgres(conn):
-        return _lexical_postgres(conn, scope, match, newest=newest, exact=exact, scored=scored)
+        counts = stats.kept_counts(match.tokens) if stats is not None else None
+        if counts is None:
+            counts = search_counts(conn, [fts.lexeme(t) for t in match.tokens])
+        return _lexical_postgres(conn, scope, match, counts, newest=newest, exact=exact, scored=scored)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     relevance, order = (
         (f"bm25(failures_fts, {weights})", "m.relevance, f.seq") if scored else ("NULL", "f.seq DESC")
@@ -275,48 +346,54 @@ def lexical(
 
 
 def _lexical_postgres(
-    conn: PgConn, scope: Scope, match: Match, *, newest: int, exact: Exact | None, scored: bool
+    conn: PgConn,
+    scope: Scope,
+    match: Match,
+    counts: SearchCounts,
+    *,
+    newest: int,
+    exact: Exact | None,
+    scored: bool,
 ) -> list[Candidate]:
     """``lexical`` on PostgreSQL: the same newest matches, scored in Python as FTS5 scores
-    them (``rules.guidance.fts.bm25``) from each record's stored counts and the index's totals.
+    them (``rules.guidance.fts.bm25``) from each record's stored counts and the index's kept
+    totals and word counts.
 
-    GIN returns matches unordered: for the newest, the planner reads the seq index
-    backwards where the words are common, and sorts the few matches where they are rare.
-    The totals and each word's record count ride along on every row (one statement)."""
+    The newest matches are read in one pass over the records, the scope's kept among them
+    (no join); in record order or through the GIN index, whichever reads fewer, from the
+    exact counts of the words (``_in_record_order``)."""
+    lexemes = [fts.lexeme(t) for t in match.tokens]
+    matches = min(counts.holding) if match.all_of else sum(counts.holding)
+    if matches == 0:
+        return []  # no record holds the words
     flag, flag_params = (_EXACT_SQL_POSTGRES[exact.column], (exact.value,)) if exact else ("FALSE", ())
-    lexemes = [fts.lexeme(t) for t in match.tokens] if scored else []
-    counts = "".join(", f.search_terms -> CAST(? AS TEXT)" for _ in lexemes)
-    holding = "".join(", (SELECT count(*) FROM failures WHERE search @@ CAST(? AS tsquery))" for _ in lexemes)
+    weighed = lexemes if scored else []
+    terms = "".join(", f.search_terms -> CAST(? AS TEXT)" for _ in weighed)
+    # Unscored, the newest CANDIDATES of the scope are the answer: no more rows are sent.
+    weights, kept = (", search_terms", "") if scored else ("", f" LIMIT {CANDIDATES}")
+    condition = _matching(_in_record_order(matches, newest, counts.records))
     rows = _searched(
         conn,
-        f"WITH totals AS (SELECT records, tokens{holding} FROM failure_search_totals)"  # noqa: S608 (constants, placeholders)
-        f" SELECT {_CANDIDATE}, {flag}, f.search_size{counts}, totals.* FROM ("
-        "  SELECT seq FROM failures WHERE search @@ CAST(? AS tsquery) ORDER BY seq DESC LIMIT ?"
-        ") AS m JOIN failures f ON f.seq = m.seq CROSS JOIN totals"
-        f" WHERE f.{scope.column} = ? AND f.status = 'active' ORDER BY f.seq DESC",
-        (
-            *[_tsquery(Match((lexeme,))) for lexeme in lexemes],
-            *flag_params,
-            *lexemes,
-            _tsquery(match),
-            newest,
-            scope.value,
-        ),
+        f"SELECT {_CANDIDATE}, {flag}, f.search_size{terms} FROM ("  # noqa: S608 (constants, placeholders)
+        "  SELECT seq, severity, last_seen_at, occurrence_count, helpful_count, harmful_count,"
+        f"   task_id, project, status, fingerprint, message_key, search_size{weights}"
+        f"  FROM failures WHERE {condition} ORDER BY seq DESC LIMIT ?"
+        f") AS f WHERE f.{scope.column} = ? AND f.status = 'active' ORDER BY f.seq DESC{kept}",
+        (*flag_params, *weighed, _tsquery(match), newest, scope.value),
     )
     if not scored:
-        return [_candidate(row, None) for row in rows[:CANDIDATES]]
-    return _best_by_bm25(rows, len(lexemes))
+        return [_candidate(row, None) for row in rows]
+    return _best_by_bm25(rows, counts)
 
 
-def _best_by_bm25(rows: Sequence[Sequence[Any]], words: int) -> list[Candidate]:
+def _best_by_bm25(rows: Sequence[Sequence[Any]], counts: SearchCounts) -> list[Candidate]:
     """The best ``CANDIDATES`` of the rows by bm25 (then record id). A row: the candidate's
-    fields, its token count, its counts of each word, then the index's record and token
-    counts and each word's record count."""
+    fields, its token count, then its counts of each word."""
     if not rows:
         return []
-    records, tokens, *holding = rows[0][8 + words :]
-    idfs = [fts.idf(int(records), int(n)) for n in holding]
-    average_size = int(tokens) / max(int(records), 1)
+    idfs = [fts.idf(counts.records, n) for n in counts.holding]
+    average_size = counts.tokens / max(counts.records, 1)
+    words = len(counts.holding)
     relevant = sorted(
         (
             fts.bm25(

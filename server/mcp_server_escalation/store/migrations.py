@@ -118,6 +118,50 @@ def _fts_index(columns: str) -> tuple[str, ...]:
     )
 
 
+# A task's failure records and their occurrences, and the distinct files of each of its
+# generations, as migration 20 keeps them (PostgreSQL's migration 8 keeps the same).
+COUNTED_BY_TRIGGERS_20 = (
+    """CREATE TABLE task_failure_counts (
+        task_id TEXT PRIMARY KEY REFERENCES tasks (task_id),
+        records INTEGER NOT NULL,
+        occurrences INTEGER NOT NULL
+    )""",
+    """INSERT INTO task_failure_counts (task_id, records, occurrences)
+        SELECT task_id, COUNT(*), SUM(occurrence_count) FROM failures GROUP BY task_id""",
+    """CREATE TRIGGER failures_counted AFTER INSERT ON failures BEGIN
+        INSERT INTO task_failure_counts (task_id, records, occurrences)
+        VALUES (NEW.task_id, 1, NEW.occurrence_count)
+        ON CONFLICT (task_id) DO UPDATE SET records = records + 1,
+            occurrences = occurrences + excluded.occurrences;
+    END""",
+    """CREATE TRIGGER failures_recounted AFTER UPDATE OF occurrence_count ON failures
+        WHEN NEW.occurrence_count != OLD.occurrence_count BEGIN
+        UPDATE task_failure_counts SET occurrences = occurrences + NEW.occurrence_count - OLD.occurrence_count
+        WHERE task_id = NEW.task_id;
+    END""",
+    """CREATE TRIGGER failures_uncounted AFTER DELETE ON failures BEGIN
+        UPDATE task_failure_counts SET records = records - 1, occurrences = occurrences - OLD.occurrence_count
+        WHERE task_id = OLD.task_id;
+    END""",
+    """CREATE TABLE modified_file_counts (
+        task_id TEXT NOT NULL REFERENCES tasks (task_id),
+        generation INTEGER NOT NULL,
+        files INTEGER NOT NULL,
+        PRIMARY KEY (task_id, generation)
+    )""",
+    """INSERT INTO modified_file_counts (task_id, generation, files)
+        SELECT task_id, generation, COUNT(*) FROM modified_files GROUP BY task_id, generation""",
+    """CREATE TRIGGER modified_files_counted AFTER INSERT ON modified_files BEGIN
+        INSERT INTO modified_file_counts (task_id, generation, files)
+        VALUES (NEW.task_id, NEW.generation, 1)
+        ON CONFLICT (task_id, generation) DO UPDATE SET files = files + 1;
+    END""",
+    """CREATE TRIGGER modified_files_uncounted AFTER DELETE ON modified_files BEGIN
+        UPDATE modified_file_counts SET files = files - 1
+        WHERE task_id = OLD.task_id AND generation = OLD.generation;
+    END""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -668,6 +712,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             # revision the caller named. A wait started before has neither, and waits on.
             "ALTER TABLE escalation_waits ADD COLUMN ends_at TEXT",
             "ALTER TABLE escalation_waits ADD COLUMN known_revision INTEGER",
+        ),
+    ),
+    Migration(
+        20,
+        "a task's counts kept as its history grows",
+        (
+            # get_task and every task read counted a task's failure records, occurrences and
+            # modified files from their rows: a cost that grew with the task's history. The
+            # counts are kept instead, by triggers in the writing transaction, so every route
+            # that writes those rows (the tools, the hooks, a copy of a store) keeps them exact.
+            *COUNTED_BY_TRIGGERS_20,
+            # A task's latest modified files, read newest first from this index (not sorted).
+            "CREATE INDEX modified_files_by_time ON modified_files (task_id, generation, first_at, path)",
         ),
     ),
 )

@@ -10,10 +10,12 @@ from ..models.tasks import Counters, Task
 from ..models.thresholds import Thresholds
 from .sql import Conn, Row, lock
 
+# The files count is kept per generation as the rows arrive (migration 20): a task read
+# costs the same however many files the task has touched.
 _SELECT = """
 SELECT t.*,
-       (SELECT COUNT(*) FROM modified_files m
-         WHERE m.task_id = t.task_id AND m.generation = t.generation) AS files_modified
+       COALESCE((SELECT c.files FROM modified_file_counts c
+         WHERE c.task_id = t.task_id AND c.generation = t.generation), 0) AS files_modified
   FROM tasks t
 """
 
@@ -224,13 +226,14 @@ def modified_files(conn: Conn, task: Task) -> list[str]:
 
 
 def latest_modified_files(conn: Conn, task: Task, limit: int) -> tuple[list[str], int]:
-    """The latest ``limit`` of those paths (in order), and how many there are."""
+    """The latest ``limit`` of those paths (in order), and how many there are (the task's
+    kept count, read with it)."""
     rows = conn.execute(
-        "SELECT path, count(*) OVER () FROM modified_files WHERE task_id = ? AND generation = ?"
+        "SELECT path FROM modified_files WHERE task_id = ? AND generation = ?"
         " ORDER BY first_at DESC, path DESC LIMIT ?",
         (task.task_id, task.generation, limit),
     ).fetchall()
-    return [row[0] for row in reversed(rows)], int(rows[0][1]) if rows else 0
+    return [row[0] for row in reversed(rows)], task.counters.files_modified
 
 
 def already_modified(conn: Conn, task: Task, paths: list[str]) -> set[str]:

@@ -27,6 +27,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from ... import deadlines
 from ...datafiles import data_dir
 from ...errors import ConfigError, EscalationError, StoreUnavailable
 from ...models.limits import RESULT_MAX_BYTES
@@ -45,6 +46,9 @@ COMPACT = (",", ":")  # json.dumps separators without spaces
 # the text names where the whole result is instead. Shorter ones keep the JSON as their text,
 # for clients that show the model the text alone; a long one copied would double the answer.
 JSON_TEXT_MAX = 2048
+# A call that asks to wait for an answer (get_escalation's ``wait_seconds``, at most
+# ``WAIT_MAX_SECONDS``) has that wait on top of the store's bound in its deadline.
+WAIT_ARGUMENT = "wait_seconds"
 
 
 class Caller(Protocol):
@@ -52,6 +56,9 @@ class Caller(Protocol):
 
     async def within_scope(self, tool: str, arguments: Mapping[str, Any]) -> None:
         """Raise a domain error when the caller may not make this call (its token's scope)."""
+
+    def store_seconds(self) -> float:
+        """The longest a call waits for the store, in all: its deadline, before any wait it asks for."""
 
 
 class LazyArguments(ArgModelBase):
@@ -209,10 +216,21 @@ def _published(name: str) -> dict[str, Any] | None:
 
 def unavailable_text(prompts: PromptBook, exc: StoreUnavailable) -> str:
     """What the model reads when the store did not answer: nothing (or maybe something) was
-    recorded, and what to do next. Not why: what the database said, and where it is, are the
-    operator's, in the log the store writes once per outage (a line per call would flood it)."""
-    template = "store_unavailable" if exc.recorded is False else "store_outcome_unknown"
+    recorded, and what to do next. Never "nothing" once a write of the call committed, or
+    when the answer to its COMMIT was lost. Not why: what the database said, and where it
+    is, are the operator's, in the log the store writes once per outage (a line per call
+    would flood it)."""
+    nothing = exc.recorded is False and not deadlines.has_written()
+    template = "store_unavailable" if nothing else "store_outcome_unknown"
     return prompts.render(template)
+
+
+def call_seconds(caller: Caller | None, arguments: Mapping[str, Any]) -> float | None:
+    """The deadline of one call: the store's bound, and the wait it asks for on top."""
+    if caller is None:
+        return None
+    wait = arguments.get(WAIT_ARGUMENT)
+    return caller.store_seconds() + (float(wait) if isinstance(wait, int | float) else 0.0)
 
 
 def tool_result(
@@ -230,7 +248,8 @@ def tool_result(
     tool error whose text tells the model how to fix the call; anything else is a bug, which
     the SDK reports without its text.
     A store that does not answer is no fault of the call: the model is told, in the words of
-    prompts/, that nothing was recorded and what to do meanwhile.
+    prompts/, that nothing was recorded (or that it may have been) and what to do meanwhile.
+    The whole call has one deadline (``call_seconds``): the store's waits inside share it.
 
     The feedback and guidance tools name their rendered text: the model reads it as written
     instead of JSON-escaped inside a copy of the structured result, which would double the
@@ -246,27 +265,48 @@ def tool_result(
 
     async def call(ctx: Any, **arguments: Any) -> CallToolResult:
         bound = bind(ctx)
-        try:
-            if bound is not None:
-                await bound.within_scope(fn.__name__, arguments)
-            result = await fn(bound, **arguments)
-        except StoreUnavailable as exc:
-            if prompts is None:
-                raise ToolError(str(exc)) from exc
-            raise ToolError(unavailable_text(prompts, exc)) from exc
-        except EscalationError as exc:
-            raise ToolError(str(exc)) from exc
-        structured = result.model_dump(mode="json", by_alias=True)
-        shown = _shown(structured, text)
-        # A character costs at most four bytes: only a long text needs measuring.
-        if len(shown) > RESULT_MAX_BYTES // 4 and len(shown.encode()) > RESULT_MAX_BYTES:
-            structured = fit(structured, RESULT_MAX_BYTES)
-            shown = _shown(structured, text)
-        if text is None and prompts is not None and len(shown) > JSON_TEXT_MAX:
-            shown = prompts.render("tool_result_in_structured", message=structured.get("message", ""))
-        return CallToolResult(content=[TextContent(type="text", text=shown)], structured_content=structured)
+        seconds = call_seconds(bound, arguments)
+        if seconds is None:
+            result = await _served(fn, bound, arguments, prompts)
+        else:
+            # One deadline for the whole call: every wait of the store inside (its turn in a
+            # queue, a lock, a connection, an answer) reads what is left of it, so their sum
+            # cannot pass it (deadlines.py). No cancel scope around the call on top: the store
+            # is where a call waits, and each scope costs every call.
+            with deadlines.call_deadline(seconds):
+                result = await _served(fn, bound, arguments, prompts)
+        return _answer(result, text, prompts)
 
     return call
+
+
+async def _served(
+    fn: ToolFunction, bound: Caller | None, arguments: dict[str, Any], prompts: PromptBook | None
+) -> BaseModel:
+    """``fn``'s result, a domain error raised as the tool error the model reads."""
+    try:
+        if bound is not None:
+            await bound.within_scope(fn.__name__, arguments)
+        return await fn(bound, **arguments)
+    except StoreUnavailable as exc:
+        if prompts is None:
+            raise ToolError(str(exc)) from exc
+        raise ToolError(unavailable_text(prompts, exc)) from exc
+    except EscalationError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def _answer(result: BaseModel, text: str | None, prompts: PromptBook | None) -> CallToolResult:
+    """The call's result as the client receives it: structured, and the text the model reads."""
+    structured = result.model_dump(mode="json", by_alias=True)
+    shown = _shown(structured, text)
+    # A character costs at most four bytes: only a long text needs measuring.
+    if len(shown) > RESULT_MAX_BYTES // 4 and len(shown.encode()) > RESULT_MAX_BYTES:
+        structured = fit(structured, RESULT_MAX_BYTES)
+        shown = _shown(structured, text)
+    if text is None and prompts is not None and len(shown) > JSON_TEXT_MAX:
+        shown = prompts.render("tool_result_in_structured", message=structured.get("message", ""))
+    return CallToolResult(content=[TextContent(type="text", text=shown)], structured_content=structured)
 
 
 def shown_text(structured: dict[str, Any]) -> str:

@@ -37,6 +37,7 @@ import anyio.to_thread
 import psycopg
 from psycopg import errors
 
+from ... import deadlines
 from ...errors import StoreError, StoreUnavailable
 from ...models.store_config import StoreConfig
 from .. import database
@@ -114,6 +115,7 @@ class PgConnections:
     def __init__(self, url: str, config: StoreConfig) -> None:
         self.location = shown(url)
         self._config = config
+        self.call_seconds = config.operation_timeout_seconds
         self._info = conninfo(url, config)
         self._health = health_of(self.location)
         self._watchdog = Watchdog()
@@ -186,6 +188,13 @@ class PgConnections:
             raise StoreError("the store is closed")
         pool, turn = (self._readers, self._read_turn) if reader else (self._writers, self._write_turn)
         bound = self._config.operation_timeout_seconds if seconds is None else seconds
+        left = deadlines.seconds_left()
+        if seconds is None and left is not None and left < bound:
+            # What is left of the call's deadline: the operations before this one (and the
+            # turns they waited for) count in it.
+            if left <= 0:
+                raise StoreUnavailable(self.location, "the call's time ran out before the store answered")
+            bound = left
         # The bound runs from the call, its wait for a turn included: behind a write that the
         # database stalls, a queued call would otherwise wait out that write's bound and then
         # its own.

@@ -423,6 +423,74 @@ _WAIT_ENDS = (
     "ALTER TABLE escalation_waits ADD COLUMN known_revision BIGINT",
 )
 
+# A task's counts kept as its history grows, as on SQLite (its migration 20), and how many
+# records hold each word of the guidance search: what bm25's IDF reads and what chooses how
+# a search reads its matches, where each search counted them (``count(*) ... @@``, a cost
+# that grew with every record holding the word). Kept in the writing transaction, after the
+# search totals' row (store/failures.py).
+_COUNTS = (
+    """CREATE TABLE task_failure_counts (
+        task_id TEXT PRIMARY KEY REFERENCES tasks (task_id),
+        records BIGINT NOT NULL,
+        occurrences BIGINT NOT NULL
+    )""",
+    """INSERT INTO task_failure_counts (task_id, records, occurrences)
+        SELECT task_id, COUNT(*), SUM(occurrence_count) FROM failures GROUP BY task_id""",
+    """CREATE FUNCTION failures_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            INSERT INTO task_failure_counts AS c (task_id, records, occurrences)
+            VALUES (NEW.task_id, 1, NEW.occurrence_count)
+            ON CONFLICT (task_id) DO UPDATE SET records = c.records + 1,
+                occurrences = c.occurrences + excluded.occurrences;
+        ELSIF TG_OP = 'UPDATE' THEN
+            UPDATE task_failure_counts
+            SET occurrences = occurrences + NEW.occurrence_count - OLD.occurrence_count
+            WHERE task_id = NEW.task_id;
+        ELSE
+            UPDATE task_failure_counts
+            SET records = records - 1, occurrences = occurrences - OLD.occurrence_count
+            WHERE task_id = OLD.task_id;
+        END IF;
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER failures_counted AFTER INSERT OR DELETE ON failures
+        FOR EACH ROW EXECUTE FUNCTION failures_counted()""",
+    """CREATE TRIGGER failures_recounted AFTER UPDATE OF occurrence_count ON failures
+        FOR EACH ROW WHEN (NEW.occurrence_count IS DISTINCT FROM OLD.occurrence_count)
+        EXECUTE FUNCTION failures_counted()""",
+    """CREATE TABLE modified_file_counts (
+        task_id TEXT NOT NULL REFERENCES tasks (task_id),
+        generation BIGINT NOT NULL,
+        files BIGINT NOT NULL,
+        PRIMARY KEY (task_id, generation)
+    )""",
+    """INSERT INTO modified_file_counts (task_id, generation, files)
+        SELECT task_id, generation, COUNT(*) FROM modified_files GROUP BY task_id, generation""",
+    """CREATE FUNCTION modified_files_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            INSERT INTO modified_file_counts AS c (task_id, generation, files)
+            VALUES (NEW.task_id, NEW.generation, 1)
+            ON CONFLICT (task_id, generation) DO UPDATE SET files = c.files + 1;
+        ELSE
+            UPDATE modified_file_counts SET files = files - 1
+            WHERE task_id = OLD.task_id AND generation = OLD.generation;
+        END IF;
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER modified_files_counted AFTER INSERT OR DELETE ON modified_files
+        FOR EACH ROW EXECUTE FUNCTION modified_files_counted()""",
+    "CREATE INDEX modified_files_by_time ON modified_files (task_id, generation, first_at, path)",
+    """CREATE TABLE failure_search_words (
+        lexeme TEXT PRIMARY KEY,
+        records BIGINT NOT NULL
+    )""",
+    """INSERT INTO failure_search_words (lexeme, records)
+        SELECT lexeme, count(*) FROM failures, unnest(tsvector_to_array(search)) AS lexeme
+        GROUP BY lexeme""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "schema", _TABLES + _TRIGGERS),
     Migration(2, "guidance search: failures' words as a tsvector under GIN, bm25's counts", _SEARCH),
@@ -431,4 +499,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "a task's counters as one JSON document", _COUNTERS),
     Migration(6, "waits looked up by their escalation", _WAITS_BY_ESCALATION),
     Migration(7, "a wait run as a task ends when the caller's wait does", _WAIT_ENDS),
+    Migration(8, "a task's counts and the search's word counts kept as they change", _COUNTS),
 )

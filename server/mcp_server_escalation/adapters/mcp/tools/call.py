@@ -52,6 +52,11 @@ class ToolCall:
     def runtime(self) -> Runtime:
         return self._context.request_context.lifespan_context.runtime
 
+    def store_seconds(self) -> float:
+        """The longest the call waits for the store, in all (its deadline): 30 s for another
+        process's lock on SQLite, ``[store] operation_timeout_seconds`` on PostgreSQL."""
+        return self.runtime.db.call_seconds
+
     @property
     def holders(self) -> TaskHolders:
         return self._context.request_context.lifespan_context.holders
