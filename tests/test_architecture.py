@@ -11,6 +11,7 @@ import ast
 import functools
 import re
 import sqlite3
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -131,6 +132,36 @@ def test_the_operator_cli_never_loads_the_mcp_sdk_outside_serve() -> None:
         if path.name in ("serve.py", "demo.py"):  # both speak MCP: the server, the demo's client
             continue
         assert not any(n == "mcp" or n.startswith("mcp.") for n in _imports(path)), path
+
+
+# What a hook run loads before it knows whether a relay answers it (launch.py imports these,
+# and the rest of the package only once none did): the relay's client, the hosts' names and
+# the daemon's start import the standard library and each other only, so that a relayed run
+# costs next to nothing. The relay's server (relay_server.py, the words of hooks/outcome.py)
+# runs in the process that answers, never here.
+HOOK_FIRST_STOP = ("process.py", "locations.py", "hooks/hosts.py", "hooks/relay.py", "hooks/relay_spawn.py")
+
+
+def _modules_imported(path: Path) -> set[str]:
+    """The modules (not the names in them) a module imports as it loads, relative imports
+    resolved: at its top level (not for the type checker, not in a function called later)."""
+    package = ["mcp_server_escalation", *path.relative_to(PACKAGE).parent.parts]
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            found.add(".".join([*base, node.module] if node.module else base))
+    return found
+
+
+def test_a_hook_runs_first_stop_imports_the_standard_library_and_itself_alone() -> None:
+    ours = {"mcp_server_escalation." + name.removesuffix(".py").replace("/", ".") for name in HOOK_FIRST_STOP}
+    for name in HOOK_FIRST_STOP:
+        imported = _modules_imported(PACKAGE / name)
+        foreign = sorted(m for m in imported - ours if m.split(".")[0] not in sys.stdlib_module_names)
+        assert not foreign, f"{name} imports {foreign}"
 
 
 _SQL = re.compile(r"\b(SELECT|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+TABLE)\b")

@@ -12,10 +12,8 @@ work itself, when no server takes it.
 
 A hook must never break its host. Whatever goes wrong (malformed JSON, an unknown event, a
 store that cannot be opened, a bug) the hook exits 0 with nothing on stdout and one line on
-stderr, which the hosts read as "no decision" (the tool call proceeds); for a bug, that line
-says where its details (the traceback) were written, since stderr is the host's to show,
-and so does it for a store that does not answer or cannot be opened (where the store is and
-what its database said are written there too, never on stderr).
+stderr, which the hosts read as "no decision" (the tool call proceeds); what it says, and
+where the details go, is ``hooks/outcome.py``'s, as for the relay and the hook route.
 Exit 2 would mean "deny" to them, so even an argument error on a hook run exits 0
 (``cli/__init__.py`` and ``cli/parsers.py``); the one exit 2 is the wake hook's (``cli/hook_wake.py``).
 Nothing but the host's JSON is ever written to stdout. Imports of what only some of its
@@ -33,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import OUTAGE_LOG, EscalationError, StoreError, StoreUnavailable, StoreUnwritable
+from ..errors import OUTAGE_LOG, StoreUnavailable
 from ..hooks.budget import within_what_is_left
 from ..hooks.hosts import NAMES, describe
 from ..process import server_ready
@@ -45,7 +43,7 @@ from .hook_wake import add_wake_option
 STORE_LOG = "mcp_server_escalation.store"
 
 if TYPE_CHECKING:
-    from ..hooks.dispatch import HookInputError
+    from ..hooks.outcome import CommandAnswer, Ending
     from ..hooks.spool import Kept
     from ..hooks.triage import Triaged
     from ..prompts import PromptBook
@@ -102,12 +100,6 @@ def is_hook_run(argv: Sequence[str]) -> bool:
     return action is not None and action not in (["install"], ["uninstall"], ["relay"], ["daemon"])
 
 
-def _warn(text: str) -> None:
-    from ..hooks.dispatch import warning  # noqa: PLC0415
-
-    sys.stderr.write(warning(text))
-
-
 async def _answer(settings: Settings, entry: str, triaged: Triaged, raw: bytes) -> tuple[str, Kept | None]:
     from ..hooks.budget import runtime_within_budget  # noqa: PLC0415
     from ..hooks.spool import Spool, Spooled, answer_or_keep, kept_env, kept_or_raise, spool_folder  # noqa: PLC0415
@@ -128,56 +120,6 @@ def _cwd() -> str:
         return "/"
 
 
-def _failed_words(args: argparse.Namespace, failure: Exception) -> list[str]:
-    """The lines on stderr for a bug met handling the event, its details written to the log
-    of the store's relay daemons (where a relay that answered would have written them)."""
-    from ..hooks.relay_spawn import note_failure  # noqa: PLC0415
-    from ..rules.wording.hook_input import hook_failed_words  # noqa: PLC0415
-
-    log = note_failure(args.db, os.environ, _cwd(), failure)
-    return hook_failed_words(_book(args), log, failure)
-
-
-def _outage_log(args: argparse.Namespace, outage: StoreUnavailable) -> str | None:
-    """Where the store is and what its database said, written to the log of the store's
-    relay daemons (where a relay that answered would have written them, and where the details
-    of a bug go): the host may show the hook's stderr to the model. This process handles one
-    event, so this is once for its outage."""
-    from ..hooks.relay_spawn import note_outage  # noqa: PLC0415
-
-    return note_outage(args.db, os.environ, _cwd(), outage)
-
-
-def _down_words(args: argparse.Namespace, outage: StoreUnavailable) -> str:
-    """The line on stderr for an event the store did not answer, which is not kept (no report)."""
-    from ..rules.wording.hook_input import hook_store_down_words  # noqa: PLC0415
-
-    return hook_store_down_words(_book(args), outage.recorded, _outage_log(args, outage))
-
-
-def _error_words(args: argparse.Namespace, error: EscalationError) -> str:
-    """The line on stderr for a problem a person can fix. A config or prompts file's problem
-    as it is: the person needs that text, and it names no store. A store that cannot be
-    opened at all, or that refused the write, in the prompts' words: its message names the
-    store (a database's URL) and what its driver said, which go to the log an outage's go to."""
-    if not isinstance(error, StoreError):
-        return f"no decision: {error}"
-    from ..hooks.relay_spawn import note_outage  # noqa: PLC0415
-    from ..rules.wording.hook_input import hook_store_error_words  # noqa: PLC0415
-
-    log = note_outage(args.db, os.environ, _cwd(), error)
-    return hook_store_error_words(_book(args), log, unwritable=isinstance(error, StoreUnwritable))
-
-
-def _kept_said(args: argparse.Namespace, settings: Settings, kept: Kept) -> str:
-    """The line on stderr for a report kept in the spool (or dropped, the spool full)."""
-    from ..hooks.spool import kept_words  # noqa: PLC0415
-    from ..services.runtime import prompt_book  # noqa: PLC0415
-
-    log = None if kept.outage is None else _outage_log(args, kept.outage)
-    return kept_words(prompt_book(settings), kept, log)
-
-
 def _book(args: argparse.Namespace) -> PromptBook:
     """The settings' prompts; the packaged ones when those cannot be had (the failure may be theirs)."""
     from ..datafiles import data_dir  # noqa: PLC0415
@@ -190,30 +132,43 @@ def _book(args: argparse.Namespace) -> PromptBook:
         return PromptBook.load(data_dir("prompts"))
 
 
-def _input_words(settings: Settings, exc: HookInputError) -> str:
-    """Why the event cannot be used, worded from the settings' prompts (loaded only now)."""
-    from ..rules.wording.hook_input import hook_input_words  # noqa: PLC0415
+def answer_for(args: argparse.Namespace, ending: Ending, settings: Settings | None = None) -> CommandAnswer:
+    """What a hook run says of ``ending``, in the prompts of ``settings`` (loaded only now), else
+    of ``args`` (the packaged ones when those cannot be had: the failure may be theirs)."""
+    from ..hooks.outcome import DaemonsLog, for_command  # noqa: PLC0415
     from ..services.runtime import prompt_book  # noqa: PLC0415
 
-    return hook_input_words(prompt_book(settings), exc.problem)
+    book = _book(args) if settings is None else prompt_book(settings)
+    return for_command(ending, book, DaemonsLog(args.db, os.environ, _cwd()))
 
 
-def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> tuple[str, str]:
-    """The JSON to print for one raw event ("" for no decision) and a line for stderr ("" for
-    none); raises on any problem but an event it cannot use, which it says in the prompts' words."""
+def say(answer: CommandAnswer) -> None:
+    """Print a hook run's answer: its lines on stderr, the host's JSON on stdout."""
+    sys.stderr.write(answer.stderr)
+    if answer.stdout:
+        sys.stdout.write(answer.stdout)
+        sys.stdout.flush()
+
+
+def handle_event(entry: str, raw: bytes, args: argparse.Namespace) -> CommandAnswer:
+    """What to print for one raw event; raises on any problem but an event it cannot use,
+    which it says in the prompts' words."""
     from ..hooks.dispatch import HookInputError, prepare  # noqa: PLC0415
+    from ..hooks.outcome import CommandAnswer, answered, failed  # noqa: PLC0415
 
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
     try:
         triaged = prepare(raw, settings, os.environ, entry=entry)
     except HookInputError as exc:
-        return "", _input_words(settings, exc)
+        return answer_for(args, failed(exc), settings)
     if triaged is None:
-        return "", ""
+        return CommandAnswer()
     import anyio  # noqa: PLC0415 (a read never starts an event loop)
 
     output, kept = anyio.run(_answer, within_what_is_left(settings), entry, triaged, raw)
-    return output, "" if kept is None else _kept_said(args, settings, kept)
+    if kept is None:
+        return CommandAnswer.giving(output)  # nothing to word: no prompts loaded
+    return answer_for(args, answered(output, kept), settings)
 
 
 def run_hook(entry: str, args: argparse.Namespace) -> int:
@@ -226,33 +181,23 @@ def run_hook(entry: str, args: argparse.Namespace) -> int:
     for store_log in store_logs:
         store_log.setLevel(logging.CRITICAL)
     try:
-        _run_hook(entry, args)
+        return _run_hook(entry, args)
     finally:
         for store_log, level in zip(store_logs, levels, strict=True):
             store_log.setLevel(level)
-    return 0
 
 
-def _run_hook(entry: str, args: argparse.Namespace) -> None:
+def _run_hook(entry: str, args: argparse.Namespace) -> int:
     from ..hooks.dispatch import MAX_INPUT_BYTES  # noqa: PLC0415
 
     try:
-        output, said = handle_event(entry, sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), args)
-    except StoreUnavailable as exc:  # no report to keep for later (a check before a tool call)
-        _warn(_down_words(args, exc))
-        return
-    except EscalationError as exc:  # a config, prompts or store problem, in words for a person
-        _warn(_error_words(args, exc))
-        return
+        answer = handle_event(entry, sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), args)
     except Exception as exc:  # noqa: BLE001 (the top level of a hook: a bug must never block the host)
-        for line in _failed_words(args, exc):
-            _warn(line)
-        return
-    if said:
-        _warn(said)
-    if output:
-        sys.stdout.write(output + "\n")
-        sys.stdout.flush()
+        from ..hooks.outcome import failed  # noqa: PLC0415
+
+        answer = answer_for(args, failed(exc))
+    say(answer)
+    return answer.exit_code
 
 
 def run_relay(args: argparse.Namespace) -> int:

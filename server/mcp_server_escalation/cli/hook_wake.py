@@ -13,7 +13,6 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from ..errors import EscalationError, StoreUnavailable
 from ..settings import Settings
 
 if TYPE_CHECKING:
@@ -53,19 +52,13 @@ def run_wake(entry: str, args: argparse.Namespace) -> int:
     once it is given (Claude Code then wakes the model with it), else exit 0 (``hooks/wake.py``).
     Whatever goes wrong is one line on stderr and exit 0, as for any hook run: the session
     stays as it was."""
-    from .hook import _down_words, _error_words, _failed_words, _warn  # noqa: PLC0415 (hook imports this module)
+    from ..hooks.outcome import failed  # noqa: PLC0415
+    from .hook import answer_for, say  # noqa: PLC0415 (hook imports this module)
 
     try:
         words = _wake_words(entry, args)
-    except StoreUnavailable as exc:
-        _warn(_down_words(args, exc))
-        return 0
-    except EscalationError as exc:
-        _warn(_error_words(args, exc))
-        return 0
     except Exception as exc:  # noqa: BLE001 (the top level of a hook: a bug must never wake the model)
-        for line in _failed_words(args, exc):
-            _warn(line)
+        say(answer_for(args, failed(exc)))
         return 0
     if not words:
         return 0
@@ -75,13 +68,14 @@ def run_wake(entry: str, args: argparse.Namespace) -> int:
 
 def _wake_words(entry: str, args: argparse.Namespace) -> str | None:
     from ..hooks.dispatch import MAX_INPUT_BYTES, HookInputError, prepare  # noqa: PLC0415
-    from .hook import _input_words, _warn  # noqa: PLC0415
+    from ..hooks.outcome import failed  # noqa: PLC0415
+    from .hook import answer_for, say  # noqa: PLC0415
 
     settings = Settings.from_sources(db=args.db, config=args.config, prompts=args.prompts)
     try:
         triaged = prepare(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), settings, os.environ, entry=entry)
     except HookInputError as exc:
-        _warn(_input_words(settings, exc))
+        say(answer_for(args, failed(exc), settings))
         return None
     if triaged is None or triaged.event.kind != "stop":
         return None

@@ -31,8 +31,11 @@ the name this store's, so nothing there is anyone else's. A folder with contents
 alone (it may hold somebody's work): the relay says why it does not listen, once, and
 tries again every ``RETRY_SECONDS``.
 
-A store that stops answering is said to the hook in the prompts' words, as the hook process
-says it (``relay_words.py``). A relayed run is answered within ``SERVED_HOOK_SECONDS``,
+What became of each event is said to the hook as the hook process says it (``outcome.py``):
+what became of the event, no decision, and where the details are; where the store is and
+what its database said go to the log beside the socket, once per outage, never into the
+hook's stderr, which its host may show the model; so do a store's refusal of a write and a
+bug's details (``relay_words.py``). A relayed run is answered within ``SERVED_HOOK_SECONDS``,
 whatever the store does: its waits share that deadline (``deadlines.py``).
 """
 
@@ -56,15 +59,15 @@ import anyio.to_thread
 from anyio.abc import SocketListener, SocketStream
 
 from ..deadlines import call_deadline
-from ..errors import ConfigError, EscalationError, StoreUnavailable
+from ..errors import ConfigError
 from ..locations import is_database_url
-from ..rules.wording.hook_input import hook_input_words, hook_store_down_words
 from ..services.background import alongside
 from ..services.runtime import Runtime
 from ..settings import FileStamp, LoadedConfig, Settings, config_path
-from .dispatch import HookInputError, prepare, warning
+from .dispatch import prepare
+from .outcome import CommandAnswer, Ending, Outcome, answered, failed, for_command
 from .relay import HOSTS, MAX_STDIN, OPTIONS, PROTOCOL, SERVED_HOOK_SECONDS, socket_dir, socket_path
-from .relay_words import OUTAGES, error_said, failed_said, kept_said, outage_noted
+from .relay_words import RelayNotes
 from .spool import Spool, Spooled, answer_or_keep, kept_env, own_spool
 
 log = logging.getLogger(__name__)
@@ -176,29 +179,31 @@ async def respond(
         return {"protocol": PROTOCOL, "fallback": "config"}  # the hook reports its own error
     if settings is None:
         return {"protocol": PROTOCOL, "fallback": "another store, prompts or config"}
-    stdout, stderr = "", ""
     try:
-        triaged = prepare(stdin.encode("utf-8", "surrogatepass"), settings, env_map, cwd, entry=str(host))
-        if triaged is not None:
-            # The hook's machine is this one: its reports wait in the relay's spool.
-            event = Spooled(str(host), stdin, kept_env(env_map), cwd)
-            out, kept = await answer_or_keep(
-                rt, settings, triaged, event, spool or own_spool(rt.settings.db_path)
-            )
-            stdout = out + "\n" if out else ""
-            stderr = "" if kept is None else warning(await kept_said(rt, kept))
-            if kept is None:
-                OUTAGES.over(rt.settings.db_path)  # the store answered: an outage is over
-    except HookInputError as exc:  # the relay answers for these settings' prompts only
-        stderr = warning(hook_input_words(rt.prompts, exc.problem))
-    except StoreUnavailable as exc:  # no report to keep for later (a check before a tool call)
-        where = await outage_noted(rt, exc)
-        stderr = warning(hook_store_down_words(rt.prompts, exc.recorded, where))
-    except EscalationError as exc:  # as in the hook process: a problem in words for a person
-        stderr = warning(await error_said(rt, exc))
+        ending = await _handled(rt, settings, str(host), env_map, cwd, stdin, spool)
     except Exception as exc:  # noqa: BLE001 (as in the hook process: a bug never breaks the host)
-        stderr = await failed_said(rt, exc)
-    return {"protocol": PROTOCOL, "stdout": stdout, "stderr": stderr}
+        ending = failed(exc)
+    if ending.outcome is Outcome.ANSWERED:
+        answer = CommandAnswer.giving(ending.output)
+    else:  # its details are written to a log: in a worker thread
+        job = functools.partial(for_command, ending, rt.prompts, RelayNotes(rt.settings.db_path))
+        answer = await anyio.to_thread.run_sync(job)
+    return {"protocol": PROTOCOL, "stdout": answer.stdout, "stderr": answer.stderr}
+
+
+async def _handled(
+    rt: Runtime, settings: Settings, host: str, env: dict[str, str], cwd: str, stdin: str, spool: Spool | None
+) -> Ending:
+    """What became of the forwarded event, answered with the hook's ``settings``."""
+    triaged = prepare(stdin.encode("utf-8", "surrogatepass"), settings, env, cwd, entry=host)
+    if triaged is None:
+        return answered("", None)
+    # The hook's machine is this one: its reports wait in the relay's spool.
+    event = Spooled(host, stdin, kept_env(env), cwd)
+    out, kept = await answer_or_keep(rt, settings, triaged, event, spool or own_spool(rt.settings.db_path))
+    if kept is None:
+        RelayNotes(rt.settings.db_path).over()
+    return answered(out, kept)
 
 
 async def serve_one(

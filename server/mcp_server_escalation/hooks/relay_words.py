@@ -1,70 +1,23 @@
-"""What a relay says to a hook run of a store that does not answer, refused a write, or of a bug.
+"""What a relay notes for the hook runs it answers, which their stderr never carries.
 
-A store that stops answering is said to the hook in the prompts' words, as the hook process
-says it: what became of the event, no decision, and where the details are. Where the store
-is and what its database said go to the log beside the socket, once per outage
-(``OutageNotes``), never into the hook's stderr, which its host may show the model; so do
-a store's refusal of a write (``error_said``) and a bug's details (``failed_said``).
+The words are ``outcome.py``'s, as the hook process says them; where the store is, what
+its database said and a bug's details go to the log beside the socket this process
+serves (``RelayNotes``), once per outage for a store that stops answering.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import threading
 from pathlib import Path
+from typing import ClassVar
 
-import anyio
-import anyio.to_thread
-
-from ..errors import EscalationError, StoreError, StoreUnavailable, StoreUnwritable
-from ..rules.wording.hook_input import hook_failed_words, hook_store_error_words
-from ..services.runtime import Runtime
-from .dispatch import warning
+from ..errors import StoreError, StoreUnavailable
 from .relay import socket_path
 from .relay_spawn import log_path, note_failure, note_outage
-from .spool import Kept, kept_words
 
 log = logging.getLogger(__name__)
-
-
-class OutageNotes:
-    """The log in which this process noted each store's outage for hook runs (None: none
-    could be written), until the store answers a hook run again. A relay answers many hook
-    runs: where the store is and what its database said are worth one line per outage, as in
-    the store's own log, not one per event for as long as the outage lasts."""
-
-    def __init__(self) -> None:
-        self._noted: dict[str, str | None] = {}
-        self._lock = threading.Lock()  # runs at once note one line
-
-    def note(self, db_path: str, outage: StoreUnavailable) -> str | None:
-        """The log with ``outage``'s words in it, written on the outage's first event.
-        Blocking (a file is written): run in a worker thread."""
-        with self._lock:
-            if db_path not in self._noted:
-                self._noted[db_path] = _note(db_path, outage)
-            return self._noted[db_path]
-
-    def over(self, db_path: str) -> None:
-        self._noted.pop(db_path, None)
-
-
-OUTAGES = OutageNotes()
-
-
-def _note(db_path: str, outage: StoreUnavailable) -> str | None:
-    """``note_outage`` for the store this process serves, in the log beside its socket (the
-    socket the hook found for its store). A daemon's stderr is that very log, where the store
-    has said the outage once already: nothing is written twice. (A relay opens its store
-    without the hook's bound, so only a database's outage, which the store logs, stops it
-    answering.)"""
-    cwd = str(Path.cwd())
-    socket_file = socket_path(db_path, os.environ, cwd)
-    if socket_file is not None and _is_stderr(log_path(socket_file)):
-        return log_path(socket_file)
-    return note_outage(db_path, os.environ, cwd, outage)
 
 
 def _is_stderr(path: str) -> bool:
@@ -75,38 +28,44 @@ def _is_stderr(path: str) -> bool:
     return (ours.st_dev, ours.st_ino) == (theirs.st_dev, theirs.st_ino)
 
 
-async def outage_noted(rt: Runtime, outage: StoreUnavailable) -> str | None:
-    job = functools.partial(OUTAGES.note, rt.settings.db_path, outage)
-    return await anyio.to_thread.run_sync(job)
+class RelayNotes:
+    """The relay's notes for the hook runs it answers: the log beside the socket it serves,
+    which is the socket the hook found for its store (a file a request names is never opened
+    here). Blocking: run in a worker thread. A relay answers many hook runs: where the store
+    is and what its database said are worth one line per outage, as in the store's own log,
+    not one per event for as long as it lasts, so each store's outage is noted once (the log
+    it went to; None: none could be written) until the store answers a hook run again."""
 
+    _noted: ClassVar[dict[str, str | None]] = {}
+    _lock = threading.Lock()  # runs at once note one line
 
-async def kept_said(rt: Runtime, kept: Kept) -> str:
-    """The hook's line for a report kept in the spool (or dropped, the spool full)."""
-    where = None if kept.outage is None else await outage_noted(rt, kept.outage)
-    return kept_words(rt.prompts, kept, where)
+    def __init__(self, db_path: str) -> None:
+        self.db_path = db_path
 
+    def outage(self, error: StoreError) -> str | None:
+        cwd = str(Path.cwd())
+        if not isinstance(error, StoreUnavailable):  # a refused write: each time, as it is met
+            return note_outage(self.db_path, os.environ, cwd, error)
+        with self._lock:
+            if self.db_path not in self._noted:
+                # A daemon's stderr is that very log, where the store has said the outage
+                # (a database's: nothing else stops a relay answering): nothing is written twice.
+                socket_file = socket_path(self.db_path, os.environ, cwd)
+                daemons = log_path(socket_file) if socket_file is not None else None
+                logged = daemons is not None and _is_stderr(daemons)
+                self._noted[self.db_path] = (
+                    daemons if logged else note_outage(self.db_path, os.environ, cwd, error)
+                )
+            return self._noted[self.db_path]
 
-async def error_said(rt: Runtime, error: EscalationError) -> str:
-    """The hook's line for a problem a person can fix, as the hook process says it
-    (``cli/hook.py``): a store that refused the write (this process has its store open) in
-    the prompts' words, where the store is and what it said in the log beside the socket,
-    as an outage's are; any other problem as it is."""
-    if not isinstance(error, StoreError):
-        return f"no decision: {error}"
-    job = functools.partial(note_outage, rt.settings.db_path, os.environ, str(Path.cwd()), error)
-    where = await anyio.to_thread.run_sync(job)
-    return hook_store_error_words(rt.prompts, where, unwritable=isinstance(error, StoreUnwritable))
+    def over(self) -> None:
+        """The store answered: its outage is over."""
+        self._noted.pop(self.db_path, None)
 
-
-async def failed_said(rt: Runtime, failure: Exception) -> str:
-    """The hook's lines for a bug met answering it. Its details go where the hook process
-    would write them: the log beside the socket this process serves, which is the socket the
-    hook found for its store (a file a request names is never opened here). This process's
-    log says where, or holds them when that fails."""
-    job = functools.partial(note_failure, rt.settings.db_path, os.environ, str(Path.cwd()), failure)
-    where = await anyio.to_thread.run_sync(job)
-    if where is None:
-        log.error("relayed hook event failed", exc_info=failure)
-    else:
-        log.error("relayed hook event failed unexpectedly; its details are in %s", where)
-    return "".join(warning(line) for line in hook_failed_words(rt.prompts, where, failure))
+    def failure(self, error: BaseException) -> str | None:
+        where = note_failure(self.db_path, os.environ, str(Path.cwd()), error)
+        if where is None:  # this process's log holds the details
+            log.error("relayed hook event failed", exc_info=error)
+        else:
+            log.error("relayed hook event failed unexpectedly; its details are in %s", where)
+        return where

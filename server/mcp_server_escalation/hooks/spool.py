@@ -19,7 +19,7 @@ for before a tool call is moot once the call has happened, and replaying it woul
 nothing. The folder holds at most ``MAX_SPOOLED`` events; past that an event is dropped and
 the hook says so.
 
-What the hook says is in the words of ``prompts/hooks.toml`` (``kept_words``): what became of
+What the hook says is in the words of ``prompts/hooks.toml`` (``outcome.kept_words``): what became of
 the event, that there is no decision, and, for an outage, where its details are; never where
 the store is or what its database said, which the hook's host may show the model.
 
@@ -46,14 +46,14 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import anyio
 
 from ..deadlines import Deadline, call_deadline
 from ..errors import StoreUnavailable
 from ..locations import FOLDER
-from ..rules.wording.hook_input import hook_input_words, hook_kept_words
+from ..rules.wording.hook_input import hook_input_words
 from . import hosts
 from .dispatch import HookInputError, answer, prepare, prepare_remote
 from .relay import MAX_STDIN, SERVED_HOOK_SECONDS
@@ -64,7 +64,6 @@ from .triage import Triaged
 DEADLINE_GRACE_SECONDS = 0.5
 
 if TYPE_CHECKING:
-    from ..prompts import PromptBook
     from ..services.runtime import Runtime
     from ..settings import Settings
 
@@ -281,12 +280,13 @@ class Kept:
     """What became of a report the store did not take now: the spool ``folder`` it waits in,
     how many wait there with it (``waiting``; None: the spool was full and it was dropped),
     and the ``outage`` that met it (None: it waits behind earlier events still being
-    recorded). Each door words it for its reader (``kept_words``)."""
+    recorded). Each door words it for its reader (``outcome.py``)."""
 
     folder: Path
     waiting: int | None
     outage: StoreUnavailable | None
     unsafe: bool = False  # the folder was not private: dropped, not kept
+    limit: ClassVar[int] = MAX_SPOOLED
 
 
 async def answer_or_keep(
@@ -354,16 +354,3 @@ def keep_unrecorded(spool: Spool, event: Spooled, outage: StoreUnavailable | Non
         return Kept(spool.folder, spool.keep(event), outage)
     except UnsafeSpool:
         return Kept(spool.folder, None, outage, unsafe=True)
-
-
-def kept_words(book: PromptBook, kept: Kept, log: str | None) -> str:
-    """The hook's line on stderr for ``kept``; ``log``: where its outage's details were written."""
-    return hook_kept_words(
-        book,
-        str(kept.folder),
-        kept.waiting,
-        MAX_SPOOLED,
-        outage=kept.outage is not None,
-        log=log,
-        unsafe=kept.unsafe,
-    )

@@ -19,11 +19,8 @@ a command hook's exit 0 with nothing on stdout; the status says what went wrong:
   agent's ``ESCALATION_TASK`` (``allowedEnvVars``); empty means none;
 - an event the hooks cannot use, or one without an absolute ``cwd`` (400): the remote
   agent's project is its event's ``cwd``, never this server's working directory;
-- a store that refuses the write (a read-only store, a full disk) or whose database fails
-  (503), said as the store's failure, not the server's; where it is and what it said go to
-  the server's log;
-- a report the store cannot take now and the spool cannot keep either (it holds
-  ``MAX_SPOOLED`` events, or its folder is not private: 507): dropped, and the body says so;
+- what became of an event handled (a report kept or dropped, the store down or failing,
+  a bug): ``hooks/outcome.py``'s statuses and words, which the command hook shares;
 - an event outside the scope of a person's token (``projects``, ``task_prefixes`` in the
   tokens file; 403, nothing recorded): a task not named, or named without one of the
   prefixes (before the body is read), or a ``cwd`` outside every folder.
@@ -37,7 +34,6 @@ and the runtime is opened on that same book.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -48,22 +44,20 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from ...errors import StoreUnavailable, StoreUnwritable
-from ...hooks.dispatch import HTTP_PATH, HookInputError, prepare_remote
+from ...hooks.dispatch import HTTP_PATH, prepare_remote
 from ...hooks.hosts import http_hosts
+from ...hooks.outcome import Ending, answered, failed, for_http, no_decision, not_recorded
 from ...hooks.relay import MAX_STDIN
-from ...hooks.spool import MAX_SPOOLED, Kept, Spooled, answer_or_keep, own_spool
+from ...hooks.spool import Spooled, answer_or_keep, own_spool
 from ...models.limits import TASK_ID_PATTERN
 from ...prompts import PromptBook
 from ...rules.bounds.token_scope import Scope
 from ...rules.reading.salient import one_line
-from ...rules.wording.hook_input import NAME_CHARS, hook_http_failed_template, hook_input_words
+from ...rules.wording.hook_input import NAME_CHARS
 from ...rules.wording.scope_refusals import scope_refusal_words
 from ...services.runtime import Runtime, open_runtime, prompt_book
 from ...settings import Settings
 from .auth import Holder, StaticTokenVerifier
-
-log = logging.getLogger(__name__)
 
 # The hosts whose hooks can be posted (their descriptions say so: Claude Code has an
 # ``http`` hook type; Cursor's and Codex's hooks are commands only).
@@ -128,13 +122,6 @@ class TooLarge(Refused):
     status = 413
 
 
-class Dropped(Refused):
-    """A report the store could not take now and the spool could not keep: dropped (507,
-    Insufficient Storage: the host's retry would meet the same full spool)."""
-
-    status = 507
-
-
 class HookRoutes:
     """The hook routes of one server: its settings, its tokens, its Host/Origin checks."""
 
@@ -183,43 +170,19 @@ class HookRoutes:
     async def _decided(self, host: str, request: Request, holder: Holder) -> Response:
         """The answer to a checked event: its JSON, or a status that says why there is none."""
         try:
-            out = await self._answer(host, request, holder.scope)
+            ending = await self._answer(host, request, holder.scope)
         except Refused as exc:
-            return _refusal(exc.status, self.book.render("hook_http_not_recorded", reason=str(exc)))
-        except HookInputError as exc:
-            return _refusal(400, hook_input_words(self.book, exc.problem))
-        except StoreUnavailable as exc:
-            # The host's tool call proceeds. Where the store is and what the database said
-            # are the operator's to read: the store logs its outage once (a line per refused
-            # event would flood the log for as long as the outage lasts); the host's user
-            # reads words.
-            down = "hook_http_store_down" if exc.recorded is False else "hook_http_store_down_maybe_recorded"
-            said = self.book.render("hook_http_no_decision", reason=self.book.render(down))
-            return _refusal(503, said, **{"Retry-After": "30"})
+            return _refusal(exc.status, not_recorded(self.book, str(exc)))
         except Exception as exc:  # noqa: BLE001 (as in the hook process: never an answer the host misreads)
-            return self._failed(exc)
-        if out is None:
-            not_open = self.book.render("hook_http_store_not_open")
-            return _refusal(503, self.book.render("hook_http_no_decision", reason=not_open))
-        return Response(out, status_code=200, media_type="application/json" if out else None)
+            ending = failed(exc)
+        if ending is None:
+            return _refusal(503, no_decision(self.book, "hook_http_store_not_open"))
+        answer = for_http(ending, self.book)
+        return Response(answer.body, answer.status, answer.headers or None, answer.media_type)
 
-    def _failed(self, failure: Exception) -> Response:
-        """The answer to an event that failed: the store's failure (it refused the write, or its
-        database failed) said as the store's, 503, where it is and what it said in this
-        server's log, without a traceback (no bug of ours); anything else a bug, 500."""
-        template = hook_http_failed_template(failure, unwritable=isinstance(failure, StoreUnwritable))
-        failed = self.book.render("hook_http_no_decision", reason=self.book.render(template))
-        if template == "hook_http_failed":
-            log.error("hook event over HTTP failed", exc_info=failure)
-            return _refusal(500, failed)
-        log.error(
-            "hook event over HTTP not recorded: its store failed: %s: %s", type(failure).__name__, failure
-        )
-        return _refusal(503, failed)
-
-    async def _answer(self, host: str, request: Request, scope: Scope | None) -> str | None:
-        """The host's JSON for the event ("" for no decision); None while the store is closed.
-        Raises ``OutOfScope`` for an event the token may not report."""
+    async def _answer(self, host: str, request: Request, scope: Scope | None) -> Ending | None:
+        """What became of the event; None while the store is closed. Raises ``OutOfScope``
+        for an event the token may not report."""
         task = _task(request, self.book)
         if self.rt is None:
             return None
@@ -234,28 +197,13 @@ class HookRoutes:
             raise TooLarge(self.book.render("hook_http_too_large", limit=HOOK_BODY_BYTES))
         triaged = prepare_remote(raw, self.settings, task, entry=host)
         if triaged is None:
-            return ""
+            return answered("", None)
         refusal = scope.project_refusal(triaged.root) if scope else None
         if refusal:
             raise OutOfScope(scope_refusal_words(self.book, refusal, TASK_HEADER))
         triaged = triaged._replace(within=scope)
         event = Spooled(host, raw.decode("utf-8"), {}, None, remote=True, task=task)
-        out, kept = await answer_or_keep(self.rt, self.settings, triaged, event, self.spool)
-        # Why the store does not answer is in this log already, once for the outage.
-        if kept is not None and kept.waiting is None:
-            raise self._dropped(kept)
-        if kept is not None:
-            log.info("hook event over HTTP kept in the spool %s (%d waiting)", kept.folder, kept.waiting)
-        return out
-
-    def _dropped(self, kept: Kept) -> Dropped:
-        """The host's answer to a report neither recorded nor kept: it is told, not answered
-        with an empty body that reads as an event taken."""
-        if kept.unsafe:
-            log.warning("hook event over HTTP dropped: the spool %s is not a private folder", kept.folder)
-            return Dropped(self.book.render("hook_http_spool_unsafe"))
-        log.warning("hook event over HTTP dropped: the spool %s is full", kept.folder)
-        return Dropped(self.book.render("hook_http_spool_full", limit=MAX_SPOOLED))
+        return answered(*await answer_or_keep(self.rt, self.settings, triaged, event, self.spool))
 
 
 def build_hook_app(
