@@ -55,6 +55,9 @@ from mcp_server_escalation.settings import Settings
 from mcp_server_escalation.store.backends import open_store
 from store_faults import read_only
 
+# Its store-down scenarios stop a real PostgreSQL server under each door.
+pytestmark = pytest.mark.interop
+
 BOOK = PromptBook.load(data_dir("prompts"))
 PREFIX = "mcp-server-escalation hook: "
 TASK = "outcome-task"
