@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -29,6 +28,10 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+from killed_hooks import killed_after  # found through the path entry above
 
 SCRIPT = Path(sys.executable).parent / "mcp-server-escalation"
 EVENT = {
@@ -84,22 +87,7 @@ def marker(project: Path, session: str) -> Path:
 
 def killed_run(command: str, session: str, project: Path, env: dict[str, str], after: float) -> None:
     payload = json.dumps({**EVENT, "session_id": session, "cwd": str(project)}).encode()
-    hook = subprocess.Popen(
-        ["/bin/sh", "-c", f": > {marker(project, session)}; {command}"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=project,
-        env=env,
-        start_new_session=True,
-    )
-    assert hook.stdin is not None
-    hook.stdin.write(payload)
-    hook.stdin.close()
-    time.sleep(after)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(hook.pid, signal.SIGKILL)
-    hook.wait(timeout=10)
+    killed_after(f": > {marker(project, session)}; {command}", payload, project, env, after)
 
 
 def main() -> None:

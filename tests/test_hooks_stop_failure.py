@@ -8,14 +8,10 @@ and never pages unless it persists; authentication and billing are a non-blockin
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import signal
 import sqlite3
 import subprocess
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,6 +21,7 @@ import pytest
 from bounds import HUNG_AFTER
 from conftest import connect
 from hooks_support import claude, hook, pre_edit, pre_tool, session_start, snapshot
+from killed_hooks import killed_after
 from mcp_server_escalation.hooks.protocol import parse_payload
 from mcp_server_escalation.rules.reading.host_errors import persisted
 from operator_support import SCRIPT, cli_env
@@ -164,22 +161,7 @@ def _killed_at_once(command: str, session: str, project: Path, env: dict[str, st
     """The command run as the host starts a command hook (a shell, in a process group of its
     own), its process group killed ``after`` seconds after the event is written."""
     payload = json.dumps({**RATE_LIMITED, "session_id": session}).encode()
-    host_hook = subprocess.Popen(
-        ["/bin/sh", "-c", command],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=project,
-        env=env,
-        start_new_session=True,
-    )
-    assert host_hook.stdin is not None
-    host_hook.stdin.write(payload)
-    host_hook.stdin.close()
-    time.sleep(after)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(host_hook.pid, signal.SIGKILL)
-    host_hook.wait(timeout=10)
+    killed_after(command, payload, project, env, after)
 
 
 # How the hook leaves the host's group, by what the PATH holds: bash's job control (macOS has
