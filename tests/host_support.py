@@ -24,6 +24,7 @@ from typing import Any
 
 from client_envs import npm_modules
 from hooks_support import SCRIPT, daemons_of, stop_daemons
+from scripted_model import Say, Step, ToolCall, Turn
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -42,6 +43,9 @@ QUIET = {
 }
 # The tools a headless run may use without asking (root may not bypass permissions).
 ALLOWED = "Bash,Edit,Write,Read,ToolSearch,mcp__escalation"
+GUIDANCE = "add must add: return a + b"  # the operator's answer in the scenarios
+RAISED = "mcp-server-escalation raised escalation"
+DENIED = "Blocked by mcp-server-escalation"
 
 
 def fresh_home() -> Path:
@@ -306,3 +310,34 @@ def run_codex(
     )
     events = [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
     return ran, events
+
+
+def waiting_agent(project: Path, tools: str) -> Any:
+    """A model that reruns the failing test until an escalation is raised, then does as it
+    is told: loads the escalation tools (named ``<tools>__<tool>``, as the host names the MCP
+    server's) with ToolSearch, waits with get_escalation until the answer comes, acknowledges
+    it, fixes the file and runs the test."""
+    calc = str(project / "src" / "calc.py")
+    get, ack = f"{tools}__get_escalation", f"{tools}__acknowledge_response"
+
+    def policy(turn: Turn, history: list[Turn]) -> Step:
+        last = turn.last_text
+        called = history[-1].reply if history else None
+        previous = called.name if isinstance(called, ToolCall) else None
+        if DENIED in last and previous == "ToolSearch":
+            return Say("My host refused ToolSearch, so I cannot reach get_escalation to wait.")
+        if RAISED in last:
+            return ToolCall("ToolSearch", {"query": f"select:{get},{ack}", "max_results": 2})
+        if previous == "ToolSearch" or (previous == get and GUIDANCE not in last):
+            return ToolCall(get, {"escalation_id": 1, "wait_seconds": 4})
+        if previous == get:
+            return ToolCall(ack, {"escalation_id": 1, "note": "I will make add add."})
+        if previous == ack:
+            return ToolCall("Read", {"file_path": calc})
+        if previous == "Read":
+            return ToolCall("Edit", {"file_path": calc, "old_string": "a - b", "new_string": "a + b"})
+        if previous == "Bash" and "passed" in last and "failed" not in last:
+            return Say("Fixed: add adds, and the test passes.")
+        return ToolCall("Bash", {"command": PYTEST, "description": "Run the tests"})
+
+    return policy

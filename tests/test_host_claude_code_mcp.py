@@ -12,13 +12,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from host_support import (
+    DENIED,
     FIXED,
-    PYTEST,
+    GUIDANCE,
     claude_env,
     escalations,
     mcp_config,
@@ -27,14 +27,12 @@ from host_support import (
     scratch_setup,
     start_claude,
     tasks,
+    waiting_agent,
 )
-from scripted_model import Say, Step, ToolCall, Turn, serve
+from scripted_model import ToolCall, Turn, serve
 
 pytestmark = pytest.mark.interop
 
-GUIDANCE = "add must add: return a + b"
-RAISED = "mcp-server-escalation raised escalation"
-DENIED = "Blocked by mcp-server-escalation"
 GET = "mcp__escalation__get_escalation"
 ACK = "mcp__escalation__acknowledge_response"
 # The target: an answer reaches a waiting model within 1 s of being given. The bound
@@ -49,40 +47,11 @@ def scratch(tmp_path: Path) -> Iterator[tuple[Path, Path, str]]:
         yield made
 
 
-def waiting_agent(project: Path) -> Any:
-    """A model that reruns the failing test until an escalation is raised, then does as it
-    is told: loads the escalation tools with ToolSearch, waits with get_escalation until the
-    answer comes, acknowledges it, fixes the file and runs the test."""
-    calc = str(project / "src" / "calc.py")
-
-    def policy(turn: Turn, history: list[Turn]) -> Step:
-        last = turn.last_text
-        called = history[-1].reply if history else None
-        previous = called.name if isinstance(called, ToolCall) else None
-        if DENIED in last and previous == "ToolSearch":
-            return Say("My host refused ToolSearch, so I cannot reach get_escalation to wait.")
-        if RAISED in last:
-            return ToolCall("ToolSearch", {"query": f"select:{GET},{ACK}", "max_results": 2})
-        if previous == "ToolSearch" or (previous == GET and GUIDANCE not in last):
-            return ToolCall(GET, {"escalation_id": 1, "wait_seconds": 4})
-        if previous == GET:
-            return ToolCall(ACK, {"escalation_id": 1, "note": "I will make add add."})
-        if previous == ACK:
-            return ToolCall("Read", {"file_path": calc})
-        if previous == "Read":
-            return ToolCall("Edit", {"file_path": calc, "old_string": "a - b", "new_string": "a + b"})
-        if previous == "Bash" and "passed" in last and "failed" not in last:
-            return Say("Fixed: add adds, and the test passes.")
-        return ToolCall("Bash", {"command": PYTEST, "description": "Run the tests"})
-
-    return policy
-
-
 def test_the_wait_over_mcp_behind_tool_search_gets_the_answer_and_the_fix(
     scratch: tuple[Path, Path, str], tmp_path: Path
 ) -> None:
     project, home, db = scratch
-    with serve(waiting_agent(project)) as model:
+    with serve(waiting_agent(project, "mcp__escalation")) as model:
         env = claude_env(home, model.url)
         claude = start_claude(
             project, env, "Fix the failing test.", "--mcp-config", str(mcp_config(tmp_path, db))

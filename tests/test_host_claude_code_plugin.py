@@ -28,17 +28,20 @@ import pytest
 
 from client_envs import cache_root, client_python
 from host_support import (
+    DENIED,
     FIXED,
-    PYTEST,
+    GUIDANCE,
     QUIET,
+    RAISED,
     claude_binary,
     fresh_home,
     result_of,
     rows,
     scratch_project,
+    waiting_agent,
 )
 from mcp_server_escalation.settings import HooksConfig
-from scripted_model import Say, Step, ToolCall, Turn, serve
+from scripted_model import ToolCall, Turn, serve
 
 pytestmark = pytest.mark.interop
 
@@ -47,9 +50,6 @@ PLUGIN = "escalation@mcp-server-escalation"  # <plugin>@<marketplace>, .claude-p
 TOOLS = "mcp__plugin_escalation_escalation"  # mcp__plugin_<plugin>_<server>
 GET = f"{TOOLS}__get_escalation"
 ACK = f"{TOOLS}__acknowledge_response"
-GUIDANCE = "add must add: return a + b"
-RAISED = "mcp-server-escalation raised escalation"
-DENIED = "Blocked by mcp-server-escalation"
 ALLOWED = f"Bash,Edit,Write,Read,ToolSearch,{TOOLS}"
 # What docs/hooks.md promises: the relay daemon leaves a minute after the last hook run (and
 # the 2 s between its checks); the few seconds more are the scheduler's on a busy machine.
@@ -154,35 +154,6 @@ def home() -> Iterator[Path]:
         shutil.rmtree(made, ignore_errors=True)
 
 
-def waiting_agent(project: Path) -> object:
-    """A model that reruns the failing test until the hooks raise an escalation, then loads
-    the plugin's escalation tools with ToolSearch, waits with get_escalation until the answer
-    comes, acknowledges it, fixes the file and runs the test."""
-    calc = str(project / "src" / "calc.py")
-
-    def policy(turn: Turn, history: list[Turn]) -> Step:
-        last = turn.last_text
-        called = history[-1].reply if history else None
-        previous = called.name if isinstance(called, ToolCall) else None
-        if DENIED in last and previous == "ToolSearch":
-            return Say("My host refused ToolSearch, so I cannot reach get_escalation to wait.")
-        if RAISED in last:
-            return ToolCall("ToolSearch", {"query": f"select:{GET},{ACK}", "max_results": 2})
-        if previous == "ToolSearch" or (previous == GET and GUIDANCE not in last):
-            return ToolCall(GET, {"escalation_id": 1, "wait_seconds": 4})
-        if previous == GET:
-            return ToolCall(ACK, {"escalation_id": 1, "note": "I will make add add."})
-        if previous == ACK:
-            return ToolCall("Read", {"file_path": calc})
-        if previous == "Read":
-            return ToolCall("Edit", {"file_path": calc, "old_string": "a - b", "new_string": "a + b"})
-        if previous == "Bash" and "passed" in last and "failed" not in last:
-            return Say("Fixed: add adds, and the test passes.")
-        return ToolCall("Bash", {"command": PYTEST, "description": "Run the tests"})
-
-    return policy
-
-
 def test_the_plugin_installed_as_documented_pauses_the_loop_carries_the_answer_and_leaves_nothing(
     home: Path, tmp_path: Path
 ) -> None:
@@ -201,7 +172,7 @@ def test_the_plugin_installed_as_documented_pauses_the_loop_carries_the_answer_a
     )
     store = home / ".local" / "share" / "mcp-server-escalation" / "escalations.db"  # the default store
 
-    policy = waiting_agent(project)
+    policy = waiting_agent(project, TOOLS)
     with serve(policy) as model:  # type: ignore[arg-type]
         claude = subprocess.Popen(
             [

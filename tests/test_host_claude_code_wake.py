@@ -19,7 +19,9 @@ import pytest
 
 from host_support import (
     FIXED,
+    GUIDANCE,
     PYTEST,
+    RAISED,
     claude_env,
     escalations,
     respond,
@@ -32,8 +34,6 @@ from scripted_model import Say, Step, ToolCall, Turn, serve
 
 pytestmark = pytest.mark.interop
 
-GUIDANCE = "add must add: return a + b"
-RAISED = "mcp-server-escalation raised escalation"
 WOKEN = "the operator answered escalation 1"  # hook_stop_answer in prompts/hooks.toml
 QUICK_PAUSE = "[thresholds]\nno_file_changes_after_attempts = 2\nwarn_before = 0\n"
 ANSWER_BOUND = 2.0  # the target is 1 s; the figure is printed (pytest -rP shows it)
