@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import anyio
@@ -142,15 +142,24 @@ async def test_a_hook_that_runs_itself_answers_within_the_hosts_limit_while_the_
     tmp_path: Path,
 ) -> None:
     db = str(tmp_path / "locked.db")
-    state = tmp_path / "state"
     async with connect(db):  # the store made and migrated
         pass
+    await hooks_alone_answer_within_the_limit(write_lock_held(db), db, tmp_path)
+
+
+async def hooks_alone_answer_within_the_limit(
+    fault: AbstractContextManager[object], db: str, tmp_path: Path
+) -> None:
+    """A check before an edit and a failed run's report, each by a hook process that runs
+    itself (no relay), while ``fault`` keeps the store from answering: each answers within the
+    host's limit, the check saying the store is not answering, the report kept in the spool."""
+    state = tmp_path / "state"
+    alone = {"ESCALATION_HOOK_RELAY": "off", "XDG_STATE_HOME": str(state)}
     took: list[float] = []
     runs = []
-    with write_lock_held(db):
+    with fault:
         for event in (pre_edit("src/app.py"), FAILED_RUN):
             started = time.monotonic()
-            alone = {"ESCALATION_HOOK_RELAY": "off", "XDG_STATE_HOME": str(state)}
             runs.append(await hook_process("claude-code", event, db=db, tmp=tmp_path, **alone))
             took.append(time.monotonic() - started)
 

@@ -29,7 +29,12 @@ from mcp_server_escalation.hooks.relay import ANSWER_TIMEOUT, SERVED_HOOK_SECOND
 from mcp_server_escalation.models.store_config import StoreConfig
 from mcp_server_escalation.store.backends import open_store
 from pg_proxy import slow_link
-from test_hook_bounds import FAILED_RUN, HOOK_ANSWERS_WITHIN, RELAY_ONLY, spooled
+from test_hook_bounds import (
+    FAILED_RUN,
+    RELAY_ONLY,
+    hooks_alone_answer_within_the_limit,
+    spooled,
+)
 from test_hooks_relay import serving
 
 pytestmark = pytest.mark.interop
@@ -146,23 +151,7 @@ async def test_a_relayed_hook_answers_within_the_hosts_limit_while_the_database_
 async def test_a_hook_that_runs_itself_answers_within_the_hosts_limit_while_the_database_stalls(
     tmp_path: Path, stall_pg: pg.PgServer, stall_url: str
 ) -> None:
-    state = tmp_path / "state"
-    alone = {"ESCALATION_HOOK_RELAY": "off", "XDG_STATE_HOME": str(state)}
-    took: list[float] = []
-    runs = []
-    with stalled(stall_pg):
-        for event in (pre_edit("src/app.py"), FAILED_RUN):
-            started = time.monotonic()
-            runs.append(await hook_process("claude-code", event, db=stall_url, tmp=tmp_path, **alone))
-            took.append(time.monotonic() - started)
-
-    assert max(took) < HOOK_ANSWERS_WITHIN, (took, [run.stderr for run in runs])
-    check, report = runs
-    assert (check.returncode, check.stdout) == (0, "")
-    assert "the store is not answering" in check.stderr, check.stderr
-    assert (report.returncode, report.stdout) == (0, "")
-    assert "will be recorded once the store is back" in report.stderr, report.stderr
-    assert len(spooled(state)) == 1
+    await hooks_alone_answer_within_the_limit(stalled(stall_pg), stall_url, tmp_path)
 
 
 def test_hook_events_posted_over_http_answer_within_the_hosts_limit_while_the_database_stalls(
