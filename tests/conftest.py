@@ -228,18 +228,20 @@ def empty_path(tmp_path: Path) -> str:
     return str(tmp_path / "escalations.db")
 
 
+def migrate_store(url: str) -> None:
+    """Make the store at ``url`` and migrate it (what a template database is prepared with)."""
+
+    async def open_and_close() -> None:
+        store = await open_store(url)
+        await store.close()
+
+    anyio.run(open_and_close)
+
+
 @pytest.fixture(scope="session")
 def migrated_template(pg_server: pg.PgServer) -> str:
     """The name of the worker's template database holding a migrated, empty store."""
-
-    def migrate(url: str) -> None:
-        async def open_and_close() -> None:
-            store = await open_store(url)
-            await store.close()
-
-        anyio.run(open_and_close)
-
-    pg_server.make_template("store_template", migrate, default=False)
+    pg_server.make_template("store_template", migrate_store, default=False)
     return "store_template"
 
 
@@ -265,6 +267,19 @@ def own_pg_server(settings: tuple[str, ...] = pg.SPEED_OVER_SAFETY) -> Iterator[
         pytest.fail(pg.missing_message(), pytrace=False)
     with pg.running(bindir, settings) as server:
         yield server
+
+
+@contextmanager
+def database_of(server: pg.PgServer) -> Iterator[str]:
+    """The URL of a new database on a module's own ``server``, started again first if a failed
+    test left it down, and dropped after."""
+    if server.postmaster_pid() is None:
+        pg.start_again(server)
+    name = server.create_database()
+    try:
+        yield server.url(name)
+    finally:
+        server.drop_database(name)
 
 
 @pytest.fixture

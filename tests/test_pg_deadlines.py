@@ -17,17 +17,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import anyio
 import httpx2
 import pytest
 
 import pg_local as pg
-from conftest import connect, own_pg_server
+from conftest import connect, database_of, migrate_store, own_pg_server
 from hooks_support import hook_process, pre_edit
 from http_support import AGENT_TOKEN, TEST_TOKENS, start_http, stop_http
 from mcp_server_escalation.hooks.relay import ANSWER_TIMEOUT, SERVED_HOOK_SECONDS
 from mcp_server_escalation.models.store_config import StoreConfig
-from mcp_server_escalation.store.backends import open_store
 from pg_proxy import slow_link
 from test_hook_bounds import (
     FAILED_RUN,
@@ -88,27 +86,14 @@ def stall_pg() -> Iterator[pg.PgServer]:
     """A PostgreSQL server of this module's own, which its tests stop (the session's serves
     every other test)."""
     with own_pg_server(pg.COMMITS_SURVIVE_A_KILL) as server:
-        server.make_template("deadlines_template", _migrate)
+        server.make_template("deadlines_template", migrate_store)
         yield server
-
-
-def _migrate(url: str) -> None:
-    async def open_and_close() -> None:
-        store = await open_store(url)
-        await store.close()
-
-    anyio.run(open_and_close)
 
 
 @pytest.fixture
 def stall_url(stall_pg: pg.PgServer) -> Iterator[str]:
-    if stall_pg.postmaster_pid() is None:  # a failed test left it down
-        pg.start_again(stall_pg)
-    name = stall_pg.create_database()
-    try:
-        yield stall_pg.url(name)
-    finally:
-        stall_pg.drop_database(name)
+    with database_of(stall_pg) as url:
+        yield url
 
 
 @contextmanager

@@ -21,8 +21,7 @@ import anyio.to_thread
 import pytest
 
 import pg_local as pg
-from conftest import Agent, ToolCallError, connect, own_pg_server
-from mcp_server_escalation.store.backends import open_store
+from conftest import Agent, ToolCallError, connect, migrate_store, own_pg_server
 from pg_proxy import Loss, commit_losing_proxy
 from session_kills import (
     AGAIN,
@@ -146,16 +145,8 @@ def slow_commits() -> Iterator[pg.PgServer]:
     """A server of this module's own whose commits each take a few milliseconds, as on a disk
     that syncs: a session terminated while it commits is then common, not rare."""
     with own_pg_server(SLOW_COMMITS) as server:
-        server.make_template("exactly_once_template", _migrate)
+        server.make_template("exactly_once_template", migrate_store)
         yield server
-
-
-def _migrate(url: str) -> None:
-    async def open_and_close() -> None:
-        store = await open_store(url)
-        await store.close()
-
-    anyio.run(open_and_close)
 
 
 async def test_sessions_terminated_in_a_loop_leave_no_write_doubled_and_every_answer_true(

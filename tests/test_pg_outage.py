@@ -30,7 +30,7 @@ import markupsafe
 import pytest
 
 import pg_local as pg
-from conftest import Agent, ToolCallError, connect, own_pg_server
+from conftest import Agent, ToolCallError, connect, database_of, migrate_store, own_pg_server
 from hooks_support import Run, bash_failure, environment, hook_process, run_script
 from http_support import AGENT_TOKEN, OPERATOR_TOKEN, SCRIPT, TEST_TOKENS, http_client, start_http, stop_http
 from mcp_server_escalation.datafiles import data_dir
@@ -39,7 +39,6 @@ from mcp_server_escalation.hooks.relay_spawn import log_path
 from mcp_server_escalation.hooks.spool import spool_folder
 from mcp_server_escalation.models.store_config import StoreConfig
 from mcp_server_escalation.prompts import PromptBook
-from mcp_server_escalation.store.backends import open_store
 
 pytestmark = pytest.mark.interop
 
@@ -71,27 +70,14 @@ def crash_pg() -> Iterator[pg.PgServer]:
     with own_pg_server(pg.COMMITS_SURVIVE_A_KILL) as server:
         # Migrated once: servers started together on a new database would each wait for
         # the first one's migration, seconds on a busy machine.
-        server.make_template("outage_template", _migrate)
+        server.make_template("outage_template", migrate_store)
         yield server
-
-
-def _migrate(url: str) -> None:
-    async def open_and_close() -> None:
-        store = await open_store(url)
-        await store.close()
-
-    anyio.run(open_and_close)
 
 
 @pytest.fixture
 def crash_url(crash_pg: pg.PgServer) -> Iterator[str]:
-    if crash_pg.postmaster_pid() is None:  # a failed test left it down
-        pg.start_again(crash_pg)
-    name = crash_pg.create_database()
-    try:
-        yield crash_pg.url(name)
-    finally:
-        crash_pg.drop_database(name)
+    with database_of(crash_pg) as url:
+        yield url
 
 
 @dataclass
@@ -612,7 +598,7 @@ async def test_hook_events_met_by_an_outage_are_spooled_and_recorded_once_in_ord
 def full_pg() -> Iterator[pg.PgServer]:
     """A PostgreSQL server that takes 12 connections at most (the superuser's included)."""
     with own_pg_server((*pg.SPEED_OVER_SAFETY, "-c max_connections=12")) as server:
-        server.make_template("outage_template", _migrate)
+        server.make_template("outage_template", migrate_store)
         yield server
 
 
